@@ -1,0 +1,33 @@
+// Package sqstest is an in-memory Amazon SQS for tests: a Fake that
+// implements, with the AWS SDK for Go v2's exact method signatures, every SQS
+// call sqsworker uses, so it can stand in for an *sqs.Client wherever a
+// package takes a narrow SQS interface.
+//
+// The Fake models what a job runtime depends on: visibility timeouts and
+// their 12-hour cap counted from receipt, receive counts, redrive to the
+// dead-letter queue after maxReceiveCount, retention, message and queue
+// delays, long polling that returns as soon as a message arrives, FIFO group
+// locking, ordering and deduplication, batch calls with per-entry failures,
+// PurgeQueue, ListDeadLetterSourceQueues and message move tasks. It returns
+// the error types real SQS returns (for example *types.QueueDoesNotExist,
+// *types.ReceiptHandleIsInvalid, *types.MessageNotInflight, and a
+// smithy.APIError with code InvalidParameterValue), wrapped in a
+// *smithy.OperationError as the SDK wraps them.
+//
+// The same conformance suite (internal/conformance) runs against the Fake
+// and against a real SQS emulator, so the Fake cannot drift from SQS.
+//
+// # Time
+//
+// The Fake reads time from time.Now plus an offset that Advance moves
+// forward. Inside a testing/synctest bubble, time.Now and all of the Fake's
+// timers are virtual, so long polls and visibility timeouts cost no real
+// time; outside one, Advance makes hidden messages visible without waiting.
+//
+// # Faults and accounting
+//
+// InjectFault makes calls fail (throttling, server errors, any error),
+// slow down, or fail only their first N times; Options.Latency adds a delay to
+// every call. Requests counts calls by API name, so tests and benchmarks can
+// report SQS requests per message.
+package sqstest

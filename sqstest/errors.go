@@ -1,0 +1,241 @@
+package sqstest
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// opError wraps err as the SDK does: an *smithy.OperationError around an
+// *awshttp.ResponseError (with the HTTP status SQS would use) around the API
+// error, so errors.As finds the typed error and the status alike.
+func opError(op string, err error) error {
+	if _, ok := err.(*smithy.CanceledError); !ok {
+		status := http.StatusBadRequest
+		if api, ok := err.(smithy.APIError); ok && api.ErrorFault() == smithy.FaultServer {
+			status = http.StatusInternalServerError
+		}
+		if _, ok := err.(*awshttp.ResponseError); !ok {
+			err = &awshttp.ResponseError{
+				ResponseError: &smithyhttp.ResponseError{
+					Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status, Header: http.Header{}}},
+					Err:      err,
+				},
+				RequestID: "sqstest",
+			}
+		}
+	}
+	return &smithy.OperationError{ServiceID: "SQS", OperationName: op, Err: err}
+}
+
+// SQS answers in the AWS JSON protocol with query-compatible error codes; the
+// SDK exposes those through ErrorCodeOverride, so ErrorCode() of a typed error
+// returns, for example, "AWS.SimpleQueueService.NonExistentQueue". The Fake
+// does the same.
+
+func errQueueDoesNotExist() error {
+	return &types.QueueDoesNotExist{
+		Message:           aws.String("The specified queue does not exist."),
+		ErrorCodeOverride: aws.String("AWS.SimpleQueueService.NonExistentQueue"),
+	}
+}
+
+func invalidParameter(format string, args ...any) error {
+	return &smithy.GenericAPIError{Code: "InvalidParameterValue", Message: fmt.Sprintf(format, args...), Fault: smithy.FaultClient}
+}
+
+func missingParameter(name string) error {
+	return &smithy.GenericAPIError{
+		Code:    "MissingParameter",
+		Message: fmt.Sprintf("The request must contain the parameter %s.", name),
+		Fault:   smithy.FaultClient,
+	}
+}
+
+func invalidAttributeName(name string) error {
+	return &types.InvalidAttributeName{
+		Message:           aws.String(fmt.Sprintf("Unknown Attribute %s.", name)),
+		ErrorCodeOverride: aws.String("InvalidAttributeName"),
+	}
+}
+
+func invalidAttributeValue(name, reason string) error {
+	return &types.InvalidAttributeValue{
+		Message:           aws.String(fmt.Sprintf("Invalid value for the parameter %s. Reason: %s", name, reason)),
+		ErrorCodeOverride: aws.String("InvalidAttributeValue"),
+	}
+}
+
+func errReceiptHandleIsInvalid(handle string) error {
+	return &types.ReceiptHandleIsInvalid{
+		Message:           aws.String(fmt.Sprintf("The input receipt handle %q is not a valid receipt handle.", handle)),
+		ErrorCodeOverride: aws.String("ReceiptHandleIsInvalid"),
+	}
+}
+
+func errMessageNotInflight() error {
+	return &types.MessageNotInflight{
+		Message:           aws.String("The message referred to isn't in flight."),
+		ErrorCodeOverride: aws.String("AWS.SimpleQueueService.MessageNotInflight"),
+	}
+}
+
+func errEmptyBatch() error {
+	return &types.EmptyBatchRequest{
+		Message:           aws.String("There should be at least one entry in the request."),
+		ErrorCodeOverride: aws.String("AWS.SimpleQueueService.EmptyBatchRequest"),
+	}
+}
+
+func errTooManyEntries(n int) error {
+	return &types.TooManyEntriesInBatchRequest{
+		Message:           aws.String(fmt.Sprintf("Maximum number of entries per request are 10. You have sent %d.", n)),
+		ErrorCodeOverride: aws.String("AWS.SimpleQueueService.TooManyEntriesInBatchRequest"),
+	}
+}
+
+func errIDsNotDistinct(id string) error {
+	return &types.BatchEntryIdsNotDistinct{
+		Message:           aws.String(fmt.Sprintf("Id %s repeated.", id)),
+		ErrorCodeOverride: aws.String("AWS.SimpleQueueService.BatchEntryIdsNotDistinct"),
+	}
+}
+
+func errInvalidBatchEntryID(id string) error {
+	return &types.InvalidBatchEntryId{
+		Message:           aws.String(fmt.Sprintf("A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long. Got %q.", id)),
+		ErrorCodeOverride: aws.String("AWS.SimpleQueueService.InvalidBatchEntryId"),
+	}
+}
+
+func errBatchTooLong(size, limit int) error {
+	return &types.BatchRequestTooLong{
+		Message:           aws.String(fmt.Sprintf("Batch requests cannot be longer than %d bytes. You have sent %d bytes.", limit, size)),
+		ErrorCodeOverride: aws.String("AWS.SimpleQueueService.BatchRequestTooLong"),
+	}
+}
+
+func errQueueNameExists(attr string) error {
+	return &types.QueueNameExists{
+		Message:           aws.String(fmt.Sprintf("A queue already exists with the same name and a different value for attribute %s", attr)),
+		ErrorCodeOverride: aws.String("QueueAlreadyExists"),
+	}
+}
+
+func errPurgeInProgress(name string) error {
+	return &types.PurgeQueueInProgress{
+		Message:           aws.String(fmt.Sprintf("Only one PurgeQueue operation on %s is allowed every 60 seconds.", name)),
+		ErrorCodeOverride: aws.String("AWS.SimpleQueueService.PurgeQueueInProgress"),
+	}
+}
+
+func errInvalidMessageContents() error {
+	return &types.InvalidMessageContents{
+		Message:           aws.String("Invalid characters found. Valid unicode characters are #x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF"),
+		ErrorCodeOverride: aws.String("InvalidMessageContents"),
+	}
+}
+
+func errResourceNotFound(msg string) error {
+	return &types.ResourceNotFoundException{Message: aws.String(msg), ErrorCodeOverride: aws.String("ResourceNotFoundException")}
+}
+
+func errUnsupported(msg string) error {
+	return &types.UnsupportedOperation{Message: aws.String(msg), ErrorCodeOverride: aws.String("AWS.SimpleQueueService.UnsupportedOperation")}
+}
+
+// batchEntryError turns a per-entry failure into a BatchResultErrorEntry.
+func batchEntryError(id string, err error) types.BatchResultErrorEntry {
+	code, msg, sender := "InternalError", err.Error(), false
+	if api, ok := err.(smithy.APIError); ok {
+		code, msg, sender = api.ErrorCode(), api.ErrorMessage(), api.ErrorFault() != smithy.FaultServer
+	}
+	return types.BatchResultErrorEntry{Id: aws.String(id), Code: aws.String(code), Message: aws.String(msg), SenderFault: sender}
+}
+
+// Throttled returns the error SQS returns when a caller exceeds its request
+// rate (*types.RequestThrottled), for use with InjectFault.
+func Throttled() error {
+	return &types.RequestThrottled{Message: aws.String("Rate exceeded"), ErrorCodeOverride: aws.String("RequestThrottled")}
+}
+
+// ServerError returns an HTTP 500 InternalError, as SQS returns when it
+// fails on its side, for use with InjectFault.
+func ServerError() error {
+	return &awshttp.ResponseError{
+		ResponseError: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: http.StatusInternalServerError, Header: http.Header{}}},
+			Err:      &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error. Please try again.", Fault: smithy.FaultServer},
+		},
+		RequestID: "sqstest",
+	}
+}
+
+// Fault describes an injected failure or slowdown. See Fake.InjectFault.
+type Fault struct {
+	// API is the call to affect ("ReceiveMessage", …), or a comma-separated
+	// list of calls. Zero value: every call.
+	API string
+	// Err is returned instead of performing the call, wrapped as the SDK
+	// wraps errors. Use Throttled, ServerError or any error. Zero value: the
+	// call is not failed (only Latency applies).
+	Err error
+	// Times limits how many calls fail; later calls succeed. Zero value: every
+	// matching call fails until the fault is removed.
+	Times int
+	// Latency is added to each matching call. Zero value: none.
+	Latency time.Duration
+}
+
+type faultRule struct {
+	fault     Fault
+	apis      map[string]bool
+	remaining int // for Times > 0
+}
+
+func (r *faultRule) matches(op string) bool { return len(r.apis) == 0 || r.apis[op] }
+
+// take reports whether this call fails, consuming one of Times.
+func (r *faultRule) take() bool {
+	if r.fault.Times == 0 {
+		return true
+	}
+	if r.remaining == 0 {
+		return false
+	}
+	r.remaining--
+	return true
+}
+
+// InjectFault makes matching calls fail or slow down until the returned
+// function removes the fault. Faults apply in the order injected; the first
+// that fails a call wins, and latencies add up.
+func (f *Fake) InjectFault(fault Fault) (remove func()) {
+	r := &faultRule{fault: fault, remaining: fault.Times}
+	if fault.API != "" {
+		r.apis = map[string]bool{}
+		for _, api := range strings.Split(fault.API, ",") {
+			r.apis[strings.TrimSpace(api)] = true
+		}
+	}
+	f.mu.Lock()
+	f.faults = append(f.faults, r)
+	f.mu.Unlock()
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, x := range f.faults {
+			if x == r {
+				f.faults = append(f.faults[:i], f.faults[i+1:]...)
+				return
+			}
+		}
+	}
+}

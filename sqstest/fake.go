@@ -1,0 +1,241 @@
+package sqstest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
+)
+
+// API is every SQS call the Fake implements, with the SDK's signatures.
+// Both *sqs.Client and *Fake satisfy it.
+type API interface {
+	CreateQueue(ctx context.Context, params *sqs.CreateQueueInput, optFns ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
+	DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
+	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	ListQueues(ctx context.Context, params *sqs.ListQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error)
+	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	SetQueueAttributes(ctx context.Context, params *sqs.SetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error)
+	PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error)
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	ListDeadLetterSourceQueues(ctx context.Context, params *sqs.ListDeadLetterSourceQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error)
+	StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+	CancelMessageMoveTask(ctx context.Context, params *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
+}
+
+var (
+	_ API = (*sqs.Client)(nil)
+	_ API = (*Fake)(nil)
+)
+
+// Options configures a Fake. Every field's zero value is usable.
+type Options struct {
+	// Region is the region in queue URLs and ARNs. Zero value: "us-east-1".
+	Region string
+	// AccountID is the account in queue URLs and ARNs and the SenderId of
+	// messages. Zero value: "000000000000".
+	AccountID string
+	// Latency is added to every call before it takes effect, as network
+	// round trips would. The wait ends early, with the context's error, when
+	// the call's context ends. Zero value: no latency.
+	Latency time.Duration
+}
+
+// Fake is an in-memory SQS. It is safe for concurrent use. Create it with New.
+type Fake struct {
+	opts Options
+
+	mu       sync.Mutex
+	offset   time.Duration        // added to time.Now by Advance
+	queues   map[string]*queue    // by URL
+	byName   map[string]*queue    // by name
+	byArn    map[string]*queue    // by ARN
+	changed  chan struct{}        // closed and replaced whenever messages may have become receivable
+	requests map[string]int       // calls by API name
+	faults   []*faultRule         // injected faults, in order of injection
+	tasks    map[string]*moveTask // message move tasks by handle
+	taskSeq  int
+	idSeq    uint64
+}
+
+// New returns an empty Fake.
+func New(optFns ...func(*Options)) *Fake {
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.AccountID == "" {
+		o.AccountID = "000000000000"
+	}
+	return &Fake{
+		opts:     o,
+		queues:   map[string]*queue{},
+		byName:   map[string]*queue{},
+		byArn:    map[string]*queue{},
+		changed:  make(chan struct{}),
+		requests: map[string]int{},
+		tasks:    map[string]*moveTask{},
+	}
+}
+
+// Now returns the Fake's current time: time.Now plus every Advance so far.
+func (f *Fake) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now()
+}
+
+func (f *Fake) now() time.Time { return time.Now().Add(f.offset) }
+
+// Advance moves the Fake's clock forward by d: messages whose visibility
+// timeout or delay ends within d become receivable at once, and waiting long
+// polls see them. Advance does not shorten a long poll's own wait.
+func (f *Fake) Advance(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	f.mu.Lock()
+	f.offset += d
+	f.notifyLocked()
+	f.mu.Unlock()
+}
+
+// notifyLocked wakes every waiting long poll. f.mu must be held.
+func (f *Fake) notifyLocked() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// Requests returns the number of calls made so far, by API name
+// ("ReceiveMessage", "DeleteMessageBatch", …), including calls that failed.
+func (f *Fake) Requests() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int, len(f.requests))
+	for k, v := range f.requests {
+		out[k] = v
+	}
+	return out
+}
+
+// RequestCount returns the number of calls to one API made so far.
+func (f *Fake) RequestCount(api string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[api]
+}
+
+// TotalRequests returns the number of calls to every API made so far.
+func (f *Fake) TotalRequests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, v := range f.requests {
+		n += v
+	}
+	return n
+}
+
+// ResetRequests sets every request count back to zero.
+func (f *Fake) ResetRequests() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.requests)
+}
+
+// RequestSummary formats the request counts as "API=n, …" in name order.
+func (f *Fake) RequestSummary() string {
+	counts := f.Requests()
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s=%d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// begin counts the call, applies latency and injected faults, and returns
+// a non-nil error when the call must fail before it takes effect.
+func (f *Fake) begin(ctx context.Context, op string) error {
+	f.mu.Lock()
+	f.requests[op]++
+	delay := f.opts.Latency
+	var fault error
+	for _, r := range f.faults {
+		if r.matches(op) {
+			delay += r.fault.Latency
+			if fault == nil && r.fault.Err != nil && r.take() {
+				fault = r.fault.Err
+			}
+		}
+	}
+	f.mu.Unlock()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return opError(op, &smithy.CanceledError{Err: ctx.Err()})
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return opError(op, &smithy.CanceledError{Err: err})
+	}
+	if fault != nil {
+		return opError(op, fault)
+	}
+	return nil
+}
+
+func (f *Fake) newID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+func (f *Fake) queueURL(name string) string {
+	return fmt.Sprintf("https://sqs.%s.amazonaws.com/%s/%s", f.opts.Region, f.opts.AccountID, name)
+}
+
+func (f *Fake) queueARN(name string) string {
+	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.opts.Region, f.opts.AccountID, name)
+}
+
+// lookup returns the queue at url. f.mu must be held.
+func (f *Fake) lookup(op string, url *string) (*queue, error) {
+	if url == nil || *url == "" {
+		return nil, opError(op, missingParameter("QueueUrl"))
+	}
+	q, ok := f.queues[*url]
+	if !ok {
+		return nil, opError(op, errQueueDoesNotExist())
+	}
+	return q, nil
+}

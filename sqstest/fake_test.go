@@ -1,0 +1,191 @@
+package sqstest_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/sqstest"
+)
+
+func receive(t *testing.T, f *sqstest.Fake, url string, n int32, wait int32) []types.Message {
+	t.Helper()
+	out, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(url), MaxNumberOfMessages: n, WaitTimeSeconds: wait,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+	})
+	if err != nil {
+		t.Fatalf("receive: %v", err)
+	}
+	return out.Messages
+}
+
+func TestAdvanceMakesHiddenMessagesVisible(t *testing.T) {
+	f := sqstest.New()
+	url := f.MustCreateQueue(t, "q", map[string]string{"VisibilityTimeout": "30"})
+	f.MustSend(t, url, "a")
+	if got := receive(t, f, url, 1, 0); len(got) != 1 {
+		t.Fatalf("first receive got %d messages, want 1", len(got))
+	}
+	if got := receive(t, f, url, 1, 0); len(got) != 0 {
+		t.Fatalf("message visible during its visibility timeout")
+	}
+	f.Advance(30 * time.Second)
+	got := receive(t, f, url, 1, 0)
+	if len(got) != 1 || sqstest.ReceiveCount(got[0]) != 2 {
+		t.Fatalf("after Advance got %v, want the message with receive count 2", got)
+	}
+}
+
+func TestLongPollWakesOnAdvance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url := f.MustCreateQueue(t, "q", nil)
+		f.MustSend(t, url, "a", func(in *sqs.SendMessageInput) { in.DelaySeconds = 600 })
+		done := make(chan []types.Message)
+		go func() { done <- receive(t, f, url, 1, 20) }()
+		synctest.Wait() // the long poll is parked
+		start := time.Now()
+		f.Advance(10 * time.Minute)
+		got := <-done
+		if len(got) != 1 || time.Since(start) != 0 {
+			t.Fatalf("got %d messages after %v; want 1 at once", len(got), time.Since(start))
+		}
+	})
+}
+
+func TestLongPollEndsWithContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url := f.MustCreateQueue(t, "q", nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error)
+		go func() {
+			_, err := f.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), WaitTimeSeconds: 20})
+			errc <- err
+		}()
+		time.Sleep(3 * time.Second)
+		cancel()
+		err := <-errc
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		var ce *smithy.CanceledError
+		if !errors.As(err, &ce) {
+			t.Fatalf("err = %T, want a *smithy.CanceledError inside, as the SDK returns", err)
+		}
+	})
+}
+
+func TestInjectFaultTimesAndRemove(t *testing.T) {
+	f := sqstest.New()
+	url := f.MustCreateQueue(t, "q", nil)
+	f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.Throttled(), Times: 2})
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}
+	for i := range 2 {
+		_, err := f.SendMessage(context.Background(), in)
+		var thr *types.RequestThrottled
+		if !errors.As(err, &thr) {
+			t.Fatalf("call %d: err = %v, want RequestThrottled", i+1, err)
+		}
+	}
+	if _, err := f.SendMessage(context.Background(), in); err != nil {
+		t.Fatalf("third call: %v, want success after Times failures", err)
+	}
+
+	remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage, DeleteMessage", Err: sqstest.ServerError()})
+	_, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url)})
+	var re *awshttp.ResponseError
+	if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusInternalServerError {
+		t.Fatalf("err = %v, want an HTTP 500 response error", err)
+	}
+	var api smithy.APIError
+	if !errors.As(err, &api) || api.ErrorCode() != "InternalError" || api.ErrorFault() != smithy.FaultServer {
+		t.Fatalf("err = %v, want InternalError server fault", err)
+	}
+	remove()
+	if got := receive(t, f, url, 10, 0); len(got) != 1 {
+		t.Fatalf("after removing the fault got %d messages, want 1 (failed sends stored nothing)", len(got))
+	}
+}
+
+func TestLatencyUsesVirtualTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New(func(o *sqstest.Options) { o.Latency = 10 * time.Millisecond })
+		url := f.MustCreateQueue(t, "q", nil)
+		f.InjectFault(sqstest.Fault{API: "SendMessage", Latency: 5 * time.Millisecond})
+		start := time.Now()
+		f.MustSend(t, url, "x")
+		if d := time.Since(start); d != 15*time.Millisecond {
+			t.Fatalf("send took %v, want 15ms (10ms latency + 5ms fault)", d)
+		}
+	})
+}
+
+func TestRequestCounting(t *testing.T) {
+	f := sqstest.New()
+	url := f.MustCreateQueue(t, "q", nil)
+	f.MustSend(t, url, "x")
+	receive(t, f, url, 1, 0)
+	receive(t, f, url, 1, 0)
+	want := map[string]int{"CreateQueue": 1, "SendMessage": 1, "ReceiveMessage": 2}
+	got := f.Requests()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("Requests()[%s] = %d, want %d", k, got[k], v)
+		}
+	}
+	if f.TotalRequests() != 4 || f.RequestCount("ReceiveMessage") != 2 {
+		t.Errorf("TotalRequests = %d, RequestCount(ReceiveMessage) = %d", f.TotalRequests(), f.RequestCount("ReceiveMessage"))
+	}
+	if s := f.RequestSummary(); s != "CreateQueue=1, ReceiveMessage=2, SendMessage=1" {
+		t.Errorf("RequestSummary = %q", s)
+	}
+	f.ResetRequests()
+	if f.TotalRequests() != 0 {
+		t.Errorf("after ResetRequests total = %d", f.TotalRequests())
+	}
+}
+
+func TestMessagesSnapshotAndDLQHelper(t *testing.T) {
+	f := sqstest.New()
+	src, dlq := f.MustCreateQueueWithDLQ(t, "jobs", 1, map[string]string{"VisibilityTimeout": "5"})
+	f.MustSend(t, src, "poison")
+	receive(t, f, src, 1, 0)
+	if v, in, d := f.Count(src); v != 0 || in != 1 || d != 0 {
+		t.Fatalf("Count = %d/%d/%d, want 0 visible, 1 in flight", v, in, d)
+	}
+	f.Advance(5 * time.Second)
+	if got := receive(t, f, src, 1, 0); len(got) != 0 {
+		t.Fatalf("message past maxReceiveCount was delivered again")
+	}
+	msgs := f.Messages(dlq)
+	if len(msgs) != 1 || msgs[0].Body != "poison" || msgs[0].DeadLetterSourceARN != f.QueueARN(src) {
+		t.Fatalf("DLQ snapshot = %+v, want the poison message from %s", msgs, f.QueueARN(src))
+	}
+	if f.Messages("https://nowhere") != nil {
+		t.Fatal("Messages of an unknown queue should be nil")
+	}
+}
+
+func TestFIFOPairHelper(t *testing.T) {
+	f := sqstest.New()
+	src, dlq := f.MustCreateQueueWithDLQ(t, "orders.fifo", 3, nil)
+	if src == dlq || f.QueueARN(dlq) == "" {
+		t.Fatal("FIFO pair not created")
+	}
+	f.MustSend(t, src, "a", sqstest.SendGroup("g", "1"))
+	got := receive(t, f, src, 10, 0)
+	if len(got) != 1 || got[0].Attributes["MessageGroupId"] != "g" {
+		t.Fatalf("got %+v", got)
+	}
+}

@@ -1,0 +1,229 @@
+package sqstest
+
+import (
+	"crypto/md5"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+type msgState int
+
+const (
+	stateVisible msgState = iota
+	stateInflight
+	stateDelayed
+)
+
+// message is one stored message. Every field is guarded by Fake.mu.
+type message struct {
+	id       string
+	body     string
+	attrs    map[string]types.MessageAttributeValue
+	md5Body  string
+	md5Attrs string
+	trace    string // AWSTraceHeader system attribute
+
+	sent      time.Time // kept when redriven to or from a DLQ
+	visibleAt time.Time // end of the delay or of the visibility timeout
+
+	receives     int
+	firstReceive time.Time
+	receivedAt   time.Time // time of the latest receive: the 12 h cap counts from it
+	handle       string    // the latest receipt handle; "" before the first receive
+	inflight     bool      // received and its visibility timeout has not ended
+
+	groupID, dedupID, seq string
+	dlqSource             string // ARN of the queue it was dead-lettered from
+}
+
+func (m *message) state(now time.Time) msgState {
+	if now.Before(m.visibleAt) {
+		if m.inflight {
+			return stateInflight
+		}
+		return stateDelayed
+	}
+	return stateVisible
+}
+
+// settle marks an expired visibility timeout as over. f.mu must be held.
+func (m *message) settle(now time.Time) {
+	if m.inflight && !now.Before(m.visibleAt) {
+		m.inflight = false
+	}
+}
+
+// Receipt handles encode the queue name, the message ID and a nonce, so a
+// handle names one receive of one message. Anything else is malformed.
+func makeHandle(queueName, msgID, nonce string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("sqstest:" + queueName + ":" + msgID + ":" + nonce))
+}
+
+// parseHandle returns the queue name and message ID in a handle.
+func parseHandle(h string) (queueName, msgID string, ok bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(h)
+	if err != nil {
+		return "", "", false
+	}
+	parts := strings.Split(string(raw), ":")
+	if len(parts) != 4 || parts[0] != "sqstest" {
+		return "", "", false
+	}
+	return parts[1], parts[2], true
+}
+
+func md5Hex(b []byte) string {
+	sum := md5.Sum(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// md5OfAttributes computes MD5OfMessageAttributes as SQS does: attributes
+// sorted by name, each encoded as length-prefixed name, data type, a
+// transport byte (1 string, 2 binary) and length-prefixed value.
+func md5OfAttributes(attrs map[string]types.MessageAttributeValue) string {
+	if len(attrs) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(attrs))
+	for n := range attrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var buf []byte
+	putString := func(s string) {
+		buf = binary.BigEndian.AppendUint32(buf, uint32(len(s)))
+		buf = append(buf, s...)
+	}
+	for _, n := range names {
+		v := attrs[n]
+		putString(n)
+		putString(aws.ToString(v.DataType))
+		if v.BinaryValue != nil {
+			buf = append(buf, 2)
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(v.BinaryValue)))
+			buf = append(buf, v.BinaryValue...)
+		} else {
+			buf = append(buf, 1)
+			putString(aws.ToString(v.StringValue))
+		}
+	}
+	return md5Hex(buf)
+}
+
+// validBody reports whether s has only the characters SQS accepts.
+func validBody(s string) bool {
+	for _, r := range s {
+		switch {
+		case r == 0x9 || r == 0xA || r == 0xD:
+		case r >= 0x20 && r <= 0xD7FF:
+		case r >= 0xE000 && r <= 0xFFFD:
+		case r >= 0x10000 && r <= 0x10FFFF:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkAttributes validates message attributes and returns their size.
+func checkAttributes(attrs map[string]types.MessageAttributeValue) (int, error) {
+	if len(attrs) > MaxMessageAttributes {
+		return 0, invalidParameter("Number of message attributes [%d] exceeds the allowed maximum [%d].", len(attrs), MaxMessageAttributes)
+	}
+	size := 0
+	for name, v := range attrs {
+		if name == "" || len(name) > 256 || strings.HasPrefix(strings.ToLower(name), "aws.") || strings.HasPrefix(strings.ToLower(name), "amazon.") {
+			return 0, invalidParameter("Message attribute name '%s' is invalid: names must be 1-256 characters and not start with AWS. or Amazon.", name)
+		}
+		dt := aws.ToString(v.DataType)
+		base, _, _ := strings.Cut(dt, ".")
+		switch base {
+		case "String", "Number":
+			if v.StringValue == nil {
+				return 0, invalidParameter("The message attribute '%s' with type '%s' must use field 'String'.", name, dt)
+			}
+			if base == "Number" {
+				if _, err := strconv.ParseFloat(*v.StringValue, 64); err != nil {
+					return 0, invalidParameter("Can't cast the value of message (user) attribute '%s' to a number.", name)
+				}
+			}
+			if !validBody(*v.StringValue) {
+				return 0, errInvalidMessageContents()
+			}
+			size += len(*v.StringValue)
+		case "Binary":
+			if v.BinaryValue == nil {
+				return 0, invalidParameter("The message attribute '%s' with type 'Binary' must use field 'Binary'.", name)
+			}
+			size += len(v.BinaryValue)
+		default:
+			return 0, invalidParameter("The type of message (user) attribute '%s' is invalid. You must use only the following supported type prefixes: Binary, Number, String.", name)
+		}
+		size += len(name) + len(dt)
+	}
+	return size, nil
+}
+
+// selectAttributes returns the message attributes matched by names ("All",
+// ".*", "prefix.*" or exact names).
+func selectAttributes(attrs map[string]types.MessageAttributeValue, names []string) map[string]types.MessageAttributeValue {
+	if len(attrs) == 0 || len(names) == 0 {
+		return nil
+	}
+	out := map[string]types.MessageAttributeValue{}
+	for n, v := range attrs {
+		for _, want := range names {
+			if want == "All" || want == ".*" || want == n ||
+				(strings.HasSuffix(want, ".*") && strings.HasPrefix(n, strings.TrimSuffix(want, "*"))) {
+				out[n] = v
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// systemAttributes returns the requested system attributes of m.
+func (f *Fake) systemAttributes(m *message, want map[string]bool) map[string]string {
+	if len(want) == 0 {
+		return nil
+	}
+	all := want["All"]
+	out := map[string]string{}
+	add := func(name, v string) {
+		if (all || want[name]) && v != "" {
+			out[name] = v
+		}
+	}
+	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+	add("SenderId", f.opts.AccountID)
+	add("SentTimestamp", ms(m.sent))
+	add("ApproximateReceiveCount", strconv.Itoa(m.receives))
+	add("ApproximateFirstReceiveTimestamp", ms(m.firstReceive))
+	add("AWSTraceHeader", m.trace)
+	add("MessageGroupId", m.groupID)
+	add("MessageDeduplicationId", m.dedupID)
+	add("SequenceNumber", m.seq)
+	add("DeadLetterQueueSourceArn", m.dlqSource)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func (q *queue) nextSeq() string {
+	q.seq++
+	return fmt.Sprintf("%020d", q.seq)
+}
