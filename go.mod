@@ -26,4 +26,5 @@ require (
 	github.com/aws/smithy-go v1.28.8 // indirect
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

@@ -168,6 +168,9 @@ func unavailable(t testing.TB, format string, args ...any) {
 // Get returns the endpoints or skips/fails t when there are none.
 func Get(t testing.TB) Endpoints {
 	t.Helper()
+	if testing.Short() && !Required() {
+		t.Skip("SKIP (-short): integration test against the local AWS")
+	}
 	e, err := Find()
 	if err != nil {
 		unavailable(t, "%v", err)

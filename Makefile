@@ -1,0 +1,42 @@
+# sqsworker — the two commands a new machine needs:
+#   make demo   run the demo against a local AWS it starts itself
+#   make test   vet + race tests, integration tests required, against a local AWS it starts itself
+#
+# Both use AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_SQS + AWS_ENDPOINT_URL_DYNAMODB when set
+# (e.g. LocalStack from docker-compose.yml); otherwise they start the offline emulators
+# (localstack/start.sh) and stop them again when done, even on failure.
+
+GO        ?= go
+WITH_AWS  := bash localstack/with-aws.sh
+TESTFLAGS ?=
+BENCHTIME ?= 1x
+
+.PHONY: test unit lint bench demo emulators-start emulators-stop fuzz
+
+test:
+	$(WITH_AWS) bash -c '$(GO) vet ./... && SQSWORKER_REQUIRE_INTEGRATION=1 $(GO) test -race -timeout 15m $(TESTFLAGS) ./...'
+
+# unit runs the tests that need no emulator (integration tests skip with a visible reason).
+unit:
+	$(GO) vet ./... && SQSWORKER_REQUIRE_INTEGRATION=0 AWS_ENDPOINT_URL_SQS= $(GO) test -race -short ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@for f in localstack/*.sh localstack/init/ready.d/*.sh .ci/run; do bash -n "$$f" || exit 1; done
+	@echo "lint: ok"
+
+bench:
+	$(WITH_AWS) bash -c 'SQSWORKER_REQUIRE_INTEGRATION=1 $(GO) test -run "^$$" -bench . -benchmem -benchtime $(BENCHTIME) ./...'
+
+demo:
+	$(WITH_AWS) $(GO) run ./examples/demo
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseDeliveryPolicy -fuzztime 60s ./retry/
+
+emulators-start:
+	@bash localstack/start.sh
+
+emulators-stop:
+	@bash localstack/stop.sh

