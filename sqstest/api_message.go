@@ -484,8 +484,8 @@ func (f *Fake) changeLocked(q *queue, handle string, timeout int32, now time.Tim
 	m.visibleAt = now.Add(d)
 	if d == 0 {
 		m.inflight = false
-		f.notifyLocked()
 	}
+	f.notifyLocked() // waiting long polls recompute when to wake
 	return nil
 }
 

@@ -189,3 +189,25 @@ func TestFIFOPairHelper(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+func TestLongPollSeesShortenedVisibility(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url := f.MustCreateQueue(t, "q", map[string]string{"VisibilityTimeout": "300"})
+		f.MustSend(t, url, "a")
+		first := receive(t, f, url, 1, 0)
+		done := make(chan []types.Message)
+		go func() { done <- receive(t, f, url, 1, 20) }()
+		synctest.Wait() // parked: the message is hidden for 300s
+		if _, err := f.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(url), ReceiptHandle: first[0].ReceiptHandle, VisibilityTimeout: 2,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		got := <-done
+		if len(got) != 1 || time.Since(start) != 2*time.Second {
+			t.Fatalf("got %d messages after %v; want the message after 2s", len(got), time.Since(start))
+		}
+	})
+}

@@ -1,0 +1,214 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+func newFIFO(t *testing.T) (*sqstest.Fake, string, string) {
+	f := sqstest.New()
+	src, dlq := f.MustCreateQueueWithDLQ(t, "orders.fifo", 10, map[string]string{"VisibilityTimeout": "30"})
+	return f, src, dlq
+}
+
+func TestFIFOGroupsInOrderAndInParallel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newFIFO(t)
+		for i := range 4 {
+			for _, g := range []string{"a", "b"} {
+				f.MustSend(t, src, fmt.Sprintf("%s%d", g, i), sqstest.SendGroup(g, fmt.Sprintf("%s%d", g, i)))
+			}
+		}
+		var mu sync.Mutex
+		order := map[string][]string{}
+		var running, peak atomic.Int64
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			n := running.Add(1)
+			if n > peak.Load() {
+				peak.Store(n)
+			}
+			time.Sleep(time.Second)
+			running.Add(-1)
+			mu.Lock()
+			order[m.GroupID] = append(order[m.GroupID], m.Body)
+			mu.Unlock()
+			return nil
+		}))
+		time.Sleep(30 * time.Second)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range []string{"a", "b"} {
+			want := fmt.Sprintf("[%s0 %s1 %s2 %s3]", g, g, g, g)
+			if got := fmt.Sprint(order[g]); got != want {
+				t.Errorf("group %s ran %s, want %s", g, got, want)
+			}
+		}
+		if peak.Load() != 2 {
+			t.Errorf("peak concurrency %d, want 2 (one per group)", peak.Load())
+		}
+	})
+}
+
+func TestFIFOFailureReleasesRestOfGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newFIFO(t)
+		for i := range 3 {
+			f.MustSend(t, src, fmt.Sprintf("m%d", i), sqstest.SendGroup("g", fmt.Sprint(i)))
+		}
+		var mu sync.Mutex
+		var ran []string
+		failed := false
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			ran = append(ran, m.Body)
+			if m.Body == "m0" && !failed {
+				failed = true
+				return errors.New("first try fails")
+			}
+			return nil
+		}), func(o *worker.Options) { o.RetryPolicy = fixedPolicy(3, 5*time.Second) })
+		time.Sleep(time.Minute)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(ran); got != "[m0 m0 m1 m2]" {
+			t.Fatalf("ran %s, want [m0 m0 m1 m2]: the rest of the group waits for the failed message", got)
+		}
+		if s := h.w.Stats(); s.Released < 2 {
+			t.Errorf("Stats.Released = %d, want the 2 later messages released", s.Released)
+		}
+		if len(f.Messages(src)) != 0 {
+			t.Fatal("messages left in the queue")
+		}
+	})
+}
+
+func TestShutdownLetsInFlightFinishAndDeletes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 5, "60")
+		for i := range 5 {
+			f.MustSend(t, src, fmt.Sprint(i))
+		}
+		started := make(chan struct{}, 5)
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			started <- struct{}{}
+			time.Sleep(10 * time.Second) // ignores ctx on purpose: finishes within ShutdownTimeout
+			return nil
+		}), func(o *worker.Options) { o.ShutdownTimeout = 30 * time.Second })
+		for range 5 {
+			<-started
+		}
+		t0 := time.Now()
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(t0); d < 9*time.Second || d > 11*time.Second {
+			t.Errorf("Run returned %v after cancel, want about 10s (handlers finishing)", d)
+		}
+		if n := len(f.Messages(src)); n != 0 {
+			t.Fatalf("%d messages left; finished handlers' deletes must be flushed on shutdown", n)
+		}
+	})
+}
+
+func TestShutdownDeadlineCancelsAndReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 5, "600")
+		f.MustSend(t, src, "slow")
+		causes := make(chan error, 1)
+		started := make(chan struct{})
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			close(started)
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return ctx.Err()
+		}), func(o *worker.Options) { o.ShutdownTimeout = 5 * time.Second })
+		<-started
+		t0 := time.Now()
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(t0); d != 5*time.Second {
+			t.Errorf("Run returned after %v, want the 5s ShutdownTimeout", d)
+		}
+		if c := <-causes; !errors.Is(c, worker.ErrShutdown) {
+			t.Fatalf("cause = %v, want ErrShutdown", c)
+		}
+		msgs := f.Messages(src)
+		if len(msgs) != 1 || msgs[0].State != sqstest.Visible {
+			t.Fatalf("message = %+v, want released (visible at once), not deleted, not hidden for 600s", msgs)
+		}
+		if s := h.w.Stats(); s.Released != 1 || s.Failed != 0 {
+			t.Errorf("Stats = %+v, want 1 released and no failure counted", s)
+		}
+	})
+}
+
+func TestShutdownReleasesUnstartedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newFIFO(t)
+		for i := range 4 {
+			f.MustSend(t, src, fmt.Sprint(i), sqstest.SendGroup("g", fmt.Sprint(i)))
+		}
+		started := make(chan struct{}, 4)
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			started <- struct{}{}
+			time.Sleep(20 * time.Second)
+			return nil
+		}), func(o *worker.Options) { o.ShutdownTimeout = time.Minute })
+		<-started
+		h.cancel()
+		time.Sleep(time.Second)
+		// The first message still runs; the three behind it were released at once.
+		var visible int
+		for _, m := range f.Messages(src) {
+			if m.State == sqstest.Visible {
+				visible++
+			}
+		}
+		if visible != 3 {
+			t.Fatalf("%d messages visible 1s into shutdown, want the 3 unstarted ones", visible)
+		}
+		if err := <-h.done; err != nil {
+			t.Fatal(err)
+		}
+		if n := len(started); n != 0 {
+			t.Fatalf("%d unstarted messages were started during shutdown", n)
+		}
+		if msgs := f.Messages(src); len(msgs) != 3 {
+			t.Fatalf("%d messages left, want the 3 released (the first one deleted)", len(msgs))
+		}
+	})
+}
+
+func TestAllowNoDLQPermanentIsKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		src := f.MustCreateQueue(t, "nodlq", map[string]string{"VisibilityTimeout": "30"})
+		f.MustSend(t, src, "poison")
+		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error {
+			return errors.New("x")
+		}), func(o *worker.Options) {
+			o.AllowNoDLQ = true
+			o.RetryPolicy = fixedPolicy(0, 0)
+		})
+		time.Sleep(10 * time.Second)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(f.Messages(src)); n != 1 {
+			t.Fatalf("without a DLQ the message must stay in the queue, found %d", n)
+		}
+	})
+}

@@ -1,0 +1,157 @@
+package worker
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/sqsworker/sqsworker/retry"
+)
+
+// Options configures a Worker. Every field's zero value selects the
+// documented default; pass functions that set fields to New.
+type Options struct {
+	// Concurrency is how many handlers run at once, and so the most
+	// messages the worker holds at any time. Zero value: 10.
+	Concurrency int
+
+	// RetryPolicy gives the delay before each retry and when to give up
+	// (then the message goes to the dead-letter queue). Zero value:
+	// retry.DefaultDeliveryPolicy(), SNS's default (3 retries, 20 s apart).
+	RetryPolicy retry.Policy
+
+	// AttemptCounter numbers the attempts that RetryPolicy sees. Zero value:
+	// SQS's ApproximateReceiveCount (which can over-count; see
+	// retry/dynamocounter for an exact count).
+	AttemptCounter retry.AttemptCounter
+
+	// Logger receives the worker's logs. Zero value: slog.Default().
+	Logger *slog.Logger
+
+	// ShutdownTimeout is how long Run waits, once its context is cancelled,
+	// for running handlers to finish before cancelling them and releasing
+	// their messages. Zero value: 30 s.
+	ShutdownTimeout time.Duration
+
+	// HandlerTimeout bounds each handler call; on expiry its context is
+	// cancelled (cause ErrHandlerTimeout) and the message is retried. Zero
+	// value: no limit (the heartbeat keeps the message invisible for up to
+	// SQS's 12-hour limit).
+	HandlerTimeout time.Duration
+
+	// AllowNoDLQ lets New accept a queue without a RedrivePolicy. Without a
+	// dead-letter queue, a message that exhausts its retries, or that a
+	// handler marks retry.Permanent, cannot be set aside: it is retried
+	// until the queue's retention period deletes it. Zero value: false, New
+	// refuses such a queue.
+	AllowNoDLQ bool
+
+	// WaitTime is the long-poll wait of each receive (1 s to 20 s). Zero
+	// value: 20 s.
+	WaitTime time.Duration
+
+	// VisibilityTimeout, when set, is asked for on every receive and used by
+	// the heartbeat as its extension. Zero value: the queue's own
+	// VisibilityTimeout.
+	VisibilityTimeout time.Duration
+
+	// Pollers is how many receive calls run at once. Zero value:
+	// Concurrency/10 rounded up, so that receives can keep every handler slot
+	// busy.
+	Pollers int
+
+	// ReceiveBatchWait is how long a poller waits for more free handler slots
+	// (up to 10) before it receives with fewer, so receives carry full
+	// batches when handlers finish in quick succession. Zero value: 10 ms.
+	// Negative: do not wait.
+	ReceiveBatchWait time.Duration
+
+	// MaxReceivesPerSecond limits how many messages per second the worker
+	// receives (SNS's throttlePolicy.maxReceivesPerSecond). Zero value: no
+	// limit.
+	MaxReceivesPerSecond float64
+
+	// BatchLinger is how long a pending delete or visibility change waits for
+	// more entries before its batch call goes out with fewer than 10. Zero
+	// value: 20 ms.
+	BatchLinger time.Duration
+
+	// ReceiveBackOff returns the backoff used between failed receive calls.
+	// Zero value: exponential from 200 ms to 20 s, retrying forever (fatal
+	// errors such as a deleted queue or denied access end Run instead).
+	ReceiveBackOff func() backoff.BackOff
+
+	// HandlerName names the handler in dead-letter provenance. Zero value:
+	// "sqsworker".
+	HandlerName string
+
+	// StartupTimeout bounds New's calls to SQS (queue attributes, DLQ
+	// discovery). Zero value: 30 s.
+	StartupTimeout time.Duration
+}
+
+func (o *Options) setDefaults() error {
+	if o.Concurrency < 0 {
+		return fmt.Errorf("worker: Options.Concurrency is %d; use a positive number (or 0 for the default of 10)", o.Concurrency)
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 10
+	}
+	if o.RetryPolicy == nil {
+		o.RetryPolicy = retry.DefaultDeliveryPolicy()
+	}
+	if o.AttemptCounter == nil {
+		o.AttemptCounter = retry.ReceiveCount{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = 30 * time.Second
+	}
+	if o.ShutdownTimeout < 0 || o.HandlerTimeout < 0 {
+		return fmt.Errorf("worker: ShutdownTimeout and HandlerTimeout must not be negative")
+	}
+	if o.WaitTime == 0 {
+		o.WaitTime = 20 * time.Second
+	}
+	if o.WaitTime < time.Second || o.WaitTime > 20*time.Second {
+		return fmt.Errorf("worker: Options.WaitTime is %v; SQS long polling takes 1s to 20s", o.WaitTime)
+	}
+	if o.VisibilityTimeout < 0 || o.VisibilityTimeout > retry.MaxVisibilityTimeout {
+		return fmt.Errorf("worker: Options.VisibilityTimeout is %v; SQS allows 0 to 12h", o.VisibilityTimeout)
+	}
+	if o.Pollers < 0 {
+		return fmt.Errorf("worker: Options.Pollers is %d; use a positive number (or 0 for the default)", o.Pollers)
+	}
+	if o.Pollers == 0 {
+		o.Pollers = (o.Concurrency + maxBatch - 1) / maxBatch
+	}
+	if o.ReceiveBatchWait == 0 {
+		o.ReceiveBatchWait = 10 * time.Millisecond
+	}
+	if o.MaxReceivesPerSecond < 0 {
+		return fmt.Errorf("worker: Options.MaxReceivesPerSecond is %v; use a positive rate (or 0 for no limit)", o.MaxReceivesPerSecond)
+	}
+	if o.BatchLinger <= 0 {
+		o.BatchLinger = 20 * time.Millisecond
+	}
+	if o.ReceiveBackOff == nil {
+		o.ReceiveBackOff = func() backoff.BackOff {
+			b := backoff.NewExponentialBackOff()
+			b.InitialInterval = 200 * time.Millisecond
+			b.MaxInterval = 20 * time.Second
+			b.MaxElapsedTime = 0
+			return b
+		}
+	}
+	if o.HandlerName == "" {
+		o.HandlerName = "sqsworker"
+	}
+	if o.StartupTimeout <= 0 {
+		o.StartupTimeout = 30 * time.Second
+	}
+	return nil
+}

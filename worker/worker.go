@@ -1,0 +1,465 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+	"github.com/cenkalti/backoff/v4"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/visibility"
+)
+
+// Errors a Worker reports, as errors or as context causes.
+var (
+	// ErrShutdown is the cause of a handler context cancelled because the
+	// shutdown deadline (Options.ShutdownTimeout) passed.
+	ErrShutdown = errors.New("sqsworker: shutdown deadline passed")
+	// ErrHandlerTimeout is the cause of a handler context cancelled because
+	// Options.HandlerTimeout passed.
+	ErrHandlerTimeout = errors.New("sqsworker: handler timeout")
+	// ErrPanic wraps a handler panic turned into a failure.
+	ErrPanic = errors.New("sqsworker: handler panicked")
+	// ErrAlreadyRunning is returned by Run when the Worker is already running
+	// or has run.
+	ErrAlreadyRunning = errors.New("sqsworker: Run was already called on this Worker; create a new one")
+)
+
+// Worker receives messages from one queue and runs a Handler on each,
+// applying the message lifecycle: delete on success, a retry delay on
+// failure, the dead-letter queue when retries are exhausted or the failure
+// is permanent. Create one with New and start it with Run.
+type Worker struct {
+	client   *countingClient
+	queueURL string
+	handler  Handler
+	opts     Options
+
+	visibility time.Duration // the queue's (or Options') visibility timeout
+	fifo       bool
+	target     *dlq.Target // nil without a DLQ (AllowNoDLQ)
+	mover      *dlq.Mover
+
+	c        counters
+	started  atomic.Bool
+	stopping atomic.Bool
+	limiter  *rateLimiter
+}
+
+// New checks the queue and returns a Worker for it. It reads the queue's
+// attributes and its RedrivePolicy, and refuses a queue without one unless
+// Options.AllowNoDLQ is set: without a dead-letter queue a failing job is
+// retried until retention deletes it.
+func New(client API, queueURL string, h Handler, optFns ...func(*Options)) (*Worker, error) {
+	if client == nil {
+		return nil, errors.New("sqsworker: New needs an SQS client (an *sqs.Client or *sqstest.Fake)")
+	}
+	if queueURL == "" {
+		return nil, errors.New("sqsworker: New needs a queue URL (see GetQueueUrl)")
+	}
+	if h == nil {
+		return nil, errors.New("sqsworker: New needs a Handler")
+	}
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if err := o.setDefaults(); err != nil {
+		return nil, err
+	}
+	w := &Worker{client: &countingClient{next: client}, queueURL: queueURL, handler: h, opts: o}
+	if o.MaxReceivesPerSecond > 0 {
+		w.limiter = newRateLimiter(o.MaxReceivesPerSecond)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), o.StartupTimeout)
+	defer cancel()
+	out, err := w.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(queueURL),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameVisibilityTimeout, types.QueueAttributeNameFifoQueue},
+	})
+	if err != nil {
+		return nil, describeQueueError(queueURL, err)
+	}
+	secs, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameVisibilityTimeout)])
+	w.visibility = time.Duration(secs) * time.Second
+	if o.VisibilityTimeout > 0 {
+		w.visibility = o.VisibilityTimeout
+	}
+	w.fifo = out.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true"
+
+	target, err := dlq.Discover(ctx, w.client, queueURL)
+	switch {
+	case err == nil:
+		w.target = &target
+		w.mover = dlq.NewMover(w.client, target)
+		w.checkPolicy(target)
+	case errors.Is(err, dlq.ErrNoRedrivePolicy) && o.AllowNoDLQ:
+		o.Logger.Warn("sqsworker: queue has no RedrivePolicy (AllowNoDLQ): failed jobs are retried until retention deletes them", "queue", queueURL)
+	case errors.Is(err, dlq.ErrNoRedrivePolicy):
+		return nil, fmt.Errorf("%w (to run without a dead-letter queue anyway, set Options.AllowNoDLQ)", err)
+	default:
+		return nil, err
+	}
+	return w, nil
+}
+
+// checkPolicy warns when SQS would dead-letter a message before the retry
+// policy gives up, which moves it without provenance.
+func (w *Worker) checkPolicy(t dlq.Target) {
+	attempts := 1
+	for attempts <= 1000 {
+		if _, ok := w.opts.RetryPolicy.Delay(attempts); !ok {
+			break
+		}
+		attempts++
+	}
+	if t.MaxReceiveCount > 0 && t.MaxReceiveCount < attempts {
+		w.opts.Logger.Warn("sqsworker: the queue's maxReceiveCount is lower than the retry policy's attempts; SQS will dead-letter messages before the policy gives up (without provenance). Raise maxReceiveCount or shorten the policy",
+			"queue", w.queueURL, "maxReceiveCount", t.MaxReceiveCount, "policyAttempts", attempts)
+	}
+}
+
+// describeQueueError turns a failed GetQueueAttributes into advice.
+func describeQueueError(queueURL string, err error) error {
+	var missing *types.QueueDoesNotExist
+	if errors.As(err, &missing) {
+		return fmt.Errorf("sqsworker: queue %s does not exist; check the URL, the region and the account (or create it, e.g. with dlq.Setup): %w", queueURL, err)
+	}
+	if isFatal(err) {
+		return fmt.Errorf("sqsworker: cannot read queue %s: access or credentials problem; check the credentials and that the IAM policy allows sqs:GetQueueAttributes, sqs:ReceiveMessage, sqs:DeleteMessage, sqs:ChangeMessageVisibility and sqs:SendMessage on the queue and its DLQ: %w", queueURL, err)
+	}
+	return fmt.Errorf("sqsworker: cannot read the attributes of queue %s: %w", queueURL, err)
+}
+
+// isFatal reports whether a receive error will not go away by retrying.
+func isFatal(err error) bool {
+	var missing *types.QueueDoesNotExist
+	if errors.As(err, &missing) {
+		return true
+	}
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode() {
+	case "AccessDenied", "AccessDeniedException", "InvalidClientTokenId", "UnrecognizedClientException",
+		"SignatureDoesNotMatch", "IncompleteSignature", "MissingAuthenticationToken", "InvalidSecurity",
+		"ExpiredToken", "ExpiredTokenException", "AWS.SimpleQueueService.NonExistentQueue",
+		"QueueDoesNotExist", "InvalidAddress", "KmsAccessDenied", "KmsDisabled", "KmsNotFound":
+		return true
+	}
+	return false
+}
+
+// Stats returns a snapshot of the Worker's counters.
+func (w *Worker) Stats() Stats {
+	s := Stats{
+		Received: w.c.received.Load(), Succeeded: w.c.succeeded.Load(), Failed: w.c.failed.Load(),
+		Retried: w.c.retried.Load(), DeadLettered: w.c.deadLettered.Load(), Released: w.c.released.Load(),
+		Lost: w.c.lost.Load(), DeleteFailed: w.c.deleteFailed.Load(), InFlight: w.c.inFlight.Load(),
+		Requests: make(map[string]int64, numAPIs),
+	}
+	for i, name := range apiNames {
+		if n := w.client.calls[i].Load(); n > 0 {
+			s.Requests[name] = n
+		}
+	}
+	return s
+}
+
+// QueueURL returns the URL of the queue the Worker consumes.
+func (w *Worker) QueueURL() string { return w.queueURL }
+
+// DeadLetterQueue returns the queue's dead-letter queue, and false when it
+// has none (Options.AllowNoDLQ).
+func (w *Worker) DeadLetterQueue() (dlq.Target, bool) {
+	if w.target == nil {
+		return dlq.Target{}, false
+	}
+	return *w.target, true
+}
+
+// run holds what one call of Run shares between its goroutines.
+type run struct {
+	hard     context.Context // handlers' parent: cancelled at the shutdown deadline
+	bg       context.Context // SQS calls that must finish during shutdown
+	slots    *semaphore.Weighted
+	handlers sync.WaitGroup
+	hb       *visibility.Heartbeat
+	deletes  *batcher
+	changes  *batcher
+
+	mu      sync.Mutex
+	pending map[*pendingMsg]struct{} // FIFO messages received but not started
+}
+
+// Run receives and handles messages until ctx is cancelled, then shuts down:
+// it stops receiving (aborting the long poll), releases received messages
+// that have not started, waits up to Options.ShutdownTimeout for running
+// handlers, cancels those still running and releases their messages,
+// flushes pending deletes and visibility changes, and returns nil. It
+// returns an error early when receiving fails in a way retrying cannot fix
+// (the queue was deleted, access was denied), after the same shutdown.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	log := w.opts.Logger
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	hard, hardCancel := context.WithCancelCause(bg)
+	defer hardCancel(nil)
+
+	r := &run{hard: hard, bg: bg, slots: semaphore.NewWeighted(int64(w.opts.Concurrency)), pending: map[*pendingMsg]struct{}{}}
+	r.hb = visibility.New(w.client, w.queueURL, w.visibility, func(o *visibility.Options) { o.Logger = log })
+	hbCtx, stopHB := context.WithCancel(bg)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		_ = r.hb.Run(hbCtx)
+	}()
+	r.deletes = newBatcher(bg, "DeleteMessageBatch", w.opts.BatchLinger, log, sendDeletes(w.client, w.queueURL), func(e entry, err error) {
+		w.c.deleteFailed.Add(1)
+		log.Error("sqsworker: delete failed; the message will be received again (a duplicate)", "queue", w.queueURL, "err", err)
+	})
+	r.changes = newBatcher(bg, "ChangeMessageVisibilityBatch", w.opts.BatchLinger, log, sendChanges(w.client, w.queueURL), func(e entry, err error) {
+		log.Warn("sqsworker: visibility change failed; the message becomes visible when its current timeout ends", "queue", w.queueURL, "timeout", e.timeout, "err", err)
+	})
+
+	g, gctx := errgroup.WithContext(ctx)
+	for range w.opts.Pollers {
+		g.Go(func() error { return w.poll(gctx, r) })
+	}
+	runErr := g.Wait()
+
+	// Shutdown.
+	w.stopping.Store(true)
+	w.releasePending(r)
+	done := make(chan struct{})
+	go func() {
+		r.handlers.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(w.opts.ShutdownTimeout)
+	select {
+	case <-done:
+	case <-t.C:
+		log.Warn("sqsworker: shutdown timeout passed; cancelling running handlers and releasing their messages",
+			"queue", w.queueURL, "running", w.c.inFlight.Load())
+		hardCancel(ErrShutdown)
+		<-done
+	}
+	t.Stop()
+	r.deletes.close()
+	r.changes.close()
+	stopHB()
+	<-hbDone
+	return runErr
+}
+
+// poll is one receive loop.
+func (w *Worker) poll(ctx context.Context, r *run) error {
+	bo := w.opts.ReceiveBackOff()
+	bo.Reset()
+	for {
+		n := w.acquire(ctx, r.slots)
+		if n == 0 {
+			return nil // ctx done
+		}
+		if w.limiter != nil {
+			k := w.limiter.take(ctx, n)
+			r.slots.Release(int64(n - k))
+			if k == 0 {
+				return nil
+			}
+			n = k
+		}
+		in := &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(w.queueURL),
+			MaxNumberOfMessages:         int32(n),
+			WaitTimeSeconds:             int32(w.opts.WaitTime / time.Second),
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		}
+		if w.opts.VisibilityTimeout > 0 {
+			in.VisibilityTimeout = int32((w.opts.VisibilityTimeout + time.Second - 1) / time.Second)
+		}
+		out, err := w.client.ReceiveMessage(ctx, in)
+		receivedAt := time.Now()
+		if err != nil {
+			r.slots.Release(int64(n))
+			if ctx.Err() != nil {
+				return nil
+			}
+			if isFatal(err) {
+				return describeQueueError(w.queueURL, err)
+			}
+			wait := bo.NextBackOff()
+			w.opts.Logger.Warn("sqsworker: receive failed; retrying", "queue", w.queueURL, "in", wait, "err", err)
+			if wait == backoff.Stop || !sleepCtx(ctx, wait) {
+				return nil
+			}
+			continue
+		}
+		bo.Reset()
+		if got := len(out.Messages); got < n {
+			r.slots.Release(int64(n - got))
+		}
+		if w.limiter != nil {
+			w.limiter.refund(n - len(out.Messages))
+		}
+		if len(out.Messages) > 0 {
+			w.c.received.Add(int64(len(out.Messages)))
+			w.c.inFlight.Add(int64(len(out.Messages)))
+			w.dispatch(r, out.Messages, receivedAt)
+		}
+	}
+}
+
+// acquire takes between 1 and 10 handler slots: it blocks for the first,
+// then waits up to ReceiveBatchWait for more so receives carry full batches.
+// It returns 0 when ctx ends first.
+func (w *Worker) acquire(ctx context.Context, slots *semaphore.Weighted) int {
+	if slots.Acquire(ctx, 1) != nil {
+		return 0
+	}
+	n, want := 1, min(maxBatch, w.opts.Concurrency)
+	for n < want && slots.TryAcquire(1) {
+		n++
+	}
+	if n < want && w.opts.ReceiveBatchWait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, w.opts.ReceiveBatchWait)
+		for n < want && slots.Acquire(wctx, 1) == nil {
+			n++
+		}
+		cancel()
+	}
+	return n
+}
+
+// dispatch starts the handlers for one receive's messages, each on a slot
+// acquired before the receive. On a FIFO queue the messages of one group run
+// one after another, in order, and the rest of a group is released when one
+// of its messages does not succeed.
+func (w *Worker) dispatch(r *run, msgs []types.Message, receivedAt time.Time) {
+	if !w.fifo {
+		for _, raw := range msgs {
+			r.handlers.Add(1)
+			go func() {
+				defer r.handlers.Done()
+				defer r.slots.Release(1)
+				w.process(r, raw, receivedAt)
+			}()
+		}
+		return
+	}
+	var order []string
+	groups := map[string][]*pendingMsg{}
+	for _, raw := range msgs {
+		g := raw.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		p := &pendingMsg{raw: raw}
+		groups[g] = append(groups[g], p)
+		r.addPending(p)
+	}
+	for _, g := range order {
+		group := groups[g]
+		r.handlers.Add(1)
+		go func() {
+			defer r.handlers.Done()
+			for i, p := range group {
+				if !p.state.CompareAndSwap(pendingWaiting, pendingStarted) {
+					continue // released by the shutdown, which also freed its slot
+				}
+				r.removePending(p)
+				ok := w.process(r, p.raw, receivedAt)
+				r.slots.Release(1)
+				if !ok {
+					for _, rest := range group[i+1:] {
+						if rest.state.CompareAndSwap(pendingWaiting, pendingReleased) {
+							r.removePending(rest)
+							w.release(r, rest.raw)
+							r.slots.Release(1)
+						}
+					}
+					return
+				}
+			}
+		}()
+	}
+}
+
+// pendingMsg is a received FIFO message waiting for the earlier messages
+// of its group.
+type pendingMsg struct {
+	raw   types.Message
+	state atomic.Int32
+}
+
+const (
+	pendingWaiting int32 = iota
+	pendingStarted
+	pendingReleased
+)
+
+func (r *run) addPending(p *pendingMsg) {
+	r.mu.Lock()
+	r.pending[p] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *run) removePending(p *pendingMsg) {
+	r.mu.Lock()
+	delete(r.pending, p)
+	r.mu.Unlock()
+}
+
+// releasePending releases, at shutdown, every received message that has
+// not started, so another consumer can take it at once.
+func (w *Worker) releasePending(r *run) {
+	r.mu.Lock()
+	waiting := make([]*pendingMsg, 0, len(r.pending))
+	for p := range r.pending {
+		waiting = append(waiting, p)
+	}
+	clear(r.pending)
+	r.mu.Unlock()
+	for _, p := range waiting {
+		if p.state.CompareAndSwap(pendingWaiting, pendingReleased) {
+			w.release(r, p.raw)
+			r.slots.Release(1)
+		}
+	}
+}
+
+// release makes a received message visible again at once, unprocessed.
+func (w *Worker) release(r *run, raw types.Message) {
+	r.changes.add(entry{handle: aws.ToString(raw.ReceiptHandle), timeout: 0})
+	w.c.released.Add(1)
+	w.c.inFlight.Add(-1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
