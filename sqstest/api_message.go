@@ -473,18 +473,15 @@ func (f *Fake) changeLocked(q *queue, handle string, timeout int32, now time.Tim
 	if m == nil || m.handle != handle {
 		return invalidParameter("Value %s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", handle)
 	}
-	m.settle(now)
-	if !m.inflight {
-		return errMessageNotInflight()
-	}
+	// As in SQS, the latest receive's handle still works after its
+	// visibility timeout ended, as long as nobody received the message since:
+	// the message is hidden again.
 	d := time.Duration(timeout) * time.Second
 	if now.Add(d).Sub(m.receivedAt) > MaxVisibilityTimeout {
 		return invalidParameter("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", timeout)
 	}
 	m.visibleAt = now.Add(d)
-	if d == 0 {
-		m.inflight = false
-	}
+	m.inflight = d > 0
 	f.notifyLocked() // waiting long polls recompute when to wake
 	return nil
 }

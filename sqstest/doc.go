@@ -10,7 +10,7 @@
 // locking, ordering and deduplication, batch calls with per-entry failures,
 // PurgeQueue, ListDeadLetterSourceQueues and message move tasks. It returns
 // the error types real SQS returns (for example *types.QueueDoesNotExist,
-// *types.ReceiptHandleIsInvalid, *types.MessageNotInflight, and a
+// *types.ReceiptHandleIsInvalid, *types.BatchEntryIdsNotDistinct, and a
 // smithy.APIError with code InvalidParameterValue), wrapped in a
 // *smithy.OperationError as the SDK wraps them.
 //

@@ -80,13 +80,6 @@ func errReceiptHandleIsInvalid(handle string) error {
 	}
 }
 
-func errMessageNotInflight() error {
-	return &types.MessageNotInflight{
-		Message:           aws.String("The message referred to isn't in flight."),
-		ErrorCodeOverride: aws.String("AWS.SimpleQueueService.MessageNotInflight"),
-	}
-}
-
 func errEmptyBatch() error {
 	return &types.EmptyBatchRequest{
 		Message:           aws.String("There should be at least one entry in the request."),
