@@ -1,0 +1,264 @@
+package dlq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+)
+
+// Limits of Amazon SQS this package works within.
+const (
+	// MaxMessageAttributes is the most message attributes one message may carry.
+	MaxMessageAttributes = 10
+	// DefaultMaxMessageSize is the message size limit assumed when a queue's
+	// MaximumMessageSize is unknown: 256 KiB, SQS's limit for years and
+	// still the largest size a SendMessageBatch request may total.
+	DefaultMaxMessageSize = 256 * 1024
+	// MaxRetention is the longest MessageRetentionPeriod SQS allows (14 days).
+	MaxRetention = 14 * 24 * time.Hour
+	// DefaultRetention is SQS's MessageRetentionPeriod when none is set (4 days).
+	DefaultRetention = 4 * 24 * time.Hour
+
+	maxBatch = 10 // entries per batch call
+)
+
+// Queue attribute names used here.
+const (
+	attrQueueArn          = "QueueArn"
+	attrRedrivePolicy     = "RedrivePolicy"
+	attrFifoQueue         = "FifoQueue"
+	attrRetention         = "MessageRetentionPeriod"
+	attrVisibilityTimeout = "VisibilityTimeout"
+	attrMaxMessageSize    = "MaximumMessageSize"
+	attrVisible           = "ApproximateNumberOfMessages"
+	attrNotVisible        = "ApproximateNumberOfMessagesNotVisible"
+	attrDelayed           = "ApproximateNumberOfMessagesDelayed"
+	attrContentDedup      = "ContentBasedDeduplication"
+)
+
+// getAttributes reads the named attributes of the queue at url.
+func getAttributes(ctx context.Context, client QueueAPI, url string, names ...string) (map[string]string, error) {
+	in := &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url)}
+	for _, n := range names {
+		in.AttributeNames = append(in.AttributeNames, types.QueueAttributeName(n))
+	}
+	out, err := client.GetQueueAttributes(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	if out.Attributes == nil {
+		return map[string]string{}, nil
+	}
+	return out.Attributes, nil
+}
+
+// redrivePolicy is a parsed RedrivePolicy queue attribute.
+type redrivePolicy struct {
+	TargetARN       string
+	MaxReceiveCount int
+}
+
+// parseRedrivePolicy parses a RedrivePolicy. SQS returns maxReceiveCount
+// as a number, but accepts (and some tools write) a string.
+func parseRedrivePolicy(s string) (redrivePolicy, error) {
+	var raw struct {
+		Target string          `json:"deadLetterTargetArn"`
+		Count  json.RawMessage `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(s), &raw); err != nil {
+		return redrivePolicy{}, fmt.Errorf("RedrivePolicy %q is not valid JSON: %v", s, err)
+	}
+	if raw.Target == "" {
+		return redrivePolicy{}, fmt.Errorf("RedrivePolicy %q has no deadLetterTargetArn", s)
+	}
+	p := redrivePolicy{TargetARN: raw.Target}
+	count := strings.Trim(string(raw.Count), `"`)
+	if count != "" {
+		n, err := strconv.Atoi(count)
+		if err != nil {
+			return redrivePolicy{}, fmt.Errorf("RedrivePolicy %q has a maxReceiveCount that is not a whole number", s)
+		}
+		p.MaxReceiveCount = n
+	}
+	return p, nil
+}
+
+// arn is a parsed SQS queue ARN: arn:partition:sqs:region:account:name.
+type arn struct {
+	Partition, Region, Account, Name string
+}
+
+func parseARN(s string) (arn, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[5] == "" {
+		return arn{}, fmt.Errorf("%q is not an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)", s)
+	}
+	return arn{Partition: parts[1], Region: parts[3], Account: parts[4], Name: parts[5]}, nil
+}
+
+// QueueName returns the name of a queue given by URL, ARN or name.
+func QueueName(queue string) string {
+	if strings.HasPrefix(queue, "arn:") {
+		if a, err := parseARN(queue); err == nil {
+			return a.Name
+		}
+	}
+	q := strings.TrimRight(queue, "/")
+	if i := strings.LastIndexByte(q, '/'); i >= 0 {
+		return q[i+1:]
+	}
+	return q
+}
+
+// isFIFOName reports whether a queue URL, ARN or name is a FIFO queue's:
+// SQS requires FIFO queue names to end in ".fifo".
+func isFIFOName(queue string) bool { return strings.HasSuffix(QueueName(queue), ".fifo") }
+
+// urlForARN resolves a queue ARN to its URL with GetQueueUrl.
+func urlForARN(ctx context.Context, client QueueAPI, queueARN string) (string, error) {
+	a, err := parseARN(queueARN)
+	if err != nil {
+		return "", err
+	}
+	in := &sqs.GetQueueUrlInput{QueueName: aws.String(a.Name)}
+	if a.Account != "" {
+		in.QueueOwnerAWSAccountId = aws.String(a.Account)
+	}
+	out, err := client.GetQueueUrl(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// ResolveQueueURL turns a queue name, URL or ARN into a queue URL. A value
+// starting with http:// or https:// is returned as it is.
+func ResolveQueueURL(ctx context.Context, client QueueAPI, queue string) (string, error) {
+	switch {
+	case queue == "":
+		return "", errors.New("no queue given: pass a queue name, URL or ARN")
+	case strings.HasPrefix(queue, "https://"), strings.HasPrefix(queue, "http://"):
+		return queue, nil
+	case strings.HasPrefix(queue, "arn:"):
+		url, err := urlForARN(ctx, client, queue)
+		if err != nil {
+			return "", fmt.Errorf("finding queue %s: %w", queue, err)
+		}
+		return url, nil
+	}
+	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
+	if err != nil {
+		if isNotExist(err) {
+			return "", fmt.Errorf("queue %s does not exist in this account and region; check the name, --region and --profile: %w", queue, err)
+		}
+		return "", fmt.Errorf("finding queue %s: %w", queue, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// isNotExist reports whether err says a queue does not exist.
+func isNotExist(err error) bool {
+	var nq *types.QueueDoesNotExist
+	if errors.As(err, &nq) {
+		return true
+	}
+	code := apiCode(err)
+	return code == "AWS.SimpleQueueService.NonExistentQueue" || code == "QueueDoesNotExist" || code == "NonExistentQueue"
+}
+
+// isUnsupported reports whether err says the endpoint does not offer the
+// call (fauxqs: InvalidAction) or does not support it for this queue (SQS:
+// UnsupportedOperation, for example a message move task on a FIFO queue).
+func isUnsupported(err error) bool {
+	var uo *types.UnsupportedOperation
+	if errors.As(err, &uo) {
+		return true
+	}
+	switch apiCode(err) {
+	case "InvalidAction", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", "UnknownOperationException", "NotImplemented":
+		return true
+	}
+	return false
+}
+
+func apiCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
+// secondsAttr parses a queue attribute given in whole seconds.
+func secondsAttr(attrs map[string]string, name string) (time.Duration, bool) {
+	v, ok := attrs[name]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
+}
+
+func intAttr(attrs map[string]string, name string) int {
+	n, _ := strconv.Atoi(attrs[name])
+	return n
+}
+
+func secondsString(d time.Duration) string {
+	return strconv.FormatInt(int64(d/time.Second), 10)
+}
+
+// humanDuration formats d for people: "14 days", "6 hours", "1m30s".
+func humanDuration(d time.Duration) string {
+	plural := func(n int64, unit string) string {
+		if n == 1 {
+			return "1 " + unit
+		}
+		return strconv.FormatInt(n, 10) + " " + unit + "s"
+	}
+	switch {
+	case d == 0:
+		return "0s"
+	case d%(24*time.Hour) == 0:
+		return plural(int64(d/(24*time.Hour)), "day")
+	case d >= time.Hour && d%time.Hour == 0:
+		return plural(int64(d/time.Hour), "hour")
+	}
+	return d.String()
+}
+
+// wrappedError is an error with its own text that matches both a sentinel
+// and its cause with errors.Is and errors.As.
+type wrappedError struct {
+	msg  string
+	errs []error
+}
+
+func (e *wrappedError) Error() string   { return e.msg }
+func (e *wrappedError) Unwrap() []error { return e.errs }
+
+// wrap returns an error reading "<formatted text>: <cause>" that wraps
+// sentinel and cause.
+func wrap(sentinel, cause error, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	errs := []error{sentinel}
+	if cause != nil {
+		errs = append(errs, cause)
+	}
+	return &wrappedError{msg: msg, errs: errs}
+}
