@@ -1,0 +1,97 @@
+package retry
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrPermanent marks a failure that no retry can fix. errors.Is(err,
+// ErrPermanent) is true for every error made by Permanent, and a handler can
+// also wrap it directly: fmt.Errorf("order %s has no items: %w", id,
+// retry.ErrPermanent).
+var ErrPermanent = errors.New("permanent failure")
+
+// PermanentError is the error Permanent returns.
+type PermanentError struct {
+	Err error // the failure; never nil
+}
+
+// Permanent marks err as permanent: the input is bad (poison message,
+// validation failure) and retrying cannot help, so the worker moves the
+// message to the dead-letter queue at once, with err as the reason, without
+// spending the remaining retries. Permanent(nil) is nil, so
+// `return retry.Permanent(err)` is safe on the success path. An error that is
+// already permanent is returned as is.
+//
+// If an error carries both Permanent and [After], Permanent wins.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *PermanentError
+	if errors.As(err, &pe) {
+		return err
+	}
+	return &PermanentError{Err: err}
+}
+
+// Error returns the wrapped error's message unchanged: the classification is
+// carried by the type, not by the text.
+func (e *PermanentError) Error() string {
+	if e.Err == nil {
+		return ErrPermanent.Error()
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the wrapped error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrPermanent.
+func (e *PermanentError) Is(target error) bool { return target == ErrPermanent }
+
+// IsPermanent reports whether err, or any error it wraps, is permanent:
+// made by Permanent or wrapping ErrPermanent. IsPermanent(nil) is false.
+func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+
+// AfterError is the error After returns.
+type AfterError struct {
+	Delay time.Duration // how long the message stays invisible; ≥ 0
+	Err   error         // the failure; may be nil
+}
+
+// After asks for the next attempt after exactly d instead of the policy's
+// delay — for example when a downstream answered "retry after 30 s". The
+// worker sets the message's visibility to d, capped by what is left of the
+// 12 h SQS limit ([MaxVisibilityTimeout]); a negative d means 0 (retry at
+// once). The attempt still counts: when the policy's retries are exhausted,
+// the message goes to the dead-letter queue like any failure.
+//
+// Unlike Permanent, After(d, nil) is not nil: it means "not done yet, try
+// again after d" (returning nil would tell the worker the job succeeded and
+// delete the message).
+func After(d time.Duration, err error) error {
+	return &AfterError{Delay: max(d, 0), Err: err}
+}
+
+// Error returns the wrapped error's message, or "retry after <d>" when there
+// is none.
+func (e *AfterError) Error() string {
+	if e.Err == nil {
+		return "retry after " + e.Delay.String()
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the wrapped error, which may be nil.
+func (e *AfterError) Unwrap() error { return e.Err }
+
+// AfterDelay reports the delay asked for by the outermost After in err's
+// chain, and whether there is one. The worker still caps the delay.
+func AfterDelay(err error) (time.Duration, bool) {
+	var ae *AfterError
+	if !errors.As(err, &ae) {
+		return 0, false
+	}
+	return max(ae.Delay, 0), true
+}

@@ -1,0 +1,95 @@
+package retry
+
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// MaxVisibilityTimeout is the longest SQS can keep a received message
+// invisible: 12 hours, counted from the receive. No retry delay can be longer;
+// every Policy in this package caps its delays at it, and the worker caps
+// whatever a Policy or [After] asks for at what is left of it.
+const MaxVisibilityTimeout = 12 * time.Hour
+
+// Policy decides what happens after an attempt fails. It is the interface the
+// worker consumes.
+//
+// Delay is called with the attempt that just failed, 1-based: attempt 1 is
+// the first delivery of the message, attempt 2 its first retry, and so on. It
+// returns how long the message stays invisible before the next attempt, and
+// true to retry or false to give up (the worker then moves the message to the
+// dead-letter queue). A policy that allows N retries returns true for
+// attempts 1 … N and false from N+1 on, so the message is delivered at most
+// N+1 times. Values of attempt below 1 are treated as 1.
+//
+// Delay must be a pure function of attempt (and of any randomness the policy
+// was given): no clock reads, no sleeping, no shared state beyond what is safe
+// for concurrent use — the worker calls it from many goroutines at once. A
+// returned delay outside [0, MaxVisibilityTimeout] is clamped by the worker.
+type Policy interface {
+	Delay(attempt int) (delay time.Duration, retry bool)
+}
+
+// PolicyFunc adapts an ordinary function to the [Policy] interface.
+type PolicyFunc func(attempt int) (delay time.Duration, retry bool)
+
+// Delay returns f(attempt).
+func (f PolicyFunc) Delay(attempt int) (time.Duration, bool) { return f(attempt) }
+
+// Cap clamps d to [0, MaxVisibilityTimeout], the delays SQS can apply.
+func Cap(d time.Duration) time.Duration {
+	return min(max(d, 0), MaxVisibilityTimeout)
+}
+
+// VisibilitySeconds converts a delay to the whole seconds that SQS's
+// ChangeMessageVisibility takes: Cap(d) rounded up, so a message is never
+// released before its delay is over. The result is in [0, 43200].
+func VisibilitySeconds(d time.Duration) int32 {
+	d = Cap(d)
+	s := d / time.Second
+	if d%time.Second != 0 {
+		s++
+	}
+	return int32(s)
+}
+
+// FromBackOff turns a cenkalti/backoff/v4 BackOff into a [Policy].
+//
+// newBackOff must return a fresh BackOff on every call; it is called once per
+// Delay. Delay(n) resets that BackOff and calls NextBackOff n times: the n-th
+// value is the delay before attempt n+1, and backoff.Stop at any of those
+// calls means give up. So backoff.WithMaxRetries(b, 3) allows 3 retries, 4
+// deliveries in all, like a DeliveryPolicy with numRetries 3. Delays are capped
+// at MaxVisibilityTimeout; negative ones become 0.
+//
+// Because each call replays a new BackOff from the start, Delay is a pure
+// function of the attempt, and a BackOff's own randomisation (such as
+// ExponentialBackOff.RandomizationFactor) is drawn afresh each time. Limits
+// based on elapsed time (ExponentialBackOff.MaxElapsedTime) never trigger
+// here, since no real time passes between the replayed calls: bound the
+// number of retries with backoff.WithMaxRetries instead. The replay costs n
+// calls to NextBackOff.
+//
+// FromBackOff panics if newBackOff is nil, and Delay panics if newBackOff
+// returns nil: both are programming errors best caught at start-up.
+func FromBackOff(newBackOff func() backoff.BackOff) Policy {
+	if newBackOff == nil {
+		panic("retry.FromBackOff: newBackOff is nil; pass a function that returns a new backoff.BackOff")
+	}
+	return PolicyFunc(func(attempt int) (time.Duration, bool) {
+		b := newBackOff()
+		if b == nil {
+			panic("retry.FromBackOff: newBackOff returned a nil backoff.BackOff")
+		}
+		b.Reset()
+		var d time.Duration
+		for range max(attempt, 1) {
+			d = b.NextBackOff()
+			if d == backoff.Stop {
+				return 0, false
+			}
+		}
+		return Cap(d), true
+	})
+}

@@ -1,0 +1,126 @@
+package retry_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/sqsworker/sqsworker/retry"
+)
+
+func TestPolicyFunc(t *testing.T) {
+	var p retry.Policy = retry.PolicyFunc(func(attempt int) (time.Duration, bool) {
+		return time.Duration(attempt) * time.Second, attempt < 3
+	})
+	if d, ok := p.Delay(2); d != 2*time.Second || !ok {
+		t.Errorf("Delay(2) = %v, %v", d, ok)
+	}
+	if _, ok := p.Delay(3); ok {
+		t.Error("Delay(3) retried")
+	}
+}
+
+func TestCapAndVisibilitySeconds(t *testing.T) {
+	for d, want := range map[time.Duration]time.Duration{
+		-time.Second: 0, 0: 0, time.Second: time.Second,
+		retry.MaxVisibilityTimeout: retry.MaxVisibilityTimeout, 13 * time.Hour: retry.MaxVisibilityTimeout,
+	} {
+		if got := retry.Cap(d); got != want {
+			t.Errorf("Cap(%v) = %v, want %v", d, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]int32{
+		-time.Second: 0, 0: 0, time.Nanosecond: 1, 999 * time.Millisecond: 1, time.Second: 1,
+		1500 * time.Millisecond: 2, 20 * time.Second: 20, 12 * time.Hour: 43200, 100 * time.Hour: 43200,
+	} {
+		if got := retry.VisibilitySeconds(d); got != want {
+			t.Errorf("VisibilitySeconds(%v) = %d, want %d", d, got, want)
+		}
+	}
+}
+
+func TestFromBackOff(t *testing.T) {
+	// WithMaxRetries(b, 3) allows 3 retries: 4 deliveries, like numRetries 3.
+	p := retry.FromBackOff(func() backoff.BackOff {
+		return backoff.WithMaxRetries(backoff.NewConstantBackOff(5*time.Second), 3)
+	})
+	for attempt := 1; attempt <= 3; attempt++ {
+		if d, ok := p.Delay(attempt); !ok || d != 5*time.Second {
+			t.Errorf("Delay(%d) = %v, %v; want 5s, true", attempt, d, ok)
+		}
+	}
+	if d, ok := p.Delay(4); ok || d != 0 {
+		t.Errorf("Delay(4) = %v, %v; want 0, false", d, ok)
+	}
+
+	// An exponential backoff without randomisation is replayed exactly, and
+	// each call is independent of the previous ones (pure in the attempt).
+	exp := retry.FromBackOff(func() backoff.BackOff {
+		b := backoff.NewExponentialBackOff(
+			backoff.WithInitialInterval(time.Second),
+			backoff.WithMultiplier(2),
+			backoff.WithRandomizationFactor(0),
+			backoff.WithMaxInterval(time.Minute),
+			backoff.WithMaxElapsedTime(0),
+		)
+		return b
+	})
+	want := map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 7: time.Minute, 3000: time.Minute}
+	for _, attempt := range []int{3, 1, 7, 2, 3000, 3} {
+		if d, ok := exp.Delay(attempt); !ok || d != want[attempt] {
+			t.Errorf("exponential Delay(%d) = %v, %v; want %v, true", attempt, d, ok, want[attempt])
+		}
+	}
+	if d, ok := exp.Delay(0); !ok || d != time.Second {
+		t.Errorf("Delay(0) = %v, %v; want it treated as attempt 1", d, ok)
+	}
+
+	stop := retry.FromBackOff(func() backoff.BackOff { return &backoff.StopBackOff{} })
+	if _, ok := stop.Delay(1); ok {
+		t.Error("StopBackOff retried")
+	}
+	zero := retry.FromBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })
+	if d, ok := zero.Delay(10); !ok || d != 0 {
+		t.Errorf("ZeroBackOff Delay = %v, %v", d, ok)
+	}
+	long := retry.FromBackOff(func() backoff.BackOff { return backoff.NewConstantBackOff(48 * time.Hour) })
+	if d, _ := long.Delay(1); d != retry.MaxVisibilityTimeout {
+		t.Errorf("48h backoff gave %v, want it capped at %v", d, retry.MaxVisibilityTimeout)
+	}
+	negative := retry.FromBackOff(func() backoff.BackOff { return backoff.NewConstantBackOff(-time.Second) })
+	if d, ok := negative.Delay(1); !ok || d != 0 {
+		t.Errorf("negative backoff gave %v, %v; want 0, true", d, ok)
+	}
+}
+
+func TestFromBackOffPanicsOnNil(t *testing.T) {
+	mustPanic := func(name string, f func()) {
+		t.Helper()
+		defer func() {
+			if recover() == nil {
+				t.Errorf("%s did not panic", name)
+			}
+		}()
+		f()
+	}
+	mustPanic("FromBackOff(nil)", func() { retry.FromBackOff(nil) })
+	p := retry.FromBackOff(func() backoff.BackOff { return nil })
+	mustPanic("Delay with a nil BackOff", func() { p.Delay(1) })
+}
+
+func TestReceiveCount(t *testing.T) {
+	var c retry.AttemptCounter = retry.ReceiveCount{}
+	for rc, want := range map[int]int{-1: 1, 0: 1, 1: 1, 2: 2, 57: 57} {
+		if got, err := c.Attempt(context.Background(), "m-1", rc); err != nil || got != want {
+			t.Errorf("Attempt(receiveCount=%d) = %d, %v; want %d", rc, got, err, want)
+		}
+	}
+	f := retry.AttemptCounterFunc(func(_ context.Context, id string, rc int) (int, error) {
+		return len(id) + rc, nil
+	})
+	if got, _ := f.Attempt(context.Background(), "abc", 1); got != 4 {
+		t.Errorf("AttemptCounterFunc = %d, want 4", got)
+	}
+}

@@ -1,0 +1,129 @@
+package retry
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Limits of a delivery policy. The SNS ones are SNS's rules for HTTP/S
+// delivery policies; the SQS ones are what SQS itself allows.
+const (
+	// SNSMaxDelayTarget is SNS's largest maxDelayTarget, in seconds.
+	SNSMaxDelayTarget = 3600
+	// SQSMaxDelayTarget is SQS's largest visibility timeout, in seconds (12 h).
+	SQSMaxDelayTarget = 43200
+	// SNSMaxRetries is SNS's largest numRetries.
+	SNSMaxRetries = 100
+	// SQSMaxRetries is the largest numRetries SQS can honour: a redrive
+	// policy's maxReceiveCount is at most 1000 deliveries.
+	SQSMaxRetries = 999
+	// SNSMaxTotal is SNS's limit on the sum of all retry delays of one
+	// message. SQS has none (the queue's retention period bounds it).
+	SNSMaxTotal = time.Hour
+)
+
+// ErrInvalidPolicy matches, with errors.Is, every error of ParseDeliveryPolicy,
+// ParseDeliveryPolicySQS, DeliveryPolicy.UnmarshalJSON, Validate and
+// ValidateSQS.
+var ErrInvalidPolicy = errors.New("retry: invalid delivery policy")
+
+// PolicyError reports what is wrong with a delivery policy and what to do.
+type PolicyError struct {
+	// Field is the path of the field at fault as it appears in the JSON, such
+	// as "healthyRetryPolicy.maxDelayTarget" or
+	// "http.defaultHealthyRetryPolicy.numRetries" ("Jitter" for the Go-only
+	// field). It is empty when the document itself is malformed.
+	Field string
+	// Problem says what is wrong and what to do about it.
+	Problem string
+	// Err is the underlying error, such as a *json.SyntaxError, or nil.
+	Err error
+}
+
+// Error returns "retry: delivery policy: <field>: <problem>", or
+// "retry: delivery policy: malformed JSON: <problem>" when Field is empty.
+func (e *PolicyError) Error() string {
+	where := e.Field
+	if where == "" {
+		where = "malformed JSON"
+	}
+	return "retry: delivery policy: " + where + ": " + e.Problem
+}
+
+// Unwrap returns the underlying error, if any.
+func (e *PolicyError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrInvalidPolicy.
+func (e *PolicyError) Is(target error) bool { return target == ErrInvalidPolicy }
+
+// Validate checks p against SNS's rules (see the package documentation) and
+// returns a *PolicyError naming the first field at fault, or nil.
+func (p DeliveryPolicy) Validate() error { return p.validate(false) }
+
+// ValidateSQS checks p against SQS's limits, which allow more than SNS:
+// maxDelayTarget up to 43200 s (the 12 h visibility limit), numRetries up to
+// 999, and no limit on the total delay. It returns a *PolicyError naming the
+// first field at fault, or nil.
+func (p DeliveryPolicy) ValidateSQS() error { return p.validate(true) }
+
+func (p DeliveryPolicy) validate(sqs bool) error {
+	h := p.HealthyRetryPolicy
+	bad := func(field, format string, args ...any) error {
+		return &PolicyError{Field: "healthyRetryPolicy." + field, Problem: fmt.Sprintf(format, args...)}
+	}
+	if _, ok := h.BackoffFunction.canonical(); !ok {
+		return bad("backoffFunction", "%q is not a backoff function; use linear, arithmetic, geometric or exponential (any case)", string(h.BackoffFunction))
+	}
+	if h.MinDelayTarget < 1 {
+		return bad("minDelayTarget", "%d is below 1 second; use 1 or more (retries without delay belong in numNoDelayRetries)", h.MinDelayTarget)
+	}
+	if sqs && h.MaxDelayTarget > SQSMaxDelayTarget {
+		return bad("maxDelayTarget", "%d is above %d seconds, the longest SQS can keep a message invisible (12 h); lower it", h.MaxDelayTarget, SQSMaxDelayTarget)
+	}
+	if !sqs && h.MaxDelayTarget > SNSMaxDelayTarget {
+		return bad("maxDelayTarget", "%d is above SNS's limit of %d seconds; lower it, or validate with SQS's limits (ParseDeliveryPolicySQS, DeliveryPolicy.ValidateSQS), which allow up to %d seconds (12 h)", h.MaxDelayTarget, SNSMaxDelayTarget, SQSMaxDelayTarget)
+	}
+	if h.MinDelayTarget > h.MaxDelayTarget {
+		return bad("minDelayTarget", "%d is above maxDelayTarget (%d); lower minDelayTarget or raise maxDelayTarget", h.MinDelayTarget, h.MaxDelayTarget)
+	}
+	if h.NumRetries < 0 {
+		return bad("numRetries", "%d is negative; use 0 (no retry) or more", h.NumRetries)
+	}
+	if sqs && h.NumRetries > SQSMaxRetries {
+		return bad("numRetries", "%d is above %d, the most SQS can honour (a redrive policy's maxReceiveCount is at most 1000); lower it", h.NumRetries, SQSMaxRetries)
+	}
+	if !sqs && h.NumRetries > SNSMaxRetries {
+		return bad("numRetries", "%d is above SNS's limit of %d; lower it, or validate with SQS's limits (ParseDeliveryPolicySQS, DeliveryPolicy.ValidateSQS), which allow up to %d", h.NumRetries, SNSMaxRetries, SQSMaxRetries)
+	}
+	counts := []struct {
+		name string
+		v    int
+	}{
+		{"numNoDelayRetries", h.NumNoDelayRetries},
+		{"numMinDelayRetries", h.NumMinDelayRetries},
+		{"numMaxDelayRetries", h.NumMaxDelayRetries},
+	}
+	sum := 0
+	for _, c := range counts {
+		if c.v < 0 {
+			return bad(c.name, "%d is negative; use 0 or more", c.v)
+		}
+		sum += c.v
+	}
+	if sum > h.NumRetries {
+		return bad("numRetries", "%d is less than numNoDelayRetries + numMinDelayRetries + numMaxDelayRetries = %d; numRetries counts every retry, those phases included, so raise it to at least %d or lower the phase counts", h.NumRetries, sum, sum)
+	}
+	if !sqs {
+		if total := p.Total(); total > SNSMaxTotal {
+			return bad("numRetries", "the retries wait %v in total, above SNS's limit of %v for one message; lower numRetries, numMaxDelayRetries or maxDelayTarget, or validate with SQS's limits (ParseDeliveryPolicySQS, DeliveryPolicy.ValidateSQS), which have no total limit", total, SNSMaxTotal)
+		}
+	}
+	if r := p.ThrottlePolicy.MaxReceivesPerSecond; r < 0 {
+		return &PolicyError{Field: "throttlePolicy.maxReceivesPerSecond", Problem: fmt.Sprintf("%d is negative; use 1 or more, or leave it out for no limit", r)}
+	}
+	if !p.Jitter.known() {
+		return &PolicyError{Field: "Jitter", Problem: fmt.Sprintf("%v is not a jitter mode; use EqualJitter (the default), NoJitter, FullJitter or DecorrelatedJitter", p.Jitter)}
+	}
+	return nil
+}
