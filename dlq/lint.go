@@ -1,0 +1,281 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Severity ranks a Finding.
+type Severity int
+
+// The severities, from least to most serious.
+const (
+	// SeverityInfo is worth knowing; nothing is wrong.
+	SeverityInfo Severity = iota
+	// SeverityWarning can lose or delay jobs in some circumstances.
+	SeverityWarning
+	// SeverityError loses jobs, or cuts their retries short, as configured.
+	SeverityError
+)
+
+// String returns "info", "warning" or "error".
+func (s Severity) String() string {
+	switch s {
+	case SeverityInfo:
+		return "info"
+	case SeverityWarning:
+		return "warning"
+	case SeverityError:
+		return "error"
+	}
+	return "severity(" + strconv.Itoa(int(s)) + ")"
+}
+
+// MarshalText encodes the severity as its String.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Finding is one problem (or remark) Lint found in a queue's setup.
+type Finding struct {
+	Severity Severity `json:"severity"`
+	// Code identifies the kind of finding (one of the Code… constants).
+	Code string `json:"code"`
+	// Message says what is wrong and what it does to jobs.
+	Message string `json:"message"`
+	// Fix says exactly what to change.
+	Fix string `json:"fix"`
+}
+
+// The finding codes Lint reports.
+const (
+	CodeNoRedrivePolicy       = "no-redrive-policy"        // error: failed jobs are retried until retention, then lost
+	CodeInvalidRedrivePolicy  = "invalid-redrive-policy"   // error: the RedrivePolicy cannot be read
+	CodeDLQMissing            = "dlq-missing"              // error: the RedrivePolicy names a queue that does not exist
+	CodeDLQWrongType          = "dlq-wrong-type"           // error: FIFO queue with a standard DLQ or the reverse
+	CodeMaxReceiveCountLow    = "max-receive-count-low"    // error: SQS dead-letters before the retry policy is done
+	CodeRetentionShort        = "retention-short"          // error: messages expire before the retry schedule ends
+	CodeDLQRetentionShort     = "dlq-retention-not-longer" // warning: dead-lettered messages expire early
+	CodeVisibilityShort       = "visibility-too-short"     // warning: the heartbeat cannot keep messages hidden
+	CodeLambdaVisibility      = "lambda-visibility"        // warning: visibility under 6 × the Lambda timeout
+	CodeLambdaMaxReceiveCount = "lambda-max-receive-count" // warning: maxReceiveCount under 5 with Lambda
+	CodeDLQNotEmpty           = "dlq-not-empty"            // info: the dead-letter queue holds messages
+)
+
+// MinVisibilityTimeout is the shortest visibility timeout Lint accepts: below
+// it, one slow SQS call lets a message reappear before the heartbeat can
+// extend it.
+const MinVisibilityTimeout = 5 * time.Second
+
+// Schedule is a retry schedule: the delay before each retry, in order (so a
+// schedule with n delays allows n+1 deliveries). retry.DeliveryPolicy
+// implements it.
+type Schedule interface {
+	Delays() []time.Duration
+}
+
+// LintOptions describes how the queue is consumed, for the checks that
+// depend on it. Every field's zero value is usable: a check whose input is
+// zero is skipped.
+type LintOptions struct {
+	// Schedule is the retry schedule; it supplies Attempts and ScheduleTotal
+	// when those are zero.
+	Schedule Schedule
+	// Attempts is how many deliveries the retry policy allows (numRetries+1).
+	// Checked against maxReceiveCount.
+	Attempts int
+	// ScheduleTotal is the sum of the retry delays. With HandlerTimeout ×
+	// Attempts, checked against MessageRetentionPeriod.
+	ScheduleTotal time.Duration
+	// HandlerTimeout is the longest one attempt may run.
+	HandlerTimeout time.Duration
+	// Visibility is the visibility timeout the consumer asks for when it
+	// receives. Zero value: the queue's VisibilityTimeout.
+	Visibility time.Duration
+	// HeartbeatThreshold is how long before a message's visibility deadline
+	// the heartbeat extends it; the visibility timeout must be longer.
+	HeartbeatThreshold time.Duration
+	// LambdaTimeout is the function timeout when an AWS Lambda function
+	// consumes the queue.
+	LambdaTimeout time.Duration
+}
+
+// Lint checks a queue's dead-letter setup against how it is consumed and
+// returns what it finds, most checks first by the queue's own settings and
+// then its dead-letter queue's. Each Finding says what to change. The error
+// is for failures to read the configuration (for example the queue does
+// not exist), not for findings.
+//
+// Lint needs sqs:GetQueueAttributes on both queues and sqs:GetQueueUrl.
+func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOptions) ([]Finding, error) {
+	name := QueueName(queueURL)
+	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, fmt.Errorf("queue %s does not exist (%s); check the name, region and account: %w", name, queueURL, err)
+		}
+		return nil, fmt.Errorf("reading the attributes of queue %s: %w", name, err)
+	}
+	if opts.Schedule != nil {
+		delays := opts.Schedule.Delays()
+		if opts.Attempts == 0 {
+			opts.Attempts = len(delays) + 1
+		}
+		if opts.ScheduleTotal == 0 {
+			for _, d := range delays {
+				opts.ScheduleTotal += d
+			}
+		}
+	}
+	var fs []Finding
+	add := func(sev Severity, code, msg, fix string) {
+		fs = append(fs, Finding{Severity: sev, Code: code, Message: msg, Fix: fix})
+	}
+	retention, ok := secondsAttr(src, attrRetention)
+	if !ok {
+		retention = DefaultRetention
+	}
+	visibility, _ := secondsAttr(src, attrVisibilityTimeout)
+	visWhere := "the queue's VisibilityTimeout"
+	if opts.Visibility > 0 {
+		visibility, visWhere = opts.Visibility, "the receive's visibility timeout"
+	}
+	fifo := src[attrFifoQueue] == "true"
+
+	// The queue's own settings.
+	if need := opts.ScheduleTotal + time.Duration(opts.Attempts)*opts.HandlerTimeout; need > 0 && retention <= need {
+		fix := fmt.Sprintf("set queue %s's MessageRetentionPeriod to at least %d (%s); the most SQS allows is 1209600 (14 days)",
+			name, int64(suggestRetention(need)/time.Second), humanDuration(suggestRetention(need)))
+		if need >= MaxRetention {
+			fix = fmt.Sprintf("shorten the retry policy so that its delays and attempts take well under 14 days (now %s), the longest retention SQS allows", humanDuration(need))
+		}
+		add(SeverityError, CodeRetentionShort,
+			fmt.Sprintf("queue %s keeps messages for %s (MessageRetentionPeriod), but the retry schedule takes %s: messages expire before their last retries and are lost, not dead-lettered",
+				name, humanDuration(retention), humanDuration(need)), fix)
+	}
+	if visibility < MinVisibilityTimeout || (opts.HeartbeatThreshold > 0 && visibility <= opts.HeartbeatThreshold) {
+		floor := MinVisibilityTimeout
+		if opts.HeartbeatThreshold >= floor {
+			floor = 2 * opts.HeartbeatThreshold
+		}
+		why := fmt.Sprintf("under %s, a slow SQS call lets a running job's message reappear before the heartbeat extends it", MinVisibilityTimeout)
+		if opts.HeartbeatThreshold > 0 && visibility <= opts.HeartbeatThreshold {
+			why = fmt.Sprintf("the heartbeat extends a message %s before its deadline, so with this timeout it is always late", opts.HeartbeatThreshold)
+		}
+		add(SeverityWarning, CodeVisibilityShort,
+			fmt.Sprintf("%s of queue %s is %s: %s, and another consumer runs the job at the same time", visWhere, name, visibility, why),
+			fmt.Sprintf("set %s to at least %d seconds", visWhere, int64(floor/time.Second)))
+	}
+	if opts.LambdaTimeout > 0 && visibility < 6*opts.LambdaTimeout {
+		want := min(6*opts.LambdaTimeout, 12*time.Hour)
+		add(SeverityWarning, CodeLambdaVisibility,
+			fmt.Sprintf("%s of queue %s is %s, less than 6 × the Lambda function timeout of %s, which AWS recommends: a batch still retrying or throttled reappears and is processed twice",
+				visWhere, name, visibility, opts.LambdaTimeout),
+			fmt.Sprintf("set queue %s's VisibilityTimeout to at least %d seconds (6 × %s)", name, int64(want/time.Second), opts.LambdaTimeout))
+	}
+
+	// The RedrivePolicy.
+	raw := src[attrRedrivePolicy]
+	if raw == "" {
+		add(SeverityError, CodeNoRedrivePolicy,
+			fmt.Sprintf("queue %s has no RedrivePolicy: a job that keeps failing is retried until retention expires (%s) and then lost", name, humanDuration(retention)),
+			fmt.Sprintf("create a dead-letter queue and set the RedrivePolicy, e.g. `sqsworker setup %s --max-receive-count %d`, or set RedrivePolicy to {\"deadLetterTargetArn\":\"<DLQ ARN>\",\"maxReceiveCount\":%d}",
+				name, suggestMaxReceive(opts), suggestMaxReceive(opts)))
+		return fs, nil
+	}
+	p, err := parseRedrivePolicy(raw)
+	if err != nil {
+		add(SeverityError, CodeInvalidRedrivePolicy, fmt.Sprintf("queue %s: %v", name, err),
+			fmt.Sprintf("set RedrivePolicy to {\"deadLetterTargetArn\":\"<DLQ ARN>\",\"maxReceiveCount\":%d}", suggestMaxReceive(opts)))
+		return fs, nil
+	}
+	policy := func(count int) string {
+		return fmt.Sprintf(`{"deadLetterTargetArn":%s,"maxReceiveCount":%d}`, strconv.Quote(p.TargetARN), count)
+	}
+	if opts.Attempts > 0 && p.MaxReceiveCount < opts.Attempts {
+		add(SeverityError, CodeMaxReceiveCountLow,
+			fmt.Sprintf("queue %s's maxReceiveCount is %d but the retry policy makes %d attempts: SQS moves a message to the dead-letter queue after %d receives, cutting its last %d retries",
+				name, p.MaxReceiveCount, opts.Attempts, p.MaxReceiveCount, opts.Attempts-p.MaxReceiveCount),
+			fmt.Sprintf("set queue %s's RedrivePolicy to %s (maxReceiveCount at least the attempts, %d)", name, policy(opts.Attempts), opts.Attempts))
+	}
+	if opts.LambdaTimeout > 0 && p.MaxReceiveCount < 5 {
+		add(SeverityWarning, CodeLambdaMaxReceiveCount,
+			fmt.Sprintf("queue %s's maxReceiveCount is %d; with a Lambda consumer AWS recommends at least 5, so that throttled or failed invocations do not send messages to the dead-letter queue early", name, p.MaxReceiveCount),
+			fmt.Sprintf("set queue %s's RedrivePolicy to %s", name, policy(max(5, opts.Attempts))))
+	}
+
+	// The dead-letter queue.
+	dlqName := QueueName(p.TargetARN)
+	url, err := urlForARN(ctx, client, p.TargetARN)
+	if err != nil {
+		if !isNotExist(err) {
+			return fs, fmt.Errorf("finding dead-letter queue %s of queue %s: %w", p.TargetARN, name, err)
+		}
+		add(SeverityError, CodeDLQMissing,
+			fmt.Sprintf("queue %s's RedrivePolicy names dead-letter queue %s, which does not exist: SQS cannot dead-letter, and the worker cannot move failed jobs", name, p.TargetARN),
+			fmt.Sprintf("create queue %s (`sqsworker setup %s` does), with MessageRetentionPeriod 1209600 (14 days)%s", dlqName, name, fifoHint(fifo)))
+		return fs, nil
+	}
+	dlq, err := getAttributes(ctx, client, url, attrFifoQueue, attrRetention, attrVisible)
+	if err != nil {
+		if isNotExist(err) {
+			add(SeverityError, CodeDLQMissing,
+				fmt.Sprintf("dead-letter queue %s of queue %s does not exist", dlqName, name),
+				fmt.Sprintf("create queue %s (`sqsworker setup %s` does)%s", dlqName, name, fifoHint(fifo)))
+			return fs, nil
+		}
+		return fs, fmt.Errorf("reading dead-letter queue %s of queue %s: %w", dlqName, name, err)
+	}
+	if dlqFIFO := dlq[attrFifoQueue] == "true"; dlqFIFO != fifo {
+		add(SeverityError, CodeDLQWrongType,
+			fmt.Sprintf("queue %s is %s but its dead-letter queue %s is %s: SQS cannot move messages between them, and explicit moves fail", name, queueKind(fifo), dlqName, queueKind(dlqFIFO)),
+			fmt.Sprintf("point queue %s's RedrivePolicy at %s (create one with `sqsworker setup %s`)", name, queueKind(fifo), name))
+	}
+	dlqRetention, ok := secondsAttr(dlq, attrRetention)
+	if !ok {
+		dlqRetention = DefaultRetention
+	}
+	if dlqRetention <= retention {
+		fix := fmt.Sprintf("set dead-letter queue %s's MessageRetentionPeriod to 1209600 (14 days, the maximum)", dlqName)
+		if retention >= MaxRetention {
+			fix = fmt.Sprintf("lower queue %s's MessageRetentionPeriod below 14 days (for example 345600, 4 days) and keep dead-letter queue %s at 1209600 (14 days)", name, dlqName)
+		}
+		add(SeverityWarning, CodeDLQRetentionShort,
+			fmt.Sprintf("dead-letter queue %s keeps messages for %s, not longer than queue %s's %s: SQS keeps a message's original enqueue time when it dead-letters it, so a message that spent long retrying expires soon after reaching the dead-letter queue",
+				dlqName, humanDuration(dlqRetention), name, humanDuration(retention)), fix)
+	}
+	if n := intAttr(dlq, attrVisible); n > 0 {
+		add(SeverityInfo, CodeDLQNotEmpty,
+			fmt.Sprintf("dead-letter queue %s holds about %s", dlqName, plural(n, "message")),
+			fmt.Sprintf("look at them with `sqsworker dlq peek %s`, then move them back with `sqsworker dlq redrive %s` once the cause is fixed, or drop them with `sqsworker dlq purge %s`", name, name, name))
+	}
+	return fs, nil
+}
+
+func fifoHint(fifo bool) string {
+	if fifo {
+		return " and FifoQueue true"
+	}
+	return ""
+}
+
+// suggestMaxReceive is the maxReceiveCount Lint proposes.
+func suggestMaxReceive(opts LintOptions) int {
+	return max(opts.Attempts, DefaultMaxReceiveCount)
+}
+
+// suggestRetention proposes a retention comfortably above need: twice it,
+// in whole days, within SQS's limits.
+func suggestRetention(need time.Duration) time.Duration {
+	const day = 24 * time.Hour
+	s := ((2*need + day - 1) / day) * day
+	return min(max(s, DefaultRetention), MaxRetention)
+}
+
+// plural formats a count with its noun: "1 message", "2 messages".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
