@@ -1,0 +1,625 @@
+package visibility
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// API is the narrow SQS interface the heartbeat uses, with the AWS SDK for
+// Go v2's exact method signature. *sqs.Client and sqstest.Fake satisfy it.
+type API interface {
+	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+}
+
+var _ API = (*sqs.Client)(nil)
+
+// MaxVisibility is the longest SQS keeps a message invisible, counted from
+// the receive that returned it: 12 hours. No extension can reach past it.
+const MaxVisibility = 12 * time.Hour
+
+// MaxBatchEntries is the most entries one ChangeMessageVisibilityBatch call
+// carries.
+const MaxBatchEntries = 10
+
+// Timing constants. They are not options: each follows from SQS's behaviour.
+const (
+	// capMargin is kept between the last extension and receivedAt+12h. The
+	// receive reached SQS before it returned to the caller, and the
+	// extension reaches SQS after the heartbeat sends it, so SQS counts a
+	// little more elapsed time than the heartbeat does.
+	capMargin = time.Second
+	// minBackoff and maxBackoff bound the wait before retrying a failed
+	// extension; the wait doubles per failure, with jitter.
+	minBackoff = 200 * time.Millisecond
+	maxBackoff = 30 * time.Second
+	// minRetryWait: when less than twice this is left before the deadline,
+	// the heartbeat stops retrying and tells the owner.
+	minRetryWait = 50 * time.Millisecond
+	// minCallTimeout and maxCallTimeout bound each call's own timeout, which
+	// is otherwise half the time left before the earliest deadline in it.
+	minCallTimeout = time.Second
+	maxCallTimeout = 30 * time.Second
+)
+
+// ErrLost means the heartbeat no longer keeps the message invisible and its
+// ownership is lost or uncertain: SQS refused the extension because the
+// message was deleted, was received again by another consumer (its receipt
+// handle was replaced), or is no longer in flight; or every extension
+// attempt failed until the message's visibility deadline was too close to
+// try again. The handler should stop and must not delete the message or
+// change its visibility: another consumer may own it now.
+var ErrLost = errors.New("visibility: ownership of the message is lost; stop the handler and leave the message alone (another consumer may receive it)")
+
+// ErrMaxVisibility means the message reached the SQS limit of 12 hours of
+// invisibility counted from its receipt: no further extension is possible.
+// It is reported Threshold before the last deadline SQS allows; the message
+// stays invisible until that deadline, given in the error's detail, and the
+// handler should stop cleanly before then, or the message will be delivered
+// again.
+var ErrMaxVisibility = errors.New("visibility: the message reached SQS's 12-hour visibility limit counted from its receipt; stop the handler before the limit or the message will be delivered again")
+
+// Options configures a Heartbeat. Every field's zero value is usable.
+type Options struct {
+	// Extension is the visibility timeout each extension asks for, counted
+	// from the call. SQS counts in whole seconds, so it is rounded down to
+	// a whole second; it must be at least 1 s and at most 12 h. Near the
+	// 12-hour limit the heartbeat asks for less (see the package doc).
+	// Zero: the visibilityTimeout passed to New.
+	Extension time.Duration
+
+	// Threshold is how long before a message's visibility deadline the
+	// heartbeat extends it: the time an extension has to succeed, retries
+	// included. It must be shorter than Extension, so a message is extended
+	// every Extension−Threshold.
+	// Zero: a third of Extension; when that is under 1 s, 1 s or half of
+	// Extension, whichever is less (30 s → 10 s, 2 s → 1 s, 1 s → 500 ms).
+	Threshold time.Duration
+
+	// MaxRetries is how many times, at most, a failed extension of one
+	// message is retried (transient failures: throttling, 5xx, network,
+	// timeouts). Retries wait with exponential backoff and jitter (200 ms
+	// doubling up to 30 s, never more than half the time left), and stop
+	// in any case when the message's deadline is too close for another
+	// attempt; the owner then gets ErrLost.
+	// Zero: no limit other than the deadline. Negative: no retries.
+	MaxRetries int
+
+	// Logger receives warnings (failed calls, lost messages, the 12-hour
+	// limit) and, at debug level, each call.
+	// Zero: logs are discarded.
+	Logger *slog.Logger
+}
+
+// config is the resolved Options.
+type config struct {
+	ext, threshold, window time.Duration
+	maxRetries             int
+	log                    *slog.Logger
+}
+
+func resolve(visibilityTimeout time.Duration, optFns []func(*Options)) (config, error) {
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	c := config{ext: o.Extension, threshold: o.Threshold, maxRetries: o.MaxRetries, log: o.Logger}
+	if c.ext == 0 {
+		c.ext = visibilityTimeout
+	}
+	c.ext = c.ext.Truncate(time.Second)
+	if c.ext < time.Second || c.ext > MaxVisibility {
+		return c, fmt.Errorf("visibility: extension %v (Options.Extension, or the visibilityTimeout passed to New) must be between 1s and 12h; pass the queue's VisibilityTimeout to New or set Options.Extension", c.ext)
+	}
+	if c.threshold == 0 {
+		c.threshold = c.ext / 3
+		if c.threshold < time.Second {
+			c.threshold = min(time.Second, c.ext/2)
+		}
+	}
+	if c.threshold < 0 || c.threshold >= c.ext {
+		return c, fmt.Errorf("visibility: Options.Threshold %v must be positive and shorter than the extension %v, or the heartbeat could not keep up; leave it zero for a third of the extension", c.threshold, c.ext)
+	}
+	// A message due within window of a call that goes out anyway rides
+	// along in it rather than costing a call of its own later. Half the
+	// threshold keeps at least half of it for retries; half of the
+	// extension's margin over the threshold keeps early extensions from
+	// ever shortening a deadline.
+	c.window = min(c.threshold/2, (c.ext-c.threshold)/2)
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// CheckOptions reports whether New would accept visibilityTimeout and the
+// options, so a caller can return the problem as an error instead of New
+// panicking.
+func CheckOptions(visibilityTimeout time.Duration, optFns ...func(*Options)) error {
+	_, err := resolve(visibilityTimeout, optFns)
+	return err
+}
+
+// Heartbeat keeps the in-flight messages of one queue invisible while they
+// are being handled, extending their visibility timeouts in batches. Create
+// it with New, run Run in one goroutine, and call Track for each received
+// message. Its methods are safe for concurrent use.
+type Heartbeat struct {
+	client   API
+	queueURL string
+	vis      time.Duration
+	cfg      config
+
+	running atomic.Bool
+	wake    chan struct{} // a lease became the earliest; capacity 1
+
+	mu      sync.Mutex
+	idle    sync.Cond // broadcast when a call's leases are released; L is &mu
+	queue   leaseHeap // tracked leases not in a call, earliest action first
+	tracked int
+	stats   Stats
+
+	// Used by the Run goroutine only, reused across calls.
+	batch   []*Lease
+	entries [MaxBatchEntries]types.ChangeMessageVisibilityBatchRequestEntry
+	ids     [MaxBatchEntries]string
+}
+
+// New returns a heartbeat for the queue at queueURL. visibilityTimeout is
+// the visibility timeout the messages were received with (the queue's
+// VisibilityTimeout attribute, or the receive's own VisibilityTimeout): a
+// message tracked with Track is taken to be invisible until receivedAt plus
+// visibilityTimeout. It is also the default Extension.
+//
+// New panics if client is nil or the options are invalid (see Options and
+// CheckOptions).
+func New(client API, queueURL string, visibilityTimeout time.Duration, optFns ...func(*Options)) *Heartbeat {
+	if client == nil {
+		panic("visibility: New needs an SQS client (an *sqs.Client or anything with its ChangeMessageVisibilityBatch method)")
+	}
+	cfg, err := resolve(visibilityTimeout, optFns)
+	if err != nil {
+		panic(err.Error())
+	}
+	h := &Heartbeat{
+		client:   client,
+		queueURL: queueURL,
+		vis:      visibilityTimeout,
+		cfg:      cfg,
+		wake:     make(chan struct{}, 1),
+		batch:    make([]*Lease, 0, MaxBatchEntries),
+	}
+	h.idle.L = &h.mu
+	for i := range h.ids {
+		h.ids[i] = string(rune('0' + i))
+	}
+	return h
+}
+
+// Extension returns the visibility timeout each extension asks for.
+func (h *Heartbeat) Extension() time.Duration { return h.cfg.ext }
+
+// Threshold returns how long before a deadline a message is extended.
+func (h *Heartbeat) Threshold() time.Duration { return h.cfg.threshold }
+
+// Stats counts what a Heartbeat has done since New.
+type Stats struct {
+	Calls         int64 // ChangeMessageVisibilityBatch calls made, failed ones included
+	Extended      int64 // entries SQS reported extended
+	FailedCalls   int64 // calls that returned an error (throttling, 5xx, network, timeout)
+	FailedEntries int64 // entries SQS reported failed in a call that succeeded
+	Lost          int64 // leases ended with ErrLost
+	MaxedOut      int64 // leases ended with ErrMaxVisibility
+	Tracked       int   // leases tracked now (not stopped, lost or maxed out)
+}
+
+// Failures returns FailedCalls plus FailedEntries.
+func (s Stats) Failures() int64 { return s.FailedCalls + s.FailedEntries }
+
+// Stats returns the counters.
+func (h *Heartbeat) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.stats
+	s.Tracked = h.tracked
+	return s
+}
+
+// Track starts keeping one received message invisible, and returns its
+// Lease; call Lease.Stop as soon as the message is handled, before deleting
+// it or changing its visibility. receiptHandle is the handle the receive
+// returned. receivedAt is when that receive returned (take time.Now() right
+// after ReceiveMessage): the message is taken to be invisible until
+// receivedAt plus the visibilityTimeout passed to New, and the 12-hour limit
+// counts from it. Use TrackUntil when the message's deadline is different.
+//
+// onLost, which may be nil, is called at most once, from the goroutine
+// running Run, when the heartbeat stops keeping the message invisible before
+// Stop: with an error wrapping ErrLost when ownership is lost or uncertain,
+// or ErrMaxVisibility when the 12-hour limit leaves no further extension. It
+// must not block (cancelling the handler's context with the cause is the
+// intended use), and may call Stop. Once Stop has begun, no new loss is
+// detected; but a loss detected just before may still be reported while or
+// shortly after Stop returns, so onLost must be harmless then (cancelling a
+// finished handler's context is).
+//
+// Track panics if receiptHandle is empty.
+func (h *Heartbeat) Track(receiptHandle string, receivedAt time.Time, onLost func(cause error)) *Lease {
+	return h.TrackUntil(receiptHandle, receivedAt, receivedAt.Add(h.vis), onLost)
+}
+
+// TrackUntil is Track for a message whose visibility deadline is known to
+// differ from receivedAt plus New's visibilityTimeout, for example because
+// it was received with its own VisibilityTimeout or its visibility was
+// already changed. deadline is when the message becomes visible again.
+func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.Time, onLost func(cause error)) *Lease {
+	if receiptHandle == "" {
+		panic("visibility: Track needs the receipt handle the receive returned for the message")
+	}
+	l := &Lease{h: h, handle: receiptHandle, receivedAt: receivedAt, onLost: onLost, deadline: deadline, index: -1}
+	l.at = deadline.Add(-h.cfg.threshold)
+	h.mu.Lock()
+	heap.Push(&h.queue, l)
+	h.tracked++
+	first := l.index == 0
+	h.mu.Unlock()
+	if first {
+		select {
+		case h.wake <- struct{}{}:
+		default:
+		}
+	}
+	return l
+}
+
+// Lease is one message tracked by a Heartbeat.
+type Lease struct {
+	h          *Heartbeat
+	handle     string
+	receivedAt time.Time
+	onLost     func(error)
+
+	// Guarded by h.mu.
+	deadline time.Time     // when the message becomes visible, as far as known (never later than SQS's)
+	at       time.Time     // next action: extension, retry or the 12-hour notice
+	index    int           // in h.queue; -1 when not there
+	inCall   bool          // in a call that has not returned
+	ended    bool          // stopped, lost or maxed out
+	ask      time.Duration // what the current call asks for
+	last     bool          // the current call is the last extension the 12-hour limit allows
+	final    bool          // the last extension succeeded: next comes the ErrMaxVisibility notice
+	failures int           // consecutive failed attempts
+}
+
+// Stop stops tracking the message. It returns only after any
+// ChangeMessageVisibilityBatch call that includes the message has returned,
+// so a delete or a ChangeMessageVisibility made after Stop is never
+// overwritten by a late extension. Such a call is bounded by its timeout
+// (half the time left before the message's deadline, at most 30 s). Stop is
+// idempotent.
+func (l *Lease) Stop() {
+	h := l.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !l.ended {
+		h.endLocked(l)
+	}
+	for l.inCall {
+		h.idle.Wait()
+	}
+}
+
+// Deadline returns when the message becomes visible again as far as the
+// heartbeat knows: receivedAt plus the visibility timeout, moved by each
+// successful extension (counted from when the call was sent, so SQS's own
+// deadline is never earlier).
+func (l *Lease) Deadline() time.Time {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	return l.deadline
+}
+
+// ReceivedAt returns the receive time given to Track.
+func (l *Lease) ReceivedAt() time.Time { return l.receivedAt }
+
+// endLocked untracks l. h.mu must be held.
+func (h *Heartbeat) endLocked(l *Lease) {
+	l.ended = true
+	h.tracked--
+	if l.index >= 0 {
+		heap.Remove(&h.queue, l.index)
+	}
+}
+
+// notice is an onLost call to make once h.mu is released.
+type notice struct {
+	l     *Lease
+	cause error
+}
+
+// Run keeps the tracked messages invisible until ctx ends; run it in one
+// goroutine per Heartbeat. It sleeps until the earliest message is due,
+// then extends every due message, ten per call. When ctx ends it returns
+// nil; messages still tracked are kept (a later Run resumes them) but are
+// not extended meanwhile, so keep Run going until every lease is stopped.
+// It returns an error at once if Run is already running on h.
+func (h *Heartbeat) Run(ctx context.Context) error {
+	if !h.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("visibility: Run is already running for %s; run it once per Heartbeat", h.queueURL)
+	}
+	defer h.running.Store(false)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		batch, notes, next := h.collect(time.Now())
+		h.deliver(notes)
+		if len(batch) > 0 {
+			h.extend(ctx, batch)
+			continue
+		}
+		var fire <-chan time.Time
+		if !next.IsZero() {
+			timer.Reset(time.Until(next))
+			fire = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.wake:
+		case <-fire:
+		}
+		timer.Stop()
+	}
+}
+
+// collect takes up to MaxBatchEntries due leases out of the queue for one
+// call: those due now, then, if the call has room, those due within the
+// window. A due lease the 12-hour limit leaves no extension for (its last
+// one is done, or none would move its deadline) is ended with an
+// ErrMaxVisibility notice instead. It returns when the next lease is due.
+func (h *Heartbeat) collect(now time.Time) (batch []*Lease, notes []notice, next time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	batch = h.batch[:0]
+	for len(batch) < MaxBatchEntries && len(h.queue) > 0 {
+		l := h.queue[0]
+		early := l.at.After(now)
+		if early && (len(batch) == 0 || l.at.Sub(now) > h.cfg.window) {
+			break
+		}
+		ask, last := time.Duration(0), true
+		if !l.final {
+			ask, last = h.askFor(l, now)
+		}
+		if ask == 0 {
+			if early {
+				break // its notice is not due yet
+			}
+			h.endLocked(l)
+			h.stats.MaxedOut++
+			notes = append(notes, notice{l, h.maxedOut(l, "no further extension is possible")})
+			continue
+		}
+		heap.Pop(&h.queue)
+		l.inCall, l.ask, l.last = true, ask, last
+		batch = append(batch, l)
+	}
+	if len(h.queue) > 0 {
+		next = h.queue[0].at
+	}
+	return batch, notes, next
+}
+
+// askFor returns the visibility timeout to ask for l at now, and whether
+// it is the last the 12-hour limit allows. It returns 0 when no extension
+// would move the deadline.
+func (h *Heartbeat) askFor(l *Lease, now time.Time) (ask time.Duration, last bool) {
+	ask = h.cfg.ext
+	left := l.receivedAt.Add(MaxVisibility - capMargin).Sub(now).Truncate(time.Second)
+	if left < ask {
+		ask, last = left, true
+	}
+	if ask < time.Second || !now.Add(ask).After(l.deadline) {
+		return 0, true
+	}
+	return ask, last
+}
+
+// extend makes one ChangeMessageVisibilityBatch call for batch and applies
+// its outcome.
+func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
+	start := time.Now()
+	earliest := batch[0].deadline
+	entries := h.entries[:len(batch)]
+	for i, l := range batch {
+		if l.deadline.Before(earliest) {
+			earliest = l.deadline
+		}
+		entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
+			Id:                &h.ids[i],
+			ReceiptHandle:     &l.handle,
+			VisibilityTimeout: int32(l.ask / time.Second),
+		}
+	}
+	timeout := min(max(earliest.Sub(start)/2, minCallTimeout), maxCallTimeout)
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	out, err := h.client.ChangeMessageVisibilityBatch(callCtx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &h.queueURL, Entries: entries})
+	cancel()
+	now := time.Now()
+	shutdown := err != nil && ctx.Err() != nil
+
+	var results [MaxBatchEntries]struct {
+		ok   bool
+		fail *types.BatchResultErrorEntry
+	}
+	if err == nil {
+		for _, s := range out.Successful {
+			if i, ok := entryIndex(s.Id, len(batch)); ok {
+				results[i].ok = true
+			}
+		}
+		for j := range out.Failed {
+			if i, ok := entryIndex(out.Failed[j].Id, len(batch)); ok && !results[i].ok {
+				results[i].fail = &out.Failed[j]
+			}
+		}
+	}
+
+	var notes []notice
+	h.mu.Lock()
+	h.stats.Calls++
+	if err != nil && !shutdown {
+		h.stats.FailedCalls++
+		h.cfg.log.Warn("visibility: ChangeMessageVisibilityBatch failed; retrying before the deadline",
+			"queue", h.queueURL, "messages", len(batch), "deadline", earliest, "error", err)
+	}
+	extended, failed := 0, 0
+	for i, l := range batch {
+		l.inCall = false
+		batch[i] = nil
+		if l.ended { // stopped while the call was in flight
+			continue
+		}
+		switch r := results[i]; {
+		case shutdown:
+			heap.Push(&h.queue, l) // unchanged: a later Run picks it up
+		case err != nil:
+			h.retryLocked(l, now, err, &notes)
+		case r.ok:
+			extended++
+			l.deadline = start.Add(l.ask)
+			l.failures = 0
+			l.final = l.last
+			l.at = l.deadline.Add(-h.cfg.threshold)
+			heap.Push(&h.queue, l)
+		case r.fail != nil:
+			failed++
+			h.entryFailedLocked(l, now, r.fail, &notes)
+		default:
+			failed++
+			h.retryLocked(l, now, errors.New("SQS returned no result for the entry"), &notes)
+		}
+	}
+	h.stats.Extended += int64(extended)
+	h.stats.FailedEntries += int64(failed)
+	h.mu.Unlock()
+	h.idle.Broadcast()
+	if err == nil {
+		h.cfg.log.Debug("visibility: extended", "queue", h.queueURL, "extended", extended, "failed", failed)
+	}
+	h.deliver(notes)
+}
+
+// entryIndex maps a batch entry ID back to its index.
+func entryIndex(id *string, n int) (int, bool) {
+	if id == nil || len(*id) != 1 {
+		return 0, false
+	}
+	i := int((*id)[0] - '0')
+	return i, i >= 0 && i < n
+}
+
+// deliver calls the owners' onLost, outside h.mu.
+func (h *Heartbeat) deliver(notes []notice) {
+	for _, n := range notes {
+		if n.l.onLost != nil {
+			n.l.onLost(n.cause)
+		}
+	}
+}
+
+// retryLocked schedules another attempt for l after a transient failure,
+// or ends it with ErrLost when no attempt is left before its deadline.
+func (h *Heartbeat) retryLocked(l *Lease, now time.Time, cause error, notes *[]notice) {
+	l.failures++
+	left := l.deadline.Sub(now)
+	wait := min(backoff(l.failures), left/2)
+	exhausted := h.cfg.maxRetries < 0 || (h.cfg.maxRetries > 0 && l.failures > h.cfg.maxRetries)
+	if !exhausted && wait >= minRetryWait {
+		l.at = now.Add(wait)
+		heap.Push(&h.queue, l)
+		return
+	}
+	h.endLocked(l)
+	h.stats.Lost++
+	err := fmt.Errorf("%w: could not extend the visibility timeout of message received at %s before its deadline %s (%d attempts failed, last: %w); from the deadline on SQS may deliver it to another consumer%s",
+		ErrLost, l.receivedAt.Format(time.RFC3339Nano), l.deadline.Format(time.RFC3339Nano), l.failures, cause, hint(cause))
+	h.cfg.log.Warn("visibility: giving up on a message", "queue", h.queueURL, "error", err)
+	*notes = append(*notes, notice{l, err})
+}
+
+// entryFailedLocked handles an entry SQS reported in Failed.
+func (h *Heartbeat) entryFailedLocked(l *Lease, now time.Time, f *types.BatchResultErrorEntry, notes *[]notice) {
+	cause := entryError(f)
+	switch classify(f) {
+	case entryMaxedOut:
+		h.endLocked(l)
+		h.stats.MaxedOut++
+		*notes = append(*notes, notice{l, h.maxedOut(l, "SQS refused a further extension: "+cause.Error())})
+	case entryLost:
+		h.endLocked(l)
+		h.stats.Lost++
+		err := fmt.Errorf("%w: SQS refused to extend the visibility timeout of the message received at %s (%w): it was deleted, its visibility was changed and it was received again by another consumer, or it is no longer in flight; do not delete it or change its visibility with this receipt handle",
+			ErrLost, l.receivedAt.Format(time.RFC3339Nano), cause)
+		h.cfg.log.Warn("visibility: message lost", "queue", h.queueURL, "error", err)
+		*notes = append(*notes, notice{l, err})
+	default:
+		h.retryLocked(l, now, cause, notes)
+	}
+}
+
+// maxedOut builds the ErrMaxVisibility cause for l.
+func (h *Heartbeat) maxedOut(l *Lease, why string) error {
+	err := fmt.Errorf("%w: the message was received at %s; %s, and it stays invisible until %s; stop the handler before then (split long jobs or checkpoint their progress)",
+		ErrMaxVisibility, l.receivedAt.Format(time.RFC3339Nano), why, l.deadline.Format(time.RFC3339Nano))
+	h.cfg.log.Warn("visibility: 12-hour limit reached", "queue", h.queueURL, "error", err)
+	return err
+}
+
+// backoff returns the wait before retry n (1, 2, …): 200 ms doubling up to
+// 30 s, with half of it random.
+func backoff(n int) time.Duration {
+	d := maxBackoff
+	if n <= 8 {
+		d = min(minBackoff<<(n-1), maxBackoff)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// leaseHeap orders leases by their next action time.
+type leaseHeap []*Lease
+
+func (q leaseHeap) Len() int           { return len(q) }
+func (q leaseHeap) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
+func (q leaseHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index = i
+	q[j].index = j
+}
+func (q *leaseHeap) Push(x any) {
+	l := x.(*Lease)
+	l.index = len(*q)
+	*q = append(*q, l)
+}
+func (q *leaseHeap) Pop() any {
+	old := *q
+	n := len(old)
+	l := old[n-1]
+	old[n-1] = nil
+	l.index = -1
+	*q = old[:n-1]
+	return l
+}
