@@ -33,7 +33,7 @@ func TestExtendsThresholdBeforeEachDeadline(t *testing.T) {
 		{"defaults 30s", 30, nil, []time.Duration{20 * time.Second, 40 * time.Second, 60 * time.Second}, 30, 90 * time.Second},
 		{"threshold 5s", 30, func(o *visibility.Options) { o.Threshold = 5 * time.Second },
 			[]time.Duration{25 * time.Second, 50 * time.Second}, 30, 80 * time.Second},
-		{"extension 60s threshold 15s", 30, func(o *visibility.Options) { o.Extension, o.Threshold = time.Minute, 15 * time.Second },
+		{"extension 60s threshold 15s", 30, func(o *visibility.Options) { o.Extension, o.Threshold = time.Minute, 15*time.Second },
 			[]time.Duration{15 * time.Second, 60 * time.Second}, 60, 120 * time.Second},
 		{"short 2s", 2, nil, // threshold 1 s: every second
 			[]time.Duration{1 * time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 5 * time.Second, 6 * time.Second}, 2, 8 * time.Second},

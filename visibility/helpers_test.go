@@ -180,4 +180,3 @@ func (l *losses) total() int {
 	}
 	return n
 }
-
