@@ -1,0 +1,84 @@
+// Package dlq is sqsworker's dead-letter queue toolkit: it finds a queue's
+// dead-letter queue, checks the setup, moves failed messages there with
+// their provenance, lists them, and moves them back.
+//
+// A job is either done, waiting for its next retry, or in a dead-letter
+// queue with the reason. This package keeps the third promise:
+//
+//   - [Discover] reads a queue's RedrivePolicy and resolves its dead-letter
+//     queue to a [Target]. A queue without one is an error wrapping
+//     [ErrNoRedrivePolicy], because its failed jobs would be lost when
+//     retention expires.
+//   - [Mover.Move] copies a failed message to the dead-letter queue with
+//     [Provenance] attributes, then deletes it from the source — in that
+//     order, so a failure leaves a duplicate at worst, never a loss.
+//   - [Lint] checks the setup against the retry policy and the consumer and
+//     returns [Finding]s that say what to change.
+//   - [Inspect] lists dead-lettered messages with their provenance without
+//     consuming them; [Count] counts them without receiving any.
+//   - [Redrive] moves them back to the source queue (or elsewhere), by a
+//     server-side message move task or by a filtered, rate-limited manual
+//     move.
+//   - [Setup] creates a queue, its dead-letter queue and the RedrivePolicy
+//     idempotently, with the recommended retentions.
+//
+// # Provenance attributes
+//
+// Move records why and from where a message was dead-lettered in message
+// attributes named with the prefix "sqsworker.dlq." (see [AttrPrefix]):
+// source (the source queue URL), error (the handler's error text, cut to
+// [MoverOptions].MaxErrorBytes), attempt (a Number), first-received and
+// failed-at (RFC 3339 UTC), and handler. Empty fields are left out.
+//
+// SQS allows ten message attributes per message and a maximum message size
+// (256 KiB, or the dead-letter queue's MaximumMessageSize). The message's
+// own attributes always stay; provenance takes what is left:
+//
+//   - up to 4 attributes of the user's: one attribute per field (up to 6);
+//   - 5 to 9: everything in the single JSON attribute
+//     "sqsworker.dlq.provenance" ({"source":…,"error":…,"attempt":…,
+//     "firstReceived":…,"failedAt":…,"handler":…});
+//   - 10: no provenance. The move still happens, and Move logs the
+//     provenance as a warning instead.
+//
+// When the message is so large that the provenance would push it over the
+// size limit, the error text is shortened first, then the provenance is
+// left out (and logged). [ParseProvenance] reads both forms back, and
+// [StripProvenance] removes them; the manual redrive strips them, so the
+// source gets the original message back.
+//
+// # Duplicates, never losses
+//
+// Every move in this package sends before it deletes. If the delete fails
+// (or the process dies in between), the message is in both queues: a
+// consumer may see it once more, and the dead-letter queue may hold a copy
+// of a message that later succeeded. Handlers must be idempotent anyway,
+// since SQS delivers at least once.
+//
+// # FIFO queues
+//
+// A FIFO queue's dead-letter queue is a FIFO queue. Moves keep the
+// message's MessageGroupId and use a deduplication ID derived from the
+// source queue and message ID, so retrying a move within SQS's five-minute
+// deduplication window does not add a second copy.
+//
+// # Receive counts
+//
+// SQS shows a message only by receiving it, so [Inspect], dry runs and the
+// manual [Redrive] increase the messages' ApproximateReceiveCount, and hide
+// them from other consumers while they work (see [InspectOptions].Hold).
+//
+// # IAM
+//
+// Discover and Lint: sqs:GetQueueAttributes, sqs:GetQueueUrl. Move:
+// sqs:SendMessage on the dead-letter queue, sqs:DeleteMessage on the
+// source. Inspect: sqs:ReceiveMessage, sqs:ChangeMessageVisibility. Redrive:
+// those, sqs:SendMessage on the destination, sqs:DeleteMessage on the
+// dead-letter queue, and for move tasks sqs:ListDeadLetterSourceQueues,
+// sqs:StartMessageMoveTask, sqs:ListMessageMoveTasks,
+// sqs:CancelMessageMoveTask. Setup: sqs:CreateQueue, sqs:SetQueueAttributes.
+//
+// Each function takes the narrowest client interface it needs ([QueueAPI],
+// [API], [InspectAPI], [RedriveAPI], [SetupAPI]); *sqs.Client and
+// sqstest's Fake satisfy them all.
+package dlq

@@ -1,0 +1,268 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Message is a dead-lettered message as Inspect and Redrive see it.
+type Message struct {
+	// ID is the message ID in the dead-letter queue.
+	ID string
+	// Body is the message body.
+	Body string
+	// Attributes are the message's own attributes, provenance removed.
+	Attributes map[string]types.MessageAttributeValue
+	// Provenance is parsed from the provenance attributes Move wrote;
+	// HasProvenance reports whether there were any.
+	Provenance    Provenance
+	HasProvenance bool
+	// SentAt is the message's SentTimestamp. SQS's own redrive keeps the
+	// original enqueue time, so for those messages it is when the message
+	// entered the source queue, and retention counts from it.
+	SentAt time.Time
+	// ReceiveCount is the ApproximateReceiveCount, including the receive
+	// that inspected the message.
+	ReceiveCount int
+	// GroupID is the MessageGroupId of a FIFO message.
+	GroupID string
+	// DeadLetterSourceARN is the queue SQS's own redrive moved the message
+	// from (the DeadLetterQueueSourceArn system attribute), when SQS moved it.
+	DeadLetterSourceARN string
+
+	raw types.Message
+}
+
+// Origin returns the queue the message was dead-lettered from, as far as it
+// is known: the provenance's source queue, else SQS's
+// DeadLetterQueueSourceArn, else "".
+func (m Message) Origin() string {
+	if m.Provenance.SourceQueue != "" {
+		return m.Provenance.SourceQueue
+	}
+	return m.DeadLetterSourceARN
+}
+
+// FailedAt returns when the message was dead-lettered as far as it is
+// known: the provenance's FailedAt, else SentAt.
+func (m Message) FailedAt() time.Time {
+	if !m.Provenance.FailedAt.IsZero() {
+		return m.Provenance.FailedAt
+	}
+	return m.SentAt
+}
+
+func newMessage(raw types.Message) Message {
+	m := Message{
+		ID:                  aws.ToString(raw.MessageId),
+		Body:                aws.ToString(raw.Body),
+		Attributes:          StripProvenance(raw.MessageAttributes),
+		GroupID:             raw.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)],
+		DeadLetterSourceARN: raw.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)],
+		raw:                 raw,
+	}
+	m.Provenance, m.HasProvenance = ParseProvenance(raw.MessageAttributes)
+	m.ReceiveCount, _ = strconv.Atoi(raw.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	if ms, err := strconv.ParseInt(raw.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
+		m.SentAt = time.UnixMilli(ms)
+	}
+	return m
+}
+
+// Counts is how many messages a queue holds, as SQS approximates them.
+type Counts struct {
+	Visible  int `json:"visible"`  // ApproximateNumberOfMessages
+	InFlight int `json:"inFlight"` // ApproximateNumberOfMessagesNotVisible
+	Delayed  int `json:"delayed"`  // ApproximateNumberOfMessagesDelayed
+}
+
+// Total returns the number of messages in every state.
+func (c Counts) Total() int { return c.Visible + c.InFlight + c.Delayed }
+
+// Count returns the approximate message counts of a queue without
+// receiving any message.
+func Count(ctx context.Context, client QueueAPI, queueURL string) (Counts, error) {
+	a, err := getAttributes(ctx, client, queueURL, attrVisible, attrNotVisible, attrDelayed)
+	if err != nil {
+		return Counts{}, fmt.Errorf("counting the messages of queue %s: %w", QueueName(queueURL), err)
+	}
+	return Counts{Visible: intAttr(a, attrVisible), InFlight: intAttr(a, attrNotVisible), Delayed: intAttr(a, attrDelayed)}, nil
+}
+
+// DefaultHold is how long Inspect and Redrive keep the messages they
+// received hidden, by default, before they release or delete them.
+const DefaultHold = time.Minute
+
+// InspectOptions configures Inspect. Every field's zero value is usable.
+type InspectOptions struct {
+	// Max is the most messages to return. Zero value: no limit.
+	Max int
+	// Hold is the visibility timeout of Inspect's receives: how long the
+	// listed messages stay hidden from other consumers while the listing
+	// runs. All are released (made visible) as soon as it ends. Messages of
+	// a queue too large to list within Hold may be listed once only; raise it
+	// for large queues. Zero value: DefaultHold.
+	Hold time.Duration
+	// Wait is how long each receive waits for messages (long polling, which
+	// also makes SQS look at all its servers). Zero value: one second.
+	Wait time.Duration
+}
+
+// Inspect lists the messages of a queue (typically a dead-letter queue)
+// with their provenance, without consuming them: it receives them, keeps
+// them hidden while it lists, and then releases them all at once with
+// ChangeMessageVisibilityBatch (visibility 0).
+//
+// Receiving is the only way SQS shows a message, so inspecting increases
+// each message's ApproximateReceiveCount, and the messages are invisible to
+// other consumers for up to Hold. On a FIFO queue, a message group's later
+// messages are not returned while an earlier one is held.
+//
+// Inspect needs sqs:ReceiveMessage and sqs:ChangeMessageVisibility.
+func Inspect(ctx context.Context, client InspectAPI, queueURL string, opts InspectOptions) (msgs []Message, err error) {
+	s := newScanner(client, queueURL, opts.Hold, opts.Wait)
+	defer func() { err = errors.Join(err, s.releaseAll(ctx)) }()
+	for opts.Max <= 0 || len(msgs) < opts.Max {
+		batch, err := s.next(ctx, maxBatch)
+		if err != nil {
+			return msgs, err
+		}
+		if len(batch) == 0 {
+			break
+		}
+		for _, raw := range batch {
+			s.hold(raw)
+			if opts.Max <= 0 || len(msgs) < opts.Max {
+				msgs = append(msgs, newMessage(raw))
+			}
+		}
+	}
+	return msgs, nil
+}
+
+// scanner walks a queue by receiving its messages once each, holding them
+// hidden until it releases them.
+type scanner struct {
+	client   InspectAPI
+	url      string
+	holdSecs int32
+	wait     int32
+	seen     map[string]bool
+	held     map[string]string // message ID → latest receipt handle
+	order    []string          // held IDs in receive order
+}
+
+func newScanner(client InspectAPI, url string, hold, wait time.Duration) *scanner {
+	if hold <= 0 {
+		hold = DefaultHold
+	}
+	if wait <= 0 {
+		wait = time.Second
+	}
+	return &scanner{
+		client: client, url: url,
+		holdSecs: int32(min(hold, 12*time.Hour) / time.Second),
+		wait:     int32(min(wait, 20*time.Second) / time.Second),
+		seen:     map[string]bool{}, held: map[string]string{},
+	}
+}
+
+// next receives up to n messages not seen before. It returns none when the
+// queue has no more: an empty receive, or one that only returned messages
+// already seen (their hold ran out).
+func (s *scanner) next(ctx context.Context, n int) ([]types.Message, error) {
+	out, err := s.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(s.url),
+		MaxNumberOfMessages:         int32(min(n, maxBatch)),
+		VisibilityTimeout:           s.holdSecs,
+		WaitTimeSeconds:             s.wait,
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("receiving from queue %s: %w", QueueName(s.url), err)
+	}
+	var fresh []types.Message
+	for _, m := range out.Messages {
+		id := aws.ToString(m.MessageId)
+		if s.seen[id] {
+			if _, ok := s.held[id]; ok {
+				s.held[id] = aws.ToString(m.ReceiptHandle) // keep the newest handle for the release
+			} else {
+				s.hold(m) // seen and let go of (a failed send), now hidden again
+			}
+			continue
+		}
+		s.seen[id] = true
+		fresh = append(fresh, m)
+	}
+	return fresh, nil
+}
+
+// hold records a received message to release at the end.
+func (s *scanner) hold(m types.Message) {
+	id := aws.ToString(m.MessageId)
+	if _, ok := s.held[id]; !ok {
+		s.order = append(s.order, id)
+	}
+	s.held[id] = aws.ToString(m.ReceiptHandle)
+}
+
+// forget drops a message that was deleted from the queue.
+func (s *scanner) forget(id string) { delete(s.held, id) }
+
+// releaseAll makes every held message visible again at once. It runs even
+// when ctx has ended, so an interrupted listing does not leave messages
+// hidden for the whole hold.
+func (s *scanner) releaseAll(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var entries []types.ChangeMessageVisibilityBatchRequestEntry
+	var errs []error
+	flush := func() {
+		if len(entries) == 0 {
+			return
+		}
+		out, err := s.client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(s.url), Entries: entries})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("releasing %d messages of queue %s (they become visible again when their hold ends): %w", len(entries), QueueName(s.url), err))
+		case len(out.Failed) > 0:
+			f := out.Failed[0]
+			errs = append(errs, fmt.Errorf("releasing %d of %d messages of queue %s failed (they become visible again when their hold ends): %s: %s",
+				len(out.Failed), len(entries), QueueName(s.url), aws.ToString(f.Code), aws.ToString(f.Message)))
+		}
+		entries = entries[:0]
+	}
+	for _, id := range s.order {
+		handle, ok := s.held[id]
+		if !ok {
+			continue
+		}
+		entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
+			Id: aws.String("r" + strconv.Itoa(len(entries))), ReceiptHandle: aws.String(handle), VisibilityTimeout: 0,
+		})
+		if len(entries) == maxBatch {
+			flush()
+		}
+	}
+	flush()
+	s.held, s.order = map[string]string{}, nil
+	return errors.Join(errs...)
+}
+
+// handle returns the latest receipt handle of a message, falling back to
+// the one it was received with.
+func (s *scanner) handle(id string, raw types.Message) string {
+	if h, ok := s.held[id]; ok {
+		return h
+	}
+	return aws.ToString(raw.ReceiptHandle)
+}

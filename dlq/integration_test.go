@@ -1,0 +1,224 @@
+package dlq
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sqsworker/sqsworker/internal/testenv"
+)
+
+// These tests run against the local SQS emulator (fauxqs, started by
+// localstack/start.sh) or whatever AWS_ENDPOINT_URL_SQS names. fauxqs has no
+// message move tasks, so Redrive's manual path is the one exercised here.
+
+func integrationContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestIntegrationSetup(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx := integrationContext(t)
+	name := testenv.UniqueName("dlq-setup")
+	opts := SetupOptions{Name: name, MaxReceiveCount: 6, VisibilityTimeout: 45 * time.Second}
+	first, err := Setup(ctx, c, opts)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if QueueName(first.SourceURL) != name || QueueName(first.QueueURL) != name+"-dlq" || first.MaxReceiveCount != 6 || first.FIFO {
+		t.Errorf("Setup = %+v", first)
+	}
+	// Again, with a change: the same queues, brought to the new settings.
+	opts.MaxReceiveCount, opts.Retention = 8, 2*24*time.Hour
+	again, err := Setup(ctx, c, opts)
+	if err != nil {
+		t.Fatalf("second Setup: %v", err)
+	}
+	if again.SourceURL != first.SourceURL || again.QueueURL != first.QueueURL || again.MaxReceiveCount != 8 {
+		t.Errorf("second Setup = %+v, first %+v", again, first)
+	}
+	src, err := getAttributes(ctx, c, again.SourceURL, attrRetention, attrVisibilityTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlq, err := getAttributes(ctx, c, again.QueueURL, attrRetention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src[attrRetention] != "172800" || src[attrVisibilityTimeout] != "45" || dlq[attrRetention] != "1209600" {
+		t.Errorf("source %v, DLQ %v", src, dlq)
+	}
+	if fs, err := Lint(ctx, c, again.SourceURL, LintOptions{Attempts: 4}); err != nil || len(fs) != 0 {
+		t.Errorf("Lint on a fresh setup = %+v, %v", fs, err)
+	}
+
+	fifo, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-setup"), FIFO: true})
+	if err != nil {
+		t.Fatalf("FIFO Setup: %v", err)
+	}
+	if !fifo.FIFO || !strings.HasSuffix(fifo.SourceURL, ".fifo") || !strings.HasSuffix(fifo.QueueURL, "-dlq.fifo") || fifo.MaxReceiveCount != DefaultMaxReceiveCount {
+		t.Errorf("FIFO Setup = %+v", fifo)
+	}
+}
+
+func TestIntegrationMove(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx := integrationContext(t)
+	target, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-move")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("pay 42"), MessageAttributes: userAttrs(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := receiveOne(t, c, target.SourceURL)
+	if err := NewMover(c, target).Move(ctx, msg, Provenance{Error: "card declined", Handler: "billing", Attempt: 4}); err != nil {
+		t.Fatalf("Move: %v", err)
+	}
+
+	dead := receiveOne(t, c, target.QueueURL)
+	if aws.ToString(dead.Body) != "pay 42" {
+		t.Errorf("body = %q", aws.ToString(dead.Body))
+	}
+	p, ok := ParseProvenance(dead.MessageAttributes)
+	if !ok || p.Error != "card declined" || p.Handler != "billing" || p.Attempt != 4 || p.SourceQueue != target.SourceURL || p.FailedAt.IsZero() || p.FirstReceived.IsZero() {
+		t.Errorf("provenance = %+v (found %v)", p, ok)
+	}
+	for name := range userAttrs(3) {
+		if _, ok := dead.MessageAttributes[name]; !ok {
+			t.Errorf("user attribute %s lost", name)
+		}
+	}
+	c0, err := Count(ctx, c, target.SourceURL)
+	if err != nil || c0.Total() != 0 {
+		t.Errorf("source counts = %+v, %v; want empty", c0, err)
+	}
+}
+
+func TestIntegrationMoveFIFO(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx := integrationContext(t)
+	target, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-move"), FIFO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("x"),
+		MessageGroupId: aws.String("customer-1"), MessageDeduplicationId: aws.String("d1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := receiveOne(t, c, target.SourceURL)
+	if err := NewMover(c, target).Move(ctx, msg, Provenance{Error: "boom"}); err != nil {
+		t.Fatalf("Move: %v", err)
+	}
+	dead := receiveOne(t, c, target.QueueURL)
+	if g := dead.Attributes["MessageGroupId"]; g != "customer-1" {
+		t.Errorf("group = %q", g)
+	}
+	if d := dead.Attributes["MessageDeduplicationId"]; d != moveDeduplicationID(target.SourceARN, aws.ToString(msg.MessageId)) {
+		t.Errorf("deduplication ID = %q", d)
+	}
+}
+
+// fillDLQ moves n messages to the DLQ through the source, as the worker would.
+func fillDLQ(t *testing.T, c *sqs.Client, target Target, n int, errText func(i int) string) {
+	t.Helper()
+	ctx := integrationContext(t)
+	mover := NewMover(c, target)
+	for i := range n {
+		_, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("job"), MessageAttributes: map[string]types.MessageAttributeValue{
+			"n": {DataType: aws.String("Number"), StringValue: aws.String(strings.Repeat("1", i+1))},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := mover.Move(ctx, receiveOne(t, c, target.SourceURL), Provenance{Error: errText(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestIntegrationInspect(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx := integrationContext(t)
+	target, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-inspect")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillDLQ(t, c, target, 12, func(int) string { return "db down" })
+	msgs, err := Inspect(ctx, c, target.QueueURL, InspectOptions{})
+	if err != nil {
+		t.Fatalf("Inspect: %v", err)
+	}
+	if len(msgs) != 12 {
+		t.Fatalf("Inspect listed %d messages, want 12", len(msgs))
+	}
+	for _, m := range msgs {
+		if !m.HasProvenance || m.Provenance.Error != "db down" || QueueName(m.Origin()) != QueueName(target.SourceURL) {
+			t.Errorf("message %s provenance = %+v", m.ID, m.Provenance)
+		}
+		if _, ok := m.Attributes["n"]; !ok || len(m.Attributes) != 1 {
+			t.Errorf("message %s attributes = %v", m.ID, keys(m.Attributes))
+		}
+	}
+	// Released: all visible again at once.
+	counts, err := Count(ctx, c, target.QueueURL)
+	if err != nil || counts.Visible != 12 || counts.InFlight != 0 {
+		t.Errorf("after Inspect: %+v, %v", counts, err)
+	}
+}
+
+func TestIntegrationRedriveManual(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx := integrationContext(t)
+	target, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-redrive")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillDLQ(t, c, target, 14, func(i int) string {
+		if i%2 == 0 {
+			return "timeout"
+		}
+		return "bad input"
+	})
+
+	dry, err := Redrive(ctx, c, target, RedriveOptions{DryRun: true, Filter: Filter{ErrorContains: "timeout"}})
+	if err != nil || dry.Matched != 7 || dry.Moved != 0 {
+		t.Fatalf("dry run = %+v, %v", dry, err)
+	}
+	// Only the timeouts first, then the rest (MethodAuto: fauxqs has no
+	// move tasks, so both are manual).
+	first, err := Redrive(ctx, c, target, RedriveOptions{Filter: Filter{ErrorContains: "timeout"}})
+	if err != nil || first.Moved != 7 || first.Skipped != 7 {
+		t.Fatalf("filtered redrive = %+v, %v", first, err)
+	}
+	rest, err := Redrive(ctx, c, target, RedriveOptions{})
+	if err != nil {
+		t.Fatalf("redrive: %v", err)
+	}
+	if rest.Method != MethodManual || rest.Moved != 7 {
+		t.Errorf("redrive = %+v", rest)
+	}
+	if counts, err := Count(ctx, c, target.QueueURL); err != nil || counts.Total() != 0 {
+		t.Errorf("DLQ after redrive: %+v, %v", counts, err)
+	}
+	back, err := Inspect(ctx, c, target.SourceURL, InspectOptions{})
+	if err != nil || len(back) != 14 {
+		t.Fatalf("source holds %d messages, %v", len(back), err)
+	}
+	for _, m := range back {
+		if m.HasProvenance {
+			t.Errorf("redriven message %s still has provenance %+v", m.ID, m.Provenance)
+		}
+		if _, ok := m.Attributes["n"]; !ok {
+			t.Errorf("redriven message %s lost its attribute", m.ID)
+		}
+	}
+}

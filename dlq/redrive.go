@@ -1,0 +1,656 @@
+package dlq
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// Method is how Redrive moves messages.
+type Method string
+
+const (
+	// MethodAuto uses a message move task when it can (no filter, no
+	// limit, no dry run, a dead-letter queue fed by this source only, and
+	// an endpoint that offers move tasks for the queue), else the manual move.
+	MethodAuto Method = "auto"
+	// MethodMoveTask uses SQS's StartMessageMoveTask only. SQS moves the
+	// messages server-side, as they are: provenance attributes stay on them.
+	MethodMoveTask Method = "move-task"
+	// MethodManual receives, sends and deletes the messages itself,
+	// rate-limited, filtered, and with provenance removed.
+	MethodManual Method = "manual"
+)
+
+// Action is what Redrive did with one message.
+type Action string
+
+// The actions RedriveOptions.OnMessage reports.
+const (
+	ActionMoved       Action = "moved"        // sent to the destination and deleted from the DLQ
+	ActionDuplicated  Action = "duplicated"   // sent, but the delete from the DLQ failed: in both queues
+	ActionWouldMove   Action = "would-move"   // dry run: it matches and would be moved
+	ActionSkipped     Action = "skipped"      // it does not match the filter; left in the DLQ
+	ActionOtherSource Action = "other-source" // it came from another source queue; left in the DLQ
+	ActionFailed      Action = "failed"       // it could not be sent; left in the DLQ
+)
+
+// DefaultRate is the manual redrive's rate limit, in messages per second,
+// when RedriveOptions.Rate is zero.
+const DefaultRate = 100
+
+// Filter selects the messages a manual redrive moves. A message must meet
+// every condition set; the zero Filter selects every message.
+type Filter struct {
+	// Attributes maps message attribute names to the exact string value
+	// the message must have. Names can be the message's own attributes or
+	// the provenance attributes (AttrHandler, AttrAttempt, …).
+	Attributes map[string]string
+	// ErrorContains selects messages whose provenance error text contains
+	// this text.
+	ErrorContains string
+	// OlderThan selects messages dead-lettered at least this long ago
+	// (Message.FailedAt).
+	OlderThan time.Duration
+	// NewerThan selects messages dead-lettered less than this long ago.
+	NewerThan time.Duration
+	// Match, if set, must also accept the message.
+	Match func(Message) bool
+}
+
+// IsZero reports whether the filter selects every message.
+func (f Filter) IsZero() bool {
+	return len(f.Attributes) == 0 && f.ErrorContains == "" && f.OlderThan == 0 && f.NewerThan == 0 && f.Match == nil
+}
+
+// Matches reports whether m meets every condition of f at time now.
+func (f Filter) Matches(m Message, now time.Time) bool {
+	for name, want := range f.Attributes {
+		got, ok := m.attribute(name)
+		if !ok || got != want {
+			return false
+		}
+	}
+	if f.ErrorContains != "" && !strings.Contains(m.Provenance.Error, f.ErrorContains) {
+		return false
+	}
+	if f.OlderThan > 0 || f.NewerThan > 0 {
+		at := m.FailedAt()
+		if at.IsZero() {
+			return false
+		}
+		age := now.Sub(at)
+		if f.OlderThan > 0 && age < f.OlderThan {
+			return false
+		}
+		if f.NewerThan > 0 && age >= f.NewerThan {
+			return false
+		}
+	}
+	return f.Match == nil || f.Match(m)
+}
+
+// attribute returns a message attribute's string value. Provenance
+// attribute names also find provenance stored in the JSON form.
+func (m Message) attribute(name string) (string, bool) {
+	if v, ok := m.raw.MessageAttributes[name]; ok {
+		if v.StringValue != nil {
+			return *v.StringValue, true
+		}
+		return string(v.BinaryValue), true
+	}
+	if !m.HasProvenance {
+		return "", false
+	}
+	p := m.Provenance
+	switch name {
+	case AttrSourceQueue:
+		return p.SourceQueue, p.SourceQueue != ""
+	case AttrError:
+		return p.Error, p.Error != ""
+	case AttrAttempt:
+		return strconv.Itoa(p.Attempt), p.Attempt > 0
+	case AttrFirstReceived:
+		return formatTime(p.FirstReceived), !p.FirstReceived.IsZero()
+	case AttrFailedAt:
+		return formatTime(p.FailedAt), !p.FailedAt.IsZero()
+	case AttrHandler:
+		return p.Handler, p.Handler != ""
+	}
+	return "", false
+}
+
+// Progress is how far a redrive has got.
+type Progress struct {
+	// Method is the method in use (MethodMoveTask or MethodManual).
+	Method Method `json:"method"`
+	// Total is the approximate number of messages to go through: the
+	// dead-letter queue's visible messages at the start, or the move task's
+	// ApproximateNumberOfMessagesToMove.
+	Total int `json:"total"`
+	// Scanned is how many messages the manual move received and looked at.
+	Scanned int `json:"scanned"`
+	// Matched is how many matched the filter and came from the source (in
+	// a dry run: how many would be moved).
+	Matched int `json:"matched"`
+	// Moved is how many were sent to the destination and deleted from the
+	// dead-letter queue.
+	Moved int `json:"moved"`
+	// Duplicated is how many were sent but could not be deleted from the
+	// dead-letter queue, so both queues hold them.
+	Duplicated int `json:"duplicated"`
+	// Skipped is how many were left in the dead-letter queue because they
+	// did not match the filter or came from another source queue.
+	Skipped int `json:"skipped"`
+	// Failed is how many could not be sent and stay in the dead-letter queue.
+	Failed int `json:"failed"`
+	// Done reports the last report of a redrive.
+	Done bool `json:"done"`
+}
+
+// RedriveResult is what a redrive did.
+type RedriveResult struct {
+	Progress
+	// DryRun reports that nothing was moved.
+	DryRun bool `json:"dryRun,omitempty"`
+	// TaskHandle is the message move task's handle (MethodMoveTask).
+	TaskHandle string `json:"taskHandle,omitempty"`
+}
+
+// RedriveOptions configures Redrive. Every field's zero value is usable.
+type RedriveOptions struct {
+	// Destination is the URL of the queue to move the messages to. Zero
+	// value: back to the source queue (Target.SourceURL); then only messages
+	// that came from that source, or whose origin is unknown, are moved — a
+	// dead-letter queue shared by several queues keeps the others'.
+	Destination string
+	// Method chooses how to move. Zero value: MethodAuto.
+	Method Method
+	// Filter selects the messages to move (manual move only). Zero value:
+	// every message.
+	Filter Filter
+	// DryRun lists what would be moved without moving anything (the
+	// messages are received and released, like Inspect).
+	DryRun bool
+	// Max is the most messages to move (manual move only). Zero value: no
+	// limit.
+	Max int
+	// Rate is the most messages moved per second. Zero value: DefaultRate
+	// for the manual move, SQS's own pace for a move task. Negative: no limit
+	// (manual move).
+	Rate float64
+	// KeepProvenance keeps the provenance attributes on the moved messages.
+	// Zero value: the manual move removes them, so the destination gets the
+	// original message. (A move task cannot remove them.)
+	KeepProvenance bool
+	// Hold is how long the manual move keeps received messages hidden while
+	// it works; the ones it does not move are released at the end. Zero
+	// value: DefaultHold.
+	Hold time.Duration
+	// PollInterval is how often a move task's progress is read. Zero value:
+	// one second.
+	PollInterval time.Duration
+	// Progress, if set, is called after each batch (manual move) or status
+	// read (move task), and once with Done set at the end.
+	Progress func(Progress)
+	// OnMessage, if set, is called for each message the manual move looks
+	// at, with what it did; err is set for ActionFailed and ActionDuplicated.
+	OnMessage func(m Message, a Action, err error)
+	// Now is the clock for Filter's age conditions. Zero value: time.Now.
+	Now func() time.Time
+}
+
+// errNoMoveTask says why a move task cannot do this redrive.
+type errNoMoveTask struct{ reason string }
+
+func (e *errNoMoveTask) Error() string {
+	return "a message move task cannot do this redrive: " + e.reason
+}
+
+// Redrive moves the messages of t's dead-letter queue back to the source
+// queue, or to opts.Destination.
+//
+// With a message move task (StartMessageMoveTask) SQS moves the messages
+// server-side, at up to 500 per second, as they are; Redrive waits for the
+// task, reporting progress, and cancels it if ctx ends first. Endpoints that
+// do not offer move tasks (answering InvalidAction or UnsupportedOperation,
+// as local emulators and FIFO queues may) make MethodAuto fall back to the
+// manual move.
+//
+// The manual move receives up to ten messages at a time, sends the ones to
+// move with SendMessageBatch (FIFO: same message group, a deduplication ID
+// derived from the DLQ message ID), and deletes them from the dead-letter
+// queue with DeleteMessageBatch only after the send succeeded. A crash or
+// failure in between may leave a message in both queues, never in neither.
+// Messages it does not move are released at the end.
+//
+// Redrive needs sqs:GetQueueAttributes, sqs:ReceiveMessage,
+// sqs:ChangeMessageVisibility, sqs:DeleteMessage on the dead-letter queue
+// and sqs:SendMessage on the destination; for a move task
+// sqs:ListDeadLetterSourceQueues, sqs:StartMessageMoveTask,
+// sqs:ListMessageMoveTasks and sqs:CancelMessageMoveTask.
+func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptions) (RedriveResult, error) {
+	if t.QueueURL == "" || t.SourceURL == "" {
+		return RedriveResult{}, errors.New("redrive: the Target has no dead-letter queue or source URL; get it from Discover")
+	}
+	r := &redriver{client: client, t: t, opts: opts, dest: opts.Destination}
+	if r.dest == "" {
+		r.dest = t.SourceURL
+	}
+	if r.opts.Now == nil {
+		r.opts.Now = time.Now
+	}
+	if r.opts.PollInterval <= 0 {
+		r.opts.PollInterval = time.Second
+	}
+	manualOnly := !opts.Filter.IsZero() || opts.DryRun || opts.Max > 0
+	switch opts.Method {
+	case "", MethodAuto:
+		if !manualOnly {
+			res, err := r.moveTask(ctx)
+			var no *errNoMoveTask
+			if !errors.As(err, &no) {
+				return res, err
+			}
+		}
+		return r.manual(ctx)
+	case MethodMoveTask:
+		if manualOnly {
+			return RedriveResult{}, errors.New("redrive: a message move task cannot filter, limit or dry-run; use MethodManual (or MethodAuto)")
+		}
+		return r.moveTask(ctx)
+	case MethodManual:
+		return r.manual(ctx)
+	}
+	return RedriveResult{}, fmt.Errorf("redrive: unknown method %q; use %q, %q or %q", opts.Method, MethodAuto, MethodMoveTask, MethodManual)
+}
+
+type redriver struct {
+	client RedriveAPI
+	t      Target
+	opts   RedriveOptions
+	dest   string
+	res    RedriveResult
+}
+
+func (r *redriver) report() {
+	if r.opts.Progress != nil {
+		r.opts.Progress(r.res.Progress)
+	}
+}
+
+func (r *redriver) on(m Message, a Action, err error) {
+	if r.opts.OnMessage != nil {
+		r.opts.OnMessage(m, a, err)
+	}
+}
+
+// moveTask redrives with StartMessageMoveTask. An error of type
+// *errNoMoveTask means nothing was started.
+func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
+	r.res = RedriveResult{Progress: Progress{Method: MethodMoveTask}}
+	destARN := r.t.SourceARN
+	if r.opts.Destination != "" {
+		a, err := getAttributes(ctx, r.client, r.opts.Destination, attrQueueArn)
+		if err != nil {
+			return r.res, fmt.Errorf("redrive: reading destination queue %s: %w", QueueName(r.opts.Destination), err)
+		}
+		destARN = a[attrQueueArn]
+	} else {
+		// Every message goes to one explicit destination (SQS cannot send
+		// messages Move dead-lettered back to their source otherwise), so
+		// make sure the DLQ serves this source only.
+		sources, err := r.deadLetterSources(ctx)
+		if err != nil {
+			return r.res, err
+		}
+		for _, s := range sources {
+			if QueueName(s) != QueueName(r.t.SourceURL) {
+				return r.res, &errNoMoveTask{reason: fmt.Sprintf("dead-letter queue %s also serves queue %s", QueueName(r.t.QueueURL), QueueName(s))}
+			}
+		}
+	}
+	in := &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(r.t.ARN), DestinationArn: aws.String(destARN)}
+	if r.opts.Rate > 0 {
+		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(min(max(r.opts.Rate, 1), 500)))
+	}
+	out, err := r.client.StartMessageMoveTask(ctx, in)
+	if err != nil {
+		if isUnsupported(err) {
+			return r.res, &errNoMoveTask{reason: err.Error()}
+		}
+		return r.res, fmt.Errorf("redrive: starting a message move task from %s: %w", QueueName(r.t.QueueURL), err)
+	}
+	r.res.TaskHandle = aws.ToString(out.TaskHandle)
+	for {
+		st, err := r.client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.t.ARN), MaxResults: aws.Int32(1)})
+		if err != nil {
+			if ctx.Err() != nil {
+				return r.res, r.cancelTask(ctx)
+			}
+			return r.res, fmt.Errorf("redrive: reading the progress of move task %s (it keeps running; cancel it with CancelMessageMoveTask if needed): %w", r.res.TaskHandle, err)
+		}
+		if len(st.Results) > 0 {
+			e := st.Results[0]
+			r.res.Moved = int(e.ApproximateNumberOfMessagesMoved)
+			if e.ApproximateNumberOfMessagesToMove != nil {
+				r.res.Total = int(*e.ApproximateNumberOfMessagesToMove)
+			}
+			switch status := aws.ToString(e.Status); status {
+			case "COMPLETED":
+				r.res.Done = true
+				r.report()
+				return r.res, nil
+			case "FAILED", "CANCELLED", "CANCELLING":
+				r.res.Done = true
+				r.report()
+				return r.res, fmt.Errorf("redrive: move task from %s %s after moving %d messages: %s; the rest stay in the dead-letter queue, run the redrive again",
+					QueueName(r.t.QueueURL), strings.ToLower(status), r.res.Moved, aws.ToString(e.FailureReason))
+			}
+		}
+		r.report()
+		if err := sleep(ctx, r.opts.PollInterval); err != nil {
+			return r.res, r.cancelTask(ctx)
+		}
+	}
+}
+
+// cancelTask cancels the running move task after ctx ended.
+func (r *redriver) cancelTask(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	out, err := r.client.CancelMessageMoveTask(cctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(r.res.TaskHandle)})
+	if err != nil {
+		return fmt.Errorf("redrive interrupted (%w), and cancelling move task %s failed, so it may still be running: %v", context.Cause(ctx), r.res.TaskHandle, err)
+	}
+	r.res.Moved = int(out.ApproximateNumberOfMessagesMoved)
+	return fmt.Errorf("redrive interrupted (%w): move task cancelled after moving about %d messages; the rest stay in the dead-letter queue", context.Cause(ctx), r.res.Moved)
+}
+
+// deadLetterSources lists the queues whose RedrivePolicy names t's DLQ.
+func (r *redriver) deadLetterSources(ctx context.Context) ([]string, error) {
+	var urls []string
+	in := &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(r.t.QueueURL), MaxResults: aws.Int32(1000)}
+	for {
+		out, err := r.client.ListDeadLetterSourceQueues(ctx, in)
+		if err != nil {
+			if isUnsupported(err) {
+				return nil, &errNoMoveTask{reason: err.Error()}
+			}
+			return nil, fmt.Errorf("redrive: listing the source queues of dead-letter queue %s: %w", QueueName(r.t.QueueURL), err)
+		}
+		urls = append(urls, out.QueueUrls...)
+		if aws.ToString(out.NextToken) == "" {
+			return urls, nil
+		}
+		in.NextToken = out.NextToken
+	}
+}
+
+// manual redrives by receiving, sending and deleting.
+func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
+	r.res = RedriveResult{Progress: Progress{Method: MethodManual}, DryRun: r.opts.DryRun}
+	if c, err := Count(ctx, r.client, r.t.QueueURL); err == nil {
+		r.res.Total = c.Visible
+	}
+	s := newScanner(r.client, r.t.QueueURL, r.opts.Hold, 0)
+	defer func() {
+		if rerr := s.releaseAll(ctx); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		res = r.res
+	}()
+	rate := r.opts.Rate
+	if rate == 0 {
+		rate = DefaultRate
+	}
+	lim := newLimiter(rate)
+	var firstFailure error
+	for r.opts.Max <= 0 || r.res.Matched < r.opts.Max {
+		batch, err := s.next(ctx, maxBatch)
+		if err != nil {
+			return r.res, fmt.Errorf("redrive: %w", err)
+		}
+		if len(batch) == 0 {
+			break
+		}
+		var move []Message
+		for _, raw := range batch {
+			m := newMessage(raw)
+			r.res.Scanned++
+			switch {
+			case r.opts.Destination == "" && m.Origin() != "" && QueueName(m.Origin()) != QueueName(r.t.SourceURL):
+				s.hold(raw)
+				r.res.Skipped++
+				r.on(m, ActionOtherSource, nil)
+			case !r.opts.Filter.Matches(m, r.opts.Now()):
+				s.hold(raw)
+				r.res.Skipped++
+				r.on(m, ActionSkipped, nil)
+			case r.opts.Max > 0 && r.res.Matched >= r.opts.Max:
+				s.hold(raw) // beyond the limit: released untouched
+			case r.opts.DryRun:
+				s.hold(raw)
+				r.res.Matched++
+				r.on(m, ActionWouldMove, nil)
+			default:
+				r.res.Matched++
+				move = append(move, m)
+			}
+		}
+		if len(move) > 0 {
+			failure, err := r.send(ctx, s, lim, move)
+			if firstFailure == nil {
+				firstFailure = failure
+			}
+			if err != nil {
+				r.report()
+				return r.res, err
+			}
+		}
+		r.report()
+	}
+	r.res.Done = true
+	r.report()
+	if r.res.Failed > 0 || r.res.Duplicated > 0 {
+		return r.res, fmt.Errorf("redrive: %d messages could not be moved and stay in dead-letter queue %s, and %d were sent but not deleted from it (both queues hold them); run the redrive again after fixing the cause: %w",
+			r.res.Failed, QueueName(r.t.QueueURL), r.res.Duplicated, firstFailure)
+	}
+	return r.res, nil
+}
+
+// send moves msgs: batch send, then batch delete of what was sent. It
+// returns the first per-message failure and, separately, an error that
+// must stop the redrive (a whole call failed).
+func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Message) (failure, fatal error) {
+	destFIFO := isFIFOName(r.dest)
+	fail := func(m Message, err error) {
+		s.hold(m.raw)
+		r.res.Failed++
+		r.on(m, ActionFailed, err)
+		if failure == nil {
+			failure = err
+		}
+	}
+	type pending struct {
+		m     Message
+		entry types.SendMessageBatchRequestEntry
+		size  int
+	}
+	var ready []pending
+	for _, m := range msgs {
+		e, err := r.entry(m, destFIFO)
+		if err != nil {
+			fail(m, err)
+			continue
+		}
+		ready = append(ready, pending{m: m, entry: e, size: len(aws.ToString(e.MessageBody)) + attributesSize(e.MessageAttributes)})
+	}
+	// Batches of up to ten entries and DefaultMaxMessageSize bytes in all.
+	for len(ready) > 0 {
+		n, size := 0, 0
+		for n < len(ready) && n < maxBatch && (n == 0 || size+ready[n].size <= DefaultMaxMessageSize) {
+			size += ready[n].size
+			n++
+		}
+		chunk := ready[:n]
+		ready = ready[n:]
+		if err := lim.wait(ctx, len(chunk)); err != nil {
+			for _, p := range chunk {
+				s.hold(p.m.raw)
+			}
+			for _, p := range ready {
+				s.hold(p.m.raw)
+			}
+			return failure, fmt.Errorf("redrive interrupted: %w", err)
+		}
+		entries := make([]types.SendMessageBatchRequestEntry, len(chunk))
+		byID := map[string]Message{}
+		for i, p := range chunk {
+			p.entry.Id = aws.String("m" + strconv.Itoa(i))
+			entries[i] = p.entry
+			byID[*p.entry.Id] = p.m
+		}
+		out, err := r.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.dest), Entries: entries})
+		if err != nil {
+			for _, p := range chunk {
+				s.hold(p.m.raw)
+			}
+			for _, p := range ready {
+				s.hold(p.m.raw)
+			}
+			r.res.Failed += len(chunk)
+			return failure, fmt.Errorf("redrive: sending %d messages to %s failed; they stay in dead-letter queue %s: %w", len(chunk), QueueName(r.dest), QueueName(r.t.QueueURL), err)
+		}
+		for _, f := range out.Failed {
+			m := byID[aws.ToString(f.Id)]
+			fail(m, fmt.Errorf("sending message %s to %s: %s: %s", m.ID, QueueName(r.dest), aws.ToString(f.Code), aws.ToString(f.Message)))
+		}
+		var del []types.DeleteMessageBatchRequestEntry
+		for _, ok := range out.Successful {
+			m := byID[aws.ToString(ok.Id)]
+			del = append(del, types.DeleteMessageBatchRequestEntry{Id: ok.Id, ReceiptHandle: aws.String(s.handle(m.ID, m.raw))})
+		}
+		if len(del) == 0 {
+			continue
+		}
+		dout, err := r.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.t.QueueURL), Entries: del})
+		if err != nil {
+			for _, d := range del {
+				m := byID[aws.ToString(d.Id)]
+				s.hold(m.raw)
+				r.res.Duplicated++
+				r.on(m, ActionDuplicated, err)
+			}
+			for _, p := range ready {
+				s.hold(p.m.raw)
+			}
+			return failure, fmt.Errorf("redrive: %d messages were sent to %s but deleting them from dead-letter queue %s failed, so both queues hold them: %w",
+				len(del), QueueName(r.dest), QueueName(r.t.QueueURL), err)
+		}
+		failedDelete := map[string]bool{}
+		for _, f := range dout.Failed {
+			id := aws.ToString(f.Id)
+			failedDelete[id] = true
+			m := byID[id]
+			s.hold(m.raw)
+			r.res.Duplicated++
+			err := fmt.Errorf("deleting message %s from %s after sending it to %s: %s: %s", m.ID, QueueName(r.t.QueueURL), QueueName(r.dest), aws.ToString(f.Code), aws.ToString(f.Message))
+			r.on(m, ActionDuplicated, err)
+			if failure == nil {
+				failure = err
+			}
+		}
+		for _, d := range del {
+			id := aws.ToString(d.Id)
+			if failedDelete[id] {
+				continue
+			}
+			m := byID[id]
+			s.forget(m.ID)
+			r.res.Moved++
+			r.on(m, ActionMoved, nil)
+		}
+	}
+	return failure, nil
+}
+
+// entry builds the SendMessageBatch entry that moves m to the destination.
+func (r *redriver) entry(m Message, destFIFO bool) (types.SendMessageBatchRequestEntry, error) {
+	e := types.SendMessageBatchRequestEntry{MessageBody: aws.String(m.Body)}
+	attrs := m.raw.MessageAttributes
+	if !r.opts.KeepProvenance {
+		attrs = StripProvenance(attrs)
+	}
+	if len(attrs) > 0 {
+		e.MessageAttributes = attrs
+	}
+	if trace := m.raw.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)]; trace != "" {
+		e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
+			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(trace)},
+		}
+	}
+	if destFIFO {
+		if m.GroupID == "" {
+			return e, fmt.Errorf("message %s has no MessageGroupId, which FIFO queue %s needs; redrive it to a standard queue instead", m.ID, QueueName(r.dest))
+		}
+		e.MessageGroupId = aws.String(m.GroupID)
+		sum := sha256.Sum256([]byte("sqsworker/dlq/redrive\x00" + r.t.ARN + "\x00" + m.ID))
+		e.MessageDeduplicationId = aws.String(hex.EncodeToString(sum[:]))
+	}
+	return e, nil
+}
+
+// limiter spaces out work to a rate: each unit of work reserves 1/rate of
+// a second, and a caller waits until its reservation starts.
+type limiter struct {
+	every time.Duration
+	next  time.Time
+}
+
+// newLimiter returns a limiter for rate units per second; nil (no limit)
+// for a rate that is not positive.
+func newLimiter(rate float64) *limiter {
+	if rate <= 0 {
+		return nil
+	}
+	return &limiter{every: time.Duration(float64(time.Second) / rate)}
+}
+
+// wait reserves n units and waits until the reservation starts.
+func (l *limiter) wait(ctx context.Context, n int) error {
+	if l == nil {
+		return ctx.Err()
+	}
+	now := time.Now()
+	if l.next.Before(now) {
+		l.next = now
+	}
+	start := l.next
+	l.next = l.next.Add(time.Duration(n) * l.every)
+	return sleep(ctx, start.Sub(now))
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
