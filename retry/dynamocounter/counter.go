@@ -1,0 +1,192 @@
+package dynamocounter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/retry"
+)
+
+// The attribute names of a counter item.
+const (
+	// KeyAttribute is the table's partition key (type S): the SQS message ID.
+	KeyAttribute = "messageId"
+	// CountAttribute holds the number of handler starts (type N).
+	CountAttribute = "attempts"
+	// TTLAttribute holds the item's expiry in epoch seconds (type N); the
+	// table's time-to-live setting uses it.
+	TTLAttribute = "expiresAt"
+)
+
+// DefaultTTL is how long a counter item lives after its last update unless
+// Options.TTL says otherwise: SQS's longest retention period (14 days) plus
+// one day.
+const DefaultTTL = 15 * 24 * time.Hour
+
+// API is the part of the DynamoDB client the counter uses.
+type API interface {
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+var (
+	_ API                  = (*dynamodb.Client)(nil)
+	_ retry.AttemptCounter = (*Counter)(nil)
+)
+
+// ErrTableNotFound matches, with errors.Is, the errors of a counter or of
+// CreateTable caused by a table that does not exist.
+var ErrTableNotFound = errors.New("dynamocounter: table not found")
+
+// ErrThrottled matches, with errors.Is, the errors caused by DynamoDB
+// throttling that outlasted the SDK's retries.
+var ErrThrottled = errors.New("dynamocounter: throttled")
+
+// Options configures a Counter.
+type Options struct {
+	// TTL is how long an item lives after its last update before DynamoDB may
+	// delete it. Zero or negative means DefaultTTL (15 days). Keep it longer
+	// than the queue's retention period, or a count may restart at 1.
+	TTL time.Duration
+	// Now returns the current time, used only to compute the expiry. Nil
+	// means time.Now.
+	Now func() time.Time
+}
+
+// Counter counts handler starts per message in a DynamoDB table. It is safe
+// for concurrent use.
+type Counter struct {
+	client API
+	table  string
+	ttl    time.Duration
+	now    func() time.Time
+}
+
+// New returns a Counter that keeps its counts in table through client. The
+// table must exist (see CreateTable). New panics if client is nil or table is
+// empty, which are programming errors.
+func New(client API, table string, optFns ...func(*Options)) *Counter {
+	if client == nil {
+		panic("dynamocounter.New: client is nil; pass a *dynamodb.Client")
+	}
+	if table == "" {
+		panic("dynamocounter.New: table name is empty; pass the name of the counter table")
+	}
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultTTL
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Counter{client: client, table: table, ttl: o.TTL, now: o.Now}
+}
+
+// Attempt records one more handler start of the message and returns the new
+// count: 1 for the first start. receiveCount is ignored (the count is of
+// handler starts, not of receives). It makes exactly one UpdateItem call.
+func (c *Counter) Attempt(ctx context.Context, messageID string, _ int) (int, error) {
+	if messageID == "" {
+		return 0, errors.New("dynamocounter: empty message ID; pass the SQS message's MessageId")
+	}
+	expires := c.now().Add(c.ttl).Unix()
+	out, err := c.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(c.table),
+		Key: map[string]types.AttributeValue{
+			KeyAttribute: &types.AttributeValueMemberS{Value: messageID},
+		},
+		UpdateExpression: aws.String("ADD #attempts :one SET #expires = :expires"),
+		ExpressionAttributeNames: map[string]string{
+			"#attempts": CountAttribute,
+			"#expires":  TTLAttribute,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one":     &types.AttributeValueMemberN{Value: "1"},
+			":expires": &types.AttributeValueMemberN{Value: strconv.FormatInt(expires, 10)},
+		},
+		ReturnValues: types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		return 0, c.explain(err, messageID)
+	}
+	var n int
+	if av, ok := out.Attributes[CountAttribute].(*types.AttributeValueMemberN); ok {
+		n, err = strconv.Atoi(av.Value)
+	}
+	if n < 1 || err != nil {
+		return 0, fmt.Errorf("dynamocounter: UpdateItem on table %q returned no positive %s number for message %s (got %v); check that nothing else writes that attribute", c.table, CountAttribute, messageID, out.Attributes[CountAttribute])
+	}
+	return n, nil
+}
+
+// explain wraps an UpdateItem error with what to do about it.
+func (c *Counter) explain(err error, messageID string) error {
+	what := fmt.Sprintf("dynamocounter: counting attempt of message %s in table %q", messageID, c.table)
+	var notFound *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &notFound):
+		return &hintError{what: what, hint: "the table does not exist in this client's account and region; create it with dynamocounter.CreateTable, or fix the table name or region", sentinel: ErrTableNotFound, err: err}
+	case isThrottling(err):
+		return &hintError{what: what, hint: "DynamoDB throttled the update beyond the SDK's retries; switch the table to on-demand capacity (PAY_PER_REQUEST, as CreateTable does), raise its provisioned write capacity, or lower the worker's concurrency", sentinel: ErrThrottled, err: err}
+	case apiErrorCode(err) == "AccessDeniedException":
+		return &hintError{what: what, hint: "the caller may not update the table; grant dynamodb:UpdateItem on it to the worker's role", err: err}
+	case apiErrorCode(err) == "ValidationException":
+		return &hintError{what: what, hint: fmt.Sprintf("the table does not fit the counter; it needs a partition key %s of type S and no sort key (dynamocounter.CreateTable makes one)", KeyAttribute), err: err}
+	}
+	return &hintError{what: what, err: err}
+}
+
+func isThrottling(err error) bool {
+	var (
+		pte *types.ProvisionedThroughputExceededException
+		rle *types.RequestLimitExceeded
+		te  *types.ThrottlingException
+	)
+	if errors.As(err, &pte) || errors.As(err, &rle) || errors.As(err, &te) {
+		return true
+	}
+	switch apiErrorCode(err) {
+	case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded", "Throttling":
+		return true
+	}
+	return false
+}
+
+func apiErrorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// hintError is "<what>: <hint>: <err>", matching sentinel (if any) and err.
+type hintError struct {
+	what, hint string
+	sentinel   error
+	err        error
+}
+
+func (e *hintError) Error() string {
+	if e.hint == "" {
+		return e.what + ": " + e.err.Error()
+	}
+	return e.what + ": " + e.hint + ": " + e.err.Error()
+}
+
+func (e *hintError) Unwrap() []error {
+	if e.sentinel == nil {
+		return []error{e.err}
+	}
+	return []error{e.sentinel, e.err}
+}
