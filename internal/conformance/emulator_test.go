@@ -1,0 +1,26 @@
+package conformance_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sqsworker/sqsworker/internal/conformance"
+	"github.com/sqsworker/sqsworker/internal/testenv"
+)
+
+// TestConformanceEmulator runs the SQS conformance suite against the SQS
+// endpoint testenv finds: fauxqs under `make test` (or when testenv starts
+// the emulators itself), LocalStack or real SQS when AWS_ENDPOINT_URL_SQS
+// and SQSWORKER_SQS_BACKEND say so. The backend's declared quirks come from
+// conformance.QuirksFor.
+func TestConformanceEmulator(t *testing.T) {
+	endpoints := testenv.Get(t)
+	client := testenv.SQS(t)
+	t.Logf("SQS backend %q at %s (testenv started it: %v)", endpoints.Backend, endpoints.SQS, endpoints.Started)
+	conformance.Run(t, conformance.Backend{
+		Name:      endpoints.Backend,
+		NewClient: func(*testing.T) conformance.API { return client },
+		Sleep:     time.Sleep,
+		Quirks:    conformance.QuirksFor(endpoints.Backend),
+	})
+}
