@@ -458,6 +458,9 @@ func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	out, err := h.client.ChangeMessageVisibilityBatch(callCtx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &h.queueURL, Entries: entries})
 	cancel()
+	if err == nil && out == nil {
+		err = errors.New("ChangeMessageVisibilityBatch returned neither a result nor an error")
+	}
 	now := time.Now()
 	shutdown := err != nil && ctx.Err() != nil
 

@@ -1,0 +1,191 @@
+package visibility_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/visibility"
+)
+
+// TestThousandMessagesHundredCallsPerPeriod is the schedule the benchmark
+// measures, checked exactly in virtual time: 1,000 long-running messages
+// received ten per receive over 2 s cost ⌈1000/10⌉ = 100 calls in every
+// extension period, for ten periods, each call full.
+func TestThousandMessagesHundredCallsPerPeriod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n, periods = 1000, 10
+		e := newEnv(t, 30)
+		h := visibility.New(e.rec, e.url, 30*time.Second)
+		run(t, h)
+		for range n / 10 {
+			msgs, receivedAt := e.receive(t, 10)
+			for _, m := range msgs {
+				h.Track(m.handle, receivedAt, nil)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(e.t0.Add(periods*20*time.Second + 15*time.Second).Sub(time.Now()))
+		perPeriod := make([]int, periods+1)
+		for _, c := range e.rec.Calls() {
+			perPeriod[int(c.at.Sub(e.t0)/(20*time.Second))]++
+			if len(c.handles) != 10 || c.err != nil || len(c.failed) != 0 {
+				t.Fatalf("call at %v: %d entries, error %v, failed %v; want 10 extended", c.at.Sub(e.t0), len(c.handles), c.err, c.failed)
+			}
+		}
+		for p := 1; p <= periods; p++ {
+			if perPeriod[p] != n/10 {
+				t.Errorf("period %d: %d calls, want %d", p, perPeriod[p], n/10)
+			}
+		}
+		if _, inflight, _ := e.f.Count(e.url); inflight != n {
+			t.Errorf("%d of %d messages in flight", inflight, n)
+		}
+	})
+}
+
+// BenchmarkHeartbeat1000 measures the heartbeat with N = 1,000 long-running
+// messages.
+//
+//   - period/sqstest and period/stub: one extension period per op — all 1,000
+//     messages due at once and extended — against the sqstest fake (its own
+//     cost included) and against a stub client that costs nothing, which
+//     isolates the heartbeat's own CPU and allocations (Track and Stop of
+//     the 1,000 leases included).
+//   - realtime: 1,000 messages kept invisible for 4 real extension periods
+//     (Extension 1 s, Threshold 500 ms) against the fake; ns/op is mostly
+//     waiting and means nothing; calls/period is the point.
+//
+// Run: go test -run '^$' -bench BenchmarkHeartbeat1000 -benchmem ./visibility/
+func BenchmarkHeartbeat1000(b *testing.B) {
+	const n = 1000
+	b.Run("period/sqstest", func(b *testing.B) {
+		e := newEnv(b, 30)
+		msgs, receivedAt := e.receive(b, n)
+		benchPeriods(b, &counter{API: e.f}, e.url, msgs, receivedAt)
+	})
+	b.Run("period/stub", func(b *testing.B) {
+		msgs := make([]msg, n)
+		for i := range msgs {
+			msgs[i] = msg{id: strconv.Itoa(i), handle: "handle-" + strconv.Itoa(i)}
+		}
+		benchPeriods(b, &counter{API: newOKStub()}, "url", msgs, time.Now())
+	})
+	b.Run("realtime", func(b *testing.B) {
+		const periods = 4
+		var calls, entries int64
+		for b.Loop() {
+			e := newEnv(b, 1)
+			msgs, receivedAt := e.receive(b, n)
+			c := &counter{API: e.f}
+			h := visibility.New(c, e.url, time.Second) // Extension 1 s, Threshold 500 ms: a period is 500 ms
+			for _, m := range msgs {
+				h.Track(m.handle, receivedAt, func(err error) { b.Errorf("lost: %v", err) })
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { done <- h.Run(ctx) }()
+			time.Sleep(receivedAt.Add(periods*500*time.Millisecond + 250*time.Millisecond).Sub(time.Now()))
+			cancel()
+			<-done
+			if _, inflight, _ := e.f.Count(e.url); inflight != n {
+				b.Fatalf("%d of %d messages in flight after %d periods", inflight, n, periods)
+			}
+			s := h.Stats()
+			calls += s.Calls
+			entries += s.Extended
+		}
+		b.ReportMetric(float64(calls)/float64(b.N*periods), "calls/period")
+		b.ReportMetric(float64(entries)/float64(calls), "entries/call")
+	})
+}
+
+// benchPeriods makes every op one extension period of msgs: track them all,
+// due at once; run the heartbeat until every one is extended; stop them.
+func benchPeriods(b *testing.B, c *counter, url string, msgs []msg, receivedAt time.Time) {
+	h := visibility.New(c, url, 30*time.Second)
+	leases := make([]*visibility.Lease, len(msgs))
+	b.ReportAllocs()
+	for b.Loop() {
+		now := time.Now()
+		for i, m := range msgs {
+			leases[i] = h.TrackUntil(m.handle, receivedAt, now, nil) // due now
+		}
+		done := c.expect(int64(len(msgs)))
+		ctx, cancel := context.WithCancel(context.Background())
+		runDone := make(chan error)
+		go func() { runDone <- h.Run(ctx) }()
+		<-done
+		cancel()
+		<-runDone
+		for _, l := range leases {
+			l.Stop()
+		}
+	}
+	s := h.Stats()
+	if s.Extended != int64(b.N*len(msgs)) || s.Failures() != 0 {
+		b.Fatalf("Stats = %+v after %d periods", s, b.N)
+	}
+	b.ReportMetric(float64(s.Calls)/float64(b.N), "calls/period")
+	b.ReportMetric(float64(s.Extended)/float64(s.Calls), "entries/call")
+}
+
+// counter counts the entries of ChangeMessageVisibilityBatch calls and
+// closes a channel when an expected number has gone through.
+type counter struct {
+	visibility.API
+	mu      sync.Mutex
+	entries int64
+	want    int64
+	done    chan struct{}
+}
+
+// expect returns a channel closed once k more entries have gone through.
+func (c *counter) expect(k int64) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.want = c.entries + k
+	c.done = make(chan struct{})
+	return c.done
+}
+
+func (c *counter) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	out, err := c.API.ChangeMessageVisibilityBatch(ctx, in, optFns...)
+	c.mu.Lock()
+	c.entries += int64(len(in.Entries))
+	if c.done != nil && c.entries >= c.want {
+		close(c.done)
+		c.done = nil
+	}
+	c.mu.Unlock()
+	return out, err
+}
+
+// okStub reports every entry extended, from outputs built once, so it adds
+// no allocations of its own. The heartbeat numbers entries 0…k−1.
+type okStub struct {
+	outs [visibility.MaxBatchEntries + 1]*sqs.ChangeMessageVisibilityBatchOutput
+}
+
+func newOKStub() *okStub {
+	s := &okStub{}
+	for k := range s.outs {
+		out := &sqs.ChangeMessageVisibilityBatchOutput{}
+		for i := range k {
+			out.Successful = append(out.Successful, types.ChangeMessageVisibilityBatchResultEntry{Id: aws.String(strconv.Itoa(i))})
+		}
+		s.outs[k] = out
+	}
+	return s
+}
+
+func (s *okStub) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	return s.outs[len(in.Entries)], nil
+}
