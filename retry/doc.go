@@ -100,7 +100,7 @@
 // # SNS limits and SQS limits
 //
 // [ParseDeliveryPolicy] and [DeliveryPolicy.Validate] apply SNS's rules, so a
-// policy that passes them behaves here as it would in SNS:
+// policy that passes them is one SNS would accept too:
 // 1 ≤ minDelayTarget ≤ maxDelayTarget ≤ 3600, 0 ≤ numRetries ≤ 100, phase
 // counts ≥ 0 with their sum ≤ numRetries, a known backoffFunction (any case),
 // maxReceivesPerSecond ≥ 1 when present, and — SNS's hard limit for HTTP/S —
@@ -128,7 +128,8 @@
 // and their topic-level forms are accepted and ignored, as SNS does; null means
 // absent. Field names are case-sensitive and an unknown field is an error that
 // names it (with a suggestion when it looks like a typo): a misspelt field
-// would otherwise fall back to its default without a word, and a retry policy
-// that is silently shorter than intended loses jobs. Every error is a
+// would otherwise fall back to its default without a word, silently changing
+// when jobs are retried and how soon they land in the dead-letter queue.
+// Every error is a
 // [*PolicyError] naming the field at fault, or saying the JSON is malformed.
 package retry

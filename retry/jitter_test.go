@@ -47,7 +47,11 @@ func phaseOf(h retry.HealthyRetryPolicy, n int) phaseKind {
 func TestJitterBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 43))
 	modes := []retry.Jitter{retry.NoJitter, retry.FullJitter, retry.EqualJitter, retry.DecorrelatedJitter}
-	for iter := range 1500 {
+	iterations := 1500
+	if testing.Short() {
+		iterations = 150
+	}
+	for iter := range iterations {
 		base := randomPolicy(rng)
 		h := base.HealthyRetryPolicy
 		nominal := base.Delays()
