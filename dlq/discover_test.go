@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -79,6 +80,18 @@ func TestQueueName(t *testing.T) {
 	} {
 		if got := QueueName(in); got != want {
 			t.Errorf("QueueName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 4 * 24 * time.Hour: "4 days", 24 * time.Hour: "1 day", time.Hour: "1 hour", 6 * time.Hour: "6 hours",
+		10 * time.Minute: "10m", 90 * time.Second: "1m30s", 150 * time.Minute: "2h30m", 3 * time.Second: "3s",
+		500 * time.Millisecond: "500ms", time.Hour + 19*time.Minute + 45670*time.Millisecond: "1h19m46s",
+	} {
+		if got := humanDuration(d); got != want {
+			t.Errorf("humanDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -35,6 +36,17 @@ func (s Severity) String() string {
 
 // MarshalText encodes the severity as its String.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText decodes "info", "warning" or "error".
+func (s *Severity) UnmarshalText(text []byte) error {
+	for _, v := range []Severity{SeverityInfo, SeverityWarning, SeverityError} {
+		if string(text) == v.String() {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("dlq: unknown severity %q; want info, warning or error", text)
+}
 
 // Finding is one problem (or remark) Lint found in a queue's setup.
 type Finding struct {
@@ -136,9 +148,12 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 		retention = DefaultRetention
 	}
 	visibility, _ := secondsAttr(src, attrVisibilityTimeout)
-	visWhere := "the queue's VisibilityTimeout"
+	visWhere := fmt.Sprintf("queue %s's VisibilityTimeout", name)
+	visFix := fmt.Sprintf("set queue %s's VisibilityTimeout to at least %%d seconds", name)
 	if opts.Visibility > 0 {
-		visibility, visWhere = opts.Visibility, "the receive's visibility timeout"
+		visibility = opts.Visibility
+		visWhere = fmt.Sprintf("the visibility timeout the consumer asks for on queue %s", name)
+		visFix = "ask for a visibility timeout of at least %d seconds on ReceiveMessage"
 	}
 	fifo := src[attrFifoQueue] == "true"
 
@@ -158,35 +173,36 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 		if opts.HeartbeatThreshold >= floor {
 			floor = 2 * opts.HeartbeatThreshold
 		}
-		why := fmt.Sprintf("under %s, a slow SQS call lets a running job's message reappear before the heartbeat extends it", MinVisibilityTimeout)
+		why := fmt.Sprintf("under %s a slow SQS call lets a running job's message reappear before the heartbeat extends it", MinVisibilityTimeout)
 		if opts.HeartbeatThreshold > 0 && visibility <= opts.HeartbeatThreshold {
-			why = fmt.Sprintf("the heartbeat extends a message %s before its deadline, so with this timeout it is always late", opts.HeartbeatThreshold)
+			why = fmt.Sprintf("the heartbeat extends a message %s before its deadline, so with this timeout it is always late", humanDuration(opts.HeartbeatThreshold))
 		}
 		add(SeverityWarning, CodeVisibilityShort,
-			fmt.Sprintf("%s of queue %s is %s: %s, and another consumer runs the job at the same time", visWhere, name, visibility, why),
-			fmt.Sprintf("set %s to at least %d seconds", visWhere, int64(floor/time.Second)))
+			fmt.Sprintf("%s is %s: %s, and another consumer runs the job at the same time", visWhere, humanDuration(visibility), why),
+			fmt.Sprintf(visFix, int64(floor/time.Second)))
 	}
 	if opts.LambdaTimeout > 0 && visibility < 6*opts.LambdaTimeout {
 		want := min(6*opts.LambdaTimeout, 12*time.Hour)
 		add(SeverityWarning, CodeLambdaVisibility,
-			fmt.Sprintf("%s of queue %s is %s, less than 6 × the Lambda function timeout of %s, which AWS recommends: a batch still retrying or throttled reappears and is processed twice",
-				visWhere, name, visibility, opts.LambdaTimeout),
-			fmt.Sprintf("set queue %s's VisibilityTimeout to at least %d seconds (6 × %s)", name, int64(want/time.Second), opts.LambdaTimeout))
+			fmt.Sprintf("%s is %s, less than 6 × the Lambda function timeout of %s, which AWS recommends: a batch still retrying or throttled reappears and is processed twice",
+				visWhere, humanDuration(visibility), humanDuration(opts.LambdaTimeout)),
+			fmt.Sprintf("set queue %s's VisibilityTimeout to at least %d seconds (6 × %s)", name, int64(want/time.Second), humanDuration(opts.LambdaTimeout)))
 	}
 
 	// The RedrivePolicy.
 	raw := src[attrRedrivePolicy]
+	suggested := fmt.Sprintf(`{"deadLetterTargetArn":%s,"maxReceiveCount":%d}`, strconv.Quote(suggestDLQARN(src[attrQueueArn], name, fifo)), suggestMaxReceive(opts))
 	if raw == "" {
 		add(SeverityError, CodeNoRedrivePolicy,
 			fmt.Sprintf("queue %s has no RedrivePolicy: a job that keeps failing is retried until retention expires (%s) and then lost", name, humanDuration(retention)),
-			fmt.Sprintf("create a dead-letter queue and set the RedrivePolicy, e.g. `sqsworker setup %s --max-receive-count %d`, or set RedrivePolicy to {\"deadLetterTargetArn\":\"<DLQ ARN>\",\"maxReceiveCount\":%d}",
-				name, suggestMaxReceive(opts), suggestMaxReceive(opts)))
+			fmt.Sprintf("create a dead-letter queue and set the RedrivePolicy, e.g. `sqsworker setup %s --max-receive-count %d`, or set RedrivePolicy to %s",
+				name, suggestMaxReceive(opts), suggested))
 		return fs, nil
 	}
 	p, err := parseRedrivePolicy(raw)
 	if err != nil {
 		add(SeverityError, CodeInvalidRedrivePolicy, fmt.Sprintf("queue %s: %v", name, err),
-			fmt.Sprintf("set RedrivePolicy to {\"deadLetterTargetArn\":\"<DLQ ARN>\",\"maxReceiveCount\":%d}", suggestMaxReceive(opts)))
+			fmt.Sprintf("set queue %s's RedrivePolicy to %s (with your dead-letter queue's ARN)", name, suggested))
 		return fs, nil
 	}
 	policy := func(count int) string {
@@ -194,8 +210,8 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 	}
 	if opts.Attempts > 0 && p.MaxReceiveCount < opts.Attempts {
 		add(SeverityError, CodeMaxReceiveCountLow,
-			fmt.Sprintf("queue %s's maxReceiveCount is %d but the retry policy makes %d attempts: SQS moves a message to the dead-letter queue after %d receives, cutting its last %d retries",
-				name, p.MaxReceiveCount, opts.Attempts, p.MaxReceiveCount, opts.Attempts-p.MaxReceiveCount),
+			fmt.Sprintf("queue %s's maxReceiveCount is %d but the retry policy makes %d attempts: SQS moves a message to the dead-letter queue after %d receives, cutting its last %s",
+				name, p.MaxReceiveCount, opts.Attempts, p.MaxReceiveCount, lastRetries(opts.Attempts-p.MaxReceiveCount)),
 			fmt.Sprintf("set queue %s's RedrivePolicy to %s (maxReceiveCount at least the attempts, %d)", name, policy(opts.Attempts), opts.Attempts))
 	}
 	if opts.LambdaTimeout > 0 && p.MaxReceiveCount < 5 {
@@ -259,6 +275,19 @@ func fifoHint(fifo bool) string {
 	return ""
 }
 
+// suggestDLQARN proposes the ARN of a dead-letter queue for the queue
+// with the given ARN: Setup's name, NAME-dlq, in the same account and region.
+func suggestDLQARN(queueARN, name string, fifo bool) string {
+	dlqName := name + "-dlq"
+	if base, ok := strings.CutSuffix(name, ".fifo"); ok || fifo {
+		dlqName = base + "-dlq.fifo"
+	}
+	if i := strings.LastIndexByte(queueARN, ':'); i >= 0 {
+		return queueARN[:i+1] + dlqName
+	}
+	return "arn:aws:sqs:REGION:ACCOUNT:" + dlqName
+}
+
 // suggestMaxReceive is the maxReceiveCount Lint proposes.
 func suggestMaxReceive(opts LintOptions) int {
 	return max(opts.Attempts, DefaultMaxReceiveCount)
@@ -270,6 +299,14 @@ func suggestRetention(need time.Duration) time.Duration {
 	const day = 24 * time.Hour
 	s := ((2*need + day - 1) / day) * day
 	return min(max(s, DefaultRetention), MaxRetention)
+}
+
+// lastRetries says how many retries are cut: "retry", "2 retries".
+func lastRetries(n int) string {
+	if n == 1 {
+		return "retry"
+	}
+	return strconv.Itoa(n) + " retries"
 }
 
 // plural formats a count with its noun: "1 message", "2 messages".

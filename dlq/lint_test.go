@@ -80,7 +80,8 @@ func TestLintCleanSetup(t *testing.T) {
 func TestLintNoRedrivePolicy(t *testing.T) {
 	f := sqstest.New()
 	src := f.MustCreateQueue(t, "orders", nil)
-	expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeNoRedrivePolicy, SeverityError, "sqsworker setup orders", `"maxReceiveCount":5`)
+	expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeNoRedrivePolicy, SeverityError, "sqsworker setup orders",
+		`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:orders-dlq","maxReceiveCount":5}`)
 }
 
 func TestLintDLQMissing(t *testing.T) {
@@ -225,5 +226,13 @@ func TestSeverityText(t *testing.T) {
 		if b, _ := s.MarshalText(); string(b) != want {
 			t.Errorf("%d marshals to %q", s, b)
 		}
+		var back Severity
+		if err := back.UnmarshalText([]byte(want)); err != nil || back != s {
+			t.Errorf("%q unmarshals to %v, %v", want, back, err)
+		}
+	}
+	var s Severity
+	if err := s.UnmarshalText([]byte("fatal")); err == nil {
+		t.Error("unknown severity accepted")
 	}
 }

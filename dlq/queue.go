@@ -220,7 +220,7 @@ func secondsString(d time.Duration) string {
 	return strconv.FormatInt(int64(d/time.Second), 10)
 }
 
-// humanDuration formats d for people: "14 days", "6 hours", "1m30s".
+// humanDuration formats d for people: "14 days", "6 hours", "1h19m46s".
 func humanDuration(d time.Duration) string {
 	plural := func(n int64, unit string) string {
 		if n == 1 {
@@ -235,8 +235,14 @@ func humanDuration(d time.Duration) string {
 		return plural(int64(d/(24*time.Hour)), "day")
 	case d >= time.Hour && d%time.Hour == 0:
 		return plural(int64(d/time.Hour), "hour")
+	case d >= time.Second:
+		d = d.Round(time.Second)
 	}
-	return d.String()
+	s := d.String()
+	if d%time.Minute == 0 {
+		s = strings.TrimSuffix(s, "0s") // "2h30m0s" → "2h30m"
+	}
+	return s
 }
 
 // wrappedError is an error with its own text that matches both a sentinel

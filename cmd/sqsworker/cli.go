@@ -1,0 +1,418 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/dlq"
+)
+
+// Exit codes; the package documentation explains them.
+const (
+	exitOK          = 0
+	exitProblems    = 1
+	exitUsage       = 2
+	exitNotConfirm  = 3
+	exitInterrupted = 130
+)
+
+// client is every SQS call the commands make. *sqs.Client satisfies it, and
+// so does sqstest's Fake in the tests.
+type client interface {
+	dlq.RedriveAPI
+	dlq.SetupAPI
+	PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error)
+	ListQueues(ctx context.Context, params *sqs.ListQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error)
+}
+
+var _ client = (*sqs.Client)(nil)
+
+// awsFlags are the AWS connection flags every command that calls SQS takes.
+// Each is optional: the SDK's standard configuration (AWS_PROFILE,
+// AWS_REGION, AWS_ENDPOINT_URL_SQS, ~/.aws/config…) applies otherwise.
+type awsFlags struct {
+	region, profile, endpoint string
+}
+
+// app is one run of the command line, with everything it touches.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// newClient connects to SQS.
+	newClient func(ctx context.Context, f awsFlags) (client, error)
+	// isTerminal reports whether a stream is an interactive terminal.
+	isTerminal func(v any) bool
+	// now is the clock for ages shown to the user.
+	now func() time.Time
+}
+
+// run is the program: it parses args, runs the command and returns the exit
+// code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, newClient: connect, isTerminal: isTerminal, now: time.Now}
+	return a.run(ctx, args)
+}
+
+// connect builds an SQS client from the standard AWS configuration.
+func connect(ctx context.Context, f awsFlags) (client, error) {
+	var opts []func(*config.LoadOptions) error
+	if f.region != "" {
+		opts = append(opts, config.WithRegion(f.region))
+	}
+	if f.profile != "" {
+		opts = append(opts, config.WithSharedConfigProfile(f.profile))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("loading the AWS configuration (check --profile, AWS_PROFILE and ~/.aws/config): %w", err)
+	}
+	if cfg.Region == "" {
+		return nil, errors.New("no AWS region is configured; pass --region, or set AWS_REGION or a region in your AWS profile")
+	}
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		if f.endpoint != "" {
+			o.BaseEndpoint = aws.String(f.endpoint)
+		}
+	}), nil
+}
+
+// isTerminal reports whether v is an interactive terminal: a character
+// device other than the null device (so `< /dev/null` counts as no
+// terminal).
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(st, null)
+}
+
+// command is one (sub)command.
+type command struct {
+	path     string // "dlq redrive"
+	args     string // argument synopsis after the flags
+	synopsis string // one line for the command list
+	help     string // the description under Usage
+	run      func(a *app, ctx context.Context, cmd *command, args []string) int
+}
+
+// commands lists every command, in the order help shows them.
+func commands() []*command {
+	return []*command{
+		setupCommand(),
+		doctorCommand(),
+		dlqLsCommand(),
+		dlqPeekCommand(),
+		dlqRedriveCommand(),
+		dlqPurgeCommand(),
+		policyPreviewCommand(),
+	}
+}
+
+const overview = `sqsworker is the operator's tool for queues run by the sqsworker library:
+it creates queue pairs, checks their dead-letter setup, inspects and
+redrives dead-letter queues, and previews retry schedules.
+
+Usage: sqsworker <command> [flags] [arguments]
+
+Commands:
+%s
+Run "sqsworker <command> --help" for a command's flags.
+
+AWS access uses the standard configuration: --profile / AWS_PROFILE,
+--region / AWS_REGION, and --endpoint-url / AWS_ENDPOINT_URL_SQS /
+AWS_ENDPOINT_URL for LocalStack or a local emulator.
+
+Exit codes: 0 ok; 1 problems found or an operation failed; 2 usage error;
+3 not confirmed; 130 interrupted.
+`
+
+func (a *app) usage(w io.Writer) {
+	var b strings.Builder
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "  %-16s %s\n", c.path, c.synopsis)
+	}
+	fmt.Fprintf(w, overview, b.String())
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		a.usage(a.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			return a.run(ctx, append(args[1:], "--help"))
+		}
+		a.usage(a.stdout)
+		return exitOK
+	}
+	all := commands()
+	// The longest command path that prefixes args wins.
+	var best *command
+	for _, c := range all {
+		words := strings.Fields(c.path)
+		if len(words) <= len(args) && equalWords(words, args[:len(words)]) && (best == nil || len(words) > len(strings.Fields(best.path))) {
+			best = c
+		}
+	}
+	if best == nil {
+		// A group without its subcommand ("dlq", "dlq --help").
+		var group []*command
+		for _, c := range all {
+			if strings.Fields(c.path)[0] == args[0] && strings.Contains(c.path, " ") {
+				group = append(group, c)
+			}
+		}
+		if len(group) > 0 {
+			w, code := a.stderr, exitUsage
+			if len(args) > 1 && isHelp(args[1]) {
+				w, code = a.stdout, exitOK
+			} else if len(args) > 1 {
+				fmt.Fprintf(a.stderr, "sqsworker %s: unknown command %q\n\n", args[0], args[1])
+			}
+			fmt.Fprintf(w, "Usage: sqsworker %s <command> [flags] [arguments]\n\nCommands:\n", args[0])
+			for _, c := range group {
+				fmt.Fprintf(w, "  %-16s %s\n", c.path, c.synopsis)
+			}
+			return code
+		}
+		fmt.Fprintf(a.stderr, "sqsworker: unknown command %q\n\n", args[0])
+		a.usage(a.stderr)
+		return exitUsage
+	}
+	return best.run(a, ctx, best, args[len(strings.Fields(best.path)):])
+}
+
+func equalWords(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func isHelp(s string) bool { return s == "-h" || s == "-help" || s == "--help" }
+
+// flags returns a command's flag set; its usage prints to stdout for
+// --help and to stderr for a mistake.
+func (a *app) flags(cmd *command) *flag.FlagSet {
+	fs := flag.NewFlagSet("sqsworker "+cmd.path, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// printUsage writes a command's help.
+func (a *app) printUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: sqsworker %s [flags] %s\n\n%s\n", cmd.path, cmd.args, strings.TrimSpace(cmd.help))
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if len(names) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// parse parses flags given before, between and after the arguments, and
+// checks the number of arguments. It returns the arguments, or an exit code
+// (exitOK for --help) and false.
+func (a *app) parse(cmd *command, fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]string, int, bool) {
+	var pos, rest []string
+	if i := indexOf(args, "--"); i >= 0 {
+		args, rest = args[:i], args[i+1:]
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				a.printUsage(a.stdout, cmd, fs)
+				return nil, exitOK, false
+			}
+			fmt.Fprintf(a.stderr, "sqsworker %s: %v\n\n", cmd.path, err)
+			a.printUsage(a.stderr, cmd, fs)
+			return nil, exitUsage, false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	pos = append(pos, rest...)
+	if len(pos) < minArgs || (maxArgs >= 0 && len(pos) > maxArgs) {
+		what := "too many arguments"
+		if len(pos) < minArgs {
+			what = "missing arguments"
+		}
+		fmt.Fprintf(a.stderr, "sqsworker %s: %s\n\n", cmd.path, what)
+		a.printUsage(a.stderr, cmd, fs)
+		return nil, exitUsage, false
+	}
+	return pos, exitOK, true
+}
+
+func indexOf(ss []string, s string) int {
+	for i, x := range ss {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// awsFlagsOn adds the AWS connection flags to fs.
+func awsFlagsOn(fs *flag.FlagSet) *awsFlags {
+	f := &awsFlags{}
+	fs.StringVar(&f.region, "region", "", "AWS region (default: AWS_REGION or the profile's region)")
+	fs.StringVar(&f.profile, "profile", "", "AWS shared-config profile (default: AWS_PROFILE or default)")
+	fs.StringVar(&f.endpoint, "endpoint-url", "", "SQS endpoint, e.g. http://localhost:4566 for LocalStack (default: AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL)")
+	return f
+}
+
+// outputFlag adds -o / -output.
+func outputFlag(fs *flag.FlagSet) *string {
+	o := new(string)
+	*o = "text"
+	fs.StringVar(o, "o", "text", "output format: text or json")
+	fs.StringVar(o, "output", "text", "same as -o")
+	return o
+}
+
+// checkOutput validates the -o value.
+func (a *app) checkOutput(cmd *command, fs *flag.FlagSet, o string) bool {
+	if o == "text" || o == "json" {
+		return true
+	}
+	fmt.Fprintf(a.stderr, "sqsworker %s: -o %q: use text or json\n", cmd.path, o)
+	return false
+}
+
+// connect makes the SQS client, reporting a failure.
+func (a *app) connect(ctx context.Context, cmd *command, f *awsFlags) (client, bool) {
+	c, err := a.newClient(ctx, *f)
+	if err != nil {
+		a.fail(cmd, err)
+		return nil, false
+	}
+	return c, true
+}
+
+// fail reports an error and returns the exit code for it.
+func (a *app) fail(cmd *command, err error) int {
+	fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
+	if errors.Is(err, context.Canceled) {
+		return exitInterrupted
+	}
+	return exitProblems
+}
+
+// writeJSON writes v as indented JSON to stdout.
+func (a *app) writeJSON(v any) {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// durationValue is a flag.Value for durations that also takes days ("14d")
+// and bare seconds ("30").
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) String() string {
+	if v.d == nil || *v.d == 0 {
+		return ""
+	}
+	return formatDuration(*v.d)
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+// parseDuration reads "90" (seconds), "14d", "2d12h" or any Go duration.
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.Duration(n) * time.Second, nil
+	}
+	var days time.Duration
+	if i := strings.IndexByte(s, 'd'); i > 0 {
+		n, err := strconv.ParseInt(s[:i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("invalid duration %q: use e.g. 30s, 15m, 6h, 14d", s)
+		}
+		days, s = time.Duration(n)*24*time.Hour, s[i+1:]
+		if s == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q: use e.g. 30s, 15m, 6h, 14d", s)
+	}
+	return days + d, nil
+}
+
+// formatDuration writes d briefly: "14d", "2d6h", "6h", "1h30m", "1m30s",
+// "12.3s".
+func formatDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d < 0:
+		return "-" + formatDuration(-d)
+	case d == 0:
+		return "0s"
+	case d%day == 0:
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	case d > day:
+		return strconv.FormatInt(int64(d/day), 10) + "d" + formatDuration(d%day)
+	case d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d%time.Minute == 0:
+		return strings.TrimSuffix(d.String(), "0s")
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,626 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/dlq"
+)
+
+// target resolves QUEUE (a source queue's name, URL or ARN) to its DLQ.
+func (a *app) target(ctx context.Context, c client, queue string) (dlq.Target, error) {
+	url, err := dlq.ResolveQueueURL(ctx, c, queue)
+	if err != nil {
+		return dlq.Target{}, err
+	}
+	return dlq.Discover(ctx, c, url)
+}
+
+// ---- dlq ls
+
+func dlqLsCommand() *command {
+	return &command{
+		path:     "dlq ls",
+		args:     "[QUEUE...]",
+		synopsis: "list queues' dead-letter queues and how many messages they hold",
+		help: `Shows each QUEUE's dead-letter queue, maxReceiveCount and the dead-letter
+queue's approximate message counts, without receiving any message. With no
+QUEUE, lists every queue (whose name starts with --prefix) that has a
+RedrivePolicy.
+
+IAM: sqs:ListQueues (without QUEUE), sqs:GetQueueAttributes, sqs:GetQueueUrl.`,
+		run: runDLQLs,
+	}
+}
+
+type lsRow struct {
+	Queue           string      `json:"queue"`
+	QueueURL        string      `json:"queueUrl"`
+	DLQ             string      `json:"dlq,omitempty"`
+	DLQURL          string      `json:"dlqUrl,omitempty"`
+	MaxReceiveCount int         `json:"maxReceiveCount,omitempty"`
+	Messages        *dlq.Counts `json:"messages,omitempty"`
+	Error           string      `json:"error,omitempty"`
+}
+
+func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
+	fs := a.flags(cmd)
+	conn := awsFlagsOn(fs)
+	out := outputFlag(fs)
+	prefix := fs.String("prefix", "", "with no QUEUE: only queues whose name starts with this")
+	queues, code, ok := a.parse(cmd, fs, args, 0, -1)
+	if !ok {
+		return code
+	}
+	if !a.checkOutput(cmd, fs, *out) {
+		return exitUsage
+	}
+	c, ok := a.connect(ctx, cmd, conn)
+	if !ok {
+		return exitProblems
+	}
+	listed := len(queues) == 0
+	if listed {
+		in := &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
+		if *prefix != "" {
+			in.QueueNamePrefix = aws.String(*prefix)
+		}
+		for {
+			page, err := c.ListQueues(ctx, in)
+			if err != nil {
+				return a.fail(cmd, fmt.Errorf("listing queues: %w", err))
+			}
+			queues = append(queues, page.QueueUrls...)
+			if aws.ToString(page.NextToken) == "" {
+				break
+			}
+			in.NextToken = page.NextToken
+		}
+	}
+	exit := exitOK
+	rows := []lsRow{}
+	for _, q := range queues {
+		row := lsRow{Queue: dlq.QueueName(q)}
+		t, err := a.target(ctx, c, q)
+		row.QueueURL = t.SourceURL
+		if err == nil {
+			row.DLQ, row.DLQURL, row.MaxReceiveCount = dlq.QueueName(t.QueueURL), t.QueueURL, t.MaxReceiveCount
+			var n dlq.Counts
+			n, err = dlq.Count(ctx, c, t.QueueURL)
+			row.Messages = &n
+		}
+		if err != nil {
+			if listed && errors.Is(err, dlq.ErrNoRedrivePolicy) {
+				continue // listing: only queues with a DLQ
+			}
+			if ctx.Err() != nil {
+				return a.fail(cmd, err)
+			}
+			row.Error, row.Messages = err.Error(), nil
+			exit = exitProblems
+		}
+		rows = append(rows, row)
+	}
+	if *out == "json" {
+		a.writeJSON(rows)
+		return exit
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(a.stdout, "no queue with a RedrivePolicy found")
+		return exit
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tDLQ\tMAX RECEIVES\tVISIBLE\tIN FLIGHT\tDELAYED")
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\n", r.Queue)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", r.Queue, r.DLQ, r.MaxReceiveCount, r.Messages.Visible, r.Messages.InFlight, r.Messages.Delayed)
+	}
+	tw.Flush()
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(a.stderr, "sqsworker dlq ls: %s\n", r.Error)
+		}
+	}
+	return exit
+}
+
+// ---- dlq peek
+
+func dlqPeekCommand() *command {
+	return &command{
+		path:     "dlq peek",
+		args:     "QUEUE",
+		synopsis: "show dead-lettered messages and why they failed, without consuming them",
+		help: `Lists messages of QUEUE's dead-letter queue with their provenance (source,
+error, attempt, times, handler), without deleting any: it receives them, keeps
+them hidden while it lists, then releases them all at once. Receiving is the
+only way SQS shows a message, so each shown message's receive count goes up by
+one, and other consumers of the dead-letter queue do not see the messages for
+up to --hold.
+
+IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage,
+sqs:ChangeMessageVisibility.`,
+		run: runDLQPeek,
+	}
+}
+
+// messageOut is a dead-lettered message in -o json output.
+type messageOut struct {
+	ID            string            `json:"id"`
+	Body          string            `json:"body"`
+	Attributes    map[string]string `json:"attributes,omitempty"`
+	SentAt        time.Time         `json:"sentAt"`
+	ReceiveCount  int               `json:"receiveCount"`
+	GroupID       string            `json:"groupId,omitempty"`
+	Origin        string            `json:"origin,omitempty"`
+	Provenance    *provenanceOut    `json:"provenance,omitempty"`
+	Action        string            `json:"action,omitempty"`
+	ActionFailure string            `json:"actionError,omitempty"`
+}
+
+type provenanceOut struct {
+	SourceQueue   string     `json:"sourceQueue,omitempty"`
+	Error         string     `json:"error,omitempty"`
+	Attempt       int        `json:"attempt,omitempty"`
+	FirstReceived *time.Time `json:"firstReceived,omitempty"`
+	FailedAt      *time.Time `json:"failedAt,omitempty"`
+	Handler       string     `json:"handler,omitempty"`
+}
+
+func messageJSON(m dlq.Message) messageOut {
+	o := messageOut{ID: m.ID, Body: m.Body, SentAt: m.SentAt.UTC(), ReceiveCount: m.ReceiveCount, GroupID: m.GroupID, Origin: m.Origin()}
+	if len(m.Attributes) > 0 {
+		o.Attributes = map[string]string{}
+		for k, v := range m.Attributes {
+			o.Attributes[k] = attrString(v)
+		}
+	}
+	if m.HasProvenance {
+		p := m.Provenance
+		o.Provenance = &provenanceOut{SourceQueue: p.SourceQueue, Error: p.Error, Attempt: p.Attempt, Handler: p.Handler}
+		if !p.FirstReceived.IsZero() {
+			t := p.FirstReceived.UTC()
+			o.Provenance.FirstReceived = &t
+		}
+		if !p.FailedAt.IsZero() {
+			t := p.FailedAt.UTC()
+			o.Provenance.FailedAt = &t
+		}
+	}
+	return o
+}
+
+func attrString(v types.MessageAttributeValue) string {
+	if v.StringValue != nil {
+		return *v.StringValue
+	}
+	return fmt.Sprintf("(%s, %d bytes)", aws.ToString(v.DataType), len(v.BinaryValue))
+}
+
+func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
+	fs := a.flags(cmd)
+	conn := awsFlagsOn(fs)
+	out := outputFlag(fs)
+	n := fs.Int("n", 10, "how many messages to show (0: all)")
+	hold := dlq.DefaultHold
+	fs.Var(durationValue{&hold}, "hold", "how long the listed messages stay hidden at most (they are released as soon as the listing ends)")
+	fullBody := fs.Bool("body", false, "show whole bodies (default: the first 200 characters)")
+	pos, code, ok := a.parse(cmd, fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if !a.checkOutput(cmd, fs, *out) {
+		return exitUsage
+	}
+	c, ok := a.connect(ctx, cmd, conn)
+	if !ok {
+		return exitProblems
+	}
+	t, err := a.target(ctx, c, pos[0])
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	counts, err := dlq.Count(ctx, c, t.QueueURL)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	msgs, err := dlq.Inspect(ctx, c, t.QueueURL, dlq.InspectOptions{Max: *n, Hold: hold})
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	if *out == "json" {
+		list := make([]messageOut, len(msgs))
+		for i, m := range msgs {
+			list[i] = messageJSON(m)
+		}
+		a.writeJSON(struct {
+			DLQ      string       `json:"dlq"`
+			Counts   dlq.Counts   `json:"approximateCounts"`
+			Messages []messageOut `json:"messages"`
+		}{dlq.QueueName(t.QueueURL), counts, list})
+		return exitOK
+	}
+	fmt.Fprintf(a.stdout, "dead-letter queue %s of %s: about %s; showing %d\n",
+		dlq.QueueName(t.QueueURL), dlq.QueueName(t.SourceURL), count(counts.Visible, "message"), len(msgs))
+	for i, m := range msgs {
+		fmt.Fprintln(a.stdout)
+		a.printMessage(a.stdout, i+1, m, *fullBody)
+	}
+	if len(msgs) > 0 {
+		fmt.Fprintln(a.stdout, "\n(listing received each message once: their receive counts went up by one)")
+	}
+	return exitOK
+}
+
+// printMessage writes one dead-lettered message for people.
+func (a *app) printMessage(w io.Writer, i int, m dlq.Message, fullBody bool) {
+	fmt.Fprintf(w, "%d. %s\n", i, m.ID)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	if m.HasProvenance {
+		p := m.Provenance
+		if p.Error != "" {
+			fmt.Fprintf(tw, "   error:\t%s\n", oneLine(p.Error))
+		}
+		var facts []string
+		if p.Attempt > 0 {
+			facts = append(facts, fmt.Sprintf("attempt %d", p.Attempt))
+		}
+		if p.Handler != "" {
+			facts = append(facts, "handler "+p.Handler)
+		}
+		if p.SourceQueue != "" {
+			facts = append(facts, "from "+dlq.QueueName(p.SourceQueue))
+		}
+		if len(facts) > 0 {
+			fmt.Fprintf(tw, "   failed:\t%s\n", strings.Join(facts, ", "))
+		}
+		if !p.FailedAt.IsZero() {
+			fmt.Fprintf(tw, "   failed at:\t%s (%s ago)\n", p.FailedAt.UTC().Format(time.RFC3339), formatDuration(a.now().Sub(p.FailedAt).Round(time.Second)))
+		}
+		if !p.FirstReceived.IsZero() {
+			fmt.Fprintf(tw, "   first try:\t%s\n", p.FirstReceived.UTC().Format(time.RFC3339))
+		}
+	} else {
+		origin := "unknown"
+		if m.DeadLetterSourceARN != "" {
+			origin = dlq.QueueName(m.DeadLetterSourceARN) + " (moved by SQS after maxReceiveCount receives)"
+		}
+		fmt.Fprintf(tw, "   no provenance:\tfrom %s\n", origin)
+	}
+	fmt.Fprintf(tw, "   sent:\t%s, received %s\n", m.SentAt.UTC().Format(time.RFC3339), count(m.ReceiveCount, "time"))
+	if m.GroupID != "" {
+		fmt.Fprintf(tw, "   group:\t%s\n", m.GroupID)
+	}
+	for _, k := range sortedKeys(m.Attributes) {
+		fmt.Fprintf(tw, "   attribute:\t%s = %s\n", k, attrString(m.Attributes[k]))
+	}
+	body := m.Body
+	if !fullBody {
+		body = oneLine(clip(body, 200))
+	}
+	fmt.Fprintf(tw, "   body:\t%s\n", body)
+	tw.Flush()
+}
+
+// clip shortens s to n characters, marking the cut.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
+
+// oneLine folds line breaks so a value fits a row.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// ---- dlq redrive
+
+func dlqRedriveCommand() *command {
+	return &command{
+		path:     "dlq redrive",
+		args:     "QUEUE",
+		synopsis: "move dead-lettered messages back to their queue (or elsewhere)",
+		help: `Moves the messages of QUEUE's dead-letter queue back to QUEUE, or to --to.
+
+With no filter, limit or dry run, and when the endpoint offers it, SQS moves
+them server-side with a message move task (StartMessageMoveTask); otherwise —
+local emulators, FIFO queues, a dead-letter queue shared by several queues,
+or --method manual — they are moved here: received, sent in batches at --rate
+messages per second, and deleted from the dead-letter queue only after the
+send succeeded. An interruption can leave a message in both queues, never in
+neither. The manual move removes sqsworker's provenance attributes (unless
+--keep-provenance), so the queue gets the original message; a move task
+cannot. With a shared dead-letter queue only the messages that came from
+QUEUE are moved.
+
+Filters (manual move): --error-contains, --attr NAME=VALUE (repeatable; user
+attributes or provenance attributes such as sqsworker.dlq.handler),
+--older-than and --newer-than (time since the message was dead-lettered).
+--dry-run lists what would move.
+
+Exit status: 0 when everything selected was moved, 1 when some messages could
+not be moved (they stay in the dead-letter queue) or the redrive failed.
+
+IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage,
+sqs:ChangeMessageVisibility, sqs:DeleteMessage (dead-letter queue),
+sqs:SendMessage (destination); for move tasks also
+sqs:ListDeadLetterSourceQueues, sqs:StartMessageMoveTask,
+sqs:ListMessageMoveTasks, sqs:CancelMessageMoveTask.`,
+		run: runDLQRedrive,
+	}
+}
+
+func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int {
+	fs := a.flags(cmd)
+	conn := awsFlagsOn(fs)
+	out := outputFlag(fs)
+	var o dlq.RedriveOptions
+	to := fs.String("to", "", "destination queue (name, URL or ARN); default: QUEUE")
+	method := fs.String("method", string(dlq.MethodAuto), "auto, move-task or manual")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be moved; move nothing")
+	fs.IntVar(&o.Max, "max", 0, "move at most this many messages (manual move; 0: all)")
+	fs.Float64Var(&o.Rate, "rate", 0, fmt.Sprintf("messages per second (default: %d for the manual move, SQS's pace for a move task)", dlq.DefaultRate))
+	fs.StringVar(&o.Filter.ErrorContains, "error-contains", "", "only messages whose recorded error contains this text")
+	var attrs multiFlag
+	fs.Var(&attrs, "attr", "only messages with attribute NAME equal to VALUE (NAME=VALUE; repeatable)")
+	fs.Var(durationValue{&o.Filter.OlderThan}, "older-than", "only messages dead-lettered at least this long ago, e.g. 2h")
+	fs.Var(durationValue{&o.Filter.NewerThan}, "newer-than", "only messages dead-lettered less than this long ago")
+	fs.BoolVar(&o.KeepProvenance, "keep-provenance", false, "keep the provenance attributes on moved messages")
+	fs.Var(durationValue{&o.Hold}, "hold", "how long messages being worked on stay hidden at most (default 1m)")
+	quiet := fs.Bool("quiet", false, "no progress display")
+	pos, code, ok := a.parse(cmd, fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if !a.checkOutput(cmd, fs, *out) {
+		return exitUsage
+	}
+	o.Method = dlq.Method(*method)
+	switch o.Method {
+	case dlq.MethodAuto, dlq.MethodMoveTask, dlq.MethodManual:
+	default:
+		fmt.Fprintf(a.stderr, "sqsworker %s: --method %q: use auto, move-task or manual\n", cmd.path, *method)
+		return exitUsage
+	}
+	for _, kv := range attrs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			fmt.Fprintf(a.stderr, "sqsworker %s: --attr %q: use NAME=VALUE\n", cmd.path, kv)
+			return exitUsage
+		}
+		if o.Filter.Attributes == nil {
+			o.Filter.Attributes = map[string]string{}
+		}
+		o.Filter.Attributes[k] = v
+	}
+	c, ok := a.connect(ctx, cmd, conn)
+	if !ok {
+		return exitProblems
+	}
+	t, err := a.target(ctx, c, pos[0])
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	dest := t.SourceURL
+	if *to != "" {
+		if dest, err = dlq.ResolveQueueURL(ctx, c, *to); err != nil {
+			return a.fail(cmd, err)
+		}
+		o.Destination = dest
+	}
+
+	var listed []messageOut
+	o.OnMessage = func(m dlq.Message, act dlq.Action, err error) {
+		if act == dlq.ActionSkipped || act == dlq.ActionOtherSource {
+			return
+		}
+		mo := messageJSON(m)
+		mo.Action = string(act)
+		if err != nil {
+			mo.ActionFailure = err.Error()
+		}
+		listed = append(listed, mo)
+	}
+	prog := &progress{w: a.stderr, tty: a.isTerminal(a.stderr), now: a.now,
+		what: fmt.Sprintf("%s → %s", dlq.QueueName(t.QueueURL), dlq.QueueName(dest))}
+	if !*quiet && *out == "text" && !o.DryRun {
+		o.Progress = prog.update
+	}
+	res, err := dlq.Redrive(ctx, c, t, o)
+	prog.finish()
+
+	exit := exitOK
+	if err != nil {
+		exit = a.fail(cmd, err)
+	}
+	if *out == "json" {
+		a.writeJSON(struct {
+			DLQ         string `json:"dlq"`
+			Destination string `json:"destination"`
+			dlq.RedriveResult
+			Messages []messageOut `json:"messages,omitempty"`
+			Error    string       `json:"error,omitempty"`
+		}{dlq.QueueName(t.QueueURL), dlq.QueueName(dest), res, listed, errText(err)})
+		return exit
+	}
+	if o.DryRun {
+		for i, m := range listed {
+			errText := ""
+			if m.Provenance != nil && m.Provenance.Error != "" {
+				errText = "  " + oneLine(clip(m.Provenance.Error, 80))
+			}
+			fmt.Fprintf(a.stdout, "%3d. %s%s\n", i+1, m.ID, errText)
+		}
+		fmt.Fprintf(a.stdout, "dry run: %s of %d scanned would move from %s to %s; nothing was moved\n",
+			count(res.Matched, "message"), res.Scanned, dlq.QueueName(t.QueueURL), dlq.QueueName(dest))
+		return exit
+	}
+	fmt.Fprintf(a.stdout, "moved %s from %s to %s (%s)", count(res.Moved, "message"), dlq.QueueName(t.QueueURL), dlq.QueueName(dest), res.Method)
+	if res.Skipped > 0 {
+		fmt.Fprintf(a.stdout, "; %d left in place (filtered out or from another queue)", res.Skipped)
+	}
+	if res.Failed > 0 {
+		fmt.Fprintf(a.stdout, "; %d failed and stay in the dead-letter queue", res.Failed)
+	}
+	if res.Duplicated > 0 {
+		fmt.Fprintf(a.stdout, "; %d are in both queues (the delete failed)", res.Duplicated)
+	}
+	fmt.Fprintln(a.stdout)
+	return exit
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// progress shows a redrive's progress on stderr: one line rewritten in
+// place on a terminal, a line every few seconds otherwise.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	now   func() time.Time
+	what  string
+	last  time.Time
+	shown bool
+	line  string
+}
+
+const progressEvery = 5 * time.Second
+
+func (p *progress) update(pr dlq.Progress) {
+	line := p.what + ": " + progressText(pr)
+	if p.tty {
+		fmt.Fprintf(p.w, "\r%-*s", len(p.line), line)
+		p.line, p.shown = line, true
+		return
+	}
+	if now := p.now(); pr.Done || now.Sub(p.last) >= progressEvery {
+		if line != p.line {
+			fmt.Fprintln(p.w, line)
+		}
+		p.line, p.last = line, now
+	}
+}
+
+func (p *progress) finish() {
+	if p.tty && p.shown {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func progressText(pr dlq.Progress) string {
+	var b strings.Builder
+	switch {
+	case pr.Total > 0:
+		fmt.Fprintf(&b, "%d/%d moved (%d%%)", pr.Moved, pr.Total, min(100, 100*pr.Moved/pr.Total))
+	default:
+		fmt.Fprintf(&b, "%d moved", pr.Moved)
+	}
+	if pr.Method == dlq.MethodManual {
+		fmt.Fprintf(&b, ", %d scanned", pr.Scanned)
+	}
+	if pr.Skipped > 0 {
+		fmt.Fprintf(&b, ", %d skipped", pr.Skipped)
+	}
+	if pr.Failed > 0 {
+		fmt.Fprintf(&b, ", %d failed", pr.Failed)
+	}
+	if pr.Duplicated > 0 {
+		fmt.Fprintf(&b, ", %d duplicated", pr.Duplicated)
+	}
+	if pr.Done {
+		b.WriteString(", done")
+	}
+	return b.String()
+}
+
+// ---- dlq purge
+
+func dlqPurgeCommand() *command {
+	return &command{
+		path:     "dlq purge",
+		args:     "QUEUE",
+		synopsis: "delete every message of a queue's dead-letter queue",
+		help: `Deletes every message in QUEUE's dead-letter queue with PurgeQueue. This cannot
+be undone. It asks you to type the dead-letter queue's name first; pass --yes
+to skip the question (for scripts). Without a terminal to ask on and without
+--yes, it refuses (exit status 3). SQS allows one purge per queue every 60
+seconds, and messages sent during the purge may be deleted too.
+
+IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:PurgeQueue.`,
+		run: runDLQPurge,
+	}
+}
+
+func runDLQPurge(a *app, ctx context.Context, cmd *command, args []string) int {
+	fs := a.flags(cmd)
+	conn := awsFlagsOn(fs)
+	out := outputFlag(fs)
+	yes := fs.Bool("yes", false, "do not ask for confirmation")
+	pos, code, ok := a.parse(cmd, fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if !a.checkOutput(cmd, fs, *out) {
+		return exitUsage
+	}
+	c, ok := a.connect(ctx, cmd, conn)
+	if !ok {
+		return exitProblems
+	}
+	t, err := a.target(ctx, c, pos[0])
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	name := dlq.QueueName(t.QueueURL)
+	counts, err := dlq.Count(ctx, c, t.QueueURL)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	if !*yes {
+		if !a.isTerminal(a.stdin) {
+			fmt.Fprintf(a.stderr, "sqsworker %s: refusing to purge %s (about %s) without confirmation: no terminal to ask on; pass --yes\n",
+				cmd.path, name, count(counts.Total(), "message"))
+			return exitNotConfirm
+		}
+		fmt.Fprintf(a.stderr, "Delete all %s of dead-letter queue %s? This cannot be undone.\nType the queue name to confirm: ",
+			count(counts.Total(), "message"), name)
+		answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+		if strings.TrimSpace(answer) != name {
+			fmt.Fprintf(a.stderr, "not confirmed; nothing was deleted\n")
+			return exitNotConfirm
+		}
+	}
+	if _, err := c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(t.QueueURL)}); err != nil {
+		return a.fail(cmd, fmt.Errorf("purging %s: %w", name, err))
+	}
+	if *out == "json" {
+		a.writeJSON(struct {
+			DLQ    string `json:"dlq"`
+			Purged int    `json:"approximatelyPurged"`
+		}{name, counts.Total()})
+		return exitOK
+	}
+	fmt.Fprintf(a.stdout, "purged %s (about %s)\n", name, count(counts.Total(), "message"))
+	return exitOK
+}

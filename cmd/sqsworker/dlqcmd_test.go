@@ -1,0 +1,227 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/dlq"
+)
+
+// deadLetter creates queue name with a DLQ and moves n messages there
+// with provenance, as the worker would.
+func deadLetter(t *testing.T, h *harness, name string, n int, errText func(i int) string) dlq.Target {
+	t.Helper()
+	ctx := context.Background()
+	target, err := dlq.Setup(ctx, h.fake, dlq.SetupOptions{Name: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mover := dlq.NewMover(h.fake, target)
+	for i := range n {
+		h.fake.MustSend(t, target.SourceURL, fmt.Sprintf(`{"job":%d}`, i), func(in *sqs.SendMessageInput) {
+			in.MessageAttributes = map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}}
+		})
+		out, err := h.fake.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(target.SourceURL),
+			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{"All"}})
+		if err != nil || len(out.Messages) != 1 {
+			t.Fatalf("receive: %v", err)
+		}
+		p := dlq.Provenance{Error: errText(i), Attempt: 4, Handler: "billing.Charge", FailedAt: h.now.Add(-time.Duration(i+1) * time.Hour)}
+		if err := mover.Move(ctx, out.Messages[0], p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return target
+}
+
+func TestDLQLs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness()
+		deadLetter(t, h, "orders", 3, func(int) string { return "boom" })
+		deadLetter(t, h, "invoices", 0, nil)
+		h.fake.MustCreateQueue(t, "plain", nil)
+
+		code, out, errOut := h.run(t, "dlq", "ls")
+		if code != exitOK || errOut != "" {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+		golden(t, "dlq-ls", out)
+
+		code, out, _ = h.run(t, "dlq", "ls", "--prefix", "ord", "-o", "json")
+		var rows []lsRow
+		if err := json.Unmarshal([]byte(out), &rows); code != exitOK || err != nil || len(rows) != 1 || rows[0].Messages.Visible != 3 || rows[0].DLQ != "orders-dlq" {
+			t.Errorf("json: exit %d, %v, %+v", code, err, rows)
+		}
+
+		code, _, errOut = h.run(t, "dlq", "ls", "plain")
+		if code != exitProblems || !strings.Contains(errOut, "no RedrivePolicy") {
+			t.Errorf("a queue without a DLQ: exit %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+func TestDLQPeek(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness()
+		target := deadLetter(t, h, "orders", 3, func(i int) string { return fmt.Sprintf("card declined #%d", i) })
+		code, out, errOut := h.run(t, "dlq", "peek", "orders", "-n", "2")
+		if code != exitOK || errOut != "" {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+		flat := strings.Join(strings.Fields(out), " ")
+		for _, want := range []string{
+			"dead-letter queue orders-dlq of orders: about 3 messages; showing 2",
+			"error: card declined #0",
+			"failed: attempt 4, handler billing.Charge, from orders",
+			"failed at: 2025-03-01T13:00:00Z (1h ago)",
+			"received 1 time attribute: tenant = acme",
+			`body: {"job":0}`,
+			"receive counts went up by one",
+		} {
+			if !strings.Contains(flat, want) {
+				t.Errorf("peek output lacks %q:\n%s", want, out)
+			}
+		}
+		if visible, inflight, _ := h.fake.Count(target.QueueURL); visible != 3 || inflight != 0 {
+			t.Errorf("after peek: %d visible, %d in flight", visible, inflight)
+		}
+
+		code, out, _ = h.run(t, "dlq", "peek", "orders", "-o", "json", "-n", "0")
+		var got struct {
+			DLQ      string       `json:"dlq"`
+			Messages []messageOut `json:"messages"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); code != exitOK || err != nil || len(got.Messages) != 3 {
+			t.Fatalf("json: exit %d, %v\n%s", code, err, out)
+		}
+		m := got.Messages[0]
+		if m.Provenance == nil || m.Provenance.Attempt != 4 || m.Attributes["tenant"] != "acme" || dlq.QueueName(m.Origin) != "orders" {
+			t.Errorf("json message = %+v", m)
+		}
+	})
+}
+
+func TestDLQRedrive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness()
+		target := deadLetter(t, h, "orders", 6, func(i int) string {
+			if i%2 == 0 {
+				return "timeout"
+			}
+			return "bad input"
+		})
+
+		code, out, errOut := h.run(t, "dlq", "redrive", "orders", "--dry-run", "--error-contains", "timeout")
+		if code != exitOK || !strings.Contains(out, "dry run: 3 messages of 6 scanned would move from orders-dlq to orders; nothing was moved") {
+			t.Fatalf("dry run: exit %d\n%s\n%s", code, out, errOut)
+		}
+		if strings.Count(out, "timeout") != 3 {
+			t.Errorf("dry run does not list the 3 matches:\n%s", out)
+		}
+
+		code, out, errOut = h.run(t, "dlq", "redrive", "orders", "--attr", "sqsworker.dlq.error=bad input", "--rate", "50")
+		if code != exitOK || !strings.Contains(out, "moved 3 messages from orders-dlq to orders (manual); 3 left in place") {
+			t.Fatalf("filtered: exit %d\n%s\n%s", code, out, errOut)
+		}
+		if !strings.Contains(errOut, "orders-dlq → orders: 3/6 moved (50%), 6 scanned, 3 skipped, done") {
+			t.Errorf("no final progress line on stderr:\n%s", errOut)
+		}
+
+		// No filter: a message move task does the rest.
+		h.tty = true
+		code, out, errOut = h.run(t, "dlq", "redrive", "orders", "-o", "text")
+		if code != exitOK || !strings.Contains(out, "moved 3 messages from orders-dlq to orders (move-task)") {
+			t.Fatalf("move task: exit %d\n%s\n%s", code, out, errOut)
+		}
+		if !strings.Contains(errOut, "\rorders-dlq → orders: 3/3 moved (100%), done") || !strings.HasSuffix(errOut, "\n") {
+			t.Errorf("terminal progress = %q", errOut)
+		}
+		if n := len(h.fake.Messages(target.SourceURL)); n != 6 || len(h.fake.Messages(target.QueueURL)) != 0 {
+			t.Errorf("source %d, DLQ %d", n, len(h.fake.Messages(target.QueueURL)))
+		}
+	})
+}
+
+func TestDLQRedriveJSONAndFailureExit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness()
+		deadLetter(t, h, "orders", 2, func(int) string { return "x" })
+		h.fake.MustCreateQueue(t, "parking", nil)
+		code, out, _ := h.run(t, "dlq", "redrive", "orders", "--to", "parking", "--method", "manual", "--keep-provenance", "-o", "json")
+		var res struct {
+			Destination string `json:"destination"`
+			Moved       int    `json:"moved"`
+			Method      string `json:"method"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); code != exitOK || err != nil || res.Moved != 2 || res.Destination != "parking" || res.Method != "manual" {
+			t.Errorf("exit %d, %v, %+v\n%s", code, err, res, out)
+		}
+		code, _, errOut := h.run(t, "dlq", "redrive", "nope")
+		if code != exitProblems || !strings.Contains(errOut, "queue nope does not exist") {
+			t.Errorf("missing queue: exit %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+func TestDLQPurgeAsksFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness()
+		target := deadLetter(t, h, "orders", 2, func(int) string { return "x" })
+		left := func() int { return len(h.fake.Messages(target.QueueURL)) }
+
+		code, _, errOut := h.run(t, "dlq", "purge", "orders")
+		if code != exitNotConfirm || !strings.Contains(errOut, "no terminal to ask on; pass --yes") || left() != 2 {
+			t.Errorf("no terminal: exit %d, stderr %q, %d left", code, errOut, left())
+		}
+
+		h.tty, h.stdin = true, "orders\n"
+		code, _, errOut = h.run(t, "dlq", "purge", "orders")
+		if code != exitNotConfirm || !strings.Contains(errOut, "Type the queue name to confirm") || !strings.Contains(errOut, "not confirmed") || left() != 2 {
+			t.Errorf("wrong name: exit %d, stderr %q, %d left", code, errOut, left())
+		}
+
+		h.stdin = "orders-dlq\n"
+		code, out, errOut := h.run(t, "dlq", "purge", "orders")
+		if code != exitOK || !strings.Contains(out, "purged orders-dlq (about 2 messages)") || left() != 0 {
+			t.Errorf("confirmed: exit %d, %q, %q, %d left", code, out, errOut, left())
+		}
+
+		h.fake.MustSend(t, target.QueueURL, "again")
+		h.fake.Advance(time.Minute) // SQS allows one purge a minute
+		h.tty, h.stdin = false, ""
+		code, out, _ = h.run(t, "dlq", "purge", "orders", "--yes", "-o", "json")
+		if code != exitOK || !strings.Contains(out, `"approximatelyPurged": 1`) || left() != 0 {
+			t.Errorf("--yes: exit %d, %q, %d left", code, out, left())
+		}
+	})
+}
+
+func TestSetupCommand(t *testing.T) {
+	h := newHarness()
+	args := []string{"setup", "orders", "--max-receive-count", "6", "--retention", "3d", "--visibility-timeout", "45s"}
+	code, out, errOut := h.run(t, args...)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	golden(t, "setup", out)
+	// Again: same result.
+	if code, again, _ := h.run(t, args...); code != exitOK || again != out {
+		t.Errorf("second setup: exit %d\n%s", code, again)
+	}
+	code, out, _ = h.run(t, "setup", "events", "--fifo", "-o", "json")
+	if code != exitOK || !strings.Contains(out, `"dlq": "events-dlq.fifo"`) || !strings.Contains(out, `"fifo": true`) {
+		t.Errorf("fifo: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := h.run(t, "doctor", "orders", "--attempts", "6"); code != exitOK {
+		t.Errorf("doctor after setup: exit %d, %s", code, errOut)
+	}
+}

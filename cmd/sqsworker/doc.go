@@ -1,0 +1,68 @@
+// Command sqsworker is the operator's tool for queues run by the sqsworker
+// library: it creates queue pairs, checks their dead-letter setup, inspects
+// and redrives dead-letter queues, and previews retry schedules.
+//
+// Usage:
+//
+//	sqsworker <command> [flags] [arguments]
+//
+// Every command takes --help. Flags may come before or after the
+// arguments. Commands that print data take -o json for scripts.
+//
+// # Commands
+//
+//	setup NAME            create queue NAME and NAME-dlq with a RedrivePolicy, or
+//	                      bring them to the given settings (idempotent); the DLQ
+//	                      keeps messages 14 days
+//	doctor QUEUE...       check each queue's dead-letter setup against the retry
+//	                      policy (--policy FILE, or --attempts/--schedule-total),
+//	                      the handler, heartbeat and Lambda timeouts; every
+//	                      finding says what to change
+//	dlq ls [QUEUE...]     each queue's DLQ, maxReceiveCount and approximate message
+//	                      counts (no message is received); without QUEUE, every
+//	                      queue with a RedrivePolicy (--prefix to narrow)
+//	dlq peek QUEUE        the DLQ's messages with why and where they failed,
+//	                      without consuming them (their receive counts go up)
+//	dlq redrive QUEUE     move the DLQ's messages back to QUEUE or --to another
+//	                      queue: a server-side message move task when possible,
+//	                      else a rate-limited manual move with filters
+//	                      (--error-contains, --attr, --older-than, --newer-than),
+//	                      --dry-run, --max and a progress display
+//	dlq purge QUEUE       delete every message of the DLQ, after typing its name
+//	                      (or --yes); refuses without a terminal and without --yes
+//	policy preview [FILE] a delivery policy's schedule: retry, phase, delay,
+//	                      cumulative time, total and a chart; --compare shows the
+//	                      four backoff functions side by side
+//
+// QUEUE is a queue name, URL or ARN. The dlq commands name the source queue;
+// its dead-letter queue is found from its RedrivePolicy.
+//
+// # AWS configuration
+//
+// The standard AWS SDK configuration applies: credentials and settings from
+// the environment, ~/.aws/config and ~/.aws/credentials, the profile in
+// --profile or AWS_PROFILE, the region in --region or AWS_REGION, and the
+// endpoint in --endpoint-url, AWS_ENDPOINT_URL_SQS or AWS_ENDPOINT_URL (for
+// LocalStack or a local emulator). policy preview calls no AWS API.
+//
+// # Exit codes
+//
+//	0    success; doctor found no warning or error (info findings do not count)
+//	1    problems: doctor found a warning or an error, a queue could not be
+//	     read, a redrive left messages behind, or an AWS call failed
+//	2    usage error: unknown command, bad flag or argument, invalid policy file
+//	3    not confirmed: purge was declined or could not ask (no terminal, no --yes)
+//	130  interrupted (Ctrl-C)
+//
+// # IAM actions
+//
+//	setup        sqs:CreateQueue, sqs:SetQueueAttributes, sqs:GetQueueAttributes, sqs:GetQueueUrl
+//	doctor       sqs:GetQueueAttributes, sqs:GetQueueUrl
+//	dlq ls       sqs:GetQueueAttributes, sqs:GetQueueUrl (sqs:ListQueues without QUEUE)
+//	dlq peek     sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage, sqs:ChangeMessageVisibility
+//	dlq redrive  sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage, sqs:ChangeMessageVisibility,
+//	             sqs:DeleteMessage (DLQ), sqs:SendMessage (destination); for move tasks also
+//	             sqs:ListDeadLetterSourceQueues, sqs:StartMessageMoveTask,
+//	             sqs:ListMessageMoveTasks, sqs:CancelMessageMoveTask
+//	dlq purge    sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:PurgeQueue
+package main

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/retry"
+)
+
+func doctorCommand() *command {
+	return &command{
+		path:     "doctor",
+		args:     "QUEUE...",
+		synopsis: "check queues' dead-letter setup against the retry policy",
+		help: `Checks each QUEUE (name, URL or ARN): its RedrivePolicy and dead-letter queue
+(present, same type), maxReceiveCount against the retry policy's attempts,
+retention against the retry schedule's length, the dead-letter queue's
+retention against the queue's, the visibility timeout against the heartbeat
+and, with --lambda-timeout, against AWS's advice for Lambda consumers. Each
+finding says what to change.
+
+Give the retry policy with --policy (an SNS-style delivery policy JSON file, as
+the worker uses) or with --attempts and --schedule-total.
+
+Exit status: 0 when no queue has a warning or an error (info findings do not
+count), 1 otherwise or when a queue cannot be read, 2 for a usage error.
+
+IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl.`,
+		run: runDoctor,
+	}
+}
+
+// doctorReport is one queue's result in -o json output.
+type doctorReport struct {
+	Queue    string        `json:"queue"`
+	URL      string        `json:"url,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Findings []dlq.Finding `json:"findings"`
+}
+
+func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
+	fs := a.flags(cmd)
+	conn := awsFlagsOn(fs)
+	out := outputFlag(fs)
+	var opts dlq.LintOptions
+	policyFile := fs.String("policy", "", "delivery policy JSON file (SNS shape, SQS limits) giving the attempts and the schedule's length")
+	fs.IntVar(&opts.Attempts, "attempts", 0, "deliveries the retry policy allows (numRetries+1), when there is no --policy")
+	fs.Var(durationValue{&opts.ScheduleTotal}, "schedule-total", "sum of the retry delays, when there is no --policy")
+	fs.Var(durationValue{&opts.HandlerTimeout}, "handler-timeout", "the longest one attempt may run")
+	fs.Var(durationValue{&opts.Visibility}, "visibility", "the visibility timeout the consumer asks for when it receives (default: the queue's)")
+	fs.Var(durationValue{&opts.HeartbeatThreshold}, "heartbeat-threshold", "how long before the visibility deadline the heartbeat extends a message")
+	fs.Var(durationValue{&opts.LambdaTimeout}, "lambda-timeout", "the function timeout, when AWS Lambda consumes the queue")
+	queues, code, ok := a.parse(cmd, fs, args, 1, -1)
+	if !ok {
+		return code
+	}
+	if !a.checkOutput(cmd, fs, *out) {
+		return exitUsage
+	}
+	if *policyFile != "" {
+		p, err := readPolicy(a.stdin, *policyFile)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "sqsworker doctor: %v\n", err)
+			return exitUsage
+		}
+		if opts.Attempts == 0 {
+			opts.Attempts = p.HealthyRetryPolicy.NumRetries + 1
+		}
+		if opts.ScheduleTotal == 0 {
+			opts.ScheduleTotal = p.MaxTotal()
+		}
+	}
+	c, ok := a.connect(ctx, cmd, conn)
+	if !ok {
+		return exitProblems
+	}
+	exit := exitOK
+	var reports []doctorReport
+	for _, q := range queues {
+		r := doctorReport{Queue: dlq.QueueName(q), Findings: []dlq.Finding{}}
+		url, err := dlq.ResolveQueueURL(ctx, c, q)
+		if err == nil {
+			r.URL = url
+			var fs []dlq.Finding
+			fs, err = dlq.Lint(ctx, c, url, opts)
+			r.Findings = append(r.Findings, fs...)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return a.fail(cmd, err)
+			}
+			r.Error = err.Error()
+			exit = exitProblems
+		}
+		for _, f := range r.Findings {
+			if f.Severity >= dlq.SeverityWarning {
+				exit = exitProblems
+			}
+		}
+		reports = append(reports, r)
+	}
+	if *out == "json" {
+		a.writeJSON(reports)
+		return exit
+	}
+	for i, r := range reports {
+		if i > 0 {
+			fmt.Fprintln(a.stdout)
+		}
+		printReport(a.stdout, r)
+	}
+	return exit
+}
+
+func printReport(w io.Writer, r doctorReport) {
+	if r.Error != "" {
+		fmt.Fprintf(w, "%s: cannot check: %s\n", r.Queue, r.Error)
+		return
+	}
+	var problems, notes int
+	for _, f := range r.Findings {
+		if f.Severity >= dlq.SeverityWarning {
+			problems++
+		} else {
+			notes++
+		}
+	}
+	switch {
+	case problems == 0 && notes == 0:
+		fmt.Fprintf(w, "%s: ok\n", r.Queue)
+		return
+	case problems == 0:
+		fmt.Fprintf(w, "%s: ok, %s\n", r.Queue, count(notes, "note"))
+	default:
+		fmt.Fprintf(w, "%s: %s\n", r.Queue, count(problems, "problem"))
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "  %-8s %s\n", f.Severity, f.Code)
+		fmt.Fprintf(w, "           %s\n", wrapText(f.Message, 80, "           "))
+		fmt.Fprintf(w, "           fix: %s\n", wrapText(f.Fix, 80, "                "))
+	}
+}
+
+// count formats "1 problem", "2 problems", "3 retries".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if stem, ok := strings.CutSuffix(noun, "y"); ok && !strings.HasSuffix(stem, "a") && !strings.HasSuffix(stem, "e") && !strings.HasSuffix(stem, "o") {
+		return fmt.Sprintf("%d %sies", n, stem)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// wrapText wraps s at width columns, for text that starts at column
+// len(indent), indenting continuation lines to the same column.
+func wrapText(s string, width int, indent string) string {
+	var b strings.Builder
+	col := utf8.RuneCountInString(indent)
+	for i, word := range strings.Fields(s) {
+		if i > 0 {
+			if col+1+utf8.RuneCountInString(word) > width {
+				b.WriteString("\n" + indent)
+				col = utf8.RuneCountInString(indent)
+			} else {
+				b.WriteByte(' ')
+				col++
+			}
+		}
+		b.WriteString(word)
+		col += utf8.RuneCountInString(word)
+	}
+	return b.String()
+}
+
+// readPolicy reads a delivery policy file ("-" for stdin), checked against
+// SQS's limits.
+func readPolicy(stdin io.Reader, name string) (retry.DeliveryPolicy, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return retry.DeliveryPolicy{}, fmt.Errorf("reading the delivery policy: %w", err)
+	}
+	p, err := retry.ParseDeliveryPolicySQS(data)
+	if err != nil {
+		return retry.DeliveryPolicy{}, fmt.Errorf("delivery policy %s: %w", name, err)
+	}
+	return p, nil
+}

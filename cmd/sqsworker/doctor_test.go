@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// doctorQueues sets up one healthy queue and a few broken ones.
+func doctorQueues(t *testing.T, h *harness) {
+	t.Helper()
+	ctx := context.Background()
+	f := h.fake
+	set := func(url string, attrs map[string]string) {
+		t.Helper()
+		if _, err := f.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: attrs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// healthy: 14-day DLQ, maxReceiveCount above the policy's attempts.
+	_, dlq := f.MustCreateQueueWithDLQ(t, "orders", 8, nil)
+	set(dlq, map[string]string{"MessageRetentionPeriod": "1209600"})
+	// no RedrivePolicy at all.
+	f.MustCreateQueue(t, "emails", nil)
+	// everything short: maxReceiveCount, retention, DLQ retention, visibility; a message in the DLQ.
+	_, dlq = f.MustCreateQueueWithDLQ(t, "invoices", 2, map[string]string{"MessageRetentionPeriod": "600", "VisibilityTimeout": "3"})
+	set(dlq, map[string]string{"MessageRetentionPeriod": "600"})
+	f.MustSend(t, dlq, "dead")
+	// its DLQ deleted.
+	_, dlq = f.MustCreateQueueWithDLQ(t, "reports", 8, nil)
+	if _, err := f.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDoctorGolden(t *testing.T) {
+	h := newHarness()
+	doctorQueues(t, h)
+	policy := []string{"--policy", "testdata/doctor-policy.json", "--handler-timeout", "1m"}
+
+	code, out, errOut := h.run(t, append([]string{"doctor", "orders"}, policy...)...)
+	if code != exitOK || errOut != "" {
+		t.Errorf("healthy queue: exit %d, stderr %q", code, errOut)
+	}
+	golden(t, "doctor-ok", out)
+
+	code, out, errOut = h.run(t, append([]string{"doctor", "orders", "emails", "invoices", "reports", "missing"}, policy...)...)
+	if code != exitProblems {
+		t.Errorf("broken queues: exit %d, want %d", code, exitProblems)
+	}
+	if errOut != "" {
+		t.Errorf("stderr %q", errOut)
+	}
+	golden(t, "doctor-problems", out)
+
+	code, out, _ = h.run(t, "doctor", "invoices", "--attempts", "4", "--lambda-timeout", "30s", "-o", "json")
+	if code != exitProblems {
+		t.Errorf("json: exit %d", code)
+	}
+	golden(t, "doctor-json", out)
+	var reports []doctorReport
+	if err := json.Unmarshal([]byte(out), &reports); err != nil || len(reports) != 1 || len(reports[0].Findings) == 0 {
+		t.Errorf("json output does not decode into reports: %v %+v", err, reports)
+	}
+}
+
+func TestDoctorInfoFindingsDoNotFail(t *testing.T) {
+	h := newHarness()
+	doctorQueues(t, h)
+	_, dlq := h.fake.MustCreateQueueWithDLQ(t, "quiet", 8, nil)
+	if _, err := h.fake.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(dlq), Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}}); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.MustSend(t, dlq, "dead")
+	code, out, _ := h.run(t, "doctor", "quiet")
+	if code != exitOK || !strings.Contains(out, "quiet: ok, 1 note") || !strings.Contains(out, "dlq-not-empty") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}
+
+func TestDoctorBadPolicyFileIsUsageError(t *testing.T) {
+	h := newHarness()
+	h.stdin = `{"numRetries": "three"}`
+	code, _, errOut := h.run(t, "doctor", "orders", "--policy", "-")
+	if code != exitUsage || !strings.Contains(errOut, "numRetries") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}

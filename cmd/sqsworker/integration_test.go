@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/testenv"
+)
+
+// TestIntegrationCommands runs the dlq commands against the local SQS
+// emulator (fauxqs), which has no message move tasks: redrive must fall
+// back to the manual move on its own.
+func TestIntegrationCommands(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
+			newClient:  func(context.Context, awsFlags) (client, error) { return c, nil },
+			isTerminal: func(any) bool { return false }, now: time.Now}
+		return a.run(ctx, args), out.String(), errOut.String()
+	}
+	name := testenv.UniqueName("cli")
+	if code, out, errOut := cli("setup", name); code != exitOK {
+		t.Fatalf("setup: exit %d\n%s%s", code, out, errOut)
+	}
+	target, err := dlq.Discover(ctx, c, mustURL(t, c, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mover := dlq.NewMover(c, target)
+	for i := range 4 {
+		if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("job")}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(target.SourceURL), WaitTimeSeconds: 1,
+			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{"All"}})
+		if err != nil || len(out.Messages) != 1 {
+			t.Fatalf("receive: %v", err)
+		}
+		errText := "timeout"
+		if i == 3 {
+			errText = "bad input"
+		}
+		if err := mover.Move(ctx, out.Messages[0], dlq.Provenance{Error: errText}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if code, out, _ := cli("dlq", "ls", name); code != exitOK || !strings.Contains(out, name+"-dlq") {
+		t.Errorf("ls: exit %d\n%s", code, out)
+	}
+	if code, out, _ := cli("dlq", "peek", name, "-n", "0"); code != exitOK || strings.Count(out, "error:") != 4 {
+		t.Errorf("peek: exit %d\n%s", code, out)
+	}
+	if code, out, errOut := cli("dlq", "redrive", name, "--error-contains", "timeout"); code != exitOK || !strings.Contains(out, "moved 3 messages") || !strings.Contains(out, "(manual)") {
+		t.Errorf("redrive: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := cli("dlq", "purge", name); code != exitNotConfirm {
+		t.Errorf("purge without --yes: exit %d, %s", code, errOut)
+	}
+	if code, out, errOut := cli("dlq", "purge", name, "--yes"); code != exitOK || !strings.Contains(out, "purged") {
+		t.Errorf("purge --yes: exit %d\n%s%s", code, out, errOut)
+	}
+	if counts, err := dlq.Count(ctx, c, target.QueueURL); err != nil || counts.Total() != 0 {
+		t.Errorf("DLQ after purge: %+v, %v", counts, err)
+	}
+	if counts, err := dlq.Count(ctx, c, target.SourceURL); err != nil || counts.Visible != 3 {
+		t.Errorf("source after redrive: %+v, %v", counts, err)
+	}
+}
+
+func mustURL(t *testing.T, c *sqs.Client, name string) string {
+	t.Helper()
+	out, err := c.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(out.QueueUrl)
+}
