@@ -106,9 +106,10 @@ type InspectOptions struct {
 	Max int
 	// Hold is the visibility timeout of Inspect's receives: how long the
 	// listed messages stay hidden from other consumers while the listing
-	// runs. All are released (made visible) as soon as it ends. Messages of
-	// a queue too large to list within Hold may be listed once only; raise it
-	// for large queues. Zero value: DefaultHold.
+	// runs. All are released (made visible) as soon as it ends. A listing
+	// that takes longer than Hold sees its first messages again and may end
+	// before it has seen every message; raise Hold for large queues. Zero
+	// value: DefaultHold.
 	Hold time.Duration
 	// Wait is how long each receive waits for messages (long polling, which
 	// also makes SQS look at all its servers). Zero value: one second.

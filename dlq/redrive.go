@@ -323,6 +323,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 	if r.opts.Rate > 0 {
 		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(min(max(r.opts.Rate, 1), 500)))
 	}
+	started := time.Now()
 	out, err := r.client.StartMessageMoveTask(ctx, in)
 	if err != nil {
 		if isUnsupported(err) {
@@ -331,7 +332,11 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 		return r.res, fmt.Errorf("redrive: starting a message move task from %s: %w", QueueName(r.t.QueueURL), err)
 	}
 	r.res.TaskHandle = aws.ToString(out.TaskHandle)
-	for {
+	// The newest task of the source is ours: only one may run at a time. A
+	// listing that lags behind the start may still show an older, finished
+	// task; one that started well before ours is not taken for ours.
+	seen := false
+	for polls := 0; ; polls++ {
 		st, err := r.client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.t.ARN), MaxResults: aws.Int32(1)})
 		if err != nil {
 			if ctx.Err() != nil {
@@ -339,8 +344,19 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 			}
 			return r.res, fmt.Errorf("redrive: reading the progress of move task %s (it keeps running; cancel it with CancelMessageMoveTask if needed): %w", r.res.TaskHandle, err)
 		}
+		var e *types.ListMessageMoveTasksResultEntry
 		if len(st.Results) > 0 {
-			e := st.Results[0]
+			e = &st.Results[0]
+			if aws.ToString(e.TaskHandle) == r.res.TaskHandle {
+				seen = true
+			} else if !seen && time.UnixMilli(e.StartedTimestamp).Before(started.Add(-time.Minute)) {
+				e = nil // an older task
+			}
+		}
+		if e == nil && polls >= 30 {
+			return r.res, fmt.Errorf("redrive: started move task %s but SQS does not list it; check its progress with ListMessageMoveTasks on %s", r.res.TaskHandle, r.t.ARN)
+		}
+		if e != nil {
 			r.res.Moved = int(e.ApproximateNumberOfMessagesMoved)
 			if e.ApproximateNumberOfMessagesToMove != nil {
 				r.res.Total = int(*e.ApproximateNumberOfMessagesToMove)
