@@ -236,3 +236,39 @@ func TestSeverityText(t *testing.T) {
 		t.Error("unknown severity accepted")
 	}
 }
+
+// garbledPolicyClient returns a RedrivePolicy SQS would not store, as a
+// hand-edited emulator state or a proxy might.
+type garbledPolicyClient struct{ *sqstest.Fake }
+
+func (c garbledPolicyClient) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	out, err := c.Fake.GetQueueAttributes(ctx, in, optFns...)
+	if err == nil {
+		if _, ok := out.Attributes["RedrivePolicy"]; ok {
+			out.Attributes["RedrivePolicy"] = `{"maxReceiveCount":5}`
+		}
+	}
+	return out, err
+}
+
+func TestLintInvalidRedrivePolicy(t *testing.T) {
+	f := sqstest.New()
+	src, _ := goodPair(t, f, "orders", nil)
+	fd := expectOnly(t, lintFindings(t, garbledPolicyClient{f}, src, LintOptions{}), CodeInvalidRedrivePolicy, SeverityError,
+		`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:orders-dlq","maxReceiveCount":5}`)
+	if !strings.Contains(fd.Message, "no deadLetterTargetArn") {
+		t.Errorf("message = %q", fd.Message)
+	}
+	if _, err := Discover(context.Background(), garbledPolicyClient{f}, src); err == nil || !strings.Contains(err.Error(), "set a RedrivePolicy") {
+		t.Errorf("Discover error = %v", err)
+	}
+}
+
+func TestDiscoverRefusesWrongTypeDLQ(t *testing.T) {
+	f := sqstest.New()
+	src, dlq := goodPair(t, f, "orders", nil)
+	_, err := Discover(context.Background(), wrongTypeClient{f, dlq}, src)
+	if err == nil || !strings.Contains(err.Error(), "queue orders is a standard queue but its dead-letter queue orders-dlq is a FIFO queue") {
+		t.Errorf("Discover error = %v", err)
+	}
+}
