@@ -74,6 +74,9 @@
 //     "AWS.SimpleQueueService.InvalidParameterValue" (real SQS:
 //     "InvalidParameterValue"); compare codes with that prefix stripped.
 //   - NoRetention: MessageRetentionPeriod is not enforced (slow behaviour).
+//   - AbortedLongPollConsumes: a long poll whose client disconnected still
+//     takes the next message sent, which then stays hidden for the
+//     visibility timeout (a worker aborts its polls when it shuts down).
 //
 // # Real SQS semantics worth knowing
 //

@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ func delayAndPollBehaviours() []behaviour {
 		{name: "LongPollReturnsWhenMessageArrives", run: longPollReturnsOnArrival},
 		{name: "LongPollOnEmptyQueueWaitsFullTime", run: longPollEmptyWaits},
 		{name: "LongPollOneMessageWakesOneWaiter", run: longPollOneMessageOneWaiter},
+		{name: "AbortedLongPollTakesNoLaterMessage", run: abortedLongPoll},
 	}
 }
 
@@ -174,4 +177,35 @@ func (e *env) twoPollsOneMessage(url string) time.Duration {
 	}
 	e.deleteMessage(url, aws.ToString(results[got].messages[0].ReceiptHandle))
 	return results[empty].took
+}
+
+// A long poll whose caller gave up (its context was cancelled, closing the
+// connection) does not take a message sent afterwards: the next receive gets
+// it at once. A worker aborts its long polls when it shuts down, so a
+// backend that kept delivering to the dead poll would hide new messages for
+// a whole visibility timeout.
+func abortedLongPoll(e *env) {
+	url := e.createQueue("abort", nil)
+	ctx, cancel := context.WithCancel(e.ctx())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), WaitTimeSeconds: 2})
+		done <- err
+	}()
+	e.sleep(200 * time.Millisecond)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		e.t.Fatalf("cancelled long poll returned %v, want context.Canceled", err)
+	}
+	e.send(url, "after the abort")
+	got := e.recv(url, 1, 1)
+	if e.quirk(QuirkAbortedLongPollConsumes) {
+		if len(got) != 0 {
+			e.t.Errorf("quirk check: the next receive got %d messages; the aborted poll no longer takes them (remove the quirk)", len(got))
+		}
+		return
+	}
+	if len(got) != 1 {
+		e.t.Fatalf("receive after an aborted long poll got %d messages, want the message sent after the abort", len(got))
+	}
 }

@@ -63,6 +63,12 @@ const (
 	// prefix stripped.
 	QuirkPrefixedErrorCodes Quirk = "PrefixedErrorCodes"
 
+	// QuirkAbortedLongPollConsumes: a long poll whose client disconnected
+	// stays registered until its wait ends and takes the next message sent,
+	// which then stays invisible for the visibility timeout with nobody
+	// holding it.
+	QuirkAbortedLongPollConsumes Quirk = "AbortedLongPollConsumes"
+
 	// QuirkNoRetention: messages never expire; real SQS deletes a message
 	// once it is older than the queue's MessageRetentionPeriod.
 	QuirkNoRetention Quirk = "NoRetention"
@@ -91,6 +97,8 @@ func (q Quirk) Description() string {
 		return "a second PurgeQueue within 60 s succeeds (real SQS: PurgeQueueInProgress)"
 	case QuirkPrefixedErrorCodes:
 		return `unmodelled error codes read "AWS.SimpleQueueService.InvalidParameterValue" (real SQS: "InvalidParameterValue")`
+	case QuirkAbortedLongPollConsumes:
+		return "a long poll whose client disconnected still takes the next message sent, hiding it for the visibility timeout"
 	case QuirkNoRetention:
 		return "messages never expire (MessageRetentionPeriod is stored but not enforced)"
 	}
@@ -112,6 +120,7 @@ func FauxqsQuirks() map[Quirk]bool {
 		QuirkPurgeNotRateLimited:             true,
 		QuirkPrefixedErrorCodes:              true,
 		QuirkNoRetention:                     true,
+		QuirkAbortedLongPollConsumes:         true,
 	}
 }
 
