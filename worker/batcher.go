@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/cenkalti/backoff/v4"
-	"golang.org/x/sync/errgroup"
 )
 
 // maxBatch is the most entries an SQS batch call carries.
@@ -27,37 +26,51 @@ type entry struct {
 }
 
 // batcher gathers deletes or visibility changes into batch calls: a batch
-// goes out when it has 10 entries or when its oldest entry has waited
-// linger. Several batches may be in flight at once.
+// is ready when it has 10 entries or when its oldest entry has waited
+// linger. A fixed set of sender goroutines sends ready batches, so adding an
+// entry never waits for a call in flight.
 type batcher struct {
 	name   string
 	linger time.Duration
 	send   func(ctx context.Context, batch []entry) ([]failure, error)
 	onFail func(e entry, err error) // an entry that failed for good
 	log    *slog.Logger
+	ctx    context.Context
 
 	mu      sync.Mutex
-	pending []entry
+	cond    *sync.Cond
+	pending []entry   // not yet a full batch
+	ready   [][]entry // batches waiting for a sender
 	timer   *time.Timer
 	closed  bool
-	flights errgroup.Group
-	ctx     context.Context
+	senders sync.WaitGroup
 }
 
-func newBatcher(ctx context.Context, name string, linger time.Duration, log *slog.Logger,
+// newBatcher returns a batcher with senders goroutines, so at most that many
+// batch calls are in flight.
+func newBatcher(ctx context.Context, name string, linger time.Duration, senders int, log *slog.Logger,
 	send func(context.Context, []entry) ([]failure, error), onFail func(entry, error)) *batcher {
 	b := &batcher{name: name, linger: linger, send: send, onFail: onFail, log: log, ctx: ctx}
-	b.flights.SetLimit(16)
+	b.cond = sync.NewCond(&b.mu)
+	for range max(senders, 1) {
+		b.senders.Add(1)
+		go b.sender()
+	}
 	return b
 }
 
-// add queues one entry. After close it is sent at once.
+// add queues one entry. After close it sends the entry at once, itself.
 func (b *batcher) add(e entry) {
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		b.deliver([]entry{e})
+		return
+	}
 	defer b.mu.Unlock()
 	b.pending = append(b.pending, e)
-	if len(b.pending) >= maxBatch || b.closed {
-		b.flushLocked()
+	if len(b.pending) >= maxBatch {
+		b.cutLocked()
 		return
 	}
 	if b.timer == nil {
@@ -65,27 +78,45 @@ func (b *batcher) add(e entry) {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.timer = nil
-			b.flushLocked()
+			b.cutLocked()
 		})
 	}
 }
 
-// flushLocked sends what is pending. b.mu must be held.
-func (b *batcher) flushLocked() {
+// cutLocked turns what is pending into ready batches. b.mu must be held.
+func (b *batcher) cutLocked() {
 	if b.timer != nil {
 		b.timer.Stop()
 		b.timer = nil
 	}
 	for len(b.pending) > 0 {
 		n := min(len(b.pending), maxBatch)
-		batch := append([]entry(nil), b.pending[:n]...)
+		b.ready = append(b.ready, b.pending[:n:n])
 		b.pending = b.pending[n:]
-		b.flights.Go(func() error {
-			b.deliver(batch)
-			return nil
-		})
+		b.cond.Signal()
 	}
 	b.pending = nil
+}
+
+// sender sends ready batches until the batcher is closed and drained.
+func (b *batcher) sender() {
+	defer b.senders.Done()
+	b.mu.Lock()
+	for {
+		for len(b.ready) == 0 && !b.closed {
+			b.cond.Wait()
+		}
+		if len(b.ready) == 0 {
+			b.mu.Unlock()
+			return
+		}
+		batch := b.ready[0]
+		b.ready[0] = nil
+		b.ready = b.ready[1:]
+		b.mu.Unlock()
+		b.deliver(batch)
+		b.mu.Lock()
+	}
 }
 
 // deliver sends one batch, retrying failed entries that may succeed later.
@@ -130,13 +161,14 @@ func (b *batcher) deliver(batch []entry) {
 	}
 }
 
-// close sends everything pending and waits for every batch in flight.
+// close sends everything pending and waits until every batch is sent.
 func (b *batcher) close() {
 	b.mu.Lock()
 	b.closed = true
-	b.flushLocked()
+	b.cutLocked()
+	b.cond.Broadcast()
 	b.mu.Unlock()
-	_ = b.flights.Wait()
+	b.senders.Wait()
 }
 
 func newFlushBackOff() backoff.BackOff {

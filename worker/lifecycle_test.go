@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/visibility"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -211,4 +213,45 @@ func TestAllowNoDLQPermanentIsKept(t *testing.T) {
 			t.Fatalf("without a DLQ the message must stay in the queue, found %d", n)
 		}
 	})
+}
+
+func TestTwelveHourCapAsksHandlerToStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "3600")
+		f.MustSend(t, src, "endless")
+		causes := make(chan error, 1)
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return nil // stops cleanly, work saved
+		}))
+		time.Sleep(13 * time.Hour)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		c := <-causes
+		if !errors.Is(c, visibility.ErrMaxVisibility) {
+			t.Fatalf("cause = %v, want visibility.ErrMaxVisibility", c)
+		}
+		if s := h.w.Stats(); s.Lost != 0 || s.Succeeded != 1 {
+			t.Fatalf("Stats = %+v: at the 12h cap the message is still ours; its outcome (success) must apply", s)
+		}
+		if n := len(f.Messages(src)); n != 0 {
+			t.Fatalf("%d messages left", n)
+		}
+	})
+}
+
+func TestZeroVisibilityQueueRefused(t *testing.T) {
+	f := sqstest.New()
+	src, _ := f.MustCreateQueueWithDLQ(t, "zero", 5, map[string]string{"VisibilityTimeout": "0"})
+	_, err := worker.New(f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
+		func(o *worker.Options) { o.Logger = quiet })
+	if err == nil || !strings.Contains(err.Error(), "VisibilityTimeout") {
+		t.Fatalf("err = %v, want a VisibilityTimeout explanation", err)
+	}
+	if _, err := worker.New(f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
+		func(o *worker.Options) { o.Logger = quiet; o.VisibilityTimeout = time.Minute }); err != nil {
+		t.Fatalf("with Options.VisibilityTimeout: %v", err)
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // outcomeTimeout bounds the SQS and DynamoDB calls that settle one message
@@ -32,19 +33,24 @@ func (w *Worker) process(r *run, raw types.Message, receivedAt time.Time) bool {
 		return false
 	}
 
-	actx, cancel := context.WithTimeout(r.bg, outcomeTimeout)
-	attempt, err := w.opts.AttemptCounter.Attempt(actx, m.ID, m.ReceiveCount)
-	cancel()
-	if err != nil {
-		log.Warn("sqsworker: attempt counter failed; using the receive count", "message", m.ID, "err", err)
-		attempt = m.ReceiveCount
+	if _, byReceives := w.opts.AttemptCounter.(retry.ReceiveCount); !byReceives {
+		actx, cancel := context.WithTimeout(r.bg, outcomeTimeout)
+		attempt, err := w.opts.AttemptCounter.Attempt(actx, m.ID, m.ReceiveCount)
+		cancel()
+		if err != nil {
+			log.Warn("sqsworker: attempt counter failed; using the receive count", "message", m.ID, "err", err)
+			attempt = m.ReceiveCount
+		}
+		m.Attempt = max(attempt, 1)
 	}
-	m.Attempt = max(attempt, 1)
 
 	hctx, cancelHandler := context.WithCancelCause(r.hard)
 	var lost atomic.Bool
 	lease := r.hb.Track(m.ReceiptHandle, receivedAt, func(cause error) {
-		lost.Store(true)
+		// At SQS's 12-hour limit the message is still ours until its last
+		// extension ends: the handler is asked to stop, and its outcome
+		// applies as usual. Any other cause means another consumer may have it.
+		lost.Store(!errors.Is(cause, visibility.ErrMaxVisibility))
 		cancelHandler(cause)
 	})
 	if w.opts.HandlerTimeout > 0 {

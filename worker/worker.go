@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,12 @@ func New(client API, queueURL string, h Handler, optFns ...func(*Options)) (*Wor
 		w.visibility = o.VisibilityTimeout
 	}
 	w.fifo = out.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true"
+	if w.visibility < time.Second {
+		return nil, fmt.Errorf("sqsworker: queue %s has VisibilityTimeout %v: a received message becomes visible to other consumers at once, so no job can be held while it runs; set the queue's VisibilityTimeout (30s is SQS's default) or Options.VisibilityTimeout", queueURL, w.visibility)
+	}
+	if err := visibility.CheckOptions(w.visibility); err != nil {
+		return nil, fmt.Errorf("sqsworker: %w", err)
+	}
 
 	target, err := dlq.Discover(ctx, w.client, queueURL)
 	switch {
@@ -108,7 +115,7 @@ func New(client API, queueURL string, h Handler, optFns ...func(*Options)) (*Wor
 	case errors.Is(err, dlq.ErrNoRedrivePolicy) && o.AllowNoDLQ:
 		o.Logger.Warn("sqsworker: queue has no RedrivePolicy (AllowNoDLQ): failed jobs are retried until retention deletes them", "queue", queueURL)
 	case errors.Is(err, dlq.ErrNoRedrivePolicy):
-		return nil, fmt.Errorf("%w (to run without a dead-letter queue anyway, set Options.AllowNoDLQ)", err)
+		return nil, fmt.Errorf("sqsworker: %w", err)
 	default:
 		return nil, err
 	}
@@ -153,11 +160,11 @@ func isFatal(err error) bool {
 	if !errors.As(err, &api) {
 		return false
 	}
-	switch api.ErrorCode() {
+	// Some endpoints prefix query-compatible codes ("AWS.SimpleQueueService.").
+	switch strings.TrimPrefix(api.ErrorCode(), "AWS.SimpleQueueService.") {
 	case "AccessDenied", "AccessDeniedException", "InvalidClientTokenId", "UnrecognizedClientException",
 		"SignatureDoesNotMatch", "IncompleteSignature", "MissingAuthenticationToken", "InvalidSecurity",
-		"ExpiredToken", "ExpiredTokenException", "AWS.SimpleQueueService.NonExistentQueue",
-		"QueueDoesNotExist", "InvalidAddress", "KmsAccessDenied", "KmsDisabled", "KmsNotFound":
+		"ExpiredToken", "ExpiredTokenException", "NonExistentQueue", "QueueDoesNotExist", "InvalidAddress", "KmsAccessDenied", "KmsDisabled", "KmsNotFound":
 		return true
 	}
 	return false
@@ -230,11 +237,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer close(hbDone)
 		_ = r.hb.Run(hbCtx)
 	}()
-	r.deletes = newBatcher(bg, "DeleteMessageBatch", w.opts.BatchLinger, log, sendDeletes(w.client, w.queueURL), func(e entry, err error) {
+	// As many delete calls in flight as receive calls keeps up with them
+	// without opening more connections than the SDK keeps idle per host.
+	r.deletes = newBatcher(bg, "DeleteMessageBatch", w.opts.BatchLinger, w.opts.Pollers, log, sendDeletes(w.client, w.queueURL), func(e entry, err error) {
 		w.c.deleteFailed.Add(1)
 		log.Error("sqsworker: delete failed; the message will be received again (a duplicate)", "queue", w.queueURL, "err", err)
 	})
-	r.changes = newBatcher(bg, "ChangeMessageVisibilityBatch", w.opts.BatchLinger, log, sendChanges(w.client, w.queueURL), func(e entry, err error) {
+	r.changes = newBatcher(bg, "ChangeMessageVisibilityBatch", w.opts.BatchLinger, w.opts.Pollers, log, sendChanges(w.client, w.queueURL), func(e entry, err error) {
 		log.Warn("sqsworker: visibility change failed; the message becomes visible when its current timeout ends", "queue", w.queueURL, "timeout", e.timeout, "err", err)
 	})
 

@@ -108,7 +108,6 @@ func TestFailureSetsPolicyDelayThenRetries(t *testing.T) {
 		var mu sync.Mutex
 		var seen []time.Time
 		var attempts []int
-		start0 := time.Now()
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -141,7 +140,6 @@ func TestFailureSetsPolicyDelayThenRetries(t *testing.T) {
 		if s := h.w.Stats(); s.Failed != 2 || s.Retried != 2 || s.Succeeded != 1 {
 			t.Errorf("Stats = %+v", s)
 		}
-		_ = start0
 	})
 }
 
