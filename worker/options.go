@@ -69,8 +69,9 @@ type Options struct {
 	ReceiveBatchWait time.Duration
 
 	// MaxReceivesPerSecond limits how many messages per second the worker
-	// receives (SNS's throttlePolicy.maxReceivesPerSecond). Zero value: no
-	// limit.
+	// receives (SNS's throttlePolicy.maxReceivesPerSecond). Zero value: the
+	// RetryPolicy's throttlePolicy.maxReceivesPerSecond when it is a
+	// retry.DeliveryPolicy that sets one, else no limit.
 	MaxReceivesPerSecond float64
 
 	// BatchLinger is how long a pending delete or visibility change waits for
@@ -132,6 +133,9 @@ func (o *Options) setDefaults() error {
 	if o.ReceiveBatchWait == 0 {
 		o.ReceiveBatchWait = 10 * time.Millisecond
 	}
+	if o.MaxReceivesPerSecond == 0 {
+		o.MaxReceivesPerSecond = throttleOf(o.RetryPolicy)
+	}
 	if o.MaxReceivesPerSecond < 0 {
 		return fmt.Errorf("worker: Options.MaxReceivesPerSecond is %v; use a positive rate (or 0 for no limit)", o.MaxReceivesPerSecond)
 	}
@@ -154,4 +158,17 @@ func (o *Options) setDefaults() error {
 		o.StartupTimeout = 30 * time.Second
 	}
 	return nil
+}
+
+// throttleOf returns a delivery policy's throttlePolicy.maxReceivesPerSecond.
+func throttleOf(p retry.Policy) float64 {
+	switch dp := p.(type) {
+	case retry.DeliveryPolicy:
+		return float64(dp.ThrottlePolicy.MaxReceivesPerSecond)
+	case *retry.DeliveryPolicy:
+		if dp != nil {
+			return float64(dp.ThrottlePolicy.MaxReceivesPerSecond)
+		}
+	}
+	return 0
 }

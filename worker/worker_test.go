@@ -644,3 +644,27 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestDeliveryPolicyThrottleLimitsReceives(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 5, "30")
+		for i := range 40 {
+			f.MustSend(t, src, fmt.Sprint(i))
+		}
+		p, err := retry.ParseDeliveryPolicy([]byte(`{"healthyRetryPolicy":{"numRetries":3},"throttlePolicy":{"maxReceivesPerSecond":4}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
+			func(o *worker.Options) { o.RetryPolicy = p; o.Concurrency = 20 })
+		time.Sleep(4*time.Second + 500*time.Millisecond)
+		got := h.w.Stats().Received
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		// One second's burst (4) plus 4 per second for 4.5 s.
+		if got < 16 || got > 23 {
+			t.Fatalf("received %d messages in 4.5s under throttlePolicy 4/s, want about 22", got)
+		}
+	})
+}

@@ -27,13 +27,13 @@ create_pair() {
 create_pair sqsworker-jobs
 create_pair sqsworker-orders fifo
 
-# The exact attempt counter's table (retry/dynamocounter): key "id" (string), TTL on "expires_at".
+# The exact attempt counter's table (retry/dynamocounter.CreateTable): key "messageId" (string), TTL on "expiresAt".
 if ! awslocal dynamodb describe-table --table-name sqsworker-attempts >/dev/null 2>&1; then
   awslocal dynamodb create-table --table-name sqsworker-attempts \
-    --attribute-definitions AttributeName=id,AttributeType=S \
-    --key-schema AttributeName=id,KeyType=HASH \
+    --attribute-definitions AttributeName=messageId,AttributeType=S \
+    --key-schema AttributeName=messageId,KeyType=HASH \
     --billing-mode PAY_PER_REQUEST >/dev/null
   awslocal dynamodb update-time-to-live --table-name sqsworker-attempts \
-    --time-to-live-specification Enabled=true,AttributeName=expires_at >/dev/null
+    --time-to-live-specification Enabled=true,AttributeName=expiresAt >/dev/null
 fi
 echo "sqsworker: table sqsworker-attempts"
