@@ -81,23 +81,14 @@ func (w *Worker) process(r *run, raw types.Message, receivedAt time.Time) bool {
 		return false
 	}
 	w.c.failed.Add(1)
-	if retry.IsPermanent(herr) {
-		w.deadLetter(r, m, herr, "permanent failure")
-		return false
-	}
-	if errors.Is(cause, ErrHandlerTimeout) && !errors.Is(herr, ErrHandlerTimeout) {
+	if errors.Is(cause, ErrHandlerTimeout) && !errors.Is(herr, ErrHandlerTimeout) && !retry.IsPermanent(herr) {
 		herr = fmt.Errorf("%w: %w", ErrHandlerTimeout, herr)
 	}
-	if d, ok := retry.AfterDelay(herr); ok {
-		w.retryAfter(r, m, d, herr)
-		return false
+	if d := Decide(herr, m.Attempt, w.opts.RetryPolicy); d.Outcome == DeadLetter {
+		w.deadLetter(r, m, herr, d.Reason)
+	} else {
+		w.retryAfter(r, m, d.Delay, herr)
 	}
-	d, again := w.opts.RetryPolicy.Delay(m.Attempt)
-	if !again {
-		w.deadLetter(r, m, herr, fmt.Sprintf("retries exhausted after %d attempts", m.Attempt))
-		return false
-	}
-	w.retryAfter(r, m, d, herr)
 	return false
 }
 
