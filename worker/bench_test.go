@@ -27,7 +27,7 @@ import (
 // (a worker aborts its polls when it stops) take the next messages sent to
 // their queue (conformance quirk AbortedLongPollConsumes).
 const (
-	benchMessages    = 2000
+	benchMessages    = 5000
 	benchConcurrency = 50
 )
 
