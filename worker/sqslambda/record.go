@@ -1,0 +1,109 @@
+package sqslambda
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// queueARN is a parsed SQS queue ARN: arn:PARTITION:sqs:REGION:ACCOUNT:NAME.
+type queueARN struct {
+	Partition, Region, Account, Name string
+}
+
+// parseQueueARN parses an eventSourceARN.
+func parseQueueARN(s string) (queueARN, error) {
+	parts := strings.SplitN(s, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[3] == "" || parts[4] == "" || parts[5] == "" {
+		return queueARN{}, fmt.Errorf("%q is not an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)", s)
+	}
+	return queueARN{Partition: parts[1], Region: parts[3], Account: parts[4], Name: parts[5]}, nil
+}
+
+// URL returns the queue's public SQS endpoint URL,
+// https://sqs.REGION.amazonaws.com/ACCOUNT/NAME (with the partition's
+// domain). Emulators and LocalStack use other URLs: resolve those with
+// GetQueueUrl.
+func (a queueARN) URL() string {
+	domain := "amazonaws.com"
+	switch a.Partition {
+	case "aws-cn":
+		domain = "amazonaws.com.cn"
+	case "aws-iso":
+		domain = "c2s.ic.gov"
+	case "aws-iso-b":
+		domain = "sc2s.sgov.gov"
+	}
+	return fmt.Sprintf("https://sqs.%s.%s/%s/%s", a.Region, domain, a.Account, a.Name)
+}
+
+// FIFO reports whether the ARN names a FIFO queue.
+func (a queueARN) FIFO() bool { return strings.HasSuffix(a.Name, ".fifo") }
+
+// QueueURL returns the URL of the queue an eventSourceARN names, as SQS's
+// public endpoint spells it: arn:aws:sqs:eu-west-1:123456789012:orders gives
+// https://sqs.eu-west-1.amazonaws.com/123456789012/orders. (A Handler with
+// Options.Client asks GetQueueUrl instead, which also works for LocalStack
+// and emulators.)
+func QueueURL(eventSourceARN string) (string, error) {
+	a, err := parseQueueARN(eventSourceARN)
+	if err != nil {
+		return "", fmt.Errorf("sqslambda: %w", err)
+	}
+	return a.URL(), nil
+}
+
+// errNoMessageID is returned by Handle when a record that must be reported
+// as failed has no messageId.
+var errNoMessageID = errors.New("sqslambda: a failed record has no messageId, so it cannot be reported alone; failing the whole batch so Lambda retries it")
+
+// RawMessage converts a Lambda SQS record into the SDK message that
+// ReceiveMessage would have returned for it: ID, receipt handle, body, MD5s,
+// system attributes, and message attributes with their data types (String,
+// Number, Binary and custom types such as "Number.float"). It is what
+// worker.Message.Raw holds, so dlq.Mover can move the message.
+func RawMessage(r events.SQSMessage) types.Message {
+	m := types.Message{
+		MessageId:     aws.String(r.MessageId),
+		ReceiptHandle: aws.String(r.ReceiptHandle),
+		Body:          aws.String(r.Body),
+	}
+	if r.Md5OfBody != "" {
+		m.MD5OfBody = aws.String(r.Md5OfBody)
+	}
+	if r.Md5OfMessageAttributes != "" {
+		m.MD5OfMessageAttributes = aws.String(r.Md5OfMessageAttributes)
+	}
+	if len(r.Attributes) > 0 {
+		m.Attributes = maps.Clone(r.Attributes)
+	}
+	if len(r.MessageAttributes) > 0 {
+		m.MessageAttributes = make(map[string]types.MessageAttributeValue, len(r.MessageAttributes))
+		for name, a := range r.MessageAttributes {
+			v := types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: a.StringValue}
+			if a.BinaryValue != nil {
+				v.BinaryValue = a.BinaryValue
+			}
+			// SQS reserves the list values and refuses empty ones on send;
+			// Lambda always sends them as [].
+			if len(a.StringListValues) > 0 {
+				v.StringListValues = a.StringListValues
+			}
+			if len(a.BinaryListValues) > 0 {
+				v.BinaryListValues = a.BinaryListValues
+			}
+			m.MessageAttributes[name] = v
+		}
+	}
+	return m
+}
+
+// groupID returns a record's FIFO message group ID, or "".
+func groupID(r events.SQSMessage) string {
+	return r.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+}
