@@ -11,10 +11,21 @@ WITH_AWS  := bash localstack/with-aws.sh
 TESTFLAGS ?=
 BENCHTIME ?= 1x
 
-.PHONY: test unit lint bench demo emulators-start emulators-stop fuzz
+.PHONY: test conformance unit lint bench demo emulators-start emulators-stop fuzz
 
+# test prints the conformance suite's summary first (fake and emulator), then runs
+# every package. -count=1: integration results depend on the emulators, never cache them.
 test:
-	$(WITH_AWS) bash -c '$(GO) vet ./... && SQSWORKER_REQUIRE_INTEGRATION=1 $(GO) test -race -timeout 15m $(TESTFLAGS) ./...'
+	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 && $(GO) vet ./... && $(MAKE) --no-print-directory conformance && $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./...'
+
+# conformance runs the SQS conformance suite against the fake and the configured
+# endpoint and prints one line per backend (the full log on failure).
+conformance:
+	@out=$$(mktemp); \
+	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./internal/conformance >"$$out" 2>&1; then \
+		grep -E 'conformance suite:' "$$out" | sed -E 's/^ *[a-z_]+\.go:[0-9]+: //'; \
+		grep -E '^ok' "$$out"; rm -f "$$out"; \
+	else cat "$$out"; rm -f "$$out"; exit 1; fi
 
 # unit runs the tests that need no emulator (integration tests skip with a visible reason).
 unit:
