@@ -1,0 +1,158 @@
+// Command basic is the smallest complete sqsworker program: it creates a
+// queue with its dead-letter queue, sends ten jobs, runs a worker over
+// them, and stops the worker once every job is done.
+//
+// Run it against the local emulators, which with-aws.sh starts (and stops
+// afterwards) when no endpoint is configured:
+//
+//	bash localstack/with-aws.sh go run ./examples/basic
+//
+// or against LocalStack or any endpoint the AWS SDK is configured for
+// (AWS_ENDPOINT_URL, AWS_REGION and credentials in the environment). It
+// exits 0 only if every job was handled exactly once and both queues end
+// empty; it deletes its queues at the end.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "basic: loading the AWS configuration:", err)
+		os.Exit(1)
+	}
+	if err := run(ctx, os.Stdout, sqs.NewFromConfig(cfg)); err != nil {
+		fmt.Fprintln(os.Stderr, "basic:", err)
+		os.Exit(1)
+	}
+}
+
+const jobs = 10
+
+func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
+	// A queue and its dead-letter queue, linked by a RedrivePolicy: the
+	// worker refuses a queue without one.
+	name := "sqsworker-basic-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
+	if err != nil {
+		return err
+	}
+	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	fmt.Fprintf(out, "queue %s, dead-letter queue %s\n", dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL))
+
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
+	for i := range jobs {
+		in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{
+			Id:          aws.String(strconv.Itoa(i)),
+			MessageBody: aws.String(fmt.Sprintf("resize photo-%d.jpg", i)),
+		})
+	}
+	if _, err := client.SendMessageBatch(ctx, in); err != nil {
+		return fmt.Errorf("sending the jobs: %w", err)
+	}
+	fmt.Fprintf(out, "sent %d jobs\n", jobs)
+
+	// The handler: return nil and the message is deleted; return an error
+	// and it is retried on the retry policy, then dead-lettered.
+	var mu sync.Mutex
+	handled := map[string]int{}
+	h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		time.Sleep(50 * time.Millisecond) // the work
+		mu.Lock()
+		defer mu.Unlock()
+		handled[m.Body]++
+		fmt.Fprintf(out, "handled %q (attempt %d)\n", m.Body, m.Attempt)
+		return nil
+	})
+	w, err := worker.New(client, target.SourceURL, h, func(o *worker.Options) {
+		o.Concurrency = 4
+	})
+	if err != nil {
+		return err
+	}
+
+	// Run until every job is handled, then cancel: Run stops receiving,
+	// lets running handlers finish, flushes the deletes, and returns.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- w.Run(runCtx) }()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled)
+	}
+	if err := waitFor(ctx, 30*time.Second, func() bool { return count() == jobs }); err != nil {
+		cancel()
+		<-runErr
+		return fmt.Errorf("%d of %d jobs handled: %w", count(), jobs, err)
+	}
+	cancel()
+	if err := <-runErr; err != nil {
+		return err
+	}
+
+	// Check the outcome: every job once, nothing left behind.
+	st := w.Stats()
+	fmt.Fprintf(out, "worker: received %d, succeeded %d, failed %d; %d SQS requests (%.2f per job)\n",
+		st.Received, st.Succeeded, st.Failed, st.TotalRequests(), st.RequestsPerMessage())
+	for body, n := range handled {
+		if n != 1 {
+			return fmt.Errorf("%q was handled %d times", body, n)
+		}
+	}
+	for _, u := range []string{target.SourceURL, target.QueueURL} {
+		c, err := dlq.Count(ctx, client, u)
+		if err != nil {
+			return err
+		}
+		if c.Total() != 0 {
+			return fmt.Errorf("queue %s still holds %d messages", dlq.QueueName(u), c.Total())
+		}
+	}
+	fmt.Fprintln(out, "ok: every job handled once; both queues empty")
+	return nil
+}
+
+// waitFor polls cond until it holds, ctx ends, or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// deleteQueues removes the example's queues, even after an interrupt.
+func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, u := range urls {
+		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+	}
+}

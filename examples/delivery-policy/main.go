@@ -1,0 +1,223 @@
+// Command delivery-policy shows failed jobs retried on an SNS-style
+// delivery policy: the schedule it gives, each retry arriving against it,
+// a job that asks for its own delay with retry.After, and a job that runs
+// out of retries and lands in the dead-letter queue with the reason.
+//
+// The policy is SNS's JSON shape,
+//
+//	{"healthyRetryPolicy": {"minDelayTarget": 1, "maxDelayTarget": 3,
+//	                        "numRetries": 3, "backoffFunction": "linear"}}
+//
+// three retries 1 s, 2 s and 3 s after each failure. The worker applies a
+// delay by setting the message's visibility timeout (no sleeping in
+// process), so the retry comes from SQS and survives a restart. The example
+// turns jitter off to compare arrivals with the schedule; by default a
+// delivery policy draws each delay from [d/2, d].
+//
+// Before running, dlq.Lint checks the queue against the policy (is
+// maxReceiveCount above the attempts? does retention outlast the
+// schedule?).
+//
+// Run it against the local emulators, which with-aws.sh starts (and stops
+// afterwards) when no endpoint is configured:
+//
+//	bash localstack/with-aws.sh go run ./examples/delivery-policy
+//
+// or against LocalStack or any endpoint the AWS SDK is configured for. It
+// exits 0 only if no retry came before its schedule, the flaky and
+// throttled jobs succeeded, and the broken job is in the dead-letter queue
+// after its last attempt.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "delivery-policy: loading the AWS configuration:", err)
+		os.Exit(1)
+	}
+	if err := run(ctx, os.Stdout, sqs.NewFromConfig(cfg)); err != nil {
+		fmt.Fprintln(os.Stderr, "delivery-policy:", err)
+		os.Exit(1)
+	}
+}
+
+const policyJSON = `{"healthyRetryPolicy": {"minDelayTarget": 1, "maxDelayTarget": 3, "numRetries": 3, "backoffFunction": "linear"}}`
+
+// The jobs, by body.
+const (
+	flakyJob     = "flaky"     // fails attempts 1 and 2, succeeds on 3
+	throttledJob = "throttled" // attempt 1 is told "retry after 2s" (retry.After)
+	brokenJob    = "broken"    // fails every attempt
+)
+
+func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
+	policy, err := retry.ParseDeliveryPolicy([]byte(policyJSON))
+	if err != nil {
+		return err
+	}
+	policy.Jitter = retry.NoJitter
+	delays := policy.Delays()
+	schedule := make([]time.Duration, len(delays)) // since the first failure
+	var total time.Duration
+	for i, d := range delays {
+		total += d
+		schedule[i] = total
+		fmt.Fprintf(out, "retry %d: %v after attempt %d fails (%v after the first failure)\n", i+1, d, i+1, total)
+	}
+	fmt.Fprintf(out, "after attempt %d fails: the dead-letter queue\n", len(delays)+1)
+
+	name := "sqsworker-policy-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, MaxReceiveCount: len(delays) + 2})
+	if err != nil {
+		return err
+	}
+	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	findings, err := dlq.Lint(ctx, client, target.SourceURL, dlq.LintOptions{Schedule: policy})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "dlq.Lint of %s against the policy: %d finding(s)\n", dlq.QueueName(target.SourceURL), len(findings))
+	for _, f := range findings {
+		fmt.Fprintf(out, "  %s %s: %s\n", f.Severity, f.Code, f.Message)
+		if f.Severity >= dlq.SeverityWarning {
+			return fmt.Errorf("lint: %s; %s", f.Message, f.Fix)
+		}
+	}
+
+	for _, body := range []string{flakyJob, throttledJob, brokenJob} {
+		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(body)}); err != nil {
+			return err
+		}
+	}
+
+	var (
+		mu        sync.Mutex
+		firstFail = map[string]time.Time{}
+		early     []string // retries that came before their schedule
+		succeeded = map[string]int{}
+	)
+	h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if t0, ok := firstFail[m.Body]; ok {
+			at := time.Since(t0)
+			want := schedule[m.Attempt-2]
+			if m.Body == throttledJob {
+				want = 2 * time.Second
+			}
+			fmt.Fprintf(out, "%-9s retry %d at +%.1fs (schedule +%.1fs)\n", m.Body, m.Attempt-1, at.Seconds(), want.Seconds())
+			if at < want-100*time.Millisecond {
+				early = append(early, fmt.Sprintf("%s retry %d came at %v, before its schedule %v", m.Body, m.Attempt-1, at, want))
+			}
+		}
+		var err error
+		switch {
+		case m.Body == flakyJob && m.Attempt <= 2:
+			err = errors.New("upstream timed out")
+		case m.Body == throttledJob && m.Attempt == 1:
+			// The downstream said when to come back: that delay, not the policy's.
+			err = retry.After(2*time.Second, errors.New("rate limited (HTTP 429, Retry-After: 2)"))
+		case m.Body == brokenJob:
+			err = errors.New("dependency is down")
+		}
+		if err != nil {
+			if _, ok := firstFail[m.Body]; !ok {
+				firstFail[m.Body] = time.Now()
+			}
+			fmt.Fprintf(out, "%-9s attempt %d failed: %v\n", m.Body, m.Attempt, err)
+			return err
+		}
+		succeeded[m.Body]++
+		fmt.Fprintf(out, "%-9s attempt %d succeeded\n", m.Body, m.Attempt)
+		return nil
+	})
+	w, err := worker.New(client, target.SourceURL, h, func(o *worker.Options) {
+		o.RetryPolicy = policy
+		o.HandlerName = "delivery-policy example"
+	})
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- w.Run(runCtx) }()
+	settled := func() bool {
+		st := w.Stats()
+		return st.Succeeded == 2 && st.DeadLettered == 1 && st.InFlight == 0
+	}
+	err = waitFor(ctx, total+20*time.Second, settled)
+	cancel()
+	if rerr := <-runErr; err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("waiting for the jobs (%+v): %w", w.Stats(), err)
+	}
+
+	dead, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	if err != nil {
+		return err
+	}
+	for _, m := range dead {
+		fmt.Fprintf(out, "dead-letter queue: %q, attempt %d: %s\n", m.Body, m.Provenance.Attempt, m.Provenance.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case len(early) > 0:
+		return errors.New(early[0])
+	case succeeded[flakyJob] != 1 || succeeded[throttledJob] != 1 || succeeded[brokenJob] != 0:
+		return fmt.Errorf("successes %v; want flaky and throttled once each", succeeded)
+	case len(dead) != 1 || dead[0].Body != brokenJob || dead[0].Provenance.Attempt != len(delays)+1:
+		return fmt.Errorf("the dead-letter queue holds %d message(s); want the broken job after %d attempts", len(dead), len(delays)+1)
+	}
+	fmt.Fprintln(out, "ok: retries on schedule; the broken job is in the dead-letter queue with its reason")
+	return nil
+}
+
+// waitFor polls cond until it holds, ctx ends, or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// deleteQueues removes the example's queues, even after an interrupt.
+func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, u := range urls {
+		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+	}
+}

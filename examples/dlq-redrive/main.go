@@ -1,0 +1,265 @@
+// Command dlq-redrive shows the dead-letter side of sqsworker: jobs a
+// handler rejects with retry.Permanent go to the dead-letter queue at once
+// with their reason; dlq.Inspect reads them back with that provenance; and
+// after a fix, dlq.Redrive moves back exactly the jobs the fix covers — a
+// dry run first, then the move — while the ones that are really broken stay.
+//
+// The story: an order handler rejects orders for products its catalogue
+// does not know yet, and orders whose body is not valid JSON. The catalogue
+// is then updated; the redrive filters on the error text ("unknown
+// product"), and the worker, still running, completes the redriven orders.
+//
+// Redrive uses a server-side message move task when it can; with a filter
+// (as here) or on an endpoint without move tasks (the fauxqs emulator) it
+// moves the messages itself: receive, send to the source, then delete, so a
+// failure leaves a duplicate at worst, never a loss. The moved messages are
+// new messages to SQS, without the provenance attributes.
+//
+// Run it against the local emulators, which with-aws.sh starts (and stops
+// afterwards) when no endpoint is configured:
+//
+//	bash localstack/with-aws.sh go run ./examples/dlq-redrive
+//
+// or against LocalStack or any endpoint the AWS SDK is configured for. It
+// exits 0 only if the fixed orders were completed after the redrive and the
+// malformed ones are still in the dead-letter queue.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dlq-redrive: loading the AWS configuration:", err)
+		os.Exit(1)
+	}
+	if err := run(ctx, os.Stdout, sqs.NewFromConfig(cfg)); err != nil {
+		fmt.Fprintln(os.Stderr, "dlq-redrive:", err)
+		os.Exit(1)
+	}
+}
+
+// The orders sent: two fine, two for a product added to the catalogue
+// later, two that are not JSON.
+var orders = []string{
+	`{"order": "A-1", "product": "kettle"}`,
+	`{"order": "A-2", "product": "teapot"}`,
+	`{"order": "A-3", "product": "samovar"}`,
+	`{"order": "A-4", "product": "samovar"}`,
+	`{"order": "A-5", "product": kettle}`,
+	`order=A-6&product=teapot`,
+}
+
+type order struct {
+	Order   string `json:"order"`
+	Product string `json:"product"`
+}
+
+// catalogue is the handler's product list, updated while the worker runs.
+type catalogue struct {
+	mu    sync.Mutex
+	known map[string]bool
+}
+
+func (c *catalogue) has(p string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.known[p]
+}
+
+func (c *catalogue) add(p string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.known[p] = true
+}
+
+func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
+	out := &lockedWriter{w: w} // the handlers print while the main flow does
+	name := "sqsworker-redrive-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
+	if err != nil {
+		return err
+	}
+	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
+	for i, body := range orders {
+		in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body)})
+	}
+	if _, err := client.SendMessageBatch(ctx, in); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "sent %d orders to %s\n", len(orders), dlq.QueueName(target.SourceURL))
+
+	cat := &catalogue{known: map[string]bool{"kettle": true, "teapot": true}}
+	var mu sync.Mutex
+	var done []string
+	h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		var o order
+		if err := json.Unmarshal([]byte(m.Body), &o); err != nil {
+			// No retry can fix this body: to the dead-letter queue now.
+			return retry.Permanent(fmt.Errorf("malformed order: %w", err))
+		}
+		if !cat.has(o.Product) {
+			return retry.Permanent(fmt.Errorf("order %s: unknown product %q", o.Order, o.Product))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		done = append(done, o.Order)
+		fmt.Fprintf(out, "order %s done\n", o.Order)
+		return nil
+	})
+	wk, err := worker.New(client, target.SourceURL, h, func(o *worker.Options) { o.HandlerName = "orders.Handle" })
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- wk.Run(runCtx) }()
+	stop := func() error {
+		cancel()
+		return <-runErr
+	}
+	doneCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(done)
+	}
+	settled := func() bool {
+		st := wk.Stats()
+		return st.Succeeded+st.DeadLettered == int64(len(orders)) && st.InFlight == 0
+	}
+	if err := waitFor(ctx, 30*time.Second, settled); err != nil {
+		stop()
+		return fmt.Errorf("waiting for the orders (%+v): %w", wk.Stats(), err)
+	}
+
+	// What is in the dead-letter queue, and why.
+	dead, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	if err != nil {
+		stop()
+		return err
+	}
+	fmt.Fprintf(out, "dead-letter queue %s holds %d messages:\n", dlq.QueueName(target.QueueURL), len(dead))
+	for _, m := range dead {
+		p := m.Provenance
+		fmt.Fprintf(out, "  %s\n    from %s by %s, attempt %d, at %s: %s\n",
+			m.Body, dlq.QueueName(m.Origin()), p.Handler, p.Attempt, p.FailedAt.Format(time.RFC3339), p.Error)
+	}
+
+	// The fix: the catalogue learns the product. Redrive what it fixes,
+	// after a dry run that shows which messages would move.
+	cat.add("samovar")
+	fmt.Fprintln(out, `catalogue updated: "samovar" added`)
+	filter := dlq.Filter{ErrorContains: "unknown product"}
+	show := func(m dlq.Message, a dlq.Action, err error) {
+		if a != dlq.ActionSkipped {
+			fmt.Fprintf(out, "  %-10s %s\n", a, m.Body)
+		}
+	}
+	fmt.Fprintln(out, "redrive, dry run:")
+	if _, err := dlq.Redrive(ctx, client, target, dlq.RedriveOptions{Filter: filter, DryRun: true, OnMessage: show}); err != nil {
+		stop()
+		return err
+	}
+	fmt.Fprintln(out, "redrive:")
+	res, err := dlq.Redrive(ctx, client, target, dlq.RedriveOptions{Filter: filter, OnMessage: show})
+	if err != nil {
+		stop()
+		return err
+	}
+	fmt.Fprintf(out, "redrive (%s): %d scanned, %d moved back, %d left\n", res.Method, res.Scanned, res.Moved, res.Skipped)
+	if err := waitFor(ctx, 30*time.Second, func() bool { return doneCount() == 4 && wk.Stats().InFlight == 0 }); err != nil {
+		stop()
+		return fmt.Errorf("waiting for the redriven orders: %w", err)
+	}
+	if err := stop(); err != nil {
+		return err
+	}
+
+	// Check: the four good orders done once each, the two malformed ones
+	// still in the dead-letter queue, nothing in the source.
+	left, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	if err != nil {
+		return err
+	}
+	src, err := dlq.Count(ctx, client, target.SourceURL)
+	if err != nil {
+		return err
+	}
+	slices.Sort(done)
+	var leftBodies []string
+	for _, m := range left {
+		leftBodies = append(leftBodies, m.Body)
+	}
+	slices.Sort(leftBodies)
+	fmt.Fprintf(out, "done: %v; still in the dead-letter queue: %q; left in the source: %d\n", done, leftBodies, src.Total())
+	switch {
+	case !slices.Equal(done, []string{"A-1", "A-2", "A-3", "A-4"}):
+		return fmt.Errorf("orders done %v; want A-1 to A-4 once each", done)
+	case !slices.Equal(leftBodies, slices.Sorted(slices.Values(orders[4:]))):
+		return fmt.Errorf("dead-letter queue holds %q; want the two malformed orders", leftBodies)
+	case res.Moved != 2 || src.Total() != 0:
+		return fmt.Errorf("redrive moved %d, source holds %d; want 2 moved and an empty source", res.Moved, src.Total())
+	}
+	fmt.Fprintln(out, "ok: the fixed orders were redriven and completed; the malformed ones wait in the dead-letter queue")
+	return nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// waitFor polls cond until it holds, ctx ends, or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// deleteQueues removes the example's queues, even after an interrupt.
+func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, u := range urls {
+		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+	}
+}

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/sqsworker/sqsworker/internal/testenv"
+)
+
+// TestRun runs the example against the local SQS (the emulator under make
+// test, or the configured endpoint).
+func TestRun(t *testing.T) {
+	client := testenv.SQS(t)
+	var out bytes.Buffer
+	err := run(t.Context(), &out, client)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"would-move", "moved", `unknown product "samovar"`, "malformed order"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("output lacks %q", line)
+		}
+	}
+}

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/sqsworker/sqsworker/internal/testenv"
+)
+
+// TestRun runs the example against the local SQS (the emulator under make
+// test, or the configured endpoint). It takes about the job's 5 s.
+func TestRun(t *testing.T) {
+	client := testenv.SQS(t)
+	var out bytes.Buffer
+	err := run(t.Context(), &out, client)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "ran once") {
+		t.Error("output lacks the closing line")
+	}
+}
