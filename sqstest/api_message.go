@@ -131,15 +131,11 @@ func nonEmpty(s string) *string {
 // SendMessage stores a message.
 func (f *Fake) SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	const op = "SendMessage"
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q, err := f.lookup(op, params.QueueUrl)
+	q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	r, err := f.sendLocked(q, sendEntry{
 		body: params.MessageBody, delay: params.DelaySeconds, attrs: params.MessageAttributes,
 		sysAttr: params.MessageSystemAttributes, groupID: params.MessageGroupId, dedupID: params.MessageDeduplicationId,
@@ -412,15 +408,11 @@ func (f *Fake) deleteLocked(q *queue, handle string) error {
 // DeleteMessage deletes the message a receipt handle names.
 func (f *Fake) DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
 	const op = "DeleteMessage"
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q, err := f.lookup(op, params.QueueUrl)
+	q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	if err := f.deleteLocked(q, aws.ToString(params.ReceiptHandle)); err != nil {
 		return nil, opError(op, err)
 	}
@@ -430,22 +422,11 @@ func (f *Fake) DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput
 // DeleteMessageBatch deletes up to ten messages, reporting each entry.
 func (f *Fake) DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
 	const op = "DeleteMessageBatch"
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(params.Entries))
-	for i, e := range params.Entries {
-		ids[i] = aws.ToString(e.Id)
-	}
-	if err := checkBatch(ids); err != nil {
-		return nil, opError(op, err)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q, err := f.lookup(op, params.QueueUrl)
+	q, err := f.enterBatch(ctx, op, params.QueueUrl, len(params.Entries), func(i int) *string { return params.Entries[i].Id })
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	out := &sqs.DeleteMessageBatchOutput{Successful: []types.DeleteMessageBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
 	for _, e := range params.Entries {
 		if err := f.deleteLocked(q, aws.ToString(e.ReceiptHandle)); err != nil {
@@ -489,15 +470,11 @@ func (f *Fake) changeLocked(q *queue, handle string, timeout int32, now time.Tim
 // ChangeMessageVisibility changes one in-flight message's visibility timeout.
 func (f *Fake) ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
 	const op = "ChangeMessageVisibility"
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q, err := f.lookup(op, params.QueueUrl)
+	q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	if err := f.changeLocked(q, aws.ToString(params.ReceiptHandle), params.VisibilityTimeout, f.now()); err != nil {
 		return nil, opError(op, err)
 	}
@@ -508,22 +485,11 @@ func (f *Fake) ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMe
 // timeouts, reporting each entry.
 func (f *Fake) ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	const op = "ChangeMessageVisibilityBatch"
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(params.Entries))
-	for i, e := range params.Entries {
-		ids[i] = aws.ToString(e.Id)
-	}
-	if err := checkBatch(ids); err != nil {
-		return nil, opError(op, err)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q, err := f.lookup(op, params.QueueUrl)
+	q, err := f.enterBatch(ctx, op, params.QueueUrl, len(params.Entries), func(i int) *string { return params.Entries[i].Id })
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	now := f.now()
 	out := &sqs.ChangeMessageVisibilityBatchOutput{Successful: []types.ChangeMessageVisibilityBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
 	for _, e := range params.Entries {

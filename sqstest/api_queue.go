@@ -98,15 +98,11 @@ func redriveKey(v string) (string, error) {
 // DeleteQueue deletes a queue and its messages.
 func (f *Fake) DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error) {
 	const op = "DeleteQueue"
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q, err := f.lookup(op, params.QueueUrl)
+	q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	delete(f.queues, q.url)
 	delete(f.byName, q.name)
 	delete(f.byArn, q.arn)
@@ -189,15 +185,11 @@ func paginate(items []string, max *int32, token *string) ([]string, *string, err
 // GetQueueAttributes returns the requested attributes ("All" for every one).
 func (f *Fake) GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
 	const op = "GetQueueAttributes"
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q, err := f.lookup(op, params.QueueUrl)
+	q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	q.expireLocked(f.now())
 	names := attrNamesToStrings(params.AttributeNames)
 	for _, n := range names {
@@ -221,15 +213,11 @@ func (f *Fake) GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttri
 // SetQueueAttributes changes queue attributes; an invalid one changes none.
 func (f *Fake) SetQueueAttributes(ctx context.Context, params *sqs.SetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error) {
 	const op = "SetQueueAttributes"
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q, err := f.lookup(op, params.QueueUrl)
+	q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	if err := f.setAttributes(q, params.Attributes, false); err != nil {
 		return nil, opError(op, err)
 	}
@@ -242,15 +230,11 @@ func (f *Fake) SetQueueAttributes(ctx context.Context, params *sqs.SetQueueAttri
 // seconds fails with PurgeQueueInProgress, as in SQS.
 func (f *Fake) PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error) {
 	const op = "PurgeQueue"
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	q, err := f.lookup(op, params.QueueUrl)
+	q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	now := f.now()
 	if !q.lastPurge.IsZero() && now.Sub(q.lastPurge) < PurgeInterval {
 		return nil, opError(op, errPurgeInProgress(q.name))
@@ -265,15 +249,11 @@ func (f *Fake) PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optF
 // the given queue as their dead-letter queue.
 func (f *Fake) ListDeadLetterSourceQueues(ctx context.Context, params *sqs.ListDeadLetterSourceQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error) {
 	const op = "ListDeadLetterSourceQueues"
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	dlq, err := f.lookup(op, params.QueueUrl)
+	dlq, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer f.mu.Unlock()
 	var urls []string
 	for _, q := range f.queues {
 		if q.redrive != nil && q.redrive.targetARN == dlq.arn {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 )
@@ -226,6 +227,43 @@ func (f *Fake) queueURL(name string) string {
 
 func (f *Fake) queueARN(name string) string {
 	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.opts.Region, f.opts.AccountID, name)
+}
+
+// enter counts and checks the call, locks the Fake and returns the queue at
+// url. On success f.mu is held and the caller must unlock it.
+func (f *Fake) enter(ctx context.Context, op string, url *string) (*queue, error) {
+	if err := f.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	return f.lockQueue(op, url)
+}
+
+// enterBatch is enter for a batch call of n entries: it applies SQS's
+// whole-request rules (entry count, distinct and well-formed IDs) first.
+func (f *Fake) enterBatch(ctx context.Context, op string, url *string, n int, id func(i int) *string) (*queue, error) {
+	if err := f.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = aws.ToString(id(i))
+	}
+	if err := checkBatch(ids); err != nil {
+		return nil, opError(op, err)
+	}
+	return f.lockQueue(op, url)
+}
+
+// lockQueue locks the Fake and returns the queue at url; it leaves f.mu
+// unlocked when there is no such queue.
+func (f *Fake) lockQueue(op string, url *string) (*queue, error) {
+	f.mu.Lock()
+	q, err := f.lookup(op, url)
+	if err != nil {
+		f.mu.Unlock()
+		return nil, err
+	}
+	return q, nil
 }
 
 // lookup returns the queue at url. f.mu must be held.
