@@ -24,8 +24,10 @@ const (
 	// deduplication ID.
 	DeduplicationInterval = 5 * time.Minute
 	// PurgeInterval is how long after a PurgeQueue another is refused.
-	PurgeInterval       = 60 * time.Second
-	maxMessageSizeLimit = 262144
+	PurgeInterval = 60 * time.Second
+	// maxMessageSizeLimit is the largest message (and batch) SQS takes: 1 MiB
+	// since August 2025, also the default MaximumMessageSize of a new queue.
+	maxMessageSizeLimit = 1 << 20
 )
 
 var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
