@@ -1,0 +1,190 @@
+// Command fifo shows sqsworker on a FIFO queue: the messages of one message
+// group are handled one at a time, in order, while different groups run in
+// parallel — and a failure holds its group back until the retry succeeds,
+// so order survives retries.
+//
+// Three bank accounts each get four ledger entries (message group = the
+// account). The second entry of account-b fails once; it is retried after
+// 1 s, and account-b's later entries wait for it while account-a and
+// account-c carry on. The retry policy here is a plain retry.PolicyFunc
+// (any function of the attempt works, not only a delivery policy).
+//
+// dlq.Setup makes the FIFO pair (name.fifo and name-dlq.fifo; a FIFO
+// queue's dead-letter queue must be FIFO too).
+//
+// Run it against the local emulators, which with-aws.sh starts (and stops
+// afterwards) when no endpoint is configured:
+//
+//	bash localstack/with-aws.sh go run ./examples/fifo
+//
+// or against LocalStack or any endpoint the AWS SDK is configured for. It
+// exits 0 only if every account's entries were applied once each, in order.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fifo: loading the AWS configuration:", err)
+		os.Exit(1)
+	}
+	if err := run(ctx, os.Stdout, sqs.NewFromConfig(cfg)); err != nil {
+		fmt.Fprintln(os.Stderr, "fifo:", err)
+		os.Exit(1)
+	}
+}
+
+var accounts = []string{"account-a", "account-b", "account-c"}
+
+const entries = 4 // per account
+
+// flakyEntry fails its first attempt.
+const flakyEntry = "account-b/2"
+
+func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
+	start := time.Now()
+	name := "sqsworker-fifo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, FIFO: true})
+	if err != nil {
+		return err
+	}
+	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	fmt.Fprintf(out, "FIFO queue %s, dead-letter queue %s\n", dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL))
+
+	// One batch per account: a batch keeps its order within a group.
+	for _, acct := range accounts {
+		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
+		for n := 1; n <= entries; n++ {
+			id := fmt.Sprintf("%s/%d", acct, n)
+			in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{
+				Id:                     aws.String(strconv.Itoa(n)),
+				MessageBody:            aws.String(id),
+				MessageGroupId:         aws.String(acct),
+				MessageDeduplicationId: aws.String(strings.ReplaceAll(id, "/", "-")),
+			})
+		}
+		if _, err := client.SendMessageBatch(ctx, in); err != nil {
+			return fmt.Errorf("sending %s's entries: %w", acct, err)
+		}
+	}
+	fmt.Fprintf(out, "sent %d entries to each of %s\n", entries, strings.Join(accounts, ", "))
+
+	var mu sync.Mutex
+	applied := map[string][]int{} // account → entries in the order applied
+	attempts := map[string]int{}  // entry → handler starts
+	h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		acct, nstr, _ := strings.Cut(m.Body, "/")
+		n, _ := strconv.Atoi(nstr)
+		time.Sleep(100 * time.Millisecond) // the work
+		mu.Lock()
+		defer mu.Unlock()
+		attempts[m.Body]++
+		at := time.Since(start).Seconds()
+		if m.Body == flakyEntry && m.Attempt == 1 {
+			fmt.Fprintf(out, "%5.1fs  %s entry %d: failed (attempt 1); the group waits for its retry\n", at, acct, n)
+			return errors.New("ledger service busy")
+		}
+		applied[acct] = append(applied[acct], n)
+		fmt.Fprintf(out, "%5.1fs  %s entry %d applied (group %s, attempt %d)\n", at, acct, n, m.GroupID, m.Attempt)
+		return nil
+	})
+	w, err := worker.New(client, target.SourceURL, h, func(o *worker.Options) {
+		o.RetryPolicy = retry.PolicyFunc(func(attempt int) (time.Duration, bool) {
+			return time.Second, attempt <= 3 // three retries, a second apart
+		})
+	})
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- w.Run(runCtx) }()
+	total := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, a := range applied {
+			n += len(a)
+		}
+		return n
+	}
+	err = waitFor(ctx, 30*time.Second, func() bool { return total() == len(accounts)*entries && w.Stats().InFlight == 0 })
+	cancel()
+	if rerr := <-runErr; err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return fmt.Errorf("waiting for the entries (%d applied): %w", total(), err)
+	}
+
+	want := []int{1, 2, 3, 4}
+	for _, acct := range accounts {
+		fmt.Fprintf(out, "%s: applied in order %v\n", acct, applied[acct])
+		if !slices.Equal(applied[acct], want) {
+			return fmt.Errorf("%s's entries were applied as %v, want %v", acct, applied[acct], want)
+		}
+	}
+	if attempts[flakyEntry] != 2 {
+		return fmt.Errorf("%s ran %d times, want 2 (one failure, one retry)", flakyEntry, attempts[flakyEntry])
+	}
+	for _, u := range []string{target.SourceURL, target.QueueURL} {
+		c, err := dlq.Count(ctx, client, u)
+		if err != nil {
+			return err
+		}
+		if c.Total() != 0 {
+			return fmt.Errorf("queue %s still holds %d messages", dlq.QueueName(u), c.Total())
+		}
+	}
+	fmt.Fprintln(out, "ok: every account's entries applied once, in order, the failed one retried in place")
+	return nil
+}
+
+// waitFor polls cond until it holds, ctx ends, or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// deleteQueues removes the example's queues, even after an interrupt.
+func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, u := range urls {
+		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+	}
+}
