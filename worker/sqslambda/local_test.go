@@ -352,3 +352,29 @@ func TestRunLocalRefusesWhatLambdaRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestWithoutClientFailuresWaitForTheVisibilityTimeout is the contrast to
+// TestRunLocalSettlesLikeLambda: without a client a failed record comes
+// back only when the queue's visibility timeout (30 s) ends.
+func TestWithoutClientFailuresWaitForTheVisibilityTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newFakeQueue(t, "orders")
+		f.MustSend(t, src, "flaky-1")
+		var at []time.Duration
+		start := time.Now()
+		h := sqslambda.New(worker.Chain(jobs, func(next worker.Handler) worker.Handler {
+			return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+				at = append(at, time.Since(start))
+				return next.Handle(ctx, m)
+			})
+		}), func(o *sqslambda.Options) { o.Logger = quiet; o.RetryPolicy = fixedPolicy(3, 2*time.Second) })
+		stop := startLocal(t, f, src, h.Handle, reportFailures)
+		time.Sleep(45 * time.Second)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if want := []time.Duration{0, 30 * time.Second}; !slices.Equal(at, want) {
+			t.Errorf("attempts at %v, want %v", at, want)
+		}
+	})
+}
