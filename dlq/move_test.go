@@ -304,7 +304,7 @@ func TestMoveNearSizeLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, target := fakePair(t, "orders")
-			body := strings.Repeat("b", DefaultMaxMessageSize-tc.spare)
+			body := strings.Repeat("b", target.MaxMessageSize-tc.spare)
 			f.MustSend(t, target.SourceURL, body)
 			msg := receiveOne(t, f, target.SourceURL)
 			logger, logs := logBuffer()
