@@ -1,0 +1,283 @@
+// Command lambda is an AWS Lambda function that processes orders from an SQS
+// queue with sqsworker's job code: the same worker.Handler a long-lived
+// worker.Worker would run, wrapped by worker/sqslambda. Failed orders are
+// retried after the retry policy's delay (not the queue's visibility
+// timeout), and bad orders go to the dead-letter queue with their reason.
+//
+// Deployed (see README.md for the event source mapping and IAM), it calls
+// lambda.Start. With SQSWORKER_LOCAL=1 it runs on this machine instead,
+// invoked by sqslambda.RunLocal the way Lambda's event source mapping would
+// invoke it:
+//
+//	SQSWORKER_LOCAL=1 bash localstack/with-aws.sh go run ./examples/lambda
+//
+// creates a queue pair, sends six sample orders (three good, one that fails
+// once, two bad), runs the function until every order is settled, prints
+// where each one ended, and deletes the queues. It exits 0 only if the good
+// orders were processed, the flaky one after a retry of about a second,
+// and the bad ones are in the dead-letter queue.
+//
+//	SQSWORKER_LOCAL=1 SQSWORKER_QUEUE_URL=http://... go run ./examples/lambda
+//
+// runs the function against an existing queue until interrupted.
+//
+// Environment:
+//
+//	SQSWORKER_LOCAL=1         run locally instead of lambda.Start
+//	SQSWORKER_QUEUE_URL       local mode: the queue to consume (else a demo queue pair)
+//	SQSWORKER_RETRY_POLICY    the retry policy, as SNS delivery policy JSON (default: retryPolicyJSON)
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/worker"
+	"github.com/sqsworker/sqsworker/worker/sqslambda"
+)
+
+// retryPolicyJSON is the default retry policy: four retries, exponential
+// from 1 s to 30 s. A worker.Worker consuming the same queue would take the
+// same policy.
+const retryPolicyJSON = `{"healthyRetryPolicy":{"minDelayTarget":1,"maxDelayTarget":30,"numRetries":4,"backoffFunction":"exponential"}}`
+
+// functionTimeout is the function's timeout; the queue's visibility timeout
+// should be at least 6 times as long (AWS's advice for SQS event sources).
+const functionTimeout = 5 * time.Second
+
+func main() {
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lambda: loading the AWS configuration:", err)
+		os.Exit(1)
+	}
+	client := sqs.NewFromConfig(cfg)
+	policy, err := retryPolicy(os.Getenv("SQSWORKER_RETRY_POLICY"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lambda:", err)
+		os.Exit(1)
+	}
+
+	if os.Getenv("SQSWORKER_LOCAL") != "1" {
+		log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+		lambda.Start(newFunction(client, policy, log).Handle)
+		return
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: dropTime}))
+	if url := os.Getenv("SQSWORKER_QUEUE_URL"); url != "" {
+		err = runLocal(ctx, client, url, newFunction(client, policy, log), log)
+	} else {
+		err = runDemo(ctx, os.Stdout, client, policy)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lambda:", err)
+		os.Exit(1)
+	}
+}
+
+// retryPolicy parses an SNS-style delivery policy, or the default.
+func retryPolicy(s string) (retry.Policy, error) {
+	if s == "" {
+		s = retryPolicyJSON
+	}
+	p, err := retry.ParseDeliveryPolicySQS([]byte(s))
+	if err != nil {
+		return nil, fmt.Errorf("SQSWORKER_RETRY_POLICY: %w", err)
+	}
+	return p, nil
+}
+
+// order is the job's input.
+type order struct {
+	ID    string `json:"id"`
+	Qty   int    `json:"qty"`
+	Flaky bool   `json:"flaky,omitempty"` // the payment service is busy on the first attempt
+}
+
+// processOrder is the job code: nothing in it knows about Lambda.
+func processOrder(ctx context.Context, m *worker.Message) error {
+	var o order
+	if err := json.Unmarshal([]byte(m.Body), &o); err != nil {
+		return retry.Permanent(fmt.Errorf("not an order: %w", err))
+	}
+	if o.Qty <= 0 {
+		return retry.Permanent(fmt.Errorf("order %s has no items", o.ID))
+	}
+	if o.Flaky && m.Attempt == 1 {
+		return errors.New("payment service busy")
+	}
+	return nil // charge, ship, …
+}
+
+// logged is middleware that logs every attempt's outcome.
+func logged(log *slog.Logger) worker.Middleware {
+	return func(next worker.Handler) worker.Handler {
+		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			err := next.Handle(ctx, m)
+			log.Info("order attempt", "message", m.ID, "body", m.Body, "attempt", m.Attempt, "err", err)
+			return err
+		})
+	}
+}
+
+// newFunction is the Lambda function: the job code with its middleware
+// (logging, then any extra), settled by sqslambda with the client for
+// backoff and dead-letter moves.
+func newFunction(client *sqs.Client, policy retry.Policy, log *slog.Logger, extra ...worker.Middleware) *sqslambda.Handler {
+	mw := append([]worker.Middleware{logged(log)}, extra...)
+	return sqslambda.New(worker.Chain(worker.HandlerFunc(processOrder), mw...), func(o *sqslambda.Options) {
+		o.Client = client
+		o.RetryPolicy = policy
+		o.Logger = log
+		o.Concurrency = 4
+	})
+}
+
+// runLocal invokes fn for the queue's messages, as Lambda would, until ctx
+// ends.
+func runLocal(ctx context.Context, client *sqs.Client, queueURL string, fn *sqslambda.Handler, log *slog.Logger) error {
+	return sqslambda.RunLocal(ctx, client, queueURL, fn.Handle, func(o *sqslambda.LocalOptions) {
+		o.ReportBatchItemFailures = true // FunctionResponseTypes: ["ReportBatchItemFailures"]
+		o.FunctionTimeout = functionTimeout
+		o.WaitTime = 2 * time.Second
+		o.FunctionName = "orders"
+		o.Logger = log
+	})
+}
+
+// samples are the demo's orders.
+var samples = []string{
+	`{"id":"A-1","qty":2}`,
+	`{"id":"A-2","qty":1,"flaky":true}`,
+	`{"id":"A-3","qty":5}`,
+	`{"id":"A-4","qty":0}`,
+	`this is not json`,
+	`{"id":"A-5","qty":3}`,
+}
+
+// runDemo creates a queue pair, sends the samples, runs the function
+// locally until every sample is settled, and checks where each ended.
+func runDemo(ctx context.Context, out io.Writer, client *sqs.Client, policy retry.Policy) error {
+	name := "sqsworker-lambda-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, VisibilityTimeout: 6 * functionTimeout, MaxReceiveCount: 10})
+	if err != nil {
+		return err
+	}
+	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	fmt.Fprintf(out, "queue %s (visibility timeout %v), dead-letter queue %s\n", dlq.QueueName(target.SourceURL), 6*functionTimeout, dlq.QueueName(target.QueueURL))
+	for _, body := range samples {
+		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(body)}); err != nil {
+			return fmt.Errorf("sending the sample orders: %w", err)
+		}
+	}
+	fmt.Fprintf(out, "sent %d orders; invoking the function as Lambda's event source mapping would\n", len(samples))
+
+	start := time.Now()
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{ReplaceAttr: dropTime}))
+	var mu sync.Mutex
+	var attempts []time.Duration // when the flaky order ran
+	probe := func(next worker.Handler) worker.Handler {
+		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			if strings.Contains(m.Body, `"flaky":true`) {
+				mu.Lock()
+				attempts = append(attempts, time.Since(start))
+				mu.Unlock()
+			}
+			return next.Handle(ctx, m)
+		})
+	}
+	fn := newFunction(client, policy, log, probe)
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- runLocal(runCtx, client, target.SourceURL, fn, log) }()
+	settled := func() (bool, error) {
+		src, err := dlq.Count(ctx, client, target.SourceURL)
+		if err != nil {
+			return false, err
+		}
+		dead, err := dlq.Count(ctx, client, target.QueueURL)
+		return src.Total() == 0 && dead.Total() == 2, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok, err := settled()
+		if err != nil {
+			cancel()
+			<-done
+			return err
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			return errors.New("the sample orders were not settled within 30 s")
+		}
+		select {
+		case err := <-done:
+			return fmt.Errorf("the local runner stopped: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		return err
+	}
+
+	dead, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	if err != nil {
+		return err
+	}
+	for _, m := range dead {
+		fmt.Fprintf(out, "dead-letter queue: %s — %s\n", m.Body, m.Provenance.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(attempts) != 2 {
+		return fmt.Errorf("the flaky order ran %d times, want 2", len(attempts))
+	}
+	fmt.Fprintf(out, "ok: 4 orders processed, the flaky one retried after %.1fs (visibility timeout %v); 2 bad orders in the dead-letter queue with their reason\n",
+		(attempts[1] - attempts[0]).Seconds(), 6*functionTimeout)
+	return nil
+}
+
+// deleteQueues removes the demo's queues, even after an interrupt.
+func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, u := range urls {
+		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+	}
+}
+
+// dropTime leaves the time out of local log lines.
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey && len(groups) == 0 {
+		return slog.Attr{}
+	}
+	return a
+}
