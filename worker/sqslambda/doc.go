@@ -8,8 +8,8 @@
 //
 //	h := worker.Chain(processOrder, logging)
 //	lambda.Start(sqslambda.New(h, func(o *sqslambda.Options) {
-//		o.Client = sqs.NewFromConfig(cfg)        // backoff and DLQ moves
-//		o.RetryPolicy = policy                    // the worker's policy
+//		o.Client = sqs.NewFromConfig(cfg) // backoff and DLQ moves
+//		o.RetryPolicy = policy            // the worker's policy
 //	}).Handle)
 //
 // and RunLocal runs that function against LocalStack, an emulator or a real
