@@ -86,7 +86,9 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	defer b.scncl()
 	b.run()
 	b.settle()
+	outcomes := map[string]int{}
 	for _, r := range b.recs {
+		outcomes[r.outcome]++
 		if !r.report {
 			continue
 		}
@@ -95,6 +97,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 		}
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.ev.MessageId})
 	}
+	h.opts.Logger.Debug("sqslambda: batch settled", "records", len(b.recs), "reported", len(resp.BatchItemFailures), "outcomes", outcomes)
 	return resp, nil
 }
 
@@ -119,7 +122,7 @@ type rec struct {
 
 	report     bool  // reported in batchItemFailures
 	visibility int32 // visibility to set before returning; -1: leave as it is
-	outcome    string
+	outcome    string // what became of it, for the batch's debug log
 }
 
 // batch is one invocation's records and their scheduling.
