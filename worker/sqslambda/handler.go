@@ -120,8 +120,8 @@ type rec struct {
 	state recState
 	ok    bool // done and succeeded: later records of its group may run
 
-	report     bool  // reported in batchItemFailures
-	visibility int32 // visibility to set before returning; -1: leave as it is
+	report     bool   // reported in batchItemFailures
+	visibility int32  // visibility to set before returning; -1: leave as it is
 	outcome    string // what became of it, for the batch's debug log
 }
 
