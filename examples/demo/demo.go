@@ -106,7 +106,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	}
 	keep := false
 	defer func() {
-		if keep || err != nil {
+		if keep || (err != nil && !errors.Is(err, context.Canceled)) {
 			con.Printf("queues kept for a look: %s and %s", target.SourceURL, target.QueueURL)
 			return
 		}
@@ -146,6 +146,9 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 		o.RetryPolicy = policy
 		o.WaitTime = s.WaitTime
 		o.HandlerName = "demo.processOrder"
+		// On Ctrl-C, give running jobs 3 s (the default is 30 s), then
+		// cancel them and release their messages.
+		o.ShutdownTimeout = 3 * time.Second
 		o.Logger = slog.New(slog.NewTextHandler(con.logWriter(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
 	if err != nil {

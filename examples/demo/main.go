@@ -22,10 +22,11 @@
 // It closes with a reconciliation computed from facts — what was sent, what
 // the handlers completed, what the dead-letter queue holds:
 //
-//	sent 300 = done 297 + in DLQ 3, lost 0, duplicates 0, SQS requests per job 0.71
+//	sent 300 = done 297 + in DLQ 3, lost 0, duplicates 0, SQS requests per job 1.18
 //
-// and exits non-zero if any job is lost. It takes about half a minute and
-// deletes its queues at the end.
+// and exits non-zero if any job is lost. It takes about 20 seconds and
+// deletes its queues at the end (it keeps them, and says so, when something
+// went wrong). Ctrl-C stops it cleanly within a few seconds.
 //
 // Run it with
 //

@@ -1,0 +1,105 @@
+package readme
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// Job stands for the user's job type in the snippets.
+type Job struct {
+	OrderID string `json:"order_id"`
+}
+
+// Process stands for the user's work.
+func (j Job) Process(ctx context.Context) error {
+	if j.OrderID == "" {
+		return errors.New("no order ID")
+	}
+	return nil
+}
+
+// handleOrder is the handler of the embedding snippet, for the test snippet.
+var handleOrder = worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	var job Job
+	if err := json.Unmarshal([]byte(m.Body), &job); err != nil {
+		return retry.Permanent(err)
+	}
+	return job.Process(ctx)
+})
+
+// README: Embedding a worker in a service.
+
+func serve(ctx context.Context, queueURL string) error {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return err
+	}
+	policy, err := retry.ParseDeliveryPolicy([]byte(`{"healthyRetryPolicy": {"minDelayTarget": 10,
+		"maxDelayTarget": 600, "numRetries": 4, "backoffFunction": "exponential"}}`))
+	if err != nil {
+		return err
+	}
+	h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		var job Job
+		if err := json.Unmarshal([]byte(m.Body), &job); err != nil {
+			return retry.Permanent(err) // poison: to the DLQ now, with the reason
+		}
+		return job.Process(ctx) // nil: deleted; an error: retried on the policy
+	})
+	w, err := worker.New(sqs.NewFromConfig(cfg), queueURL, h, func(o *worker.Options) {
+		o.Concurrency = 20
+		o.RetryPolicy = policy
+	})
+	if err != nil {
+		return err // e.g. the queue has no RedrivePolicy; the error says what to do
+	}
+	return w.Run(ctx) // until ctx is cancelled (SIGTERM), then a graceful drain
+}
+
+// README: Testing your handlers with sqstest.
+
+func TestPoisonGoesToTheDLQ(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) { // virtual time: retries and long polls cost nothing
+		client := sqstest.New()
+		target, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: "orders"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client.SendMessage(t.Context(), &sqs.SendMessageInput{
+			QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(`{"order_id": 42`),
+		})
+
+		w, err := worker.New(client, target.SourceURL, handleOrder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		for w.Stats().DeadLettered == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		cancel()
+		<-done
+
+		dead := client.Messages(target.QueueURL)
+		if len(dead) != 1 {
+			t.Fatalf("the DLQ holds %d messages, want the poison one", len(dead))
+		}
+		p, _ := dlq.ParseProvenance(dead[0].Attributes)
+		t.Log("dead-lettered:", p.Error) // permanent failure: unexpected end of JSON input
+	})
+}

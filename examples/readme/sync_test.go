@@ -1,0 +1,113 @@
+package readme
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// fencedBlocks returns the contents of md's code blocks fenced as ```lang.
+func fencedBlocks(md, lang string) []string {
+	var blocks []string
+	rest := md
+	for {
+		_, after, ok := strings.Cut(rest, "\n```"+lang+"\n")
+		if !ok {
+			return blocks
+		}
+		body, tail, ok := strings.Cut(after, "\n```\n")
+		if !ok {
+			return blocks
+		}
+		blocks = append(blocks, body+"\n")
+		rest = "\n" + tail
+	}
+}
+
+// section returns the README section under the heading, up to the next
+// heading of the same level.
+func section(md, heading string) string {
+	_, after, ok := strings.Cut(md, "\n"+heading+"\n")
+	if !ok {
+		return ""
+	}
+	body, _, _ := strings.Cut(after, "\n## ")
+	return body
+}
+
+// TestReadmeGoBlocksAreCompiled checks that every Go block of the README
+// appears verbatim in readme_test.go, where it compiles (and the test
+// snippet runs), so the README's code cannot drift from the API.
+func TestReadmeGoBlocksAreCompiled(t *testing.T) {
+	md := readFile(t, "../../README.md")
+	src := readFile(t, "readme_test.go")
+	blocks := fencedBlocks(md, "go")
+	if len(blocks) < 2 {
+		t.Fatalf("found %d Go blocks in README.md; expected the embedding and the sqstest snippets at least", len(blocks))
+	}
+	for i, b := range blocks {
+		if !strings.Contains(src, b) {
+			first, _, _ := strings.Cut(b, "\n")
+			t.Errorf("README.md Go block %d (%q) does not appear verbatim in examples/readme/readme_test.go; copy it there so it compiles", i+1, first)
+		}
+	}
+}
+
+// TestReadmeConfigurationReference checks that the configuration table
+// has a row for every worker.Options field and none for a field that is
+// gone.
+func TestReadmeConfigurationReference(t *testing.T) {
+	ref := section(readFile(t, "../../README.md"), "## Configuration reference")
+	if ref == "" {
+		t.Fatal(`README.md has no "## Configuration reference" section`)
+	}
+	fields := map[string]bool{}
+	for f := range reflect.TypeFor[worker.Options]().Fields() {
+		if f.IsExported() {
+			fields[f.Name] = true
+			if !strings.Contains(ref, "\n| `"+f.Name+"` |") {
+				t.Errorf("the configuration reference has no row for worker.Options.%s; add it with its default from worker/options.go", f.Name)
+			}
+		}
+	}
+	for _, m := range regexp.MustCompile("\n\\| `([A-Za-z]+)` \\|").FindAllStringSubmatch(ref, -1) {
+		if !fields[m[1]] {
+			t.Errorf("the configuration reference has a row for %s, which worker.Options does not have", m[1])
+		}
+	}
+}
+
+// TestReadmeListsEveryExample checks that each example program is linked
+// from the README's examples table.
+func TestReadmeListsEveryExample(t *testing.T) {
+	md := readFile(t, "../../README.md")
+	dirs, err := os.ReadDir("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("..", d.Name(), "main.go")); err != nil {
+			continue
+		}
+		if !strings.Contains(md, "(examples/"+d.Name()+")") {
+			t.Errorf("README.md does not link examples/%s; add it to the examples table", d.Name())
+		}
+	}
+}
