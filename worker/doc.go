@@ -10,7 +10,7 @@
 //	                                        (ChangeMessageVisibilityBatch, capped by SQS's 12 h limit from receipt)
 //	retries exhausted                     → moved to the DLQ now, with provenance (dlq.Mover: send, then delete)
 //	retry.Permanent(err)                  → moved to the DLQ now, with provenance
-//	retry.After(d, err)                   → visibility set to exactly d (capped)
+//	retry.After(d, err)                   → visibility set to exactly d (capped); the attempt still counts
 //	handler still running                 → the heartbeat (package visibility) extends the visibility in batches;
 //	                                        if ownership is lost the handler's context is cancelled with the cause
 //	received, not started, at shutdown    → released at once (visibility 0) for another consumer

@@ -7,7 +7,8 @@ import "context"
 //   - nil: done; the message is deleted.
 //   - retry.Permanent(err): poison or bad input; the message is moved to the
 //     dead-letter queue now, with err as the reason.
-//   - retry.After(d, err): retried after exactly d.
+//   - retry.After(d, err): retried after exactly d (the attempt still counts
+//     against the policy: once it has no retries left, the DLQ).
 //   - any other error (and a panic, or the handler timeout): retried after
 //     the delay Options.RetryPolicy gives for this attempt, or moved to the
 //     dead-letter queue when the policy has no retries left.

@@ -58,10 +58,12 @@ type Decision struct {
 //   - nil: Delete.
 //   - retry.Permanent(err): DeadLetter, reason "permanent failure"
 //     (Permanent wins over After).
-//   - retry.After(d, err): RetryAfter d.
 //   - any other error: policy.Delay(attempt); RetryAfter its delay, or
 //     DeadLetter "retries exhausted after <attempt> attempts" when the
 //     policy gives up.
+//   - retry.After(d, err): as any other error, but RetryAfter exactly d:
+//     After replaces the policy's delay, not its attempt budget, so a
+//     handler that keeps asking for later cannot retry forever.
 //
 // Decide does no I/O and reads no clock; policy must not be nil.
 func Decide(err error, attempt int, policy retry.Policy) Decision {
@@ -71,12 +73,12 @@ func Decide(err error, attempt int, policy retry.Policy) Decision {
 	if retry.IsPermanent(err) {
 		return Decision{Outcome: DeadLetter, Reason: "permanent failure"}
 	}
-	if d, ok := retry.AfterDelay(err); ok {
-		return Decision{Outcome: RetryAfter, Delay: retry.Cap(d)}
-	}
 	d, again := policy.Delay(attempt)
 	if !again {
 		return Decision{Outcome: DeadLetter, Reason: fmt.Sprintf("retries exhausted after %d attempts", attempt)}
+	}
+	if after, ok := retry.AfterDelay(err); ok {
+		d = after
 	}
 	return Decision{Outcome: RetryAfter, Delay: retry.Cap(d)}
 }

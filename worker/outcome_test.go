@@ -1,4 +1,4 @@
-package sqslambda_test
+package worker_test
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ func TestDecide(t *testing.T) {
 		{"wrapped permanent", fmt.Errorf("order 7: %w", retry.ErrPermanent), 1, worker.Decision{Outcome: worker.DeadLetter, Reason: "permanent failure"}},
 		{"permanent wins over after", retry.Permanent(retry.After(time.Minute, boom)), 1, worker.Decision{Outcome: worker.DeadLetter, Reason: "permanent failure"}},
 		{"after", retry.After(90*time.Second, boom), 1, worker.Decision{Outcome: worker.RetryAfter, Delay: 90 * time.Second}},
-		{"after, policy exhausted (worker keeps the delay)", retry.After(90*time.Second, boom), 9, worker.Decision{Outcome: worker.RetryAfter, Delay: 90 * time.Second}},
+		{"after, policy exhausted", retry.After(90*time.Second, boom), 9, worker.Decision{Outcome: worker.DeadLetter, Reason: "retries exhausted after 9 attempts"}},
 		{"after beyond 12h is capped", retry.After(48*time.Hour, nil), 1, worker.Decision{Outcome: worker.RetryAfter, Delay: retry.MaxVisibilityTimeout}},
 		{"wrapped after", fmt.Errorf("upstream: %w", retry.After(3*time.Second, boom)), 1, worker.Decision{Outcome: worker.RetryAfter, Delay: 3 * time.Second}},
 		{"panic", fmt.Errorf("%w: oops", worker.ErrPanic), 1, worker.Decision{Outcome: worker.RetryAfter, Delay: 5 * time.Second}},
