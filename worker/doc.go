@@ -47,6 +47,7 @@
 // # IAM
 //
 // The worker needs sqs:GetQueueAttributes, sqs:ReceiveMessage,
-// sqs:DeleteMessage, sqs:ChangeMessageVisibility on the queue, and
-// sqs:GetQueueUrl and sqs:SendMessage on its dead-letter queue.
+// sqs:DeleteMessage and sqs:ChangeMessageVisibility on the queue, and
+// sqs:GetQueueUrl, sqs:GetQueueAttributes and sqs:SendMessage on its
+// dead-letter queue.
 package worker

@@ -145,7 +145,7 @@ func describeQueueError(queueURL string, err error) error {
 		return fmt.Errorf("sqsworker: queue %s does not exist; check the URL, the region and the account (or create it, e.g. with dlq.Setup): %w", queueURL, err)
 	}
 	if isFatal(err) {
-		return fmt.Errorf("sqsworker: cannot read queue %s: access or credentials problem; check the credentials and that the IAM policy allows sqs:GetQueueAttributes, sqs:ReceiveMessage, sqs:DeleteMessage, sqs:ChangeMessageVisibility and sqs:SendMessage on the queue and its DLQ: %w", queueURL, err)
+		return fmt.Errorf("sqsworker: cannot read queue %s: access or credentials problem; check the credentials and that the IAM policy allows sqs:GetQueueAttributes, sqs:ReceiveMessage, sqs:DeleteMessage and sqs:ChangeMessageVisibility on the queue, and sqs:GetQueueUrl, sqs:GetQueueAttributes and sqs:SendMessage on its DLQ: %w", queueURL, err)
 	}
 	return fmt.Errorf("sqsworker: cannot read the attributes of queue %s: %w", queueURL, err)
 }

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -16,6 +17,7 @@ import (
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
+	"github.com/sqsworker/sqsworker/worker/sqslambda"
 )
 
 // Job stands for the user's job type in the snippets.
@@ -67,6 +69,16 @@ func serve(ctx context.Context, queueURL string) error {
 		return err // e.g. the queue has no RedrivePolicy; the error says what to do
 	}
 	return w.Run(ctx) // until ctx is cancelled (SIGTERM), then a graceful drain
+}
+
+// README: Running on AWS Lambda.
+
+func lambdaMain(cfg aws.Config, h worker.Handler, policy retry.Policy) {
+	fn := sqslambda.New(h, func(o *sqslambda.Options) {
+		o.Client = sqs.NewFromConfig(cfg) // backoff and dead-letter moves
+		o.RetryPolicy = policy            // the worker's policy
+	})
+	lambda.Start(fn.Handle)
 }
 
 // README: Testing your handlers with sqstest.
