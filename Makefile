@@ -9,7 +9,7 @@
 GO        ?= go
 WITH_AWS  := bash localstack/with-aws.sh
 TESTFLAGS ?=
-BENCHTIME ?= 1x
+BENCHTIME ?= 3x
 
 .PHONY: test conformance unit lint bench demo emulators-start emulators-stop fuzz
 
