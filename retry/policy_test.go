@@ -124,3 +124,18 @@ func TestReceiveCount(t *testing.T) {
 		t.Errorf("AttemptCounterFunc = %d, want 4", got)
 	}
 }
+
+func TestMaxDeliveries(t *testing.T) {
+	for _, tc := range []struct {
+		p    retry.Policy
+		want int
+	}{
+		{retry.DefaultDeliveryPolicy(), 4},
+		{retry.PolicyFunc(func(int) (time.Duration, bool) { return 0, false }), 1},
+		{retry.PolicyFunc(func(int) (time.Duration, bool) { return time.Second, true }), 1000},
+	} {
+		if got := retry.MaxDeliveries(tc.p); got != tc.want {
+			t.Errorf("MaxDeliveries = %d, want %d", got, tc.want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/visibility"
 )
 
@@ -125,13 +126,7 @@ func New(client API, queueURL string, h Handler, optFns ...func(*Options)) (*Wor
 // checkPolicy warns when SQS would dead-letter a message before the retry
 // policy gives up, which moves it without provenance.
 func (w *Worker) checkPolicy(t dlq.Target) {
-	attempts := 1
-	for attempts <= 1000 {
-		if _, ok := w.opts.RetryPolicy.Delay(attempts); !ok {
-			break
-		}
-		attempts++
-	}
+	attempts := retry.MaxDeliveries(w.opts.RetryPolicy)
 	if t.MaxReceiveCount > 0 && t.MaxReceiveCount < attempts {
 		w.opts.Logger.Warn("sqsworker: the queue's maxReceiveCount is lower than the retry policy's attempts; SQS will dead-letter messages before the policy gives up (without provenance). Raise maxReceiveCount or shorten the policy",
 			"queue", w.queueURL, "maxReceiveCount", t.MaxReceiveCount, "policyAttempts", attempts)

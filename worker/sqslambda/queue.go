@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/retry"
 )
 
 // queueState is what a Handler knows about one source queue.
@@ -86,13 +87,7 @@ func (h *Handler) mover(ctx context.Context, q *queueState) (*dlq.Mover, error) 
 // checkPolicy warns when SQS would dead-letter a record before the retry
 // policy gives up, which moves it without provenance.
 func (h *Handler) checkPolicy(t dlq.Target) {
-	attempts := 1
-	for attempts <= 1000 {
-		if _, ok := h.opts.RetryPolicy.Delay(attempts); !ok {
-			break
-		}
-		attempts++
-	}
+	attempts := retry.MaxDeliveries(h.opts.RetryPolicy)
 	if t.MaxReceiveCount > 0 && t.MaxReceiveCount < attempts {
 		h.opts.Logger.Warn("sqslambda: the queue's maxReceiveCount is lower than the retry policy's attempts; SQS will dead-letter records before the policy gives up (without provenance). Raise maxReceiveCount or shorten the policy",
 			"queue", t.SourceURL, "maxReceiveCount", t.MaxReceiveCount, "policyAttempts", attempts)
