@@ -5,33 +5,23 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "basic: loading the AWS configuration:", err)
-		os.Exit(1)
-	}
-	if err := run(ctx, os.Stdout, sqs.NewFromConfig(cfg)); err != nil {
-		fmt.Fprintln(os.Stderr, "basic:", err)
-		os.Exit(1)
-	}
+	exampleutil.Main("basic", func(ctx context.Context, cfg aws.Config) error {
+		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg))
+	})
 }
 
 const jobs = 10
@@ -44,7 +34,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	if err != nil {
 		return err
 	}
-	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	fmt.Fprintf(out, "queue %s, dead-letter queue %s\n", dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL))
 
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
@@ -89,7 +79,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 		defer mu.Unlock()
 		return len(handled)
 	}
-	if err := waitFor(ctx, 30*time.Second, func() bool { return count() == jobs }); err != nil {
+	if err := exampleutil.WaitFor(ctx, 30*time.Second, func() bool { return count() == jobs }); err != nil {
 		cancel()
 		<-runErr
 		return fmt.Errorf("%d of %d jobs handled: %w", count(), jobs, err)
@@ -119,27 +109,4 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	}
 	fmt.Fprintln(out, "ok: every job handled once; both queues empty")
 	return nil
-}
-
-// waitFor polls cond until it holds, ctx ends, or timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// deleteQueues removes the example's queues, even after an interrupt.
-func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	for _, u := range urls {
-		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-	}
 }

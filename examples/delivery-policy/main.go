@@ -6,33 +6,23 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "delivery-policy: loading the AWS configuration:", err)
-		os.Exit(1)
-	}
-	if err := run(ctx, os.Stdout, sqs.NewFromConfig(cfg)); err != nil {
-		fmt.Fprintln(os.Stderr, "delivery-policy:", err)
-		os.Exit(1)
-	}
+	exampleutil.Main("delivery-policy", func(ctx context.Context, cfg aws.Config) error {
+		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg))
+	})
 }
 
 const policyJSON = `{"healthyRetryPolicy": {"minDelayTarget": 1, "maxDelayTarget": 3, "numRetries": 3, "backoffFunction": "linear"}}`
@@ -65,7 +55,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	if err != nil {
 		return err
 	}
-	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	findings, err := dlq.Lint(ctx, client, target.SourceURL, dlq.LintOptions{Schedule: policy})
 	if err != nil {
 		return err
@@ -140,7 +130,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 		st := w.Stats()
 		return st.Succeeded == 2 && st.DeadLettered == 1 && st.InFlight == 0
 	}
-	err = waitFor(ctx, total+20*time.Second, settled)
+	err = exampleutil.WaitFor(ctx, total+20*time.Second, settled)
 	cancel()
 	if rerr := <-runErr; err == nil {
 		err = rerr
@@ -168,27 +158,4 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	}
 	fmt.Fprintln(out, "ok: retries on schedule; the broken job is in the dead-letter queue with its reason")
 	return nil
-}
-
-// waitFor polls cond until it holds, ctx ends, or timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// deleteQueues removes the example's queues, even after an interrupt.
-func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	for _, u := range urls {
-		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-	}
 }

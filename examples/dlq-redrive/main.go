@@ -6,35 +6,25 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dlq-redrive: loading the AWS configuration:", err)
-		os.Exit(1)
-	}
-	if err := run(ctx, os.Stdout, sqs.NewFromConfig(cfg)); err != nil {
-		fmt.Fprintln(os.Stderr, "dlq-redrive:", err)
-		os.Exit(1)
-	}
+	exampleutil.Main("dlq-redrive", func(ctx context.Context, cfg aws.Config) error {
+		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg))
+	})
 }
 
 // The orders sent: two fine, two for a product added to the catalogue
@@ -78,7 +68,7 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 	if err != nil {
 		return err
 	}
-	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
 	for i, body := range orders {
 		in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body)})
@@ -127,7 +117,7 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 		st := wk.Stats()
 		return st.Succeeded+st.DeadLettered == int64(len(orders)) && st.InFlight == 0
 	}
-	if err := waitFor(ctx, 30*time.Second, settled); err != nil {
+	if err := exampleutil.WaitFor(ctx, 30*time.Second, settled); err != nil {
 		stop()
 		return fmt.Errorf("waiting for the orders (%+v): %w", wk.Stats(), err)
 	}
@@ -167,7 +157,7 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 		return err
 	}
 	fmt.Fprintf(out, "redrive (%s): %d scanned, %d moved back, %d left\n", res.Method, res.Scanned, res.Moved, res.Skipped)
-	if err := waitFor(ctx, 30*time.Second, func() bool { return doneCount() == 4 && wk.Stats().InFlight == 0 }); err != nil {
+	if err := exampleutil.WaitFor(ctx, 30*time.Second, func() bool { return doneCount() == 4 && wk.Stats().InFlight == 0 }); err != nil {
 		stop()
 		return fmt.Errorf("waiting for the redriven orders: %w", err)
 	}
@@ -214,27 +204,4 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// waitFor polls cond until it holds, ctx ends, or timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// deleteQueues removes the example's queues, even after an interrupt.
-func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	for _, u := range urls {
-		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-	}
 }

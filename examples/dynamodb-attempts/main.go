@@ -6,37 +6,27 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/retry/dynamocounter"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "dynamodb-attempts: loading the AWS configuration:", err)
-		os.Exit(1)
-	}
-	if err := run(ctx, os.Stdout, sqs.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg)); err != nil {
-		fmt.Fprintln(os.Stderr, "dynamodb-attempts:", err)
-		os.Exit(1)
-	}
+	exampleutil.Main("dynamodb-attempts", func(ctx context.Context, cfg aws.Config) error {
+		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg))
+	})
 }
 
 func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Client) error {
@@ -57,7 +47,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 	if err != nil {
 		return err
 	}
-	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	sent, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("sync invoice 7")})
 	if err != nil {
 		return err
@@ -100,7 +90,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- w.Run(runCtx) }()
-	err = waitFor(ctx, 30*time.Second, func() bool { st := w.Stats(); return st.Succeeded == 1 && st.InFlight == 0 })
+	err = exampleutil.WaitFor(ctx, 30*time.Second, func() bool { st := w.Stats(); return st.Succeeded == 1 && st.InFlight == 0 })
 	cancel()
 	if rerr := <-runErr; err == nil {
 		err = rerr
@@ -142,27 +132,4 @@ func numberAttr(item map[string]ddbtypes.AttributeValue, name string) int64 {
 		return v
 	}
 	return 0
-}
-
-// waitFor polls cond until it holds, ctx ends, or timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// deleteQueues removes the example's queues, even after an interrupt.
-func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	for _, u := range urls {
-		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-	}
 }

@@ -6,36 +6,26 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "fifo: loading the AWS configuration:", err)
-		os.Exit(1)
-	}
-	if err := run(ctx, os.Stdout, sqs.NewFromConfig(cfg)); err != nil {
-		fmt.Fprintln(os.Stderr, "fifo:", err)
-		os.Exit(1)
-	}
+	exampleutil.Main("fifo", func(ctx context.Context, cfg aws.Config) error {
+		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg))
+	})
 }
 
 var accounts = []string{"account-a", "account-b", "account-c"}
@@ -52,7 +42,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	if err != nil {
 		return err
 	}
-	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	fmt.Fprintf(out, "FIFO queue %s, dead-letter queue %s\n", dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL))
 
 	// One batch per account: a batch keeps its order within a group.
@@ -113,7 +103,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 		}
 		return n
 	}
-	err = waitFor(ctx, 30*time.Second, func() bool { return total() == len(accounts)*entries && w.Stats().InFlight == 0 })
+	err = exampleutil.WaitFor(ctx, 30*time.Second, func() bool { return total() == len(accounts)*entries && w.Stats().InFlight == 0 })
 	cancel()
 	if rerr := <-runErr; err == nil {
 		err = rerr
@@ -143,27 +133,4 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	}
 	fmt.Fprintln(out, "ok: every account's entries applied once, in order, the failed one retried in place")
 	return nil
-}
-
-// waitFor polls cond until it holds, ctx ends, or timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// deleteQueues removes the example's queues, even after an interrupt.
-func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	for _, u := range urls {
-		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-	}
 }

@@ -5,33 +5,23 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "heartbeat: loading the AWS configuration:", err)
-		os.Exit(1)
-	}
-	if err := run(ctx, os.Stdout, sqs.NewFromConfig(cfg)); err != nil {
-		fmt.Fprintln(os.Stderr, "heartbeat:", err)
-		os.Exit(1)
-	}
+	exampleutil.Main("heartbeat", func(ctx context.Context, cfg aws.Config) error {
+		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg))
+	})
 }
 
 const (
@@ -53,7 +43,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	if err != nil {
 		return err
 	}
-	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:    aws.String(target.SourceURL),
 		MessageBody: aws.String("render video 42"),
@@ -121,7 +111,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 		spied <- got
 	}()
 
-	err = waitFor(ctx, jobTime+20*time.Second, func() bool { return w.Stats().Succeeded == 1 })
+	err = exampleutil.WaitFor(ctx, jobTime+20*time.Second, func() bool { return w.Stats().Succeeded == 1 })
 	spyDone.Store(true)
 	otherGot := <-spied
 	cancel()
@@ -170,27 +160,4 @@ func (p *extensionPrinter) ChangeMessageVisibilityBatch(ctx context.Context, in 
 		p.onExtend(len(out.Successful), in.Entries[0].VisibilityTimeout)
 	}
 	return out, err
-}
-
-// waitFor polls cond until it holds, ctx ends, or timeout passes.
-func waitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// deleteQueues removes the example's queues, even after an interrupt.
-func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	for _, u := range urls {
-		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-	}
 }

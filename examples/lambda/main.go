@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
@@ -156,7 +157,7 @@ func runDemo(ctx context.Context, out io.Writer, client *sqs.Client, policy retr
 	if err != nil {
 		return err
 	}
-	defer deleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	fmt.Fprintf(out, "queue %s (visibility timeout %v), dead-letter queue %s\n", dlq.QueueName(target.SourceURL), 6*functionTimeout, dlq.QueueName(target.QueueURL))
 	for _, body := range samples {
 		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(body)}); err != nil {
@@ -235,15 +236,6 @@ func runDemo(ctx context.Context, out io.Writer, client *sqs.Client, policy retr
 	fmt.Fprintf(out, "ok: 4 orders processed, the flaky one retried after %.1fs (visibility timeout %v); 2 bad orders in the dead-letter queue with their reason\n",
 		(attempts[1] - attempts[0]).Seconds(), 6*functionTimeout)
 	return nil
-}
-
-// deleteQueues removes the demo's queues, even after an interrupt.
-func deleteQueues(ctx context.Context, client *sqs.Client, urls ...string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	for _, u := range urls {
-		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
-	}
 }
 
 // dropTime leaves the time out of local log lines.

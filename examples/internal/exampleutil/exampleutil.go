@@ -1,0 +1,59 @@
+package exampleutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Main runs an example: it loads the AWS configuration from the
+// environment (AWS_ENDPOINT_URL_SQS etc. point it at LocalStack or the
+// emulators), calls body with a context cancelled on SIGINT or SIGTERM, and
+// exits 1 with the error prefixed by name when body fails.
+func Main(name string, body func(ctx context.Context, cfg aws.Config) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err == nil {
+		err = body(ctx, cfg)
+	}
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+// WaitFor polls cond until it holds, ctx ends, or timeout passes.
+func WaitFor(ctx context.Context, timeout time.Duration, cond func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// QueueDeleter is the SQS call DeleteQueues makes.
+type QueueDeleter interface {
+	DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
+}
+
+// DeleteQueues removes an example's queues, even after an interrupt.
+func DeleteQueues(ctx context.Context, client QueueDeleter, urls ...string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	for _, u := range urls {
+		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+	}
+}
