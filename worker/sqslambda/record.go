@@ -18,7 +18,7 @@ type queueARN struct {
 
 // parseQueueARN parses an eventSourceARN.
 func parseQueueARN(s string) (queueARN, error) {
-	parts := strings.SplitN(s, ":", 6)
+	parts := strings.Split(s, ":") // a queue name has no colon
 	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[3] == "" || parts[4] == "" || parts[5] == "" {
 		return queueARN{}, fmt.Errorf("%q is not an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)", s)
 	}

@@ -1,0 +1,74 @@
+package sqslambda_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/sqsworker/sqsworker/worker"
+	"github.com/sqsworker/sqsworker/worker/sqslambda"
+)
+
+// FuzzHandleEvent feeds arbitrary event JSON, as Lambda would deliver it,
+// through the adapter (no SQS client, a handler that fails odd bodies): it
+// never panics, and every failure it reports names a record of the batch.
+func FuzzHandleEvent(f *testing.F) {
+	for _, name := range []string{"testdata/standard.json", "testdata/fifo.json"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"Records":[{"messageId":"","attributes":{"ApproximateReceiveCount":"x"}}]}`))
+	f.Add([]byte(`{"Records":[{"messageId":"a","eventSourceARN":"arn:aws:sqs:::.fifo","attributes":{"MessageGroupId":""}}]}`))
+	h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		if len(m.Body)%2 == 1 {
+			return context.Canceled
+		}
+		return nil
+	}), func(o *sqslambda.Options) { o.Logger = quiet })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ev events.SQSEvent
+		if json.Unmarshal(data, &ev) != nil {
+			return
+		}
+		resp, err := h.Handle(context.Background(), ev)
+		if err != nil {
+			return // the whole batch fails: Lambda retries every record
+		}
+		ids := map[string]bool{}
+		for _, r := range ev.Records {
+			ids[r.MessageId] = true
+		}
+		for _, f := range resp.BatchItemFailures {
+			if !ids[f.ItemIdentifier] {
+				t.Fatalf("reported %q, which is not a record of the batch", f.ItemIdentifier)
+			}
+		}
+	})
+}
+
+// FuzzQueueURL: an eventSourceARN from outside either gives a URL ending in
+// the queue's name or an error that says what an SQS ARN looks like.
+func FuzzQueueURL(f *testing.F) {
+	for _, s := range []string{"arn:aws:sqs:eu-west-1:123456789012:orders", "arn:aws-cn:sqs:cn-north-1:1:q.fifo", "arn:aws:sqs:::", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, arn string) {
+		u, err := sqslambda.QueueURL(arn)
+		if err != nil {
+			if !strings.Contains(err.Error(), "arn:aws:sqs:REGION:ACCOUNT:NAME") {
+				t.Fatalf("error %q does not say what an SQS queue ARN looks like", err)
+			}
+			return
+		}
+		if name := arn[strings.LastIndex(arn, ":")+1:]; !strings.HasSuffix(u, "/"+name) {
+			t.Fatalf("QueueURL(%q) = %q, does not end in the queue name", arn, u)
+		}
+	})
+}
