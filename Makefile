@@ -43,8 +43,14 @@ bench:
 demo:
 	$(WITH_AWS) $(GO) run ./examples/demo
 
+# fuzz runs every fuzz target for FUZZTIME each (the parsers of outside input).
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseDeliveryPolicy -fuzztime 60s ./retry/
+	@set -e; for pkg in ./retry ./dlq ./worker/sqslambda; do \
+		for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$fz"; $(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 emulators-start:
 	@bash localstack/start.sh
