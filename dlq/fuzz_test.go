@@ -35,19 +35,20 @@ func FuzzParseRedrivePolicy(f *testing.F) {
 	})
 }
 
-// FuzzParseARN: queue ARNs come from RedrivePolicies and events; parsing
-// never panics, and what it accepts names a queue that QueueName agrees on.
-func FuzzParseARN(f *testing.F) {
+// FuzzParseQueueARN: queue ARNs come from RedrivePolicies and events;
+// parsing never panics, what it accepts prints back as itself, and names a
+// queue that QueueName agrees on.
+func FuzzParseQueueARN(f *testing.F) {
 	for _, s := range []string{"arn:aws:sqs:us-east-1:000000000000:orders", "arn:aws:sqs:::x", "arn:aws:s3:::bucket", "", ":::::"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		a, err := parseARN(s)
+		a, err := ParseQueueARN(s)
 		if err != nil {
 			return
 		}
-		if a.Name == "" || QueueName(s) != a.Name {
-			t.Fatalf("parseARN(%q) = %+v, QueueName = %q", s, a, QueueName(s))
+		if a.Name == "" || QueueName(s) != a.Name || a.String() != s {
+			t.Fatalf("ParseQueueARN(%q) = %+v (%s), QueueName = %q", s, a, a, QueueName(s))
 		}
 	})
 }

@@ -92,23 +92,51 @@ func parseRedrivePolicy(s string) (redrivePolicy, error) {
 	return p, nil
 }
 
-// arn is a parsed SQS queue ARN: arn:partition:sqs:region:account:name.
-type arn struct {
+// QueueARN is a parsed SQS queue ARN: arn:PARTITION:sqs:REGION:ACCOUNT:NAME.
+type QueueARN struct {
 	Partition, Region, Account, Name string
 }
 
-func parseARN(s string) (arn, error) {
+// ParseQueueARN parses an SQS queue ARN, as RedrivePolicies and Lambda
+// events carry them. Every part must be present, and the name has no colon.
+func ParseQueueARN(s string) (QueueARN, error) {
 	parts := strings.Split(s, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[5] == "" {
-		return arn{}, fmt.Errorf("%q is not an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)", s)
+	if len(parts) != 6 || parts[0] != "arn" || parts[1] == "" || parts[2] != "sqs" || parts[3] == "" || parts[4] == "" || parts[5] == "" {
+		return QueueARN{}, fmt.Errorf("%q is not an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)", s)
 	}
-	return arn{Partition: parts[1], Region: parts[3], Account: parts[4], Name: parts[5]}, nil
+	return QueueARN{Partition: parts[1], Region: parts[3], Account: parts[4], Name: parts[5]}, nil
 }
+
+// String returns the ARN.
+func (a QueueARN) String() string {
+	return "arn:" + a.Partition + ":sqs:" + a.Region + ":" + a.Account + ":" + a.Name
+}
+
+// URL returns the queue's URL at SQS's public endpoint,
+// https://sqs.REGION.amazonaws.com/ACCOUNT/NAME (with the partition's
+// domain). LocalStack and emulators use other URLs: resolve those with
+// GetQueueUrl (see ResolveQueueURL).
+func (a QueueARN) URL() string {
+	domain := "amazonaws.com"
+	switch a.Partition {
+	case "aws-cn":
+		domain = "amazonaws.com.cn"
+	case "aws-iso":
+		domain = "c2s.ic.gov"
+	case "aws-iso-b":
+		domain = "sc2s.sgov.gov"
+	}
+	return fmt.Sprintf("https://sqs.%s.%s/%s/%s", a.Region, domain, a.Account, a.Name)
+}
+
+// FIFO reports whether the ARN names a FIFO queue (SQS requires FIFO queue
+// names to end in ".fifo").
+func (a QueueARN) FIFO() bool { return strings.HasSuffix(a.Name, ".fifo") }
 
 // QueueName returns the name of a queue given by URL, ARN or name.
 func QueueName(queue string) string {
 	if strings.HasPrefix(queue, "arn:") {
-		if a, err := parseARN(queue); err == nil {
+		if a, err := ParseQueueARN(queue); err == nil {
 			return a.Name
 		}
 	}
@@ -125,7 +153,7 @@ func isFIFOName(queue string) bool { return strings.HasSuffix(QueueName(queue), 
 
 // urlForARN resolves a queue ARN to its URL with GetQueueUrl.
 func urlForARN(ctx context.Context, client QueueAPI, queueARN string) (string, error) {
-	a, err := parseARN(queueARN)
+	a, err := ParseQueueARN(queueARN)
 	if err != nil {
 		return "", err
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sqsworker/sqsworker/dlq"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -204,7 +206,7 @@ func RunLocal(ctx context.Context, client LocalAPI, queueURL string, fn Function
 			"queue", queueURL, "visibilityTimeout", vis, "advised", want)
 	}
 	r := &runner{client: client, url: queueURL, arn: arn, fn: fn, o: o}
-	if a, err := parseQueueARN(arn); err == nil {
+	if a, err := dlq.ParseQueueARN(arn); err == nil {
 		r.functionARN = fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", a.Partition, a.Region, a.Account, o.FunctionName)
 	}
 

@@ -34,7 +34,7 @@ func (h *Handler) queue(ctx context.Context, arn string) *queueState {
 	q, ok := h.queues[arn]
 	if !ok {
 		q = &queueState{arn: arn}
-		if a, err := parseQueueARN(arn); err == nil {
+		if a, err := dlq.ParseQueueARN(arn); err == nil {
 			q.url, q.fifo = a.URL(), a.FIFO()
 			q.resolved = h.opts.Client == nil
 		} else {

@@ -4,46 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/dlq"
 )
-
-// queueARN is a parsed SQS queue ARN: arn:PARTITION:sqs:REGION:ACCOUNT:NAME.
-type queueARN struct {
-	Partition, Region, Account, Name string
-}
-
-// parseQueueARN parses an eventSourceARN.
-func parseQueueARN(s string) (queueARN, error) {
-	parts := strings.Split(s, ":") // a queue name has no colon
-	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "sqs" || parts[3] == "" || parts[4] == "" || parts[5] == "" {
-		return queueARN{}, fmt.Errorf("%q is not an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)", s)
-	}
-	return queueARN{Partition: parts[1], Region: parts[3], Account: parts[4], Name: parts[5]}, nil
-}
-
-// URL returns the queue's public SQS endpoint URL,
-// https://sqs.REGION.amazonaws.com/ACCOUNT/NAME (with the partition's
-// domain). Emulators and LocalStack use other URLs: resolve those with
-// GetQueueUrl.
-func (a queueARN) URL() string {
-	domain := "amazonaws.com"
-	switch a.Partition {
-	case "aws-cn":
-		domain = "amazonaws.com.cn"
-	case "aws-iso":
-		domain = "c2s.ic.gov"
-	case "aws-iso-b":
-		domain = "sc2s.sgov.gov"
-	}
-	return fmt.Sprintf("https://sqs.%s.%s/%s/%s", a.Region, domain, a.Account, a.Name)
-}
-
-// FIFO reports whether the ARN names a FIFO queue.
-func (a queueARN) FIFO() bool { return strings.HasSuffix(a.Name, ".fifo") }
 
 // QueueURL returns the URL of the queue an eventSourceARN names, as SQS's
 // public endpoint spells it: arn:aws:sqs:eu-west-1:123456789012:orders gives
@@ -51,7 +18,7 @@ func (a queueARN) FIFO() bool { return strings.HasSuffix(a.Name, ".fifo") }
 // Options.Client asks GetQueueUrl instead, which also works for LocalStack
 // and emulators.)
 func QueueURL(eventSourceARN string) (string, error) {
-	a, err := parseQueueARN(eventSourceARN)
+	a, err := dlq.ParseQueueARN(eventSourceARN)
 	if err != nil {
 		return "", fmt.Errorf("sqslambda: %w", err)
 	}
