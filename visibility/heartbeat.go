@@ -298,6 +298,7 @@ type Lease struct {
 	last     bool          // the current call is the last extension the 12-hour limit allows
 	final    bool          // the last extension succeeded: next comes the ErrMaxVisibility notice
 	failures int           // consecutive failed attempts
+	cause    error         // why the heartbeat ended the lease (lost or maxed out); nil if Stop did
 }
 
 // Stop stops tracking the message. It returns only after any
@@ -306,7 +307,13 @@ type Lease struct {
 // overwritten by a late extension. Such a call is bounded by its timeout
 // (half the time left before the message's deadline, at most 30 s). Stop is
 // idempotent.
-func (l *Lease) Stop() {
+//
+// Stop returns the cause onLost gets (or got) when the heartbeat ended the
+// lease before Stop did — an error wrapping ErrLost or ErrMaxVisibility —
+// and nil when the message was still held. Unlike the onLost call, which may
+// come shortly after Stop returns, the result is settled when Stop returns:
+// use it to decide whether the receipt handle may still be used.
+func (l *Lease) Stop() error {
 	h := l.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -316,6 +323,7 @@ func (l *Lease) Stop() {
 	for l.inCall {
 		h.idle.Wait()
 	}
+	return l.cause
 }
 
 // Deadline returns when the message becomes visible again as far as the
@@ -330,6 +338,15 @@ func (l *Lease) Deadline() time.Time {
 
 // ReceivedAt returns the receive time given to Track.
 func (l *Lease) ReceivedAt() time.Time { return l.receivedAt }
+
+// endWithLocked untracks l because of cause, which its owner is told (by
+// a notice delivered once h.mu is released) and Stop returns. h.mu must be
+// held.
+func (h *Heartbeat) endWithLocked(l *Lease, cause error, notes *[]notice) {
+	h.endLocked(l)
+	l.cause = cause
+	*notes = append(*notes, notice{l, cause})
+}
 
 // endLocked untracks l. h.mu must be held.
 func (h *Heartbeat) endLocked(l *Lease) {
@@ -365,9 +382,12 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 			return nil
 		}
 		batch, notes, next := h.collect(time.Now())
-		h.deliver(notes)
 		if len(batch) > 0 {
 			h.extend(ctx, batch)
+		}
+		// Only now, with no lease in a call: an onLost may Stop any lease.
+		h.deliver(notes)
+		if len(batch) > 0 {
 			continue
 		}
 		var fire <-chan time.Time
@@ -408,9 +428,8 @@ func (h *Heartbeat) collect(now time.Time) (batch []*Lease, notes []notice, next
 			if early {
 				break // its notice is not due yet
 			}
-			h.endLocked(l)
 			h.stats.MaxedOut++
-			notes = append(notes, notice{l, h.maxedOut(l, "no further extension is possible")})
+			h.endWithLocked(l, h.maxedOut(l, "no further extension is possible"), &notes)
 			continue
 		}
 		heap.Pop(&h.queue)
@@ -556,12 +575,11 @@ func (h *Heartbeat) retryLocked(l *Lease, now time.Time, cause error, notes *[]n
 		heap.Push(&h.queue, l)
 		return
 	}
-	h.endLocked(l)
 	h.stats.Lost++
 	err := fmt.Errorf("%w: could not extend the visibility timeout of message received at %s before its deadline %s (%d attempts failed, last: %w); from the deadline on SQS may deliver it to another consumer%s",
 		ErrLost, l.receivedAt.Format(time.RFC3339Nano), l.deadline.Format(time.RFC3339Nano), l.failures, cause, hint(cause))
 	h.cfg.log.Warn("visibility: giving up on a message", "queue", h.queueURL, "error", err)
-	*notes = append(*notes, notice{l, err})
+	h.endWithLocked(l, err, notes)
 }
 
 // entryFailedLocked handles an entry SQS reported in Failed.
@@ -569,16 +587,14 @@ func (h *Heartbeat) entryFailedLocked(l *Lease, now time.Time, f *types.BatchRes
 	cause := entryError(f)
 	switch classify(f) {
 	case entryMaxedOut:
-		h.endLocked(l)
 		h.stats.MaxedOut++
-		*notes = append(*notes, notice{l, h.maxedOut(l, "SQS refused a further extension: "+cause.Error())})
+		h.endWithLocked(l, h.maxedOut(l, "SQS refused a further extension: "+cause.Error()), notes)
 	case entryLost:
-		h.endLocked(l)
 		h.stats.Lost++
 		err := fmt.Errorf("%w: SQS refused to extend the visibility timeout of the message received at %s (%w): it was deleted, its visibility was changed and it was received again by another consumer, or it is no longer in flight; do not delete it or change its visibility with this receipt handle",
 			ErrLost, l.receivedAt.Format(time.RFC3339Nano), cause)
 		h.cfg.log.Warn("visibility: message lost", "queue", h.queueURL, "error", err)
-		*notes = append(*notes, notice{l, err})
+		h.endWithLocked(l, err, notes)
 	default:
 		h.retryLocked(l, now, cause, notes)
 	}
