@@ -23,6 +23,17 @@ const flushAttempts = 5
 type entry struct {
 	handle  string
 	timeout int32
+	// done, when set (buffered, capacity 1), receives the entry's final
+	// result: nil once SQS confirmed it, else why it failed for good. An
+	// entry with done goes out at once instead of lingering.
+	done chan<- error
+}
+
+// finish reports e's final result to whoever waits for it.
+func (e entry) finish(err error) {
+	if e.done != nil {
+		e.done <- err
+	}
 }
 
 // batcher gathers deletes or visibility changes into batch calls: a batch
@@ -69,7 +80,7 @@ func (b *batcher) add(e entry) {
 	}
 	defer b.mu.Unlock()
 	b.pending = append(b.pending, e)
-	if len(b.pending) >= maxBatch {
+	if len(b.pending) >= maxBatch || e.done != nil {
 		b.cutLocked()
 		return
 	}
@@ -124,19 +135,24 @@ func (b *batcher) deliver(batch []entry) {
 	bo := backoff.WithContext(backoff.WithMaxRetries(newFlushBackOff(), flushAttempts-1), b.ctx)
 	for attempt := 1; ; attempt++ {
 		failed, err := b.send(b.ctx, batch)
-		if err == nil && len(failed) == 0 {
-			return
-		}
 		var again []entry
 		if err != nil {
 			again = batch
 		} else {
+			refused := make([]bool, len(batch))
 			for _, f := range failed {
+				refused[f.idx] = true
 				if f.retryable {
 					again = append(again, f.e)
 					err = f
 				} else {
 					b.onFail(f.e, f)
+					f.e.finish(f)
+				}
+			}
+			for i, e := range batch {
+				if !refused[i] {
+					e.finish(nil)
 				}
 			}
 		}
@@ -147,6 +163,7 @@ func (b *batcher) deliver(batch []entry) {
 		if wait == backoff.Stop {
 			for _, e := range again {
 				b.onFail(e, err)
+				e.finish(err)
 			}
 			return
 		}
@@ -182,6 +199,7 @@ func newFlushBackOff() backoff.BackOff {
 // failure is one entry a batch call reported as failed.
 type failure struct {
 	e         entry
+	idx       int // e's index in the batch
 	code, msg string
 	retryable bool // not the sender's fault: may succeed when retried
 }
@@ -221,12 +239,14 @@ func sendChanges(client API, queueURL string) func(context.Context, []entry) ([]
 // failedEntries maps a batch response's failures back to entries.
 func failedEntries(batch []entry, failed []types.BatchResultErrorEntry) []failure {
 	var out []failure
+	seen := make([]bool, len(batch))
 	for _, f := range failed {
 		i, err := strconv.Atoi(aws.ToString(f.Id))
-		if err != nil || i < 0 || i >= len(batch) {
+		if err != nil || i < 0 || i >= len(batch) || seen[i] {
 			continue
 		}
-		out = append(out, failure{e: batch[i], code: aws.ToString(f.Code), msg: aws.ToString(f.Message), retryable: !f.SenderFault})
+		seen[i] = true
+		out = append(out, failure{e: batch[i], idx: i, code: aws.ToString(f.Code), msg: aws.ToString(f.Message), retryable: !f.SenderFault})
 	}
 	return out
 }

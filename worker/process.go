@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"sync/atomic"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/retry"
@@ -24,12 +21,15 @@ const outcomeTimeout = 30 * time.Second
 const capMargin = 5 * time.Second
 
 // process runs the handler on one message and applies the outcome. It
-// reports whether the message succeeded (FIFO groups continue only then).
-func (w *Worker) process(r *run, raw types.Message, receivedAt time.Time) bool {
+// reports whether the message is settled — deleted or dead-lettered — so a
+// FIFO group may go on with its next message. more says that such a message
+// follows: a FIFO success then waits until its delete is confirmed, so the
+// group's order holds even when the delete fails.
+func (w *Worker) process(r *run, j *job, more bool) bool {
 	log := w.opts.Logger
-	m := NewMessage(raw, w.queueURL, receivedAt)
+	m := NewMessage(j.raw, w.queueURL, j.receivedAt)
 	if w.stopping.Load() {
-		w.release(r, raw) // received but not started: let another consumer have it now
+		w.release(r, j) // received but not started: let another consumer have it now
 		return false
 	}
 
@@ -44,40 +44,41 @@ func (w *Worker) process(r *run, raw types.Message, receivedAt time.Time) bool {
 		m.Attempt = max(attempt, 1)
 	}
 
-	hctx, cancelHandler := context.WithCancelCause(r.hard)
-	var lost atomic.Bool
-	lease := r.hb.Track(m.ReceiptHandle, receivedAt, func(cause error) {
-		// At SQS's 12-hour limit the message is still ours until its last
-		// extension ends: the handler is asked to stop, and its outcome
-		// applies as usual. Any other cause means another consumer may have it.
-		lost.Store(!errors.Is(cause, visibility.ErrMaxVisibility))
-		cancelHandler(cause)
-	})
+	hctx, cancelHandler := j.handlerContext(r.hard)
 	if w.opts.HandlerTimeout > 0 {
 		var cancelTimeout context.CancelFunc
 		hctx, cancelTimeout = context.WithTimeoutCause(hctx, w.opts.HandlerTimeout, ErrHandlerTimeout)
 		defer cancelTimeout()
 	}
 	herr := w.call(hctx, m)
-	lease.Stop() // no extension may land after this point
+	// No extension may land after this point. At SQS's 12-hour limit the
+	// message is still ours until its last extension ends, so its outcome
+	// applies as usual; any other loss means another consumer may have it.
+	leaseErr := j.lease.Stop()
+	lost := leaseErr != nil && !errors.Is(leaseErr, visibility.ErrMaxVisibility)
 	cause := context.Cause(hctx)
 	cancelHandler(nil)
 
 	switch {
 	case herr == nil:
-		r.deletes.add(entry{handle: m.ReceiptHandle, timeout: -1})
 		w.c.succeeded.Add(1)
 		w.c.inFlight.Add(-1)
-		return true
-	case lost.Load():
+		if !w.fifo || !more {
+			r.deletes.add(entry{handle: m.ReceiptHandle, timeout: -1})
+			return true
+		}
+		done := make(chan error, 1)
+		r.deletes.add(entry{handle: m.ReceiptHandle, timeout: -1, done: done})
+		return <-done == nil
+	case lost:
 		w.c.failed.Add(1)
 		w.c.lost.Add(1)
 		w.c.inFlight.Add(-1)
-		log.Warn("sqsworker: lost the message while its handler ran; SQS will deliver it again", "message", m.ID, "cause", cause, "err", herr)
+		log.Warn("sqsworker: lost the message while its handler ran; SQS will deliver it again", "message", m.ID, "cause", leaseErr, "err", herr)
 		return false
 	case errors.Is(cause, ErrShutdown):
 		log.Info("sqsworker: handler cancelled at the shutdown deadline; message released", "message", m.ID, "err", herr)
-		w.release(r, raw)
+		w.release(r, j)
 		return false
 	}
 	w.c.failed.Add(1)
@@ -85,7 +86,7 @@ func (w *Worker) process(r *run, raw types.Message, receivedAt time.Time) bool {
 		herr = fmt.Errorf("%w: %w", ErrHandlerTimeout, herr)
 	}
 	if d := Decide(herr, m.Attempt, w.opts.RetryPolicy); d.Outcome == DeadLetter {
-		w.deadLetter(r, m, herr, d.Reason)
+		return w.deadLetter(r, m, herr, d.Reason)
 	} else {
 		w.retryAfter(r, m, d.Delay, herr)
 	}
@@ -119,16 +120,18 @@ func capDelay(d time.Duration, receivedAt, now time.Time) time.Duration {
 	return max(min(retry.Cap(d), left), 0)
 }
 
-// deadLetter moves the message to the DLQ with provenance. Without a DLQ,
-// or when the move fails, the message stays in the queue and comes back
-// after a delay: it is never deleted without a DLQ copy.
-func (w *Worker) deadLetter(r *run, m *Message, cause error, reason string) {
+// deadLetter moves the message to the DLQ with provenance and reports
+// whether it is settled. Without a DLQ, or when the send fails, the message
+// stays in the queue and comes back after a delay: it is never deleted
+// without a DLQ copy. When the copy is sent but the delete fails, the delete
+// is retried with the batched deletes rather than the handler being run again.
+func (w *Worker) deadLetter(r *run, m *Message, cause error, reason string) bool {
 	log := w.opts.Logger
 	if w.mover == nil {
 		log.Error("sqsworker: message should go to a dead-letter queue but the queue has none (AllowNoDLQ); it will be retried until retention deletes it",
 			"message", m.ID, "reason", reason, "err", cause)
 		w.retryAfter(r, m, w.visibility, cause)
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(r.bg, outcomeTimeout)
 	defer cancel()
@@ -140,13 +143,19 @@ func (w *Worker) deadLetter(r *run, m *Message, cause error, reason string) {
 		FailedAt:      time.Now(),
 		Handler:       w.opts.HandlerName,
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+	case errors.Is(err, dlq.ErrNotDeleted):
+		log.Warn("sqsworker: dead-letter copy sent; deleting the original failed and is retried", "message", m.ID, "err", err)
+		r.deletes.add(entry{handle: m.ReceiptHandle, timeout: -1})
+	default:
 		log.Error("sqsworker: moving the message to the dead-letter queue failed; it stays in the queue and will be tried again",
 			"message", m.ID, "dlq", w.target.QueueURL, "err", err)
 		w.retryAfter(r, m, w.visibility, cause)
-		return
+		return false
 	}
 	w.c.deadLettered.Add(1)
 	w.c.inFlight.Add(-1)
 	log.Info("sqsworker: message moved to the dead-letter queue", "message", m.ID, "dlq", w.target.QueueURL, "reason", reason, "err", cause)
+	return true
 }

@@ -127,11 +127,21 @@ func New(client API, queueURL string, h Handler, optFns ...func(*Options)) (*Wor
 // policy gives up, which moves it without provenance.
 func (w *Worker) checkPolicy(t dlq.Target) {
 	attempts := retry.MaxDeliveries(w.opts.RetryPolicy)
+	if w.fifo && t.MaxReceiveCount >= attempts && t.MaxReceiveCount < min(1000, fifoReceiveFactor*attempts) {
+		w.opts.Logger.Warn("sqsworker: on a FIFO queue a message's receive count also grows each time an earlier message of its group fails (it is released unprocessed), so SQS may dead-letter a message that never ran; raise maxReceiveCount (SQS allows up to 1000)",
+			"queue", w.queueURL, "maxReceiveCount", t.MaxReceiveCount, "policyAttempts", attempts, "suggested", min(1000, fifoReceiveFactor*attempts))
+	}
 	if t.MaxReceiveCount > 0 && t.MaxReceiveCount < attempts {
 		w.opts.Logger.Warn("sqsworker: the queue's maxReceiveCount is lower than the retry policy's attempts; SQS will dead-letter messages before the policy gives up (without provenance). Raise maxReceiveCount or shorten the policy",
 			"queue", w.queueURL, "maxReceiveCount", t.MaxReceiveCount, "policyAttempts", attempts)
 	}
 }
+
+// fifoReceiveFactor is how many times the policy's deliveries a FIFO
+// queue's maxReceiveCount should allow: a message waiting behind up to 9
+// others of its group (one receive) is released, and so received again,
+// once per failed attempt of each of them.
+const fifoReceiveFactor = 10
 
 // describeQueueError turns a failed GetQueueAttributes into advice.
 func describeQueueError(queueURL string, err error) error {
@@ -204,7 +214,7 @@ type run struct {
 	changes  *batcher
 
 	mu      sync.Mutex
-	pending map[*pendingMsg]struct{} // FIFO messages received but not started
+	pending map[*job]struct{} // FIFO messages received but not started
 }
 
 // Run receives and handles messages until ctx is cancelled, then shuts down:
@@ -224,7 +234,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	hard, hardCancel := context.WithCancelCause(bg)
 	defer hardCancel(nil)
 
-	r := &run{hard: hard, bg: bg, slots: semaphore.NewWeighted(int64(w.opts.Concurrency)), pending: map[*pendingMsg]struct{}{}}
+	r := &run{hard: hard, bg: bg, slots: semaphore.NewWeighted(int64(w.opts.Concurrency)), pending: map[*job]struct{}{}}
 	r.hb = visibility.New(w.client, w.queueURL, w.visibility, func(o *visibility.Options) { o.Logger = log })
 	hbCtx, stopHB := context.WithCancel(bg)
 	hbDone := make(chan struct{})
@@ -304,6 +314,9 @@ func (w *Worker) poll(ctx context.Context, r *run) error {
 		receivedAt := time.Now()
 		if err != nil {
 			r.slots.Release(int64(n))
+			if w.limiter != nil {
+				w.limiter.refund(n)
+			}
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -354,81 +367,120 @@ func (w *Worker) acquire(ctx context.Context, slots *semaphore.Weighted) int {
 }
 
 // dispatch starts the handlers for one receive's messages, each on a slot
-// acquired before the receive. On a FIFO queue the messages of one group run
-// one after another, in order, and the rest of a group is released when one
-// of its messages does not succeed.
+// acquired before the receive. Every message is kept invisible by the
+// heartbeat from the moment it is received. On a FIFO queue the messages of
+// one group run one after another, in order; when one of them is not
+// settled (done or dead-lettered), the rest of its group is released.
 func (w *Worker) dispatch(r *run, msgs []types.Message, receivedAt time.Time) {
+	jobs := make([]*job, len(msgs))
+	for i, raw := range msgs {
+		j := &job{raw: raw, receivedAt: receivedAt}
+		j.lease = r.hb.Track(aws.ToString(raw.ReceiptHandle), receivedAt, j.onLost)
+		jobs[i] = j
+	}
 	if !w.fifo {
-		for _, raw := range msgs {
+		for _, j := range jobs {
+			j.state.Store(jobStarted)
 			r.handlers.Add(1)
 			go func() {
 				defer r.handlers.Done()
 				defer r.slots.Release(1)
-				w.process(r, raw, receivedAt)
+				w.process(r, j, false)
 			}()
 		}
 		return
 	}
 	var order []string
-	groups := map[string][]*pendingMsg{}
-	for _, raw := range msgs {
-		g := raw.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+	groups := map[string][]*job{}
+	for _, j := range jobs {
+		g := j.raw.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		if _, ok := groups[g]; !ok {
 			order = append(order, g)
 		}
-		p := &pendingMsg{raw: raw}
-		groups[g] = append(groups[g], p)
-		r.addPending(p)
+		groups[g] = append(groups[g], j)
+		r.addPending(j)
 	}
 	for _, g := range order {
 		group := groups[g]
 		r.handlers.Add(1)
 		go func() {
 			defer r.handlers.Done()
-			for i, p := range group {
-				if !p.state.CompareAndSwap(pendingWaiting, pendingStarted) {
+			for i, j := range group {
+				if !j.state.CompareAndSwap(jobWaiting, jobStarted) {
 					continue // released by the shutdown, which also freed its slot
 				}
-				r.removePending(p)
-				ok := w.process(r, p.raw, receivedAt)
+				r.removePending(j)
+				settled := w.process(r, j, i < len(group)-1)
 				r.slots.Release(1)
-				if !ok {
-					for _, rest := range group[i+1:] {
-						if rest.state.CompareAndSwap(pendingWaiting, pendingReleased) {
-							r.removePending(rest)
-							w.release(r, rest.raw)
-							r.slots.Release(1)
-						}
-					}
-					return
+				if settled {
+					continue
 				}
+				for _, rest := range group[i+1:] {
+					if rest.state.CompareAndSwap(jobWaiting, jobReleased) {
+						r.removePending(rest)
+						w.release(r, rest)
+						r.slots.Release(1)
+					}
+				}
+				return
 			}
 		}()
 	}
 }
 
-// pendingMsg is a received FIFO message waiting for the earlier messages
-// of its group.
-type pendingMsg struct {
-	raw   types.Message
-	state atomic.Int32
+// job is one received message from its receive until it is settled.
+type job struct {
+	raw        types.Message
+	receivedAt time.Time
+	lease      *visibility.Lease
+	state      atomic.Int32 // FIFO: waiting, then started or released
+
+	mu     sync.Mutex
+	cancel context.CancelCauseFunc // the handler's, once it starts
+	cause  error                   // the heartbeat's reason for giving the message up
 }
 
 const (
-	pendingWaiting int32 = iota
-	pendingStarted
-	pendingReleased
+	jobWaiting int32 = iota
+	jobStarted
+	jobReleased
 )
 
-func (r *run) addPending(p *pendingMsg) {
+// onLost is the heartbeat's callback: it cancels the running handler with
+// the cause, or remembers it for a handler yet to start.
+func (j *job) onLost(cause error) {
+	j.mu.Lock()
+	j.cause = cause
+	cancel := j.cancel
+	j.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+}
+
+// handlerContext returns the context the handler runs with: cancelled at
+// once if the heartbeat gave the message up before the handler started.
+func (j *job) handlerContext(parent context.Context) (context.Context, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	j.mu.Lock()
+	j.cancel = cancel
+	cause := j.cause
+	j.mu.Unlock()
+	if cause != nil {
+		cancel(cause)
+	}
+	return ctx, cancel
+}
+
+func (r *run) addPending(j *job) {
 	r.mu.Lock()
-	r.pending[p] = struct{}{}
+	r.pending[j] = struct{}{}
 	r.mu.Unlock()
 }
 
-func (r *run) removePending(p *pendingMsg) {
+func (r *run) removePending(j *job) {
 	r.mu.Lock()
-	delete(r.pending, p)
+	delete(r.pending, j)
 	r.mu.Unlock()
 }
 
@@ -436,23 +488,28 @@ func (r *run) removePending(p *pendingMsg) {
 // not started, so another consumer can take it at once.
 func (w *Worker) releasePending(r *run) {
 	r.mu.Lock()
-	waiting := make([]*pendingMsg, 0, len(r.pending))
-	for p := range r.pending {
-		waiting = append(waiting, p)
+	waiting := make([]*job, 0, len(r.pending))
+	for j := range r.pending {
+		waiting = append(waiting, j)
 	}
 	clear(r.pending)
 	r.mu.Unlock()
-	for _, p := range waiting {
-		if p.state.CompareAndSwap(pendingWaiting, pendingReleased) {
-			w.release(r, p.raw)
+	for _, j := range waiting {
+		if j.state.CompareAndSwap(jobWaiting, jobReleased) {
+			w.release(r, j)
 			r.slots.Release(1)
 		}
 	}
 }
 
 // release makes a received message visible again at once, unprocessed.
-func (w *Worker) release(r *run, raw types.Message) {
-	r.changes.add(entry{handle: aws.ToString(raw.ReceiptHandle), timeout: 0})
+// A message the heartbeat already lost is not ours to release.
+func (w *Worker) release(r *run, j *job) {
+	if err := j.lease.Stop(); err == nil || errors.Is(err, visibility.ErrMaxVisibility) {
+		r.changes.add(entry{handle: aws.ToString(j.raw.ReceiptHandle), timeout: 0})
+	} else {
+		w.c.lost.Add(1)
+	}
 	w.c.released.Add(1)
 	w.c.inFlight.Add(-1)
 }
