@@ -559,7 +559,11 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 		if len(del) == 0 {
 			continue
 		}
-		dout, err := r.client.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.t.QueueURL), Entries: del})
+		// The copies are sent: finish the move even if ctx was cancelled
+		// meanwhile, or an interrupt leaves them in both queues.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		dout, err := r.client.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.t.QueueURL), Entries: del})
+		cancel()
 		if err != nil {
 			for _, d := range del {
 				m := byID[aws.ToString(d.Id)]

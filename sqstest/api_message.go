@@ -401,6 +401,9 @@ func (f *Fake) deleteLocked(q *queue, handle string) error {
 	}
 	if m.handle == handle {
 		q.remove(m)
+		if q.fifo {
+			f.notifyLocked() // the group may be unlocked: waiting long polls look again
+		}
 	}
 	return nil
 }

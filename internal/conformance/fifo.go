@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -14,6 +15,7 @@ func fifoBehaviours() []behaviour {
 		{name: "FIFOOrderWithinGroup", run: fifoOrderWithinGroup},
 		{name: "FIFOSeveralMessagesOfAGroupPerReceive", run: fifoSeveralPerGroup},
 		{name: "FIFOGroupLockedWhileInFlight", run: fifoGroupLocked},
+		{name: "FIFODeleteWakesLongPollOfItsGroup", run: fifoDeleteWakesLongPoll},
 		{name: "FIFODeduplicationByID", run: fifoDedupByID},
 		{name: "FIFOContentBasedDeduplication", run: fifoContentBasedDedup},
 		{name: "FIFOMissingMessageGroupId", run: fifoMissingGroup},
@@ -181,4 +183,26 @@ func fifoPerMessageDelay(e *env) {
 	url := e.createFIFO("delay", map[string]string{"ContentBasedDeduplication": "true"})
 	_, err := e.api.SendMessage(e.ctx(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x"), MessageGroupId: aws.String("g"), DelaySeconds: 2})
 	e.wantCode(err, "InvalidParameterValue", "SendMessage with DelaySeconds to a FIFO queue")
+}
+
+// Deleting the in-flight message of a FIFO group unlocks the group: a long
+// poll already waiting returns the group's next message right away, rather
+// than at the end of its wait. A worker relies on it to go on with a group.
+func fifoDeleteWakesLongPoll(e *env) {
+	url := e.createFIFO("wake", map[string]string{"ContentBasedDeduplication": "true"})
+	e.sendGroup(url, "g", "", "m1")
+	e.sendGroup(url, "g", "", "m2")
+	head := e.recv(url, 1, 0)
+	if len(head) != 1 || aws.ToString(head[0].Body) != "m1" {
+		e.t.Fatalf("first receive: %v, want [m1]", bodies(head))
+	}
+	got := make(chan []types.Message, 1)
+	start := time.Now()
+	go func() { got <- e.recv(url, 1, 2) }()
+	e.sleep(500 * time.Millisecond)
+	e.deleteMessage(url, aws.ToString(head[0].ReceiptHandle))
+	next := <-got
+	if took := time.Since(start); len(next) != 1 || aws.ToString(next[0].Body) != "m2" || took > 1500*time.Millisecond {
+		e.t.Errorf("long poll waiting while m1 was in flight got %v after %v; want [m2] right after m1's delete at 0.5s", bodies(next), took)
+	}
 }
