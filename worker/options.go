@@ -32,7 +32,9 @@ type Options struct {
 
 	// ShutdownTimeout is how long Run waits, once its context is cancelled,
 	// for running handlers to finish before cancelling them and releasing
-	// their messages. Zero value: 30 s.
+	// their messages. Run then still waits for those handlers to return: a
+	// handler that ignores its context delays Run (its message stays
+	// invisible, kept by the heartbeat). Zero value: 30 s.
 	ShutdownTimeout time.Duration
 
 	// HandlerTimeout bounds each handler call; on expiry its context is
