@@ -301,6 +301,19 @@ func outputFlag(fs *flag.FlagSet) *string {
 	return o
 }
 
+// parseWithOutput is parse followed by checkOutput of the -o value o (read
+// it after parsing): the positional arguments, or the exit code and false.
+func (a *app) parseWithOutput(cmd *command, fs *flag.FlagSet, args []string, minArgs, maxArgs int, o string) ([]string, int, bool) {
+	pos, code, ok := a.parse(cmd, fs, args, minArgs, maxArgs)
+	if !ok {
+		return nil, code, false
+	}
+	if !a.checkOutput(cmd, fs, o) {
+		return nil, exitUsage, false
+	}
+	return pos, 0, true
+}
+
 // checkOutput validates the -o value.
 func (a *app) checkOutput(cmd *command, fs *flag.FlagSet, o string) bool {
 	if o == "text" || o == "json" {

@@ -27,6 +27,20 @@ func (a *app) target(ctx context.Context, c client, queue string) (dlq.Target, e
 	return dlq.Discover(ctx, c, url)
 }
 
+// connectTarget makes the SQS client and resolves QUEUE to its DLQ,
+// reporting a failure: the client and target, or the exit code and false.
+func (a *app) connectTarget(ctx context.Context, cmd *command, conn *awsFlags, queue string) (client, dlq.Target, int, bool) {
+	c, ok := a.connect(ctx, cmd, conn)
+	if !ok {
+		return nil, dlq.Target{}, exitProblems, false
+	}
+	t, err := a.target(ctx, c, queue)
+	if err != nil {
+		return nil, dlq.Target{}, a.fail(cmd, err), false
+	}
+	return c, t, 0, true
+}
+
 // ---- dlq ls
 
 func dlqLsCommand() *command {
@@ -219,20 +233,13 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 	hold := dlq.DefaultHold
 	fs.Var(durationValue{&hold}, "hold", "how long the listed messages stay hidden at most (they are released as soon as the listing ends)")
 	fullBody := fs.Bool("body", false, "show whole bodies (default: the first 200 characters)")
-	pos, code, ok := a.parse(cmd, fs, args, 1, 1)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, *out)
 	if !ok {
 		return code
 	}
-	if !a.checkOutput(cmd, fs, *out) {
-		return exitUsage
-	}
-	c, ok := a.connect(ctx, cmd, conn)
+	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0])
 	if !ok {
-		return exitProblems
-	}
-	t, err := a.target(ctx, c, pos[0])
-	if err != nil {
-		return a.fail(cmd, err)
+		return code
 	}
 	counts, err := dlq.Count(ctx, c, t.QueueURL)
 	if err != nil {
@@ -385,12 +392,9 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	fs.BoolVar(&o.KeepProvenance, "keep-provenance", false, "keep the provenance attributes on moved messages")
 	fs.Var(durationValue{&o.Hold}, "hold", "how long messages being worked on stay hidden at most (default 1m)")
 	quiet := fs.Bool("quiet", false, "no progress display")
-	pos, code, ok := a.parse(cmd, fs, args, 1, 1)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, *out)
 	if !ok {
 		return code
-	}
-	if !a.checkOutput(cmd, fs, *out) {
-		return exitUsage
 	}
 	o.Method = dlq.Method(*method)
 	switch o.Method {
@@ -410,16 +414,13 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 		}
 		o.Filter.Attributes[k] = v
 	}
-	c, ok := a.connect(ctx, cmd, conn)
+	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0])
 	if !ok {
-		return exitProblems
-	}
-	t, err := a.target(ctx, c, pos[0])
-	if err != nil {
-		return a.fail(cmd, err)
+		return code
 	}
 	dest := t.SourceURL
 	if *to != "" {
+		var err error
 		if dest, err = dlq.ResolveQueueURL(ctx, c, *to); err != nil {
 			return a.fail(cmd, err)
 		}
@@ -577,20 +578,13 @@ func runDLQPurge(a *app, ctx context.Context, cmd *command, args []string) int {
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
-	pos, code, ok := a.parse(cmd, fs, args, 1, 1)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, *out)
 	if !ok {
 		return code
 	}
-	if !a.checkOutput(cmd, fs, *out) {
-		return exitUsage
-	}
-	c, ok := a.connect(ctx, cmd, conn)
+	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0])
 	if !ok {
-		return exitProblems
-	}
-	t, err := a.target(ctx, c, pos[0])
-	if err != nil {
-		return a.fail(cmd, err)
+		return code
 	}
 	name := dlq.QueueName(t.QueueURL)
 	counts, err := dlq.Count(ctx, c, t.QueueURL)

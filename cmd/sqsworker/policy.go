@@ -58,12 +58,9 @@ func runPolicyPreview(a *app, ctx context.Context, cmd *command, args []string) 
 	compare := fs.Bool("compare", false, "compare the four backoff functions side by side")
 	sns := fs.Bool("sns", false, "check against SNS's limits instead of SQS's")
 	width := fs.Int("width", 50, "chart width in columns")
-	pos, code, ok := a.parse(cmd, fs, args, 0, 1)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 0, 1, *out)
 	if !ok {
 		return code
-	}
-	if !a.checkOutput(cmd, fs, *out) {
-		return exitUsage
 	}
 	p, err := buildPolicy(a.stdin, pos, fs, pf, *sns)
 	if err != nil {

@@ -37,12 +37,9 @@ func runSetup(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.Var(durationValue{&o.Retention}, "retention", "the queue's MessageRetentionPeriod, e.g. 4d (default 4d)")
 	fs.Var(durationValue{&o.DLQRetention}, "dlq-retention", "the dead-letter queue's MessageRetentionPeriod (default 14d)")
 	fs.BoolVar(&o.ContentBasedDeduplication, "content-based-dedup", false, "FIFO: deduplicate by content when senders give no deduplication ID")
-	pos, code, ok := a.parse(cmd, fs, args, 1, 1)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, *out)
 	if !ok {
 		return code
-	}
-	if !a.checkOutput(cmd, fs, *out) {
-		return exitUsage
 	}
 	o.Name = pos[0]
 	c, ok := a.connect(ctx, cmd, conn)
