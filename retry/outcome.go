@@ -63,7 +63,7 @@ type AfterError struct {
 // After asks for the next attempt after exactly d instead of the policy's
 // delay — for example when a downstream answered "retry after 30 s". The
 // worker sets the message's visibility to d, capped by what is left of the
-// 12 h SQS limit ([MaxVisibilityTimeout]); a negative d means 0 (retry at
+// 12 h SQS limit (visibility.MaxVisibility); a negative d means 0 (retry at
 // once). The attempt still counts: when the policy's retries are exhausted,
 // the message goes to the dead-letter queue like any failure.
 //

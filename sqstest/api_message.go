@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // moveTaskPoll is how often a long poll rechecks while a move task runs.
@@ -476,7 +478,7 @@ func (f *Fake) changeLocked(q *queue, handle string, timeout int32, now time.Tim
 	// visibility timeout ended, as long as nobody received the message since:
 	// the message is hidden again.
 	d := time.Duration(timeout) * time.Second
-	if now.Add(d).Sub(m.receivedAt) > MaxVisibilityTimeout {
+	if now.Add(d).Sub(m.receivedAt) > sqslimit.MaxVisibility {
 		return invalidParameter("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", timeout)
 	}
 	m.visibleAt = now.Add(d)

@@ -70,26 +70,29 @@ type Counter struct {
 }
 
 // New returns a Counter that keeps its counts in table through client. The
-// table must exist (see CreateTable). New panics if client is nil or table is
-// empty, which are programming errors.
-func New(client API, table string, optFns ...func(*Options)) *Counter {
+// table must exist (see CreateTable). New returns an error if client is nil
+// or table is empty.
+func New(client API, table string, optFns ...func(*Options)) (*Counter, error) {
 	if client == nil {
-		panic("dynamocounter.New: client is nil; pass a *dynamodb.Client")
+		return nil, errors.New("dynamocounter.New: client is nil; pass a *dynamodb.Client")
 	}
 	if table == "" {
-		panic("dynamocounter.New: table name is empty; pass the name of the counter table")
+		return nil, errors.New("dynamocounter.New: table name is empty; pass the name of the counter table")
 	}
 	var o Options
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.TTL <= 0 {
+	if o.TTL == 0 {
 		o.TTL = DefaultTTL
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Counter{client: client, table: table, ttl: o.TTL, now: o.Now}
+	if o.TTL < 0 {
+		return nil, fmt.Errorf("dynamocounter.New: Options.TTL is %v; use a positive duration (or 0 for the default)", o.TTL)
+	}
+	return &Counter{client: client, table: table, ttl: o.TTL, now: o.Now}, nil
 }
 
 // Attempt records one more handler start of the message and returns the new

@@ -44,7 +44,7 @@ func TestCounterWithDynamoDB(t *testing.T) {
 	}
 
 	start := time.Now()
-	c := dynamocounter.New(client, table, func(o *dynamocounter.Options) {
+	c := mustCounter(t, client, table, func(o *dynamocounter.Options) {
 		o.Now = func() time.Time { return start }
 	})
 
@@ -103,7 +103,7 @@ func TestCounterWithDynamoDB(t *testing.T) {
 	}
 
 	// A missing table is reported as such, with what to do.
-	missing := dynamocounter.New(client, testenv.UniqueName("sqsworker-no-such-table"))
+	missing := mustCounter(t, client, testenv.UniqueName("sqsworker-no-such-table"))
 	if _, err := missing.Attempt(ctx, "message-a", 1); !errors.Is(err, dynamocounter.ErrTableNotFound) {
 		t.Errorf("Attempt on a missing table = %v, want ErrTableNotFound", err)
 	}
