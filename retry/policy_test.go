@@ -25,7 +25,7 @@ func TestPolicyFunc(t *testing.T) {
 func TestCapAndVisibilitySeconds(t *testing.T) {
 	for d, want := range map[time.Duration]time.Duration{
 		-time.Second: 0, 0: 0, time.Second: time.Second,
-		12*time.Hour: 12*time.Hour, 13 * time.Hour: 12*time.Hour,
+		12 * time.Hour: 12 * time.Hour, 13 * time.Hour: 12 * time.Hour,
 	} {
 		if got := retry.Cap(d); got != want {
 			t.Errorf("Cap(%v) = %v, want %v", d, got, want)

@@ -153,9 +153,11 @@ func TestAttemptRejectsEmptyMessageID(t *testing.T) {
 
 func TestNewRefusesBadArguments(t *testing.T) {
 	for name, f := range map[string]func() (*dynamocounter.Counter, error){
-		"nil client":   func() (*dynamocounter.Counter, error) { return dynamocounter.New(nil, "t") },
-		"empty table":  func() (*dynamocounter.Counter, error) { return dynamocounter.New(&fakeAPI{}, "") },
-		"negative TTL": func() (*dynamocounter.Counter, error) { return dynamocounter.New(&fakeAPI{}, "t", func(o *dynamocounter.Options) { o.TTL = -time.Hour }) },
+		"nil client":  func() (*dynamocounter.Counter, error) { return dynamocounter.New(nil, "t") },
+		"empty table": func() (*dynamocounter.Counter, error) { return dynamocounter.New(&fakeAPI{}, "") },
+		"negative TTL": func() (*dynamocounter.Counter, error) {
+			return dynamocounter.New(&fakeAPI{}, "t", func(o *dynamocounter.Options) { o.TTL = -time.Hour })
+		},
 	} {
 		if c, err := f(); err == nil || c != nil {
 			t.Errorf("%s: New = %v, %v; want an error", name, c, err)
