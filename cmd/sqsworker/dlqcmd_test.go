@@ -25,7 +25,10 @@ func deadLetter(t *testing.T, h *harness, name string, n int, errText func(i int
 	if err != nil {
 		t.Fatal(err)
 	}
-	mover := dlq.NewMover(h.fake, target)
+	mover, err := dlq.NewMover(h.fake, target)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		h.fake.MustSend(t, target.SourceURL, fmt.Sprintf(`{"job":%d}`, i), func(in *sqs.SendMessageInput) {
 			in.MessageAttributes = map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}}
