@@ -65,6 +65,19 @@ func spoiledClient(t *testing.T) (*sqs.Client, *spoilReceive) {
 	return c, spoil
 }
 
+// readsQueue sets up a queue pair with n messages in its DLQ, and a client
+// whose receives can be spoiled.
+func readsQueue(t *testing.T, n int) (*sqs.Client, *spoilReceive, Target) {
+	t.Helper()
+	c, spoil := spoiledClient(t)
+	target, err := Setup(integrationContext(t), c, SetupOptions{Name: testenv.UniqueName("dlq-reads")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillDLQDirect(t, c, target.QueueURL, n)
+	return c, spoil, target
+}
+
 // fillDLQDirect sends n messages straight to the DLQ, without provenance
 // (as SQS's own redrive leaves them), in batches.
 func fillDLQDirect(t *testing.T, c *sqs.Client, dlqURL string, n int) {
@@ -102,12 +115,7 @@ func wantQueues(t *testing.T, c *sqs.Client, target Target, dlqVisible, dlqInFli
 // A redrive interrupted while a receive's answer is on its way moves on
 // nothing and hides nothing: a re-run straight away moves every message.
 func TestIntegrationRedriveInterruptedReceiveHidesNothing(t *testing.T) {
-	c, spoil := spoiledClient(t)
-	target, err := Setup(integrationContext(t), c, SetupOptions{Name: testenv.UniqueName("dlq-reads")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fillDLQDirect(t, c, target.QueueURL, readsTotal)
+	c, spoil, target := readsQueue(t, readsTotal)
 
 	ctx, cancel := context.WithCancel(integrationContext(t))
 	defer cancel()
@@ -146,12 +154,7 @@ func TestIntegrationRedriveInterruptedReceiveHidesNothing(t *testing.T) {
 // which the SDK retries, is reported by Redrive as messages not seen (not
 // done); a run after the hold moves them.
 func TestIntegrationRedriveLostReceiveResponseIsReported(t *testing.T) {
-	c, spoil := spoiledClient(t)
-	target, err := Setup(integrationContext(t), c, SetupOptions{Name: testenv.UniqueName("dlq-reads")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fillDLQDirect(t, c, target.QueueURL, readsTotal)
+	c, spoil, target := readsQueue(t, readsTotal)
 
 	// Lose the response of the last receive with messages, so that they
 	// cannot reappear (after the hold) before the redrive ends.
@@ -184,12 +187,7 @@ func TestIntegrationRedriveLostReceiveResponseIsReported(t *testing.T) {
 // Inspect reports the messages a lost receive response hid, and releases
 // the rest.
 func TestIntegrationInspectLostReceiveResponseIsReported(t *testing.T) {
-	c, spoil := spoiledClient(t)
-	target, err := Setup(integrationContext(t), c, SetupOptions{Name: testenv.UniqueName("dlq-reads")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fillDLQDirect(t, c, target.QueueURL, 50)
+	c, spoil, target := readsQueue(t, 50)
 	spoil.arm(loseResponse)
 	msgs, err := Inspect(integrationContext(t), c, target.QueueURL, InspectOptions{})
 	var ns *NotSeenError

@@ -33,22 +33,33 @@ func (c sdkRetry) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInpu
 	return out, err
 }
 
-// interruptAt returns a Progress callback that, once moved messages reach
-// at, injects fault for the next receive and cancels the redrive half a
-// second later, while that receive is in flight.
-func interruptAt(f *sqstest.Fake, at int, fault sqstest.Fault, cancel context.CancelFunc, cancelledAt *time.Time) func(Progress) {
-	done := false
-	return func(p Progress) {
-		if done || p.Moved < at {
+// interruptedRedrive fills a DLQ with readsTotal messages and redrives
+// them; once 250 are moved, it injects fault for the next receive and
+// interrupts the redrive half a second later, while that receive is in
+// flight. It returns how long after the interrupt Redrive returned.
+func interruptedRedrive(t *testing.T, fault sqstest.Fault) (f *sqstest.Fake, target Target, after time.Duration) {
+	t.Helper()
+	f, target = fakePair(t, "orders")
+	deadLetter(t, f, target, readsTotal, nil, failedWith("boom"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var cancelledAt time.Time
+	injected := false
+	res, err := Redrive(ctx, f, target, RedriveOptions{Method: MethodManual, Progress: func(p Progress) {
+		if injected || p.Moved < 250 {
 			return
 		}
-		done = true
+		injected = true
 		f.InjectFault(fault)
 		time.AfterFunc(500*time.Millisecond, func() {
-			*cancelledAt = time.Now()
+			cancelledAt = time.Now()
 			cancel()
 		})
+	}})
+	if !errors.Is(err, context.Canceled) || res.Done || res.Moved != 250 {
+		t.Fatalf("interrupted redrive = %+v, %v; want 250 moved, context.Canceled, not done", res, err)
 	}
+	return f, target, time.Since(cancelledAt)
 }
 
 // wantCounts checks the DLQ's and the source's messages.
@@ -63,25 +74,26 @@ func wantCounts(t *testing.T, f *sqstest.Fake, target Target, visible, inFlight,
 	}
 }
 
+// finishAfterHold waits out the hold of the messages a lost response hid
+// and checks that a run then moves the last n, leaving the DLQ empty.
+func finishAfterHold(t *testing.T, f *sqstest.Fake, target Target, n int) {
+	t.Helper()
+	time.Sleep(DefaultHold)
+	res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+	if err != nil || !res.Done || res.Moved != n {
+		t.Fatalf("run after the hold = %+v, %v; want the last %d moved", res, err, n)
+	}
+	wantCounts(t, f, target, 0, 0, readsTotal)
+}
+
 // A redrive interrupted while a receive's response is on its way (the
 // receive took effect at SQS) still gets that response, releases its
 // messages at once, and so hides nothing: a re-run straight away moves
 // everything.
 func TestRedriveInterruptedReceiveHidesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f, target := fakePair(t, "orders")
-		deadLetter(t, f, target, readsTotal, nil, failedWith("boom"))
-		ctx, cancel := context.WithCancel(context.Background())
-		var cancelledAt time.Time
-		first, err := Redrive(ctx, f, target, RedriveOptions{Method: MethodManual,
-			Progress: interruptAt(f, 250, sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, ResponseDelay: time.Second, Times: 1}, cancel, &cancelledAt)})
-		if !errors.Is(err, context.Canceled) || first.Done {
-			t.Fatalf("interrupted redrive = %+v, %v; want context.Canceled, not done", first, err)
-		}
-		if first.Moved != 250 {
-			t.Errorf("moved %d before the interrupt, want 250", first.Moved)
-		}
-		if d := time.Since(cancelledAt); d != 500*time.Millisecond {
+		f, target, d := interruptedRedrive(t, sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, ResponseDelay: time.Second, Times: 1})
+		if d != 500*time.Millisecond {
 			t.Errorf("Redrive returned %v after the interrupt; want 500ms, when the receive in flight answered", d)
 		}
 		wantCounts(t, f, target, readsTotal-250, 0, 250)
@@ -101,18 +113,10 @@ func TestRedriveInterruptedReceiveHidesNothing(t *testing.T) {
 // them.
 func TestRedriveReceiveWithoutResponseIsBoundedAndReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f, target := fakePair(t, "orders")
-		deadLetter(t, f, target, readsTotal, nil, failedWith("boom"))
-		ctx, cancel := context.WithCancel(context.Background())
-		var cancelledAt time.Time
-		first, err := Redrive(ctx, f, target, RedriveOptions{Method: MethodManual,
-			Progress: interruptAt(f, 250, sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Hang: true, Times: 1}, cancel, &cancelledAt)})
-		if !errors.Is(err, context.Canceled) || first.Done || first.Moved != 250 {
-			t.Fatalf("interrupted redrive = %+v, %v; want 250 moved, context.Canceled, not done", first, err)
-		}
+		f, target, d := interruptedRedrive(t, sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Hang: true, Times: 1})
 		// The receive began 500ms before the interrupt; it is given its
 		// wait (1s) and receiveGrace.
-		if d, bound := time.Since(cancelledAt), time.Second+receiveGrace-500*time.Millisecond; d != bound {
+		if bound := time.Second + receiveGrace - 500*time.Millisecond; d != bound {
 			t.Errorf("Redrive returned %v after the interrupt, want %v (the receive's own bound)", d, bound)
 		}
 		wantCounts(t, f, target, readsTotal-260, 10, 250)
@@ -131,13 +135,7 @@ func TestRedriveReceiveWithoutResponseIsBoundedAndReported(t *testing.T) {
 			}
 		}
 		wantCounts(t, f, target, 0, 10, readsTotal-10)
-
-		time.Sleep(DefaultHold)
-		last, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
-		if err != nil || !last.Done || last.Moved != 10 {
-			t.Fatalf("run after the hold = %+v, %v; want the last 10 moved", last, err)
-		}
-		wantCounts(t, f, target, 0, 0, readsTotal)
+		finishAfterHold(t, f, target, 10)
 	})
 }
 
@@ -159,13 +157,7 @@ func TestRedriveLostReceiveResponseIsReported(t *testing.T) {
 			t.Errorf("error %q does not give the count", err)
 		}
 		wantCounts(t, f, target, 0, 20, readsTotal-20)
-
-		time.Sleep(DefaultHold)
-		again, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
-		if err != nil || !again.Done || again.Moved != 20 {
-			t.Fatalf("run after the hold = %+v, %v; want the last 20 moved", again, err)
-		}
-		wantCounts(t, f, target, 0, 0, readsTotal)
+		finishAfterHold(t, f, target, 20)
 	})
 }
 
