@@ -43,6 +43,14 @@ type Fault struct {
 	// example, its messages were received or deleted. Zero value: the call
 	// fails before it takes effect.
 	AfterEffect bool
+	// ResponseDelay, with AfterEffect, is how long an affected call's
+	// response takes once the call took effect, as if it were still on the
+	// wire. A caller whose context ends meanwhile gets the context's error
+	// and never sees the response, although the call took effect (an
+	// interrupted receive whose messages are hidden all the same); otherwise
+	// the caller gets the response — or Err, when set — after the delay.
+	// Zero value: no delay. (Latency delays calls before they take effect.)
+	ResponseDelay time.Duration
 	// Entries fails single entries of the batch calls (SendMessageBatch,
 	// DeleteMessageBatch, ChangeMessageVisibilityBatch) with Err instead of
 	// whole calls: an affected entry does not take effect and is reported
@@ -55,14 +63,16 @@ type Fault struct {
 
 func (ft Fault) check() error {
 	switch {
-	case ft.Times < 0 || ft.Every < 0:
-		return errors.New("sqstest: Fault.Times and Fault.Every must not be negative")
+	case ft.Times < 0 || ft.Every < 0 || ft.ResponseDelay < 0:
+		return errors.New("sqstest: Fault.Times, Fault.Every and Fault.ResponseDelay must not be negative")
+	case ft.ResponseDelay > 0 && !ft.AfterEffect:
+		return errors.New("sqstest: Fault.ResponseDelay delays the response of a call that took effect and needs AfterEffect; use Latency to delay calls before they take effect")
 	case ft.Entries && (ft.Hang || ft.AfterEffect):
 		return errors.New("sqstest: Fault.Entries fails batch entries; it cannot be combined with Hang or AfterEffect")
 	case ft.Entries && ft.Err == nil:
 		return errors.New("sqstest: Fault.Entries needs Fault.Err, the error each affected entry reports")
-	case ft.AfterEffect && ft.Err == nil && !ft.Hang:
-		return errors.New("sqstest: Fault.AfterEffect needs Fault.Err or Fault.Hang: what the caller sees after the call took effect")
+	case ft.AfterEffect && ft.Err == nil && !ft.Hang && ft.ResponseDelay == 0:
+		return errors.New("sqstest: Fault.AfterEffect needs Fault.Err, Fault.Hang or Fault.ResponseDelay: what the caller sees after the call took effect")
 	}
 	return nil
 }
@@ -76,8 +86,11 @@ type faultRule struct {
 
 func (r *faultRule) matches(op string) bool { return len(r.apis) == 0 || r.apis[op] }
 
-// failsCall reports whether the rule fails (or hangs) whole calls.
-func (r *faultRule) failsCall() bool { return !r.fault.Entries && (r.fault.Err != nil || r.fault.Hang) }
+// failsCall reports whether the rule fails, hangs or delays the response
+// of whole calls.
+func (r *faultRule) failsCall() bool {
+	return !r.fault.Entries && (r.fault.Err != nil || r.fault.Hang || r.fault.ResponseDelay > 0)
+}
 
 // take counts one matching call (or entry) and reports whether the fault
 // affects it.
@@ -195,13 +208,27 @@ func (c *call) entryFault() error {
 }
 
 // settle applies a fault that strikes after the call took effect: the
-// result is dropped and the caller sees the fault. Call it, deferred, with
-// the call's named results, after f.mu is released.
+// response is delayed (ResponseDelay) and then, or when the caller's
+// context ends first, dropped, and the caller sees the fault. Call it,
+// deferred, with the call's named results, after f.mu is released.
 func settle[T any](ctx context.Context, c *call, out *T, err *error) {
 	if c == nil || c.after == nil || *err != nil {
 		return
 	}
 	var zero T
+	if d := c.after.ResponseDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			*out, *err = zero, opError(c.op, &smithy.CanceledError{Err: ctx.Err()})
+			return
+		}
+		if c.after.Err == nil && !c.after.Hang {
+			return // the response arrives, late
+		}
+	}
 	*out = zero
 	*err = c.strike(ctx, c.after)
 }

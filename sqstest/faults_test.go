@@ -88,6 +88,50 @@ func TestFaultHangAfterEffect(t *testing.T) {
 	})
 }
 
+func TestFaultResponseDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url := f.MustCreateQueue(t, "q", nil)
+		for _, b := range []string{"a", "b", "c"} {
+			f.MustSend(t, url, b)
+		}
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, ResponseDelay: 2 * time.Second})
+		in := &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 1, VisibilityTimeout: 60}
+
+		// A caller that waits gets the response, late.
+		start := time.Now()
+		out, err := f.ReceiveMessage(context.Background(), in)
+		if err != nil || len(out.Messages) != 1 || time.Since(start) != 2*time.Second {
+			t.Fatalf("receive = %v, %v after %v; want one message after 2s", out, err, time.Since(start))
+		}
+
+		// A caller that gives up first never sees it, but the receive took
+		// effect: the message is hidden and was counted as received.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start = time.Now()
+		out, err = f.ReceiveMessage(ctx, in)
+		if !errors.Is(err, context.DeadlineExceeded) || out != nil || time.Since(start) != time.Second {
+			t.Fatalf("receive = %v, %v after %v; want the context's deadline after 1s and no output", out, err, time.Since(start))
+		}
+		if v, inflight, _ := f.Count(url); v != 1 || inflight != 2 {
+			t.Fatalf("visible %d, in flight %d; want 1 and 2: the interrupted receive took effect", v, inflight)
+		}
+		for _, m := range f.Messages(url) {
+			if m.Body != "c" && m.ReceiveCount != 1 {
+				t.Errorf("message %q received %d times, want 1", m.Body, m.ReceiveCount)
+			}
+		}
+
+		// With Err, the late response is an error.
+		f.InjectFault(sqstest.Fault{API: "DeleteQueue", AfterEffect: true, ResponseDelay: time.Second, Err: sqstest.ServerError()})
+		start = time.Now()
+		if _, err := f.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err == nil || time.Since(start) != time.Second {
+			t.Fatalf("DeleteQueue = %v after %v; want the injected error after 1s", err, time.Since(start))
+		}
+	})
+}
+
 func TestFaultEntries(t *testing.T) {
 	f := sqstest.New()
 	url := f.MustCreateQueue(t, "q", nil)
@@ -125,6 +169,8 @@ func TestFaultContradictionsPanic(t *testing.T) {
 		{Entries: true},
 		{AfterEffect: true},
 		{Every: -1},
+		{ResponseDelay: time.Second, Err: sqstest.Throttled()},
+		{AfterEffect: true, ResponseDelay: -time.Second, Err: sqstest.Throttled()},
 	} {
 		func() {
 			defer func() {

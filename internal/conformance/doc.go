@@ -77,6 +77,10 @@
 //   - AbortedLongPollConsumes: a long poll whose client disconnected still
 //     takes the next message sent, which then stays hidden for the
 //     visibility timeout (a worker aborts its polls when it shuts down).
+//   - CountsIgnoreVisibilityExpiry: a message whose visibility timeout ended
+//     counts in ApproximateNumberOfMessagesNotVisible, not in
+//     ApproximateNumberOfMessages, until the next ReceiveMessage on the
+//     queue (their sum is right).
 //
 // # Real SQS semantics worth knowing
 //
@@ -96,6 +100,11 @@
 //     InvalidParameterValue; SQS does not clip it to the time left.
 //   - DeleteMessage with the handle of a message whose visibility ran out
 //     still deletes it; deleting twice is no error.
+//   - A receive takes effect when SQS answers it, whether or not the answer
+//     reaches the caller: a receive whose response is lost (or abandoned in
+//     flight) hides its messages for the visibility timeout and counts as a
+//     receive. A reader that must not strand messages never abandons a
+//     receive, and counts what it expects to see (dlq.Inspect, dlq.Redrive).
 //   - Redrive moves a message to the DLQ on the receive attempt after the
 //     maxReceiveCount-th (that receive returns nothing), keeping MessageId,
 //     body, attributes, SentTimestamp and ApproximateReceiveCount ("received
