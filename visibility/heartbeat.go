@@ -327,6 +327,7 @@ type Lease struct {
 	final    bool          // the last extension succeeded: next comes the ErrMaxVisibility notice
 	failures int           // consecutive failed attempts
 	cause    error         // why the heartbeat ended the lease (lost or maxed out); nil if Stop did
+	extended []time.Time   // when extensions SQS confirmed were sent
 }
 
 // errStopped is what Hold returns for a lease its owner already stopped.
@@ -418,6 +419,17 @@ func (l *Lease) Deadline() time.Time {
 	l.h.mu.Lock()
 	defer l.h.mu.Unlock()
 	return l.deadline
+}
+
+// Extensions returns when the heartbeat sent the extensions SQS confirmed
+// for this message, oldest first (a copy).
+func (l *Lease) Extensions() []time.Time {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	if len(l.extended) == 0 {
+		return nil
+	}
+	return append([]time.Time(nil), l.extended...)
 }
 
 // ReceivedAt returns the receive time given to Track.
@@ -636,6 +648,7 @@ func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 				extended++
 			}
 			l.deadline = start.Add(l.ask)
+			l.extended = append(l.extended, start)
 			l.failures = 0
 			l.final = l.last
 			l.at = l.deadline.Add(-h.cfg.threshold)

@@ -117,9 +117,17 @@ type Stats struct {
 	// HookDropped counts settlement events Options.OnSettled missed because
 	// it fell too far behind.
 	HookDropped int64
+	// Snoozed counts messages their handler snoozed (retry.Snooze), as SQS
+	// confirmed.
+	Snoozed int64
+	// Extensions counts heartbeat extensions SQS confirmed on time.
+	Extensions int64
 	// LateExtensions counts heartbeat extensions SQS confirmed only after
 	// the deadline they were meant to move.
 	LateExtensions int64
+	// ReceiveSizes counts receive calls by how many messages they returned:
+	// ReceiveSizes[n] is the number of receives that brought n (0 to 10).
+	ReceiveSizes [11]int64
 	// Requests counts SQS calls by API name, including the heartbeat's and
 	// dead-letter copies'.
 	Requests map[string]int64
@@ -145,5 +153,6 @@ func (s Stats) RequestsPerMessage() float64 {
 
 type counters struct {
 	received, succeeded, failed, deleted, retried, deadLettered, released,
-	lost, abandoned, deleteRetried, settledLate, inFlight, settling atomic.Int64
+	lost, abandoned, deleteRetried, settledLate, inFlight, settling, snoozed atomic.Int64
+	receiveSizes [11]atomic.Int64
 }

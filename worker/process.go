@@ -37,6 +37,7 @@ func (w *Worker) process(r *run, j *job, more bool) bool {
 		defer cancelTimeout()
 	}
 	m := messageOf(&j.msg)
+	hctx = settle.WithDeadline(hctx, j.lease.Deadline)
 	j.started = time.Now()
 	herr := settle.Invoke(hctx, log, j.msg.ID, func(ctx context.Context) error { return w.handler.Handle(ctx, m) })
 	j.finished = time.Now()
@@ -94,6 +95,13 @@ func (w *Worker) settle(r *run, j *job, d settle.Decision, wait bool) bool {
 	case settle.Delete:
 		w.deleteJob(r, j, settle.Deleted, "", res)
 	case settle.Retry:
+		if d.Snoozed {
+			actx, cancel := context.WithTimeout(r.bg, w.opts.CallTimeout)
+			settle.Uncount(actx, w.opts.AttemptCounter, &j.msg, w.opts.Logger)
+			cancel()
+			w.snooze(r, j, d.Delay)
+			break
+		}
 		w.retryJob(r, j, d.Delay)
 	case settle.DeadLetter:
 		w.deadLetter(r, j, d.Reason, res)
@@ -128,6 +136,14 @@ func (w *Worker) retryJob(r *run, j *job, d time.Duration) {
 	w.opts.Logger.Debug("sqsworker: retry scheduled", "message", j.msg.ID, "attempt", j.msg.Attempt, "delay", d, "err", j.herr)
 	r.changes.Add(&settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: retry.VisibilitySeconds(d), Lease: j.lease, Done: func(o settle.Outcome) {
 		w.finish(r, j, settle.Retrying, o, "", d)
+	}})
+}
+
+// snooze hides the message for d, as the handler asked (retry.Snooze).
+func (w *Worker) snooze(r *run, j *job, d time.Duration) {
+	d = settle.CapDelay(d, j.msg.ReceivedAt, time.Now())
+	r.changes.Add(&settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: retry.VisibilitySeconds(d), Lease: j.lease, Done: func(o settle.Outcome) {
+		w.finish(r, j, settle.Snoozed, o, "", d)
 	}})
 }
 
@@ -193,6 +209,8 @@ func (w *Worker) finish(r *run, j *job, result settle.Result, o settle.Outcome, 
 			w.c.deadLettered.Add(1)
 		case settle.Released:
 			w.c.released.Add(1)
+		case settle.Snoozed:
+			w.c.snoozed.Add(1)
 		}
 		if o.Late {
 			w.c.settledLate.Add(1)
@@ -234,8 +252,12 @@ func (w *Worker) done(r *run, j *job, result settle.Result, reason string, delay
 	if j.started.IsZero() {
 		attempt = 0
 	}
+	var extensions []time.Time
+	if j.lease != nil {
+		extensions = j.lease.Extensions()
+	}
 	w.notify.Notify(&settle.Event{
-		Message: j.msg.Copy(), Result: result, Attempt: attempt, Delay: delay, Reason: reason, Err: j.herr, Late: late,
+		Message: j.msg.Copy(), Result: result, Attempt: attempt, Delay: delay, Reason: reason, Err: j.herr, Late: late, Extensions: extensions,
 		ReceivedAt: j.msg.ReceivedAt, Started: j.started, Finished: j.finished, Settled: time.Now(),
 	})
 }

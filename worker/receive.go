@@ -69,6 +69,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		}
 		bo.Reset()
 		got := len(out.Messages)
+		w.c.receiveSizes[min(got, len(w.c.receiveSizes)-1)].Add(1)
 		w.give(r, n-got)
 		if w.limiter != nil {
 			w.limiter.refund(n - got)

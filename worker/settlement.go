@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -31,6 +32,9 @@ const (
 	// Abandoned: the settlement could not be confirmed (the shutdown flush
 	// ended, or SQS refused it for good); SQS delivers the message again.
 	Abandoned Outcome = Outcome(settle.Abandoned)
+	// Snoozed: the handler snoozed the message (retry.Snooze): SQS
+	// confirmed it hidden for Settlement.Delay; the attempt does not count.
+	Snoozed Outcome = Outcome(settle.Snoozed)
 )
 
 // String returns the outcome's name.
@@ -48,6 +52,8 @@ func (o Outcome) String() string {
 		return "lost"
 	case Abandoned:
 		return "abandoned"
+	case Snoozed:
+		return "snoozed"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
@@ -63,7 +69,8 @@ type Settlement struct {
 	Outcome Outcome
 	// Attempt is the attempt the handler ran as (0 when it did not run).
 	Attempt int
-	// Delay is how long the message stays invisible, for Retrying.
+	// Delay is how long the message stays invisible, for Retrying and
+	// Snoozed.
 	Delay time.Duration
 	// Reason says why, for DeadLettered, Lost and Abandoned.
 	Reason string
@@ -73,6 +80,9 @@ type Settlement struct {
 	// visibility deadline: another consumer may have received the message
 	// meanwhile, so it may run again.
 	Late bool
+	// Extensions are when the heartbeat extended the message's visibility
+	// while the runtime held it, oldest first.
+	Extensions []time.Time
 	// ReceivedAt is when the receive returned the message; HandlerStart and
 	// HandlerEnd bound the handler's run (zero when it did not run);
 	// SettledAt is when SQS confirmed the outcome.
@@ -83,17 +93,24 @@ type Settlement struct {
 func settlementOf(ev *settle.Event) Settlement {
 	return Settlement{
 		Message: (*Message)(ev.Message), Outcome: Outcome(ev.Result), Attempt: ev.Attempt,
-		Delay: ev.Delay, Reason: ev.Reason, Err: ev.Err, Late: ev.Late,
+		Delay: ev.Delay, Reason: ev.Reason, Err: ev.Err, Late: ev.Late, Extensions: ev.Extensions,
 		ReceivedAt: ev.ReceivedAt, HandlerStart: ev.Started, HandlerEnd: ev.Finished, SettledAt: ev.Settled,
 	}
 }
 
-// SettlementHook adapts a function of Settlement to the hook the runtime
-// calls. The worker and the Lambda adapter (package worker/sqslambda) take
-// it through their OnSettled options.
+// settlementHook adapts Options.OnSettled to the hook the runtime calls.
 func settlementHook(fn func(Settlement)) func(*settle.Event) {
 	if fn == nil {
 		return nil
 	}
 	return func(ev *settle.Event) { fn(settlementOf(ev)) }
 }
+
+// VisibilityDeadline returns, inside a handler, when the message being
+// handled becomes visible to other consumers unless the heartbeat extends
+// it again — the lease the runtime holds on it, as far as the heartbeat
+// knows (SQS's own deadline is never earlier). Middleware that keeps state
+// tied to the message's ownership (an idempotency lock, say) can let that
+// state expire with the lease. In the Lambda adapter it is the
+// invocation's deadline. It returns false outside a handler.
+func VisibilityDeadline(ctx context.Context) (time.Time, bool) { return settle.Deadline(ctx) }

@@ -306,3 +306,118 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A snoozed message comes back after the delay and never reaches the DLQ
+// for being snoozed, however often; an exact counter takes the attempt back.
+func TestSnoozeNeverDeadLetters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, dlqURL := newQueue(t, 1000, "30")
+		f.MustSend(t, src, "job")
+		var mu sync.Mutex
+		var uncounted int
+		attempts := map[string]int{}
+		counter := countFunc{
+			attempt: func(id string) int { mu.Lock(); defer mu.Unlock(); attempts[id]++; return attempts[id] },
+			uncount: func(id string) { mu.Lock(); defer mu.Unlock(); attempts[id]--; uncounted++ },
+		}
+		var runs atomic.Int64
+		var seen []int
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			n := runs.Add(1)
+			mu.Lock()
+			seen = append(seen, m.Attempt)
+			mu.Unlock()
+			if n <= 5 {
+				return retry.Snooze(10*time.Second, "not ready")
+			}
+			return nil
+		}), func(o *worker.Options) { o.RetryPolicy = fixedPolicy(1, time.Second); o.AttemptCounter = counter })
+		time.Sleep(2 * time.Minute)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		s := h.w.Stats()
+		if runs.Load() != 6 || s.Snoozed != 5 || s.Deleted != 1 || len(f.Messages(dlqURL)) != 0 {
+			t.Fatalf("ran %d times, Stats %+v, DLQ %d; want 5 snoozes then done, never dead-lettered", runs.Load(), s, len(f.Messages(dlqURL)))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if uncounted != 5 || fmt.Sprint(seen) != "[1 1 1 1 1 1]" {
+			t.Fatalf("uncounted %d, attempts seen %v; want every snoozed attempt taken back", uncounted, seen)
+		}
+	})
+}
+
+// countFunc is an exact counter that can take attempts back.
+type countFunc struct {
+	attempt func(id string) int
+	uncount func(id string)
+}
+
+func (c countFunc) Attempt(_ context.Context, id string, _ int) (int, error) {
+	return c.attempt(id), nil
+}
+func (c countFunc) Uncount(_ context.Context, id string) error { c.uncount(id); return nil }
+
+// A handler sees its message's visibility deadline move with the
+// heartbeat; the hook learns when the extensions went out.
+func TestVisibilityDeadlineAndExtensions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "30")
+		f.MustSend(t, src, "long")
+		var deadlines []time.Duration
+		var got worker.Settlement
+		done := make(chan struct{})
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			for range 3 {
+				d, ok := worker.VisibilityDeadline(ctx)
+				if !ok {
+					t.Error("no visibility deadline in the handler's context")
+				}
+				deadlines = append(deadlines, d.Sub(m.ReceivedAt))
+				time.Sleep(25 * time.Second)
+			}
+			return nil
+		}), func(o *worker.Options) {
+			o.OnSettled = func(s worker.Settlement) { got = s; close(done) }
+		})
+		<-done
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(deadlines) != "[30s 50s 1m10s]" {
+			t.Errorf("deadlines seen %v, want [30s 50s 1m10s] (extended at 20s and 40s, 30s each)", deadlines)
+		}
+		var at []time.Duration
+		for _, e := range got.Extensions {
+			at = append(at, e.Sub(got.ReceivedAt))
+		}
+		if fmt.Sprint(at) != "[20s 40s 1m0s]" {
+			t.Errorf("extensions at %v, want [20s 40s 1m0s]", at)
+		}
+		if _, ok := worker.VisibilityDeadline(context.Background()); ok {
+			t.Error("VisibilityDeadline outside a handler reported one")
+		}
+		if s := h.w.Stats(); s.Extensions != 3 || s.LateExtensions != 0 {
+			t.Errorf("Stats = %+v, want 3 extensions, none late", s)
+		}
+	})
+}
+
+// Stats counts receives by the number of messages they brought.
+func TestReceiveSizes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "30")
+		sendMany(t, f, src, 25)
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { return nil }),
+			func(o *worker.Options) { o.Concurrency = 10; o.Pollers = 1 })
+		time.Sleep(time.Second)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		s := h.w.Stats()
+		if s.ReceiveSizes[10] != 2 || s.ReceiveSizes[5] != 1 {
+			t.Fatalf("ReceiveSizes = %v, want two full receives and one of 5", s.ReceiveSizes)
+		}
+	})
+}

@@ -165,8 +165,13 @@ func (w *Worker) Stats() Stats {
 		InFlight: w.c.inFlight.Load(), Settling: w.c.settling.Load(), HookDropped: w.notify.Dropped(),
 		Requests: make(map[string]int64, numAPIs),
 	}
+	s.Snoozed = w.c.snoozed.Load()
+	for i := range s.ReceiveSizes {
+		s.ReceiveSizes[i] = w.c.receiveSizes[i].Load()
+	}
 	if hb := w.hb.Load(); hb != nil {
-		s.LateExtensions = hb.Stats().Late
+		hs := hb.Stats()
+		s.Extensions, s.LateExtensions = hs.Extended, hs.Late
 	}
 	for i, name := range apiNames {
 		if n := w.client.calls[i].Load(); n > 0 {

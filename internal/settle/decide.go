@@ -37,6 +37,9 @@ type Decision struct {
 	// Reason says why, for DeadLetter: "permanent failure" or "retries
 	// exhausted after N attempts".
 	Reason string
+	// Snoozed: a Retry the handler asked for with retry.Snooze; it does not
+	// count against the policy.
+	Snoozed bool
 }
 
 // Decide is the message lifecycle as one pure function: given the error a
@@ -49,12 +52,17 @@ type Decision struct {
 //     "retries exhausted after <attempt> attempts" when the policy gives up.
 //   - retry.After(d, err): as any other error, but Retry after exactly d:
 //     After replaces the policy's delay, not its attempt budget.
+//   - retry.Snooze(d, why): Retry after d, Snoozed, without consulting the
+//     policy (so never DeadLetter).
 func Decide(err error, attempt int, policy retry.Policy) Decision {
 	if err == nil {
 		return Decision{Action: Delete}
 	}
 	if retry.IsPermanent(err) {
 		return Decision{Action: DeadLetter, Reason: "permanent failure"}
+	}
+	if d, ok := retry.SnoozeDelay(err); ok {
+		return Decision{Action: Retry, Delay: retry.Cap(d), Snoozed: true}
 	}
 	d, again := policy.Delay(attempt)
 	if !again {
@@ -102,6 +110,36 @@ func CountAttempt(ctx context.Context, counter retry.AttemptCounter, m *Message,
 		attempt = m.ReceiveCount
 	}
 	m.Attempt = max(attempt, 1)
+}
+
+// Uncount takes a snoozed attempt back when counter can (an
+// AttemptUncounter); a failure is logged, never fatal.
+func Uncount(ctx context.Context, counter retry.AttemptCounter, m *Message, log *slog.Logger) {
+	u, ok := counter.(retry.AttemptUncounter)
+	if !ok {
+		return
+	}
+	if err := u.Uncount(ctx, m.ID); err != nil {
+		log.Warn("sqsworker: the attempt counter could not take back a snoozed attempt; it counts", "message", m.ID, "err", err)
+	}
+}
+
+// deadlineKey is the context key of a handler's visibility deadline.
+type deadlineKey struct{}
+
+// WithDeadline returns ctx carrying deadline, the function that tells the
+// message's current visibility deadline (see worker.VisibilityDeadline).
+func WithDeadline(ctx context.Context, deadline func() time.Time) context.Context {
+	return context.WithValue(ctx, deadlineKey{}, deadline)
+}
+
+// Deadline returns the visibility deadline ctx carries.
+func Deadline(ctx context.Context) (time.Time, bool) {
+	f, ok := ctx.Value(deadlineKey{}).(func() time.Time)
+	if !ok {
+		return time.Time{}, false
+	}
+	return f(), true
 }
 
 // WithCause wraps herr with cause when the handler's context ended for

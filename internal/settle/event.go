@@ -19,6 +19,7 @@ const (
 	Released                       // made visible again unprocessed (shutdown, FIFO order, deadline)
 	Lost                           // ownership was lost before the runtime could settle it: SQS delivers it again
 	Abandoned                      // settlement could not be confirmed (shutdown flush, errors): SQS delivers it again
+	Snoozed                        // the handler snoozed it (retry.Snooze): hidden for Delay, the attempt not counted
 )
 
 // Event is one settled message, for the settlement hook.
@@ -32,6 +33,8 @@ type Event struct {
 	// Late: SQS confirmed the settlement only after the message's
 	// visibility deadline; another consumer may have received it meanwhile.
 	Late bool
+	// Extensions are when the heartbeat extended the message's visibility.
+	Extensions []time.Time
 
 	ReceivedAt, Started, Finished, Settled time.Time
 }

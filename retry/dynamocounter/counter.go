@@ -132,6 +132,37 @@ func (c *Counter) Attempt(ctx context.Context, messageID string, _ int) (int, er
 	return n, nil
 }
 
+var _ retry.AttemptUncounter = (*Counter)(nil)
+
+// Uncount takes back one attempt of the message (after a handler snoozed
+// it, retry.Snooze), never below zero: one conditional UpdateItem.
+func (c *Counter) Uncount(ctx context.Context, messageID string) error {
+	if messageID == "" {
+		return errors.New("dynamocounter: empty message ID; pass the SQS message's MessageId")
+	}
+	_, err := c.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(c.table),
+		Key: map[string]types.AttributeValue{
+			KeyAttribute: &types.AttributeValueMemberS{Value: messageID},
+		},
+		UpdateExpression:         aws.String("ADD #attempts :minus"),
+		ConditionExpression:      aws.String("#attempts > :zero"),
+		ExpressionAttributeNames: map[string]string{"#attempts": CountAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":minus": &types.AttributeValueMemberN{Value: "-1"},
+			":zero":  &types.AttributeValueMemberN{Value: "0"},
+		},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return nil // nothing to take back
+	}
+	if err != nil {
+		return c.explain(err, messageID)
+	}
+	return nil
+}
+
 // explain wraps an UpdateItem error with what to do about it.
 func (c *Counter) explain(err error, messageID string) error {
 	what := fmt.Sprintf("dynamocounter: counting attempt of message %s in table %q", messageID, c.table)

@@ -174,3 +174,26 @@ func mustCounter(t *testing.T, client dynamocounter.API, table string, optFns ..
 	}
 	return c
 }
+
+func TestUncountRequest(t *testing.T) {
+	api := &fakeAPI{out: &dynamodb.UpdateItemOutput{}}
+	c := mustCounter(t, api, "jobs-attempts")
+	if err := c.Uncount(context.Background(), "m-1"); err != nil {
+		t.Fatal(err)
+	}
+	in := api.calls[0]
+	if aws.ToString(in.UpdateExpression) != "ADD #attempts :minus" || aws.ToString(in.ConditionExpression) != "#attempts > :zero" {
+		t.Errorf("request %q if %q", aws.ToString(in.UpdateExpression), aws.ToString(in.ConditionExpression))
+	}
+	api.err = &types.ConditionalCheckFailedException{}
+	if err := c.Uncount(context.Background(), "m-1"); err != nil {
+		t.Errorf("Uncount at zero = %v, want nil", err)
+	}
+	api.err = &types.ResourceNotFoundException{}
+	if err := c.Uncount(context.Background(), "m-1"); !errors.Is(err, dynamocounter.ErrTableNotFound) {
+		t.Errorf("Uncount on a missing table = %v, want ErrTableNotFound", err)
+	}
+	if err := c.Uncount(context.Background(), ""); err == nil {
+		t.Error("Uncount of an empty ID succeeded")
+	}
+}

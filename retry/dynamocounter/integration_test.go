@@ -58,6 +58,19 @@ func TestCounterWithDynamoDB(t *testing.T) {
 	if got, err := c.Attempt(ctx, "message-b", 1); err != nil || got != 1 {
 		t.Fatalf("Attempt(message-b) = %d, %v; want 1 (independent of message-a)", got, err)
 	}
+	// A snoozed attempt is taken back, never below zero.
+	if err := c.Uncount(ctx, "message-b"); err != nil {
+		t.Fatalf("Uncount: %v", err)
+	}
+	if err := c.Uncount(ctx, "message-b"); err != nil {
+		t.Fatalf("Uncount at zero: %v, want nothing to take back and no error", err)
+	}
+	if err := c.Uncount(ctx, "never-counted"); err != nil {
+		t.Fatalf("Uncount of an unknown message: %v", err)
+	}
+	if got, err := c.Attempt(ctx, "message-b", 1); err != nil || got != 1 {
+		t.Fatalf("Attempt(message-b) after Uncount = %d, %v; want 1 again", got, err)
+	}
 
 	item, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(table),

@@ -194,6 +194,14 @@ func (h *Handler) newBatch(ctx context.Context, ev events.SQSEvent) *batch {
 	return b
 }
 
+// deadline is the records' visibility deadline as a handler sees it
+// (worker.VisibilityDeadline): the invocation's deadline, which AWS advises
+// to keep below the queue's visibility timeout; zero without one.
+func (b *batch) deadline() time.Time {
+	d, _ := b.sctx.Deadline()
+	return d
+}
+
 // run runs the records' handlers, Options.Concurrency at a time.
 func (b *batch) run() {
 	defer b.cancel()
@@ -281,8 +289,9 @@ func (b *batch) process(r *rec) {
 	o := &b.h.opts
 	settle.CountAttempt(b.sctx, o.AttemptCounter, &r.msg, o.Logger)
 	m := (*worker.Message)(r.msg.Copy())
+	hctx := settle.WithDeadline(b.hctx, b.deadline)
 	r.started = time.Now()
-	err := settle.Invoke(b.hctx, o.Logger, r.msg.ID, func(ctx context.Context) error { return b.h.h.Handle(ctx, m) })
+	err := settle.Invoke(hctx, o.Logger, r.msg.ID, func(ctx context.Context) error { return b.h.h.Handle(ctx, m) })
 	r.finished = time.Now()
 	if errors.Is(context.Cause(b.hctx), ErrDeadline) {
 		err = settle.WithCause(err, ErrDeadline)
@@ -294,6 +303,10 @@ func (b *batch) process(r *rec) {
 		r.ok, r.outcome, r.result = true, "succeeded", settle.Deleted
 	case settle.Retry:
 		r.report, r.outcome, r.result = true, "retry", settle.Retrying
+		if d.Snoozed {
+			r.outcome, r.result = "snoozed", settle.Snoozed
+			settle.Uncount(b.sctx, o.AttemptCounter, &r.msg, o.Logger)
+		}
 		if o.Client != nil && r.q.q.url != "" {
 			r.delay = settle.CapDelay(d.Delay, b.start.Add(-maxBatchingWindow), time.Now())
 			r.visibility = retry.VisibilitySeconds(r.delay)
