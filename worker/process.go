@@ -26,9 +26,7 @@ func (w *Worker) process(r *run, j *job, more bool) bool {
 		w.release(r, j) // received but not started: let another consumer have it now
 		return false
 	}
-	actx, cancel := context.WithTimeout(r.bg, w.opts.CallTimeout)
-	settle.CountAttempt(actx, w.opts.AttemptCounter, &j.msg, log)
-	cancel()
+	settle.CountAttempt(r.bg, w.opts.CallTimeout, w.opts.AttemptCounter, &j.msg, log)
 
 	hctx, cancelHandler := j.handlerContext(r.hard)
 	if w.opts.HandlerTimeout > 0 {
@@ -36,10 +34,9 @@ func (w *Worker) process(r *run, j *job, more bool) bool {
 		hctx, cancelTimeout = context.WithTimeoutCause(hctx, w.opts.HandlerTimeout, ErrHandlerTimeout)
 		defer cancelTimeout()
 	}
-	m := messageOf(&j.msg)
-	hctx = settle.WithDeadline(hctx, j.lease.Deadline)
+	m := j.handlerMessage()
 	j.started = time.Now()
-	herr := settle.Invoke(hctx, log, j.msg.ID, func(ctx context.Context) error { return w.handler.Handle(ctx, m) })
+	herr := settle.Invoke(hctx, log, j.msg.ID, w.handler, m)
 	j.finished = time.Now()
 	cause := context.Cause(hctx)
 	cancelHandler(nil)
@@ -89,22 +86,21 @@ func (w *Worker) settle(r *run, j *job, d settle.Decision, wait bool) bool {
 	var res chan bool
 	if wait && d.Action != settle.Retry {
 		res = make(chan bool, 1)
+		j.res = res
 	}
 	w.c.settling.Add(1)
 	switch d.Action {
 	case settle.Delete:
-		w.deleteJob(r, j, settle.Deleted, "", res)
+		j.send(r.deletes, stageDelete, settle.Deleted, "", 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: res != nil})
 	case settle.Retry:
 		if d.Snoozed {
-			actx, cancel := context.WithTimeout(r.bg, w.opts.CallTimeout)
-			settle.Uncount(actx, w.opts.AttemptCounter, &j.msg, w.opts.Logger)
-			cancel()
-			w.snooze(r, j, d.Delay)
+			settle.Uncount(r.bg, w.opts.CallTimeout, w.opts.AttemptCounter, &j.msg, w.opts.Logger)
+			j.hide(r, settle.Snoozed, d.Delay)
 			break
 		}
-		w.retryJob(r, j, d.Delay)
+		j.hide(r, settle.Retrying, d.Delay)
 	case settle.DeadLetter:
-		w.deadLetter(r, j, d.Reason, res)
+		w.deadLetter(r, j, d.Reason)
 	}
 	if res == nil {
 		return false
@@ -119,61 +115,79 @@ func (w *Worker) settle(r *run, j *job, d settle.Decision, wait bool) bool {
 	}
 }
 
-// deleteJob deletes the message; result is what a confirmed delete means.
-func (w *Worker) deleteJob(r *run, j *job, result settle.Result, reason string, res chan<- bool) {
-	r.deletes.Add(&settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: res != nil, Done: func(o settle.Outcome) {
-		w.finish(r, j, result, o, reason, 0)
-		if res != nil {
-			res <- o.OK
-		}
-	}})
+// stage is what the call of a job's entry does.
+type stage int
+
+const (
+	stageDelete stage = iota // delete; then the job is settled
+	stageChange              // visibility change; then the job is settled
+	stageCopy                // dead-letter copy; then the delete
+)
+
+// send queues the job's entry for one settling call; result, reason and
+// delay are what a confirmed call means.
+func (j *job) send(b *settle.Batcher, st stage, result settle.Result, reason string, delay time.Duration, e settle.Entry) {
+	j.stage, j.result, j.reason, j.delay = st, result, reason, delay
+	j.entry = e
+	j.entry.Owner = j
+	b.Add(&j.entry)
 }
 
-// retryJob hides the message for d (capped by SQS's 12-hour limit from its
-// receive), after which it is delivered again.
-func (w *Worker) retryJob(r *run, j *job, d time.Duration) {
+// hide hides the message for d (capped by SQS's 12-hour limit from its
+// receive), after which it is delivered again: a retry delay or a snooze.
+func (j *job) hide(r *run, result settle.Result, d time.Duration) {
 	d = settle.CapDelay(d, j.msg.ReceivedAt, time.Now())
-	w.opts.Logger.Debug("sqsworker: retry scheduled", "message", j.msg.ID, "attempt", j.msg.Attempt, "delay", d, "err", j.herr)
-	r.changes.Add(&settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: retry.VisibilitySeconds(d), Lease: j.lease, Done: func(o settle.Outcome) {
-		w.finish(r, j, settle.Retrying, o, "", d)
-	}})
-}
-
-// snooze hides the message for d, as the handler asked (retry.Snooze).
-func (w *Worker) snooze(r *run, j *job, d time.Duration) {
-	d = settle.CapDelay(d, j.msg.ReceivedAt, time.Now())
-	r.changes.Add(&settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: retry.VisibilitySeconds(d), Lease: j.lease, Done: func(o settle.Outcome) {
-		w.finish(r, j, settle.Snoozed, o, "", d)
-	}})
+	j.w.opts.Logger.Debug("sqsworker: retry scheduled", "message", j.msg.ID, "attempt", j.msg.Attempt, "delay", d, "outcome", Outcome(result).String(), "err", j.herr)
+	j.send(r.changes, stageChange, result, "", d, settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: retry.VisibilitySeconds(d), Lease: j.lease})
 }
 
 // release makes a received message visible again at once, unprocessed.
 func (w *Worker) release(r *run, j *job) {
 	w.c.settling.Add(1)
-	r.changes.Add(&settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: 0, Lease: j.lease, Done: func(o settle.Outcome) {
-		w.finish(r, j, settle.Released, o, "", 0)
-	}})
+	j.send(r.changes, stageChange, settle.Released, "", 0, settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: 0, Lease: j.lease})
+}
+
+// Settled is the job's entry's outcome (settle.Owner).
+func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
+	w, r := j.w, j.r
+	if j.stage != stageCopy {
+		w.finish(r, j, j.result, o, j.reason, j.delay)
+		if j.res != nil {
+			j.res <- o.OK && (j.result == settle.Deleted || j.result == settle.DeadLettered)
+		}
+		return
+	}
+	if !o.OK {
+		j.retryLater("send", o.Err)
+		return
+	}
+	w.opts.Logger.Info("sqsworker: message copied to the dead-letter queue; deleting it from the source", "message", j.msg.ID, "dlq", w.target.QueueURL, "copy", o.MessageID, "reason", j.reason, "err", j.herr)
+	j.send(r.deletes, stageDelete, settle.DeadLettered, j.reason, 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: j.res != nil})
+}
+
+// retryLater leaves a message that should go to the dead-letter queue but
+// cannot now in the queue: it comes back after the visibility timeout.
+func (j *job) retryLater(why string, problem error) {
+	j.w.warn.Warn("dlq-"+why, "sqsworker: the message should go to the dead-letter queue but cannot now; it stays in the queue and will be tried again",
+		"message", j.msg.ID, "reason", j.reason, "problem", problem, "err", j.herr)
+	if j.res != nil {
+		j.res <- false
+		j.res = nil
+	}
+	j.hide(j.r, settle.Retrying, j.w.visibility)
 }
 
 // deadLetter copies the message to the DLQ with provenance, then deletes
 // it. Without a DLQ, or when the copy cannot be confirmed, the message
 // stays in the queue and comes back after the visibility timeout: it is
 // never deleted without a DLQ copy.
-func (w *Worker) deadLetter(r *run, j *job, reason string, res chan<- bool) {
-	log := w.opts.Logger
-	retryLater := func(why string, err error) {
-		w.warn.Warn("dlq-"+why, "sqsworker: the message should go to the dead-letter queue but cannot now; it stays in the queue and will be tried again",
-			"message", j.msg.ID, "reason", reason, "problem", err, "err", j.herr)
-		w.retryJob(r, j, w.visibility)
-		if res != nil {
-			res <- false
-		}
-	}
+func (w *Worker) deadLetter(r *run, j *job, reason string) {
+	j.reason = reason
 	if w.copier == nil {
-		retryLater("none", errors.New("the queue has no dead-letter queue (AllowNoDLQ): it is retried until retention deletes it"))
+		j.retryLater("none", errors.New("the queue has no dead-letter queue (AllowNoDLQ): it is retried until retention deletes it"))
 		return
 	}
-	in, err := w.copier.Input(j.msg.Raw, dlq.Provenance{
+	in, err := w.copier.Input(j.raw(), dlq.Provenance{
 		SourceQueue:   w.queueURL,
 		Error:         fmt.Sprintf("%s: %v", reason, j.herr),
 		Attempt:       j.msg.Attempt,
@@ -182,17 +196,10 @@ func (w *Worker) deadLetter(r *run, j *job, reason string, res chan<- bool) {
 		Handler:       w.opts.HandlerName,
 	})
 	if err != nil {
-		retryLater("copy", err)
+		j.retryLater("copy", err)
 		return
 	}
-	r.sends.Add(&settle.Entry{Send: settle.SendEntry(in), Urgent: res != nil, Done: func(o settle.Outcome) {
-		if !o.OK {
-			retryLater("send", o.Err)
-			return
-		}
-		log.Info("sqsworker: message copied to the dead-letter queue; deleting it from the source", "message", j.msg.ID, "dlq", w.target.QueueURL, "copy", o.MessageID, "reason", reason, "err", j.herr)
-		w.deleteJob(r, j, settle.DeadLettered, reason, res)
-	}})
+	j.send(r.sends, stageCopy, settle.DeadLettered, reason, 0, settle.Entry{Send: settle.SendEntry(in), Urgent: j.res != nil})
 }
 
 // finish accounts for a settled message: counters, logs, the held place,

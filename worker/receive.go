@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,7 +146,11 @@ func (w *Worker) give(r *run, n int) {
 func (w *Worker) dispatch(r *run, msgs []types.Message, receivedAt time.Time) {
 	jobs := make([]*job, 0, len(msgs))
 	for _, raw := range msgs {
-		j := &job{msg: settle.Parse(raw, w.queueURL, receivedAt)}
+		j := &job{w: w, r: r, msg: settle.Parse(raw, w.queueURL, receivedAt)}
+		j.traceHeader = raw.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)]
+		if len(raw.MessageAttributes) > 0 {
+			j.userAttrs = maps.Clone(raw.MessageAttributes)
+		}
 		lease, err := r.hb.Track(j.msg.ReceiptHandle, receivedAt, j.onLost)
 		if err != nil {
 			// A message without a receipt handle cannot be settled; SQS
@@ -167,11 +172,10 @@ func (w *Worker) dispatch(r *run, msgs []types.Message, receivedAt time.Time) {
 		return
 	}
 	if !w.fifo {
+		r.handlers.Add(len(jobs))
 		for _, j := range jobs {
 			j.state.Store(jobStarted)
-			r.handlers.Go(func() {
-				w.process(r, j, false)
-			})
+			go j.run()
 		}
 		return
 	}
@@ -212,6 +216,8 @@ func (w *Worker) dispatch(r *run, msgs []types.Message, receivedAt time.Time) {
 // job is one received message from its receive until SQS confirmed its
 // settlement.
 type job struct {
+	w     *Worker
+	r     *run
 	msg   settle.Message // the runtime's own copy: settlement reads only this
 	lease *visibility.Lease
 	state atomic.Int32 // FIFO: waiting, then started or released
@@ -219,6 +225,21 @@ type job struct {
 	started, finished time.Time // the handler's run
 	herr              error     // the handler's error
 
+	// The settling call in flight (one at a time): its entry, and what
+	// SQS's confirmation will mean.
+	entry  settle.Entry
+	stage  stage
+	result settle.Result
+	reason string
+	delay  time.Duration
+	res    chan<- bool // FIFO: told whether the message is done with
+
+	// What the dead-letter copy needs, taken at receipt: the handler may
+	// change the maps it shares with the runtime's copy.
+	traceHeader string
+	userAttrs   map[string]types.MessageAttributeValue
+
+	dctx   settle.DeadlineContext  // the handler context's parent: carries the lease's deadline
 	mu     sync.Mutex
 	cancel context.CancelCauseFunc // the handler's, once it starts
 	cause  error                   // the heartbeat's reason for giving the message up
@@ -229,6 +250,40 @@ const (
 	jobStarted
 	jobReleased
 )
+
+// run processes a message of a standard queue on its own goroutine.
+func (j *job) run() {
+	defer j.r.handlers.Done()
+	j.w.process(j.r, j, false)
+}
+
+// handlerMessage returns the handler's copy of the message. Its strings
+// and pointers are its own; its maps are the received ones (settlement
+// reads what it needs from the job's snapshot), unless a settlement hook
+// will be shown the message as received: then they are copies too.
+func (j *job) handlerMessage() *Message {
+	if j.w.notify != nil {
+		return messageOf(&j.msg)
+	}
+	m := (*Message)(j.msg.ShallowCopy())
+	return m
+}
+
+// raw is the message as received, for its dead-letter copy: body, the
+// sender's attributes, group ID and trace header.
+func (j *job) raw() types.Message {
+	raw := j.msg.Raw
+	raw.MessageId, raw.Body, raw.ReceiptHandle = &j.msg.ID, &j.msg.Body, &j.msg.ReceiptHandle
+	raw.MessageAttributes = j.userAttrs
+	raw.Attributes = map[string]string{}
+	if j.msg.GroupID != "" {
+		raw.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] = j.msg.GroupID
+	}
+	if j.traceHeader != "" {
+		raw.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)] = j.traceHeader
+	}
+	return raw
+}
 
 // onLost is the heartbeat's callback: it cancels the running handler with
 // the cause, or remembers it for a handler yet to start.
@@ -245,7 +300,8 @@ func (j *job) onLost(cause error) {
 // handlerContext returns the context the handler runs with: cancelled at
 // once if the heartbeat gave the message up before the handler started.
 func (j *job) handlerContext(parent context.Context) (context.Context, context.CancelCauseFunc) {
-	ctx, cancel := context.WithCancelCause(parent)
+	j.dctx = settle.DeadlineContext{Context: parent, D: j.lease}
+	ctx, cancel := context.WithCancelCause(&j.dctx)
 	j.mu.Lock()
 	j.cancel = cancel
 	cause := j.cause

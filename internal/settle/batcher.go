@@ -57,14 +57,27 @@ type Entry struct {
 	Lease Lease
 	// Urgent sends the entry without lingering: someone waits for it.
 	Urgent bool
-	// Done receives the entry's final outcome, exactly once, from a
-	// Batcher goroutine. It must not block for long.
-	Done func(Outcome)
+	// Owner is told the entry's final outcome, exactly once, from a
+	// Batcher goroutine. It must not block for long. Once told, the entry
+	// is the owner's again: it may reuse it for its next call.
+	Owner Owner
 
 	attempts int
 	deadline time.Time // the lease's deadline when the call went out
 	leased   bool      // the lease was held for the call
 }
+
+// Owner receives an Entry's outcome. An owner that embeds its Entry
+// settles a message without allocating a closure per call.
+type Owner interface {
+	Settled(e *Entry, out Outcome)
+}
+
+// DoneFunc adapts a function to an Owner.
+type DoneFunc func(Outcome)
+
+// Settled calls f(out).
+func (f DoneFunc) Settled(_ *Entry, out Outcome) { f(out) }
 
 // Outcome is what became of one Entry.
 type Outcome struct {
@@ -517,8 +530,8 @@ func backoff(n int) time.Duration {
 }
 
 func (b *Batcher) finish(e *Entry, out Outcome) {
-	if e.Done != nil {
-		e.Done(out)
+	if e.Owner != nil {
+		e.Owner.Settled(e, out)
 	}
 }
 

@@ -60,7 +60,7 @@ type outcomes struct {
 	got map[int]settle.Outcome
 }
 
-func (o *outcomes) done(i int) func(settle.Outcome) {
+func (o *outcomes) done(i int) settle.DoneFunc {
 	return func(out settle.Outcome) {
 		o.mu.Lock()
 		defer o.mu.Unlock()
@@ -102,7 +102,7 @@ func TestEveryTenthCallThrottledAllConfirmed(t *testing.T) {
 		leases := make([]*fakeLease, len(msgs))
 		for i, m := range msgs {
 			leases[i] = &fakeLease{deadline: time.Now().Add(time.Hour)}
-			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Lease: leases[i], Done: o.done(i)})
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Lease: leases[i], Owner: o.done(i)})
 		}
 		b.Close(context.Background())
 		for i := range msgs {
@@ -141,7 +141,7 @@ func TestEntryFailuresRetried(t *testing.T) {
 		b := settle.NewChanger(f, url, settle.BatcherOptions{})
 		o := newOutcomes()
 		for i, m := range msgs {
-			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Timeout: 0, Done: o.done(i)})
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Timeout: 0, Owner: o.done(i)})
 		}
 		b.Close(context.Background())
 		for i := range msgs {
@@ -163,7 +163,7 @@ func TestHangingCallEndsWithTheBudget(t *testing.T) {
 		b := settle.NewDeleter(f, url, settle.BatcherOptions{CallTimeout: time.Hour})
 		o := newOutcomes()
 		for i, m := range msgs {
-			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Lease: &fakeLease{deadline: time.Now().Add(time.Hour)}, Done: o.done(i)})
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Lease: &fakeLease{deadline: time.Now().Add(time.Hour)}, Owner: o.done(i)})
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
@@ -179,7 +179,7 @@ func TestHangingCallEndsWithTheBudget(t *testing.T) {
 		}
 		// Added after Close: ends at once.
 		var late settle.Outcome
-		b.Add(&settle.Entry{Handle: "x", Done: func(out settle.Outcome) { late = out }})
+		b.Add(&settle.Entry{Handle: "x", Owner: settle.DoneFunc(func(out settle.Outcome) { late = out })})
 		if !errors.Is(late.Err, settle.ErrClosed) {
 			t.Fatalf("entry added after Close: %+v", late)
 		}
@@ -194,7 +194,7 @@ func TestPerCallTimeoutThenRetry(t *testing.T) {
 		b := settle.NewDeleter(f, url, settle.BatcherOptions{CallTimeout: 2 * time.Second})
 		var out settle.Outcome
 		start := time.Now()
-		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Urgent: true, Done: func(o settle.Outcome) { out = o }})
+		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Urgent: true, Owner: settle.DoneFunc(func(o settle.Outcome) { out = o })})
 		b.Close(context.Background())
 		if !out.OK || out.Attempts != 2 {
 			t.Fatalf("outcome %+v, want confirmed on the second attempt", out)
@@ -213,7 +213,7 @@ func TestFatalEndsAtOnce(t *testing.T) {
 		b := settle.NewDeleter(f, url, settle.BatcherOptions{})
 		o := newOutcomes()
 		for i, m := range msgs {
-			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Done: o.done(i)})
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Owner: o.done(i)})
 		}
 		b.Close(context.Background())
 		for i := range msgs {
@@ -232,8 +232,8 @@ func TestCloseSkipsInvalidHandles(t *testing.T) {
 		o := newOutcomes()
 		expired := &fakeLease{deadline: time.Now().Add(-time.Second)}
 		lost := &fakeLease{deadline: time.Now().Add(time.Hour), cause: errors.New("lost")}
-		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Lease: expired, Done: o.done(0)})
-		b.Add(&settle.Entry{Handle: *msgs[1].ReceiptHandle, Lease: lost, Done: o.done(1)})
+		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Lease: expired, Owner: o.done(0)})
+		b.Add(&settle.Entry{Handle: *msgs[1].ReceiptHandle, Lease: lost, Owner: o.done(1)})
 		b.Close(context.Background())
 		if n := f.RequestCount("DeleteMessageBatch"); n != 0 {
 			t.Fatalf("%d calls; handles no longer valid must not be flushed", n)
@@ -255,7 +255,7 @@ func TestChangeLeavesLostMessageAlone(t *testing.T) {
 		url, msgs := received(t, f, 1)
 		b := settle.NewChanger(f, url, settle.BatcherOptions{})
 		var out settle.Outcome
-		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Timeout: 60, Lease: &fakeLease{cause: errors.New("lost")}, Urgent: true, Done: func(o settle.Outcome) { out = o }})
+		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Timeout: 60, Lease: &fakeLease{cause: errors.New("lost")}, Urgent: true, Owner: settle.DoneFunc(func(o settle.Outcome) { out = o })})
 		b.Close(context.Background())
 		if out.OK || out.Class != sqserr.Stale || f.RequestCount("ChangeMessageVisibilityBatch") != 0 {
 			t.Fatalf("outcome %+v after %d calls; want the change not sent", out, f.RequestCount("ChangeMessageVisibilityBatch"))
@@ -270,7 +270,7 @@ func TestLateConfirmation(t *testing.T) {
 		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Latency: 2 * time.Second})
 		b := settle.NewDeleter(f, url, settle.BatcherOptions{})
 		var out settle.Outcome
-		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Lease: &fakeLease{deadline: time.Now().Add(time.Second)}, Urgent: true, Done: func(o settle.Outcome) { out = o }})
+		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Lease: &fakeLease{deadline: time.Now().Add(time.Second)}, Urgent: true, Owner: settle.DoneFunc(func(o settle.Outcome) { out = o })})
 		b.Close(context.Background())
 		if !out.OK || !out.Late {
 			t.Fatalf("outcome %+v, want confirmed late", out)
@@ -286,7 +286,7 @@ func TestLingerAndFullBatches(t *testing.T) {
 		o := newOutcomes()
 		start := time.Now()
 		for i, m := range msgs[:3] {
-			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Done: o.done(i)})
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Owner: o.done(i)})
 		}
 		synctest.Wait()
 		if f.RequestCount("DeleteMessageBatch") != 0 {
@@ -298,7 +298,7 @@ func TestLingerAndFullBatches(t *testing.T) {
 			t.Fatalf("%d calls after the linger", f.RequestCount("DeleteMessageBatch"))
 		}
 		for i, m := range msgs[3:] {
-			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Done: o.done(3 + i)})
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Owner: o.done(3 + i)})
 		}
 		synctest.Wait()
 		if n := f.RequestCount("DeleteMessageBatch"); n != 3 {
@@ -319,7 +319,7 @@ func TestSendsCutBySize(t *testing.T) {
 		o := newOutcomes()
 		body := strings.Repeat("x", 300<<10)
 		for i := range 10 {
-			b.Add(&settle.Entry{Send: types.SendMessageBatchRequestEntry{MessageBody: aws.String(body)}, Done: o.done(i)})
+			b.Add(&settle.Entry{Send: types.SendMessageBatchRequestEntry{MessageBody: aws.String(body)}, Owner: o.done(i)})
 		}
 		b.Close(context.Background())
 		for i := range 10 {

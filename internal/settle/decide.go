@@ -85,24 +85,35 @@ func CapDelay(d time.Duration, receivedAt, now time.Time) time.Duration {
 	return max(min(retry.Cap(d), left), 0)
 }
 
-// Invoke calls fn, turning a panic into an error wrapping ErrPanic (logged
-// with its stack).
-func Invoke(ctx context.Context, log *slog.Logger, id string, fn func(context.Context) error) (err error) {
+// Handler is what Invoke calls: worker.Handler, generically.
+type Handler[M any] interface {
+	Handle(ctx context.Context, m M) error
+}
+
+// Invoke calls h.Handle(ctx, m), turning a panic into an error wrapping
+// ErrPanic (logged with its stack).
+func Invoke[M any](ctx context.Context, log *slog.Logger, id string, h Handler[M], m M) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			log.Error("sqsworker: handler panicked", "message", id, "panic", p, "stack", string(debug.Stack()))
 			err = fmt.Errorf("%w: %v", ErrPanic, p)
 		}
 	}()
-	return fn(ctx)
+	return h.Handle(ctx, m)
 }
 
 // CountAttempt sets m.Attempt from counter: the receive count for
-// retry.ReceiveCount, else the counter's answer (the receive count, with a
-// warning, when the counter fails).
-func CountAttempt(ctx context.Context, counter retry.AttemptCounter, m *Message, log *slog.Logger) {
+// retry.ReceiveCount (no call, no allocation), else the counter's answer
+// within timeout (the receive count, with a warning, when the counter
+// fails).
+func CountAttempt(ctx context.Context, timeout time.Duration, counter retry.AttemptCounter, m *Message, log *slog.Logger) {
 	if _, byReceives := counter.(retry.ReceiveCount); byReceives {
 		return
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
 	attempt, err := counter.Attempt(ctx, m.ID, m.ReceiveCount)
 	if err != nil {
@@ -114,10 +125,15 @@ func CountAttempt(ctx context.Context, counter retry.AttemptCounter, m *Message,
 
 // Uncount takes a snoozed attempt back when counter can (an
 // AttemptUncounter); a failure is logged, never fatal.
-func Uncount(ctx context.Context, counter retry.AttemptCounter, m *Message, log *slog.Logger) {
+func Uncount(ctx context.Context, timeout time.Duration, counter retry.AttemptCounter, m *Message, log *slog.Logger) {
 	u, ok := counter.(retry.AttemptUncounter)
 	if !ok {
 		return
+	}
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
 	}
 	if err := u.Uncount(ctx, m.ID); err != nil {
 		log.Warn("sqsworker: the attempt counter could not take back a snoozed attempt; it counts", "message", m.ID, "err", err)
@@ -127,20 +143,48 @@ func Uncount(ctx context.Context, counter retry.AttemptCounter, m *Message, log 
 // deadlineKey is the context key of a handler's visibility deadline.
 type deadlineKey struct{}
 
-// WithDeadline returns ctx carrying deadline, the function that tells the
-// message's current visibility deadline (see worker.VisibilityDeadline).
-func WithDeadline(ctx context.Context, deadline func() time.Time) context.Context {
-	return context.WithValue(ctx, deadlineKey{}, deadline)
+// Deadliner tells a message's current visibility deadline
+// (*visibility.Lease is one).
+type Deadliner interface {
+	Deadline() time.Time
+}
+
+// WithDeadline returns ctx carrying d, which tells the message's current
+// visibility deadline (see worker.VisibilityDeadline).
+func WithDeadline(ctx context.Context, d Deadliner) context.Context {
+	return context.WithValue(ctx, deadlineKey{}, d)
 }
 
 // Deadline returns the visibility deadline ctx carries.
 func Deadline(ctx context.Context) (time.Time, bool) {
-	f, ok := ctx.Value(deadlineKey{}).(func() time.Time)
+	d, ok := ctx.Value(deadlineKey{}).(Deadliner)
 	if !ok {
 		return time.Time{}, false
 	}
-	return f(), true
+	return d.Deadline(), true
 }
+
+// DeadlineContext is a context carrying a Deadliner, to embed in a
+// per-message struct so that adding the deadline to a handler's context
+// costs no allocation: use &x as the parent of the handler's context.
+type DeadlineContext struct {
+	context.Context
+	D Deadliner
+}
+
+// Value returns the Deadliner for the deadline key, else the parent's value.
+func (c *DeadlineContext) Value(key any) any {
+	if _, ok := key.(deadlineKey); ok {
+		return c.D
+	}
+	return c.Context.Value(key)
+}
+
+// FixedDeadline is a Deadliner that does not move.
+type FixedDeadline time.Time
+
+// Deadline returns d.
+func (d FixedDeadline) Deadline() time.Time { return time.Time(d) }
 
 // WithCause wraps herr with cause when the handler's context ended for
 // cause and the handler returned an error that does not say so, unless the

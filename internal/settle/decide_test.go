@@ -71,7 +71,7 @@ func TestCapDelay(t *testing.T) {
 }
 
 func TestInvokeRecoversPanics(t *testing.T) {
-	err := settle.Invoke(context.Background(), quiet, "m", func(context.Context) error { panic("bug") })
+	err := settle.Invoke(context.Background(), quiet, "m", panicky{}, 1)
 	if !errors.Is(err, settle.ErrPanic) {
 		t.Fatalf("Invoke = %v, want ErrPanic", err)
 	}
@@ -90,3 +90,7 @@ func TestWithCause(t *testing.T) {
 		t.Error("WithCause(nil) must stay nil")
 	}
 }
+
+type panicky struct{}
+
+func (panicky) Handle(context.Context, int) error { panic("bug") }

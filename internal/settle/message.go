@@ -60,6 +60,22 @@ func millis(s string) time.Time {
 	return time.UnixMilli(n)
 }
 
+// ShallowCopy returns a copy of m whose strings and Raw pointers are its
+// own but whose maps are m's: for a holder whose map changes m can bear.
+func (m *Message) ShallowCopy() *Message {
+	c := *m
+	c.Raw.MessageId, c.Raw.Body, c.Raw.ReceiptHandle = repoint(m.Raw.MessageId, &c.ID), repoint(m.Raw.Body, &c.Body), repoint(m.Raw.ReceiptHandle, &c.ReceiptHandle)
+	return &c
+}
+
+// repoint returns to when from is set, so a copy's Raw points into the copy.
+func repoint(from, to *string) *string {
+	if from == nil {
+		return nil
+	}
+	return to
+}
+
 // Copy returns a copy of m that shares nothing the holder could change in
 // place: its maps are its own, and its Raw's string pointers point into the
 // copy itself. The runtime hands copies to handlers and hooks and settles
@@ -70,15 +86,6 @@ func (m *Message) Copy() *Message {
 	c.MessageAttributes = maps.Clone(m.MessageAttributes)
 	c.Raw.Attributes = c.Attributes
 	c.Raw.MessageAttributes = c.MessageAttributes
-	c.Raw.MessageId, c.Raw.Body, c.Raw.ReceiptHandle = &c.ID, &c.Body, &c.ReceiptHandle
-	if m.Raw.MessageId == nil {
-		c.Raw.MessageId = nil
-	}
-	if m.Raw.Body == nil {
-		c.Raw.Body = nil
-	}
-	if m.Raw.ReceiptHandle == nil {
-		c.Raw.ReceiptHandle = nil
-	}
+	c.Raw.MessageId, c.Raw.Body, c.Raw.ReceiptHandle = repoint(m.Raw.MessageId, &c.ID), repoint(m.Raw.Body, &c.Body), repoint(m.Raw.ReceiptHandle, &c.ReceiptHandle)
 	return &c
 }

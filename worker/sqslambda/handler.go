@@ -148,6 +148,10 @@ type batch struct {
 	fifo   bool
 	recs   []*rec
 	queues map[string]*invocationQueue
+	// deadline is the records' visibility deadline as a handler sees it
+	// (worker.VisibilityDeadline): the invocation's deadline, which AWS
+	// advises to keep below the queue's visibility timeout.
+	deadline settle.Deadliner
 
 	mu        sync.Mutex
 	cond      sync.Cond
@@ -170,6 +174,8 @@ func (h *Handler) newBatch(ctx context.Context, ev events.SQSEvent) *batch {
 		b.hctx, b.cancel = context.WithCancel(ctx)
 		b.sctx, b.scncl = context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	}
+	d, _ := b.sctx.Deadline()
+	b.deadline = settle.FixedDeadline(d)
 	arns := make([]string, len(ev.Records))
 	for i, e := range ev.Records {
 		arns[i] = e.EventSourceARN
@@ -192,14 +198,6 @@ func (h *Handler) newBatch(ctx context.Context, ev events.SQSEvent) *batch {
 		}
 	}
 	return b
-}
-
-// deadline is the records' visibility deadline as a handler sees it
-// (worker.VisibilityDeadline): the invocation's deadline, which AWS advises
-// to keep below the queue's visibility timeout; zero without one.
-func (b *batch) deadline() time.Time {
-	d, _ := b.sctx.Deadline()
-	return d
 }
 
 // run runs the records' handlers, Options.Concurrency at a time.
@@ -287,11 +285,11 @@ func (b *batch) skipLocked(r *rec, why string) {
 // worker's decision (settle.Decide).
 func (b *batch) process(r *rec) {
 	o := &b.h.opts
-	settle.CountAttempt(b.sctx, o.AttemptCounter, &r.msg, o.Logger)
+	settle.CountAttempt(b.sctx, o.CallTimeout, o.AttemptCounter, &r.msg, o.Logger)
 	m := (*worker.Message)(r.msg.Copy())
 	hctx := settle.WithDeadline(b.hctx, b.deadline)
 	r.started = time.Now()
-	err := settle.Invoke(hctx, o.Logger, r.msg.ID, func(ctx context.Context) error { return b.h.h.Handle(ctx, m) })
+	err := settle.Invoke(hctx, o.Logger, r.msg.ID, b.h.h, m)
 	r.finished = time.Now()
 	if errors.Is(context.Cause(b.hctx), ErrDeadline) {
 		err = settle.WithCause(err, ErrDeadline)
@@ -305,7 +303,7 @@ func (b *batch) process(r *rec) {
 		r.report, r.outcome, r.result = true, "retry", settle.Retrying
 		if d.Snoozed {
 			r.outcome, r.result = "snoozed", settle.Snoozed
-			settle.Uncount(b.sctx, o.AttemptCounter, &r.msg, o.Logger)
+			settle.Uncount(b.sctx, o.CallTimeout, o.AttemptCounter, &r.msg, o.Logger)
 		}
 		if o.Client != nil && r.q.q.url != "" {
 			r.delay = settle.CapDelay(d.Delay, b.start.Add(-maxBatchingWindow), time.Now())
@@ -355,7 +353,7 @@ func (b *batch) deadLetter(r *rec, cause error, reason string) {
 		fail("dead-letter: copy", err)
 		return
 	}
-	r.q.sender(b.h, c).Add(&settle.Entry{Send: settle.SendEntry(in), Urgent: true, Done: func(out settle.Outcome) {
+	r.q.sender(b.h, c).Add(&settle.Entry{Send: settle.SendEntry(in), Urgent: true, Owner: settle.DoneFunc(func(out settle.Outcome) {
 		if !out.OK {
 			fail("dead-letter failed", out.Err)
 			return
@@ -363,12 +361,12 @@ func (b *batch) deadLetter(r *rec, cause error, reason string) {
 		// Not reported: even if this delete fails, Lambda deletes it.
 		r.report, r.outcome = false, "dead-lettered"
 		o.Logger.Info("sqslambda: record copied to the dead-letter queue; deleting it from the source", "message", r.msg.ID, "dlq", c.Target().QueueURL, "copy", out.MessageID, "reason", reason)
-		r.q.deleter(b.h).Add(&settle.Entry{Handle: r.msg.ReceiptHandle, Urgent: true, Done: func(out settle.Outcome) {
+		r.q.deleter(b.h).Add(&settle.Entry{Handle: r.msg.ReceiptHandle, Urgent: true, Owner: settle.DoneFunc(func(out settle.Outcome) {
 			if !out.OK {
 				o.Logger.Info("sqslambda: deleting the dead-lettered record failed; Lambda deletes it when the invocation returns", "message", r.msg.ID, "err", out.Err)
 			}
-		}})
-	}})
+		})})
+	})})
 }
 
 // settle confirms the batch's dead-letter copies, then applies its
@@ -391,14 +389,14 @@ func (b *batch) settle() {
 		if r.visibility < 0 || b.h.opts.Client == nil {
 			continue
 		}
-		r.q.changer(b.h).Add(&settle.Entry{Handle: r.ev.ReceiptHandle, Timeout: r.visibility, Done: func(out settle.Outcome) {
+		r.q.changer(b.h).Add(&settle.Entry{Handle: r.ev.ReceiptHandle, Timeout: r.visibility, Owner: settle.DoneFunc(func(out settle.Outcome) {
 			if out.OK {
 				return
 			}
 			r.reason = fmt.Sprintf("visibility change failed (%v): the record comes back when its visibility timeout ends", out.Err)
 			b.h.warn.Warn("visibility-"+out.Class.String(), "sqslambda: visibility change failed; the record comes back when its visibility timeout ends (check sqs:ChangeMessageVisibility in the function's role)",
 				"queue", r.q.q.url, "message", r.msg.ID, "timeout", r.visibility, "class", out.Class.String(), "err", out.Err)
-		}})
+		})})
 	}
 	for _, iq := range b.queues {
 		if iq.changes != nil {
