@@ -239,7 +239,7 @@ type job struct {
 	traceHeader string
 	userAttrs   map[string]types.MessageAttributeValue
 
-	dctx   settle.DeadlineContext  // the handler context's parent: carries the lease's deadline
+	dctx   settle.DeadlineContext // the handler context's parent: carries the lease's deadline
 	mu     sync.Mutex
 	cancel context.CancelCauseFunc // the handler's, once it starts
 	cause  error                   // the heartbeat's reason for giving the message up
