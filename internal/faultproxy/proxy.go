@@ -5,7 +5,9 @@
 // connection before forwarding, forward and then drop the response (the
 // call took effect and the client cannot know), never answer, or add
 // latency. It counts what it did per action and can log every request as a
-// JSON line with the receipt handles and message IDs it carried.
+// JSON line with the receipt handles and message IDs it carried, the queue it
+// addressed and the client that sent it (the SDK's AppID), or hand each
+// request's Entry to a function (Options.OnRequest).
 package faultproxy
 
 import (
@@ -51,6 +53,9 @@ type Rule struct {
 	EveryKind Kind
 	// Latency is added to every request of the action before it is handled.
 	Latency time.Duration
+	// LatencyJitter, when positive, adds a further random latency between
+	// 0 and LatencyJitter to every request of the action.
+	LatencyJitter time.Duration
 }
 
 func (r Rule) chance(k Kind) float64 {
@@ -84,6 +89,10 @@ type Options struct {
 	Seed uint64
 	// Log, when set, receives one JSON line per request (see Entry).
 	Log io.Writer
+	// OnRequest, when set, is called with every request's Entry once the
+	// request is handled, on the request's goroutine (so concurrently): it
+	// must be safe for concurrent use and quick, since the client waits.
+	OnRequest func(Entry)
 }
 
 // Counts is what the proxy did with one action's requests.
@@ -100,6 +109,8 @@ type Entry struct {
 	Fault      Kind      `json:"fault,omitempty"`
 	Status     int       `json:"status,omitempty"` // the upstream's status, when forwarded
 	Millis     float64   `json:"ms"`
+	Queue      string    `json:"queue,omitempty"`      // the queue's name, from the request's QueueUrl
+	Client     string    `json:"client,omitempty"`     // the sender's SDK AppID (the "app/…" token of its User-Agent)
 	Handles    []string  `json:"handles,omitempty"`    // receipt handles the request carried
 	MessageIDs []string  `json:"messageIds,omitempty"` // message IDs in the response (receive, send)
 	Received   []string  `json:"received,omitempty"`   // receipt handles in the response (receive)
@@ -123,8 +134,9 @@ type Proxy struct {
 	counts map[string]*Counts
 	seen   map[string]int // requests per action, for Every
 
-	logMu sync.Mutex
-	log   *json.Encoder
+	logMu     sync.Mutex
+	log       *json.Encoder
+	onRequest func(Entry)
 }
 
 // Start starts a proxy.
@@ -164,6 +176,7 @@ func Start(o Options) (*Proxy, error) {
 	if o.Log != nil {
 		p.log = json.NewEncoder(o.Log)
 	}
+	p.onRequest = o.OnRequest
 	p.server = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 10 * time.Second}
 	go p.server.Serve(ln)
 	return p, nil
@@ -267,7 +280,11 @@ func (p *Proxy) decide(action string) (Kind, time.Duration) {
 	if kind == None || kind == DropResponse {
 		c.Forwarded++
 	}
-	return kind, r.Latency
+	latency := r.Latency
+	if r.LatencyJitter > 0 {
+		latency += time.Duration(p.rng.Int64N(int64(r.LatencyJitter)))
+	}
+	return kind, latency
 }
 
 // actionOf reads the SQS action from a JSON-protocol request
@@ -294,7 +311,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	action := actionOf(r, body)
 	kind, latency := p.decide(action)
-	entry := Entry{Time: start, Action: action, Fault: kind, Handles: handlesIn(body)}
+	entry := Entry{Time: start, Action: action, Fault: kind, Client: appID(r.UserAgent())}
+	entry.Queue, entry.Handles = requestIn(body)
 	defer func() {
 		entry.Millis = float64(time.Since(start).Microseconds()) / 1000
 		p.write(entry)
@@ -401,6 +419,9 @@ func wait(ctx context.Context, closing <-chan struct{}, d time.Duration) bool {
 }
 
 func (p *Proxy) write(e Entry) {
+	if p.onRequest != nil {
+		p.onRequest(e)
+	}
 	if p.log == nil {
 		return
 	}
@@ -409,14 +430,29 @@ func (p *Proxy) write(e Entry) {
 	p.log.Encode(e)
 }
 
-// handlesIn returns the receipt handles a request body carries.
-func handlesIn(body []byte) []string {
+// appID returns the SDK's AppID from a User-Agent ("… app/chaos-w3 …").
+func appID(userAgent string) string {
+	for _, f := range strings.Fields(userAgent) {
+		if id, ok := strings.CutPrefix(f, "app/"); ok {
+			return id
+		}
+	}
+	return ""
+}
+
+// requestIn returns the queue name and the receipt handles a request body
+// carries.
+func requestIn(body []byte) (queue string, handles []string) {
 	var req struct {
+		QueueUrl      string
 		ReceiptHandle string
 		Entries       []struct{ ReceiptHandle string }
 	}
 	if json.Unmarshal(body, &req) != nil {
-		return nil
+		return "", nil
+	}
+	if i := strings.LastIndexByte(req.QueueUrl, '/'); i >= 0 {
+		queue = req.QueueUrl[i+1:]
 	}
 	var out []string
 	if req.ReceiptHandle != "" {
@@ -427,7 +463,7 @@ func handlesIn(body []byte) []string {
 			out = append(out, e.ReceiptHandle)
 		}
 	}
-	return out
+	return queue, out
 }
 
 // idsIn returns the message IDs and receipt handles a response body

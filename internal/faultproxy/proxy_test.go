@@ -171,3 +171,33 @@ func TestLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestOnRequestNamesQueueAndClient(t *testing.T) {
+	up, _ := upstream(t)
+	entries := make(chan faultproxy.Entry, 4)
+	p := start(t, faultproxy.Options{Upstream: up.URL, OnRequest: func(e faultproxy.Entry) { entries <- e },
+		Rules: map[string]faultproxy.Rule{"*": {Latency: 5 * time.Millisecond, LatencyJitter: 20 * time.Millisecond}}})
+	c := sqs.New(sqs.Options{
+		BaseEndpoint: aws.String(p.URL), Region: "us-east-1", AppID: "chaos-w7",
+		Credentials:      credentials.NewStaticCredentialsProvider("test", "test", ""),
+		RetryMaxAttempts: 1,
+	})
+	var slowest time.Duration
+	for range 3 {
+		begin := time.Now()
+		if err := del(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		slowest = max(slowest, time.Since(begin))
+		e := <-entries
+		if e.Client != "chaos-w7" || e.Queue != "q" || len(e.Handles) != 1 || e.Handles[0] != "h-1" || e.Status != 200 {
+			t.Fatalf("entry %+v; want client chaos-w7, queue q, handle h-1, status 200", e)
+		}
+		if e.Millis < 5 || e.Millis > 25+1000 {
+			t.Fatalf("entry took %v ms; want 5 ms latency plus up to 20 ms jitter", e.Millis)
+		}
+	}
+	if slowest < 5*time.Millisecond {
+		t.Fatalf("slowest call %v; want the added latency", slowest)
+	}
+}
