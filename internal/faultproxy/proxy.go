@@ -127,6 +127,7 @@ type Proxy struct {
 	ln       net.Listener
 	closing  chan struct{}
 	closeMu  sync.Once
+	serving  sync.WaitGroup // requests being handled, hijacked ones included
 
 	mu     sync.Mutex
 	rules  map[string]Rule
@@ -238,12 +239,14 @@ func (p *Proxy) Summary() string {
 	return b.String()
 }
 
-// Close stops the proxy; hanging requests end.
+// Close stops the proxy; hanging requests end. It returns once every
+// request has been handled, logged and passed to OnRequest.
 func (p *Proxy) Close() error {
 	p.closeMu.Do(func() { close(p.closing) })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := p.server.Shutdown(ctx)
+	p.serving.Wait() // Shutdown does not wait for hijacked (reset) connections
 	p.client.CloseIdleConnections()
 	return err
 }
@@ -303,6 +306,8 @@ func actionOf(r *http.Request, body []byte) string {
 }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	p.serving.Add(1)
+	defer p.serving.Done()
 	start := time.Now()
 	body, err := io.ReadAll(r.Body)
 	if err != nil {

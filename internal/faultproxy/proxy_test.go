@@ -201,3 +201,22 @@ func TestOnRequestNamesQueueAndClient(t *testing.T) {
 		t.Fatalf("slowest call %v; want the added latency", slowest)
 	}
 }
+
+// Close waits for requests whose connection was reset (hijacked, so the
+// server's Shutdown does not wait for them) to be logged.
+func TestCloseWaitsForResetRequests(t *testing.T) {
+	up, _ := upstream(t)
+	var logged atomic.Bool
+	p, err := faultproxy.Start(faultproxy.Options{Upstream: up.URL, Rules: map[string]faultproxy.Rule{"*": {Reset: 1}},
+		OnRequest: func(faultproxy.Entry) { time.Sleep(100 * time.Millisecond); logged.Store(true) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := del(context.Background(), client(p.URL)); err == nil {
+		t.Fatal("a reset call succeeded")
+	}
+	p.Close()
+	if !logged.Load() {
+		t.Fatal("Close returned before the reset request was passed to OnRequest")
+	}
+}
