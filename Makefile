@@ -1,6 +1,8 @@
 # sqsworker — the two commands a new machine needs:
 #   make demo   run the demo against a local AWS it starts itself
 #   make test   vet + race tests, integration tests required, against a local AWS it starts itself
+#   make chaos  the chaos suite (faults, kill -9, restarts) against a local AWS it starts itself;
+#               VARIANT=graceful|chaos|blackhole|throttle|scale|fifo|all (see RELIABILITY.md)
 #
 # Both use AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_SQS + AWS_ENDPOINT_URL_DYNAMODB when set
 # (e.g. LocalStack from docker-compose.yml); otherwise they start the offline emulators
@@ -11,7 +13,7 @@ WITH_AWS  := bash localstack/with-aws.sh
 TESTFLAGS ?=
 BENCHTIME ?= 3x
 
-.PHONY: test conformance unit lint bench demo emulators-start emulators-stop fuzz
+.PHONY: test conformance unit lint bench demo chaos emulators-start emulators-stop fuzz
 
 # test prints the conformance suite's summary first (fake and emulator), then runs
 # every package. -count=1: integration results depend on the emulators, never cache them.
@@ -42,6 +44,20 @@ bench:
 
 demo:
 	$(WITH_AWS) $(GO) run ./examples/demo
+
+# chaos runs one variant of the chaos suite (internal/chaos) and prints its report; the run's
+# files (worker records, proxy log, report.txt, report.json) go to CHAOSOUT (default: a new
+# temporary directory). Zero values keep the variant's own settings.
+VARIANT  ?= chaos
+SEED     ?= 1
+JOBS     ?= 0
+WORKERS  ?= 0
+DURATION ?= 0
+CHAOSOUT ?=
+CHAOSFLAGS ?=
+chaos:
+	$(WITH_AWS) $(GO) run ./internal/chaos/cmd/chaos -variant $(VARIANT) -seed $(SEED) -jobs $(JOBS) \
+		-workers $(WORKERS) -duration $(DURATION) $(if $(CHAOSOUT),-out $(CHAOSOUT)) $(CHAOSFLAGS)
 
 # fuzz runs every fuzz target for FUZZTIME each (the parsers of outside input).
 FUZZTIME ?= 30s

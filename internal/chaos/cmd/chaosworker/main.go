@@ -1,0 +1,54 @@
+// Command chaosworker is one worker process of the chaos suite (package
+// internal/chaos): it runs a worker on the chaos queue through the fault
+// proxy until SIGTERM or SIGINT, recording every run, success and
+// settlement in its files. The orchestrator builds and starts it; it is
+// not meant to be run by hand.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sqsworker/sqsworker/internal/chaos"
+)
+
+func main() {
+	config := flag.String("config", "", "the worker configuration file (JSON) the orchestrator wrote")
+	name := flag.String("name", "", "this process's name (w1, w2, …): its files and its SDK AppID")
+	flag.Parse()
+	if *config == "" || *name == "" {
+		fmt.Fprintln(os.Stderr, "usage: chaosworker -config FILE -name NAME")
+		os.Exit(2)
+	}
+	cfg, err := chaos.LoadWorkerConfig(*config)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaosworker:", err)
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stopped atomic.Int64
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-sig
+		stopped.Store(time.Now().UnixNano())
+		cancel()
+	}()
+	stoppedAt := func() time.Time {
+		if n := stopped.Load(); n != 0 {
+			return time.Unix(0, n)
+		}
+		return time.Time{}
+	}
+	if err := chaos.RunWorker(ctx, cfg, *name, stoppedAt); err != nil {
+		fmt.Fprintln(os.Stderr, "chaosworker:", err)
+		os.Exit(1)
+	}
+}

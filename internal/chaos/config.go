@@ -1,0 +1,174 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sqsworker/sqsworker/internal/faultproxy"
+)
+
+// Config is one chaos run. Start from Variant and change what you need.
+type Config struct {
+	// Variant names the run in its report.
+	Variant string `json:"variant"`
+	// SQS is the emulator's endpoint, a loopback URL (the proxy refuses
+	// anything else). Region is the SDK region (zero: us-east-1).
+	SQS    string `json:"-"`
+	Region string `json:"-"`
+
+	Jobs    int    `json:"jobs"`
+	Workers int    `json:"workers"` // worker processes running at once
+	Seed    uint64 `json:"seed"`    // seeds the jobs, the faults and the kills
+	Mix     Mix    `json:"mix"`
+	// FIFO runs on a FIFO queue pair with Groups message groups; the
+	// report then checks the order within each group.
+	FIFO   bool `json:"fifo"`
+	Groups int  `json:"groups,omitempty"`
+
+	// Faults are the proxy's rules while the chaos lasts (by action, "*"
+	// for the others); they are cleared before the drain.
+	Faults map[string]faultproxy.Rule `json:"faults"`
+	Kills  Kills                      `json:"kills"`
+	// Duration bounds the chaos phase; it ends earlier when the queue is
+	// empty. DrainTimeout bounds the drain that follows (no faults, no
+	// kills) until the queue is empty.
+	Duration     time.Duration `json:"duration"`
+	DrainTimeout time.Duration `json:"drainTimeout"`
+
+	// Visibility is the queue's VisibilityTimeout (slow jobs work longer);
+	// MaxReceiveCount its RedrivePolicy's.
+	Visibility      time.Duration `json:"visibility"`
+	MaxReceiveCount int           `json:"maxReceiveCount"`
+	// Worker is each worker process's configuration (Endpoint, Region,
+	// Queue and Dir are filled in by Run).
+	Worker WorkerConfig `json:"worker"`
+	Checks Checks       `json:"checks"`
+
+	// Dir receives the run's files (worker records, proxy log, report).
+	// Zero: a new temporary directory.
+	Dir string `json:"-"`
+	// WorkerBinary is the worker program. Zero: Run builds
+	// ./internal/chaos/cmd/chaosworker with `go build` (with -race when
+	// Race is set) into Dir.
+	WorkerBinary string `json:"-"`
+	Race         bool   `json:"race,omitempty"`
+	// ProxyLog writes the proxy's JSON log of every request to
+	// Dir/proxy.jsonl.
+	ProxyLog bool `json:"-"`
+	// Log receives progress lines. Zero: discarded.
+	Log io.Writer `json:"-"`
+}
+
+// Kills is how the orchestrator stops worker processes during the chaos
+// phase: every MinEvery to MaxEvery (uniformly, seeded) one running worker
+// gets SIGKILL (with probability KillShare) or SIGTERM, and a replacement is
+// started at once. Zero MaxEvery: no kills.
+type Kills struct {
+	MinEvery  time.Duration `json:"minEvery"`
+	MaxEvery  time.Duration `json:"maxEvery"`
+	KillShare float64       `json:"killShare"`
+}
+
+// Checks are a variant's acceptance criteria beyond the ones every run
+// has (nothing lost, no hung or crashed worker, no succeeded or transient
+// job in the DLQ, every poison job there with provenance, no unexplained
+// duplicate, FIFO order).
+type Checks struct {
+	// MaxRunsPerJob, when positive, bounds handler runs per job.
+	MaxRunsPerJob float64 `json:"maxRunsPerJob,omitempty"`
+	// OnlyDeleteFaultDuplicates fails a duplicate that a fault on the
+	// job's own delete does not explain.
+	OnlyDeleteFaultDuplicates bool `json:"onlyDeleteFaultDuplicates,omitempty"`
+}
+
+// ShutdownBound is how long a worker may take to return from Run after
+// SIGTERM: ShutdownTimeout + FlushTimeout.
+func (c Config) ShutdownBound() time.Duration {
+	return c.Worker.ShutdownTimeout + c.Worker.FlushTimeout
+}
+
+// ExitSlack is what a worker process gets on top of ShutdownBound to exit
+// after SIGTERM (signal delivery, writing its exit record, process exit, on
+// a loaded machine) before it counts as hung and gets SIGKILL.
+const ExitSlack = 2 * time.Second
+
+// Variants lists the named variants.
+func Variants() []string {
+	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo"}
+}
+
+// Variant returns a named variant's configuration:
+//
+//   - graceful: throttling, 5xx, resets and latency on every action;
+//     SIGTERM only.
+//   - chaos: every fault (dropped responses and hangs too); SIGKILL and
+//     SIGTERM every 1 to 4 s.
+//   - blackhole: 3% of calls never answer; SIGTERM every 2 to 5 s: every
+//     worker must exit within its shutdown bound.
+//   - throttle: 10% of DeleteMessageBatch throttled, jobs that succeed,
+//     SIGTERM every 5 to 10 s: at most 1.01 handler runs per job.
+//   - scale: 100,000 jobs, 6 workers, the chaos faults and kills.
+//   - fifo: the chaos variant on a FIFO queue with 50 groups.
+func Variant(name string) (Config, error) {
+	c := base()
+	c.Variant = name
+	switch name {
+	case "graceful":
+		c.Faults = map[string]faultproxy.Rule{"*": {Throttle: 0.03, ServerError: 0.02, Reset: 0.02, LatencyJitter: 20 * time.Millisecond}}
+		c.Checks.OnlyDeleteFaultDuplicates = true
+	case "chaos":
+		c.Faults = chaosFaults()
+		c.Kills = Kills{MinEvery: time.Second, MaxEvery: 4 * time.Second, KillShare: 0.5}
+	case "blackhole":
+		c.Jobs = 3000
+		c.Faults = map[string]faultproxy.Rule{"*": {Hang: 0.03}}
+	case "throttle":
+		c.Jobs = 10_000
+		c.Mix = Mix{MaxWork: 5 * time.Millisecond}
+		c.Faults = map[string]faultproxy.Rule{"DeleteMessageBatch": {Throttle: 0.10}}
+		c.Kills = Kills{MinEvery: 5 * time.Second, MaxEvery: 10 * time.Second}
+		c.Duration = 2 * time.Minute
+		c.Checks.MaxRunsPerJob = 1.01
+	case "scale":
+		c.Jobs, c.Workers = 100_000, 6
+		c.Mix.Slow = 0.005
+		c.Faults = chaosFaults()
+		c.Kills = Kills{MinEvery: 3 * time.Second, MaxEvery: 8 * time.Second, KillShare: 0.5}
+		c.Duration, c.DrainTimeout = 30*time.Minute, 10*time.Minute
+		c.Worker.Concurrency, c.Worker.CallTimeout = 32, 5*time.Second
+	case "fifo":
+		c.Jobs, c.FIFO, c.Groups = 3000, true, 50
+		c.Faults = chaosFaults()
+		c.Kills = Kills{MinEvery: 2 * time.Second, MaxEvery: 5 * time.Second, KillShare: 0.5}
+	default:
+		return Config{}, fmt.Errorf("chaos: no variant %q; choose one of %s", name, strings.Join(Variants(), ", "))
+	}
+	return c, nil
+}
+
+// base is what the variants share.
+func base() Config {
+	return Config{
+		Jobs: 5000, Workers: 4, Seed: 1,
+		Mix:          Mix{Transient: 0.08, Poison: 0.02, Slow: 0.02, MaxFails: 2, SlowFor: 8 * time.Second, MaxWork: 5 * time.Millisecond},
+		Kills:        Kills{MinEvery: 2 * time.Second, MaxEvery: 5 * time.Second},
+		Duration:     60 * time.Second,
+		DrainTimeout: 3 * time.Minute,
+		Visibility:   5 * time.Second, MaxReceiveCount: 40,
+		Worker: WorkerConfig{
+			Concurrency: 16, ShutdownTimeout: 4 * time.Second, FlushTimeout: 3 * time.Second,
+			CallTimeout: 2 * time.Second, StartupTimeout: 5 * time.Second, WaitTime: 2 * time.Second,
+			RetryDelay: time.Second, MaxAttempts: 20,
+		},
+	}
+}
+
+// chaosFaults are the chaos variant's faults on every action.
+func chaosFaults() map[string]faultproxy.Rule {
+	return map[string]faultproxy.Rule{"*": {
+		Throttle: 0.03, ServerError: 0.02, Reset: 0.02, DropResponse: 0.03, Hang: 0.005,
+		LatencyJitter: 20 * time.Millisecond,
+	}}
+}

@@ -1,0 +1,456 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/faultproxy"
+)
+
+// Cause is why a job ran to completion more than once.
+type Cause string
+
+// The causes of a duplicate, each tied to one completed run that did not
+// end its message.
+const (
+	// CauseKilled: the run's process was SIGKILLed before SQS confirmed the
+	// run's delete (the success was recorded; the delete never confirmed).
+	CauseKilled Cause = "killed before its delete"
+	// CauseDeleteFault: the proxy faulted a delete carrying the run's
+	// receipt handle, and the worker could not confirm the delete in time
+	// (abandoned at the end of its shutdown flush).
+	CauseDeleteFault Cause = "delete faulted"
+	// CauseLease: the worker lost the message's lease before settling it,
+	// or SQS confirmed the settlement after the lease's deadline (Lost, or
+	// Late): another consumer could receive the message meanwhile.
+	CauseLease Cause = "handler outlived its lease"
+	// CauseSendDropped: a dead-letter copy reached the DLQ but the proxy
+	// dropped the send's answer, so the worker sent the copy again (only
+	// for DLQ copies).
+	CauseSendDropped Cause = "DLQ send's answer dropped"
+	// CauseAbandoned: the worker reported the settlement abandoned (its
+	// shutdown flush ended) with no fault on the run's own delete.
+	CauseAbandoned Cause = "abandoned at shutdown, no fault on its delete"
+	// CauseUnexplained: nothing above; a bug until shown otherwise.
+	CauseUnexplained Cause = "unexplained"
+)
+
+// causes lists the causes in report order.
+func causes() []Cause {
+	return []Cause{CauseKilled, CauseDeleteFault, CauseLease, CauseSendDropped, CauseAbandoned, CauseUnexplained}
+}
+
+// procInfo is what the orchestrator knows about one worker process.
+type procInfo struct {
+	Signal  string // "", "SIGTERM" or "SIGKILL"
+	Hung    bool   // did not exit within the bound after SIGTERM, and then got SIGKILL
+	Crashed bool   // exited without being signalled
+	// SignaledAt is when the orchestrator sent Signal.
+	SignaledAt time.Time
+	// Races is how many data races the race detector reported in the
+	// process (when built with Config.Race).
+	Races int
+}
+
+// deleteSeen is what the proxy saw of the deletes carrying one receipt
+// handle.
+type deleteSeen struct {
+	Faulted bool // a delete carrying it was faulted (the worker saw a failure)
+	Reached bool // a delete carrying it reached SQS and succeeded (even if its answer was then dropped)
+}
+
+// dlqCopy is one message read from the dead-letter queue.
+type dlqCopy struct {
+	Job           string
+	MessageID     string
+	Provenance    dlq.Provenance
+	HasProvenance bool
+}
+
+// evidence is everything a run collected, for reconcile.
+type evidence struct {
+	cfg     Config
+	jobs    []Job
+	files   workerFiles
+	procs   map[string]procInfo
+	dlq     []dlqCopy
+	pending []string // job IDs still in the source queue after the drain
+	unread  int      // messages the source queue still counted but the read could not see
+	deletes map[string]deleteSeen
+	// droppedSends are the IDs of messages sent by calls whose answer the
+	// proxy dropped.
+	droppedSends map[string]bool
+	counts       map[string]faultproxy.Counts
+	timing       Timing
+}
+
+// reconcile turns the evidence into a report.
+func reconcile(ev evidence) *Report {
+	cfg := ev.cfg
+	r := &Report{
+		Variant: cfg.Variant, Seed: cfg.Seed, Jobs: len(ev.jobs), Workers: cfg.Workers, FIFO: cfg.FIFO,
+		Config: cfg, ByKind: map[Kind]*KindCounts{}, DuplicatesBy: map[Cause]int{}, DLQDuplicatesBy: map[Cause]int{},
+		Timing: ev.timing, Requests: ev.counts, Unread: ev.unread,
+	}
+	for _, k := range kinds() {
+		r.ByKind[k] = &KindCounts{}
+	}
+	byID := make(map[string]Job, len(ev.jobs))
+	for _, j := range ev.jobs {
+		byID[j.ID] = j
+		r.ByKind[j.Kind].Jobs++
+	}
+	settled := make(map[string]SettledRecord, len(ev.files.Settled))
+	for _, s := range ev.files.Settled {
+		settled[s.Handle] = s
+	}
+	successes := map[string][]RunRecord{}
+	for _, s := range ev.files.Successes {
+		successes[s.Job] = append(successes[s.Job], s)
+	}
+	runs := map[string][]RunRecord{}
+	for _, s := range ev.files.Runs {
+		runs[s.Job] = append(runs[s.Job], s)
+	}
+	r.HandlerRuns = len(ev.files.Runs)
+	copies := map[string][]dlqCopy{}
+	for _, c := range ev.dlq {
+		copies[c.Job] = append(copies[c.Job], c)
+		if !c.HasProvenance {
+			r.DLQWithoutProvenance++
+		}
+	}
+	pending := map[string]bool{}
+	for _, id := range ev.pending {
+		pending[id] = true
+	}
+
+	// status says whether a completed run ended its message (clean) and,
+	// if not, why.
+	status := func(run RunRecord, want string) (clean bool, cause Cause) {
+		seen := ev.deletes[run.Handle]
+		if s, ok := settled[run.Handle]; ok {
+			switch {
+			case s.Outcome == want && !s.Late:
+				return true, ""
+			case s.Late || s.Outcome == "lost":
+				return false, CauseLease
+			case s.Outcome == "abandoned" && seen.Faulted:
+				return false, CauseDeleteFault
+			case s.Outcome == "abandoned":
+				return false, CauseAbandoned
+			}
+			return false, CauseUnexplained
+		}
+		p := ev.procs[run.Worker]
+		switch {
+		case seen.Reached:
+			// SQS deleted it; the process did not get to log the event.
+			if p.Signal != "SIGKILL" && !p.Hung && !p.Crashed {
+				r.MissingSettlements++
+			}
+			return true, ""
+		case p.Signal == "SIGKILL" || p.Hung || p.Crashed:
+			return false, CauseKilled
+		case seen.Faulted:
+			return false, CauseDeleteFault
+		}
+		return false, CauseUnexplained
+	}
+	// explain assigns a cause to each of the n extra completions among
+	// runs: runs that did not end their message first, in time order.
+	explain := func(job string, runs []RunRecord, n int, want string, into map[Cause]int) {
+		type ranked struct {
+			run   RunRecord
+			clean bool
+			cause Cause
+		}
+		rs := make([]ranked, len(runs))
+		for i, run := range runs {
+			rs[i].run = run
+			rs[i].clean, rs[i].cause = status(run, want)
+		}
+		sort.SliceStable(rs, func(a, b int) bool {
+			if rs[a].clean != rs[b].clean {
+				return !rs[a].clean
+			}
+			return rs[a].run.Time.Before(rs[b].run.Time)
+		})
+		for i := range n {
+			cause := CauseUnexplained
+			if i < len(rs) && !rs[i].clean {
+				cause = rs[i].cause
+			}
+			into[cause]++
+			if cause == CauseUnexplained && len(r.Unexplained) < 20 {
+				ex := Example{Job: job}
+				for _, x := range rs {
+					ex.Runs = append(ex.Runs, fmt.Sprintf("%s %s %s", x.run.Worker, x.run.Time.Format("15:04:05.000"), describe(x.run, settled, ev.deletes, ev.procs)))
+				}
+				r.Unexplained = append(r.Unexplained, ex)
+			}
+		}
+	}
+
+	for _, j := range ev.jobs {
+		kc := r.ByKind[j.Kind]
+		succ, dead := successes[j.ID], copies[j.ID]
+		done := len(succ) > 0
+		if done {
+			kc.Done++
+			r.Done++
+		}
+		if len(dead) > 0 {
+			kc.DeadLettered++
+			r.DeadLettered++
+		}
+		if pending[j.ID] {
+			kc.Pending++
+			r.Pending++
+		}
+		if !done && len(dead) == 0 && !pending[j.ID] {
+			kc.Lost++
+			r.Lost++
+			if len(r.LostJobs) < 20 {
+				r.LostJobs = append(r.LostJobs, j.ID)
+			}
+		}
+		if n := len(succ) - 1; n > 0 {
+			r.Duplicates += n
+			r.DuplicateJobs++
+			explain(j.ID, succ, n, "deleted", r.DuplicatesBy)
+		}
+		if n := len(dead) - 1; n > 0 {
+			r.DLQDuplicates += n
+			for _, c := range dead {
+				if n > 0 && ev.droppedSends[c.MessageID] {
+					r.DLQDuplicatesBy[CauseSendDropped]++
+					n--
+				}
+			}
+			explain(j.ID, runs[j.ID], n, "dead-lettered", r.DLQDuplicatesBy)
+		}
+		switch {
+		case done && len(dead) > 0:
+			r.SucceededInDLQ++
+			r.misplaced(j.ID, "succeeded and in the DLQ")
+		case j.Kind == Transient && len(dead) > 0:
+			r.TransientInDLQ++
+			r.misplaced(j.ID, "transient job in the DLQ")
+		case j.Kind != Poison && len(dead) > 0:
+			r.OtherInDLQ++
+			r.misplaced(j.ID, fmt.Sprintf("%s job in the DLQ without a success", j.Kind))
+		case j.Kind == Poison && done:
+			r.PoisonSucceeded++
+			r.misplaced(j.ID, "poison job recorded a success")
+		case j.Kind == Poison && len(dead) == 0:
+			r.PoisonNotInDLQ++
+			r.misplaced(j.ID, "poison job not in the DLQ")
+		case j.Kind == Poison:
+			for _, c := range dead {
+				if !c.HasProvenance || !strings.Contains(c.Provenance.Error, "poison") || c.Provenance.SourceQueue == "" {
+					r.PoisonWithoutProvenance++
+					r.misplaced(j.ID, fmt.Sprintf("poison job in the DLQ without its provenance (%+v)", c.Provenance))
+					break
+				}
+			}
+		}
+	}
+	for id := range copies {
+		if _, ok := byID[id]; !ok {
+			r.DLQUnknown++
+		}
+	}
+	if cfg.FIFO {
+		r.checkOrder(ev.jobs, successes)
+	}
+	r.processes(ev)
+	r.Failures = r.failures()
+	return r
+}
+
+// describe says what is known of one run, for an example.
+func describe(run RunRecord, settled map[string]SettledRecord, deletes map[string]deleteSeen, procs map[string]procInfo) string {
+	var parts []string
+	if s, ok := settled[run.Handle]; ok {
+		parts = append(parts, "settled "+s.Outcome)
+		if s.Late {
+			parts = append(parts, "late")
+		}
+		if s.Reason != "" {
+			parts = append(parts, fmt.Sprintf("(%s)", s.Reason))
+		}
+	} else {
+		parts = append(parts, "no settlement event")
+	}
+	d := deletes[run.Handle]
+	parts = append(parts, fmt.Sprintf("delete faulted=%v reached=%v", d.Faulted, d.Reached))
+	if p := procs[run.Worker]; p.Signal != "" {
+		parts = append(parts, "process got "+p.Signal)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r *Report) misplaced(job, what string) {
+	if len(r.Misplaced) < 20 {
+		r.Misplaced = append(r.Misplaced, job+": "+what)
+	}
+}
+
+// checkOrder checks that within each FIFO group no job's first success
+// comes before the first success of a job sent earlier in that group.
+func (r *Report) checkOrder(jobs []Job, successes map[string][]RunRecord) {
+	first := func(id string) (time.Time, bool) {
+		var t time.Time
+		for _, s := range successes[id] {
+			if t.IsZero() || s.Time.Before(t) {
+				t = s.Time
+			}
+		}
+		return t, !t.IsZero()
+	}
+	groups := map[string][]Job{}
+	for _, j := range jobs {
+		groups[j.Group] = append(groups[j.Group], j)
+	}
+	r.Groups = len(groups)
+	for _, g := range groups {
+		sort.Slice(g, func(a, b int) bool { return g[a].Seq < g[b].Seq })
+		var latest time.Time
+		var latestJob string
+		for _, j := range g {
+			t, ok := first(j.ID)
+			if !ok {
+				continue
+			}
+			r.OrderChecked++
+			if t.Before(latest) {
+				r.OrderViolations++
+				if len(r.OrderExamples) < 20 {
+					r.OrderExamples = append(r.OrderExamples, fmt.Sprintf("group %s: %s (seq %d) completed at %s, before %s completed at %s",
+						j.Group, j.ID, j.Seq, t.Format("15:04:05.000"), latestJob, latest.Format("15:04:05.000")))
+				}
+				continue
+			}
+			latest, latestJob = t, j.ID
+		}
+	}
+}
+
+// processes sums what the worker processes did and how they stopped.
+func (r *Report) processes(ev evidence) {
+	bound := ev.cfg.ShutdownBound()
+	r.ShutdownBound = bound
+	for name, p := range ev.procs {
+		r.Processes.Started++
+		switch p.Signal {
+		case "SIGTERM":
+			r.Processes.Terminated++
+		case "SIGKILL":
+			r.Processes.Killed++
+		}
+		if p.Hung {
+			r.Processes.Hung++
+			r.Processes.HungNames = append(r.Processes.HungNames, fmt.Sprintf("%s (SIGTERM at %s; its goroutines are in %s.out)", name, p.SignaledAt.Format("15:04:05.000"), name))
+		}
+		if p.Races > 0 {
+			r.Processes.Races += p.Races
+			r.Processes.RaceNames = append(r.Processes.RaceNames, name+".out")
+		}
+		if p.Crashed {
+			r.Processes.Crashed++
+			r.Processes.CrashedNames = append(r.Processes.CrashedNames, name)
+		}
+	}
+	for _, e := range ev.files.Exits {
+		s := e.Stats
+		t := &r.WorkerStats
+		t.Received += s.Received
+		t.Succeeded += s.Succeeded
+		t.Failed += s.Failed
+		t.Deleted += s.Deleted
+		t.Retried += s.Retried
+		t.DeadLettered += s.DeadLettered
+		t.Released += s.Released
+		t.Lost += s.Lost
+		t.Abandoned += s.Abandoned
+		t.DeleteRetried += s.DeleteRetried
+		t.SettledLate += s.SettledLate
+		t.HookDropped += s.HookDropped
+		t.Extensions += s.Extensions
+		t.LateExtensions += s.LateExtensions
+		if d := e.RunAfterSignal(); d > 0 {
+			r.Processes.RunReturnMax = max(r.Processes.RunReturnMax, d)
+			if d > bound {
+				r.Processes.RunOverBound++
+			}
+		}
+		if e.Err != "" {
+			r.Processes.RunErrors = append(r.Processes.RunErrors, e.Worker+": "+e.Err)
+		}
+	}
+	r.Processes.ExitMax = ev.timing.exitMax
+	var total int
+	for _, c := range ev.counts {
+		total += c.Requests
+	}
+	r.TotalRequests = total
+	if r.Jobs > 0 {
+		r.RequestsPerJob = float64(total) / float64(r.Jobs)
+		r.RunsPerJob = float64(r.HandlerRuns) / float64(r.Jobs)
+	}
+	// Throughput: jobs settled per second from the first worker's start to
+	// the last success or dead-letter move recorded.
+	last := ev.timing.start
+	for _, s := range ev.files.Successes {
+		if s.Time.After(last) {
+			last = s.Time
+		}
+	}
+	for _, s := range ev.files.Settled {
+		if s.Outcome == "dead-lettered" && s.Time.After(last) {
+			last = s.Time
+		}
+	}
+	if s := last.Sub(ev.timing.start).Seconds(); s > 0 {
+		r.Throughput = float64(r.Done+r.DeadLettered) / s
+	}
+}
+
+// failures lists the acceptance criteria the run broke.
+func (r *Report) failures() []string {
+	var f []string
+	add := func(n int, format string, args ...any) {
+		if n > 0 {
+			f = append(f, fmt.Sprintf(format, args...))
+		}
+	}
+	add(r.Lost, "%d jobs lost (neither done, nor in the DLQ, nor pending): %v", r.Lost, r.LostJobs)
+	add(r.Processes.Hung, "%d workers hung after SIGTERM (alive %v after it): %v", r.Processes.Hung, r.ShutdownBound+ExitSlack, r.Processes.HungNames)
+	add(r.Processes.RunOverBound, "%d workers returned from Run later than ShutdownTimeout + FlushTimeout (%v) after SIGTERM (longest %v)", r.Processes.RunOverBound, r.ShutdownBound, r.Processes.RunReturnMax)
+	add(r.Processes.Crashed, "%d workers exited without being signalled: %v", r.Processes.Crashed, r.Processes.CrashedNames)
+	add(r.Processes.Races, "%d data races reported by worker processes (see %v)", r.Processes.Races, r.Processes.RaceNames)
+	add(len(r.Processes.RunErrors), "Run returned errors: %v", r.Processes.RunErrors)
+	add(r.SucceededInDLQ, "%d succeeded jobs in the DLQ", r.SucceededInDLQ)
+	add(r.TransientInDLQ, "%d transient jobs in the DLQ", r.TransientInDLQ)
+	add(r.OtherInDLQ, "%d succeeding or slow jobs in the DLQ", r.OtherInDLQ)
+	add(r.PoisonNotInDLQ, "%d poison jobs not in the DLQ", r.PoisonNotInDLQ)
+	add(r.PoisonWithoutProvenance, "%d poison jobs in the DLQ without provenance", r.PoisonWithoutProvenance)
+	add(r.PoisonSucceeded, "%d poison jobs recorded a success", r.PoisonSucceeded)
+	add(r.DLQWithoutProvenance, "%d DLQ messages without provenance (SQS's own redrive?)", r.DLQWithoutProvenance)
+	add(r.DLQUnknown, "%d DLQ messages that are not jobs of this run", r.DLQUnknown)
+	add(r.DuplicatesBy[CauseUnexplained], "%d unexplained duplicates", r.DuplicatesBy[CauseUnexplained])
+	add(r.DLQDuplicatesBy[CauseUnexplained], "%d unexplained duplicate DLQ copies", r.DLQDuplicatesBy[CauseUnexplained])
+	add(r.OrderViolations, "%d FIFO order violations", r.OrderViolations)
+	if c := r.Config.Checks; c.MaxRunsPerJob > 0 && r.RunsPerJob > c.MaxRunsPerJob {
+		f = append(f, fmt.Sprintf("%.4f handler runs per job, more than %.2f", r.RunsPerJob, c.MaxRunsPerJob))
+	}
+	if r.Config.Checks.OnlyDeleteFaultDuplicates {
+		other := r.Duplicates - r.DuplicatesBy[CauseDeleteFault]
+		add(other, "%d duplicates not explained by a fault on the job's own delete: %v", other, r.DuplicatesBy)
+	}
+	return f
+}

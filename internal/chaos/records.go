@@ -1,0 +1,257 @@
+package chaos
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// The files each worker process writes in its directory, named after the
+// process ("w7.runs.jsonl", …).
+const (
+	runsFile    = ".runs.jsonl"    // a RunRecord per handler start (write, no fsync)
+	successFile = ".success.jsonl" // a RunRecord per success (fsynced before the handler returns nil)
+	settledFile = ".settled.jsonl" // a SettledRecord per settlement the worker confirmed (OnSettled)
+	exitFile    = ".exit.json"     // an ExitRecord when Run returned
+	logFile     = ".log"           // the worker's own log (warnings and errors)
+)
+
+// RunRecord is one handler run (in the runs file) or one success (in the
+// success file).
+type RunRecord struct {
+	Job     string    `json:"job"`
+	Message string    `json:"msg"`
+	Handle  string    `json:"rh"`
+	Worker  string    `json:"w"`
+	Time    time.Time `json:"t"`
+	Receive int       `json:"n,omitempty"` // ApproximateReceiveCount
+}
+
+// SettledRecord is one settlement event (worker.Options.OnSettled).
+type SettledRecord struct {
+	Job     string    `json:"job"`
+	Message string    `json:"msg"`
+	Handle  string    `json:"rh"`
+	Worker  string    `json:"w"`
+	Outcome string    `json:"outcome"`
+	Late    bool      `json:"late,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	Attempt int       `json:"att,omitempty"`
+	Time    time.Time `json:"t"`
+}
+
+// ExitRecord is what a worker process writes once Run has returned.
+type ExitRecord struct {
+	Worker string `json:"w"`
+	PID    int    `json:"pid"`
+	// Signal is when the process got SIGTERM (zero if it did not);
+	// Returned is when Run returned.
+	Signal   time.Time `json:"signal"`
+	Returned time.Time `json:"returned"`
+	Err      string    `json:"err,omitempty"`
+	Stats    worker.Stats
+}
+
+// RunAfterSignal is how long Run took to return after SIGTERM.
+func (e ExitRecord) RunAfterSignal() time.Duration {
+	if e.Signal.IsZero() {
+		return 0
+	}
+	return e.Returned.Sub(e.Signal)
+}
+
+// appender appends JSON lines to a file with one write each: what it
+// wrote survives the process being killed (not the machine crashing).
+type appender struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func openAppender(path string) (*appender, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &appender{f: f}, nil
+}
+
+func (a *appender) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, err = a.f.Write(append(b, '\n'))
+	return err
+}
+
+func (a *appender) close() error { return a.f.Close() }
+
+// journal appends JSON lines durably: commit returns once its line is
+// written and fsynced. Lines committed together share one fsync (group
+// commit), so durability costs little when many handlers finish at once.
+type journal struct {
+	f    *os.File
+	reqs chan journalReq
+	done chan struct{}
+}
+
+type journalReq struct {
+	line []byte
+	errc chan error
+}
+
+func openJournal(path string) (*journal, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	j := &journal{f: f, reqs: make(chan journalReq, 1024), done: make(chan struct{})}
+	go j.loop()
+	return j, nil
+}
+
+func (j *journal) loop() {
+	defer close(j.done)
+	var batch []journalReq
+	var buf []byte
+	for first := range j.reqs {
+		batch, buf = append(batch[:0], first), append(buf[:0], first.line...)
+	more:
+		for len(batch) < 512 {
+			select {
+			case r, ok := <-j.reqs:
+				if !ok {
+					break more
+				}
+				batch, buf = append(batch, r), append(buf, r.line...)
+			default:
+				break more
+			}
+		}
+		_, err := j.f.Write(buf)
+		if err == nil {
+			err = j.f.Sync()
+		}
+		for _, r := range batch {
+			r.errc <- err
+		}
+	}
+}
+
+// commit writes v as one line and returns once it is on disk.
+func (j *journal) commit(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 1)
+	j.reqs <- journalReq{line: append(b, '\n'), errc: errc}
+	return <-errc
+}
+
+// close waits for pending commits and closes the file. No commit may be
+// called after it.
+func (j *journal) close() error {
+	close(j.reqs)
+	<-j.done
+	return j.f.Close()
+}
+
+// readLines decodes every complete JSON line of a file into T; a torn last
+// line (the writer was killed mid-write) is skipped. A missing file reads
+// as empty.
+func readLines[T any](path string) ([]T, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []T
+	r := bufio.NewReaderSize(f, 1<<20)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			var v T
+			if jerr := json.Unmarshal(line, &v); jerr != nil {
+				return out, fmt.Errorf("%s line %d: %w", path, n, jerr)
+			}
+			out = append(out, v)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+// workerFiles is what all worker processes of a run wrote.
+type workerFiles struct {
+	Runs, Successes []RunRecord
+	Settled         []SettledRecord
+	Exits           map[string]ExitRecord
+}
+
+// readWorkerFiles reads the files of the named worker processes in dir.
+func readWorkerFiles(dir string, names []string) (workerFiles, error) {
+	wf := workerFiles{Exits: map[string]ExitRecord{}}
+	sort.Strings(names)
+	for _, name := range names {
+		base := filepath.Join(dir, name)
+		runs, err := readLines[RunRecord](base + runsFile)
+		if err != nil {
+			return wf, err
+		}
+		succ, err := readLines[RunRecord](base + successFile)
+		if err != nil {
+			return wf, err
+		}
+		settled, err := readLines[SettledRecord](base + settledFile)
+		if err != nil {
+			return wf, err
+		}
+		wf.Runs, wf.Successes, wf.Settled = append(wf.Runs, runs...), append(wf.Successes, succ...), append(wf.Settled, settled...)
+		data, err := os.ReadFile(base + exitFile)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return wf, err
+		default:
+			var e ExitRecord
+			if err := json.Unmarshal(data, &e); err != nil {
+				return wf, fmt.Errorf("%s%s: %w", base, exitFile, err)
+			}
+			wf.Exits[name] = e
+		}
+	}
+	return wf, nil
+}
+
+// lastLines returns up to n last lines of a file, for error messages.
+func lastLines(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

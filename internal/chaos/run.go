@@ -1,0 +1,476 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/faultproxy"
+)
+
+// WorkerPackage is the worker program Run builds when Config.WorkerBinary
+// is empty.
+const WorkerPackage = "github.com/sqsworker/sqsworker/internal/chaos/cmd/chaosworker"
+
+// Run runs one chaos run: it creates a queue and its DLQ on cfg.SQS, sends
+// cfg.Jobs jobs, runs cfg.Workers worker processes through a fault proxy
+// while killing and replacing them, then stops the faults and the kills,
+// drains the queue, stops the workers, reads the DLQ and what is left in
+// the queue, and reconciles everything the workers recorded. The report
+// (also written to cfg.Dir as report.json and report.txt) says what the
+// run found; an error means the run itself could not be carried out.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	logw := cfg.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(logw, "chaos: "+format+"\n", args...) }
+	if cfg.Dir == "" {
+		dir, err := os.MkdirTemp("", "sqsworker-chaos-")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Dir = dir
+	} else {
+		if entries, err := os.ReadDir(cfg.Dir); err == nil && len(entries) > 0 {
+			return nil, fmt.Errorf("chaos: %s is not empty; give each run a directory of its own (the report reads every file in it)", cfg.Dir)
+		}
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.WorkerBinary == "" {
+		logf("building %s", WorkerPackage)
+		bin, err := buildWorker(ctx, cfg.Dir, cfg.Race)
+		if err != nil {
+			return nil, err
+		}
+		cfg.WorkerBinary = bin
+	}
+	logf("run directory %s", cfg.Dir)
+
+	direct := directClient(cfg.SQS, cfg.Region)
+	target, err := dlq.Setup(ctx, direct, dlq.SetupOptions{
+		Name:              fmt.Sprintf("chaos-%s-%d-%d", cfg.Variant, cfg.Seed, time.Now().UnixNano()%1e9),
+		FIFO:              cfg.FIFO,
+		MaxReceiveCount:   cfg.MaxReceiveCount,
+		VisibilityTimeout: cfg.Visibility,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: creating the queues: %w", err)
+	}
+	groups := 0
+	if cfg.FIFO {
+		groups = cfg.Groups
+	}
+	jobs := MakeJobs(cfg.Jobs, cfg.Mix, groups, cfg.Seed)
+	var timing Timing
+	begin := time.Now()
+	if err := sendJobs(ctx, direct, target.SourceURL, jobs, cfg.FIFO); err != nil {
+		return nil, err
+	}
+	timing.Send = time.Since(begin)
+	logf("sent %d jobs to %s in %v", len(jobs), target.SourceURL, timing.Send.Round(time.Millisecond))
+
+	obs := &observer{deletes: map[string]deleteSeen{}, droppedSends: map[string]bool{}}
+	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
+	var proxyLog *bufio.Writer
+	if cfg.ProxyLog {
+		f, err := os.Create(filepath.Join(cfg.Dir, "proxy.jsonl"))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		proxyLog = bufio.NewWriterSize(f, 1<<20)
+		popts.Log = proxyLog
+	}
+	proxy, err := faultproxy.Start(popts)
+	if err != nil {
+		return nil, err
+	}
+	defer proxy.Close()
+
+	wc := cfg.Worker
+	wc.Endpoint, wc.Region, wc.Queue, wc.Dir = proxy.URL, cfg.Region, target.SourceURL, cfg.Dir
+	wcPath := filepath.Join(cfg.Dir, "worker.json")
+	if err := writeJSON(wcPath, wc); err != nil {
+		return nil, err
+	}
+	fl := &fleet{bin: cfg.WorkerBinary, config: wcPath, dir: cfg.Dir, exitBound: cfg.ShutdownBound() + ExitSlack}
+	defer fl.killAll()
+
+	workStart := time.Now()
+	timing.start = workStart
+	keepUp := func() error {
+		for _, p := range fl.crashed() {
+			logf("worker %s exited without being signalled (%v): %s", p.name, p.waitErr, lastLines(filepath.Join(cfg.Dir, p.name+".out"), 5))
+		}
+		for n := len(fl.running()); n < cfg.Workers; n++ {
+			if _, err := fl.start(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := keepUp(); err != nil {
+		return nil, err
+	}
+
+	// Chaos: faults on, kills at random, until Duration or an empty queue.
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c))
+	interval := func() time.Duration {
+		k := cfg.Kills
+		if k.MaxEvery <= k.MinEvery {
+			return k.MinEvery
+		}
+		return k.MinEvery + time.Duration(rng.Int64N(int64(k.MaxEvery-k.MinEvery)))
+	}
+	var nextKill <-chan time.Time
+	if cfg.Kills.MaxEvery > 0 {
+		nextKill = time.After(interval())
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	chaosEnd := time.After(cfg.Duration)
+	empty, lastLog := 0, time.Now()
+	progress := func(phase string) error {
+		n, err := queueTotal(ctx, direct, target.SourceURL)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			empty++
+		} else {
+			empty = 0
+		}
+		if time.Since(lastLog) >= 5*time.Second {
+			lastLog = time.Now()
+			c := proxy.Counts()
+			var reqs int
+			for _, v := range c {
+				reqs += v.Requests
+			}
+			pi, _, _ := fl.info()
+			logf("%s %v: %d messages left in the queue, %d workers started, %d proxy requests",
+				phase, time.Since(workStart).Round(time.Second), n, len(pi), reqs)
+		}
+		return nil
+	}
+chaos:
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-chaosEnd:
+			break chaos
+		case <-nextKill:
+			if live := fl.running(); len(live) > 0 {
+				p := live[rng.IntN(len(live))]
+				if rng.Float64() < cfg.Kills.KillShare {
+					fl.kill(p)
+				} else {
+					fl.terminate(p)
+				}
+			}
+			if err := keepUp(); err != nil {
+				return nil, err
+			}
+			nextKill = time.After(interval())
+		case <-tick.C:
+			if err := keepUp(); err != nil {
+				return nil, err
+			}
+			if err := progress("chaos"); err != nil {
+				return nil, err
+			}
+			if empty >= 2 {
+				break chaos
+			}
+		}
+	}
+	timing.Chaos = time.Since(workStart)
+	proxy.SetRules(nil)
+	logf("chaos phase over after %v; faults off, draining", timing.Chaos.Round(time.Millisecond))
+
+	// Drain: no faults, no kills, until the queue is empty.
+	drainStart := time.Now()
+	drainEnd := time.After(cfg.DrainTimeout)
+drain:
+	for empty < 2 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-drainEnd:
+			logf("the queue is not empty after the drain timeout (%v)", cfg.DrainTimeout)
+			break drain
+		case <-tick.C:
+			if err := keepUp(); err != nil {
+				return nil, err
+			}
+			if err := progress("drain"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	timing.Drained = empty >= 2
+	timing.Drain = time.Since(drainStart)
+	timing.Work = time.Since(workStart)
+	logf("drain over after %v; stopping the workers", timing.Drain.Round(time.Millisecond))
+	fl.stopAll()
+	procs, names, exitMax := fl.info()
+	timing.exitMax = exitMax
+	proxy.Close()
+	if proxyLog != nil {
+		if err := proxyLog.Flush(); err != nil {
+			return nil, err
+		}
+	}
+
+	dead, _, err := readQueue(ctx, direct, target.QueueURL, 0)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: reading the DLQ: %w", err)
+	}
+	wait := time.Duration(0)
+	if !timing.Drained {
+		wait = cfg.Visibility + cfg.Worker.RetryDelay + 2*time.Second
+	}
+	left, unread, err := readQueue(ctx, direct, target.SourceURL, wait)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: reading what is left in the queue: %w", err)
+	}
+	files, err := readWorkerFiles(cfg.Dir, names)
+	if err != nil {
+		return nil, err
+	}
+	ev := evidence{cfg: cfg, jobs: jobs, files: files, procs: procs, deletes: obs.deletes, droppedSends: obs.droppedSends,
+		counts: proxy.Counts(), timing: timing, unread: unread}
+	for _, m := range dead {
+		c := dlqCopy{Job: "?", MessageID: aws.ToString(m.MessageId)}
+		if j, err := ParseJob(aws.ToString(m.Body)); err == nil {
+			c.Job = j.ID
+		}
+		c.Provenance, c.HasProvenance = dlq.ParseProvenance(m.MessageAttributes)
+		ev.dlq = append(ev.dlq, c)
+	}
+	for _, m := range left {
+		if j, err := ParseJob(aws.ToString(m.Body)); err == nil {
+			ev.pending = append(ev.pending, j.ID)
+		}
+	}
+	report := reconcile(ev)
+	if err := writeJSON(filepath.Join(cfg.Dir, "report.json"), report); err != nil {
+		return report, err
+	}
+	return report, os.WriteFile(filepath.Join(cfg.Dir, "report.txt"), []byte(report.Text()), 0o644)
+}
+
+func (c Config) check() error {
+	switch {
+	case c.SQS == "":
+		return errors.New("chaos: Config.SQS is empty; give the emulator's endpoint (e.g. run through `make chaos`, which starts one)")
+	case c.Jobs <= 0 || c.Workers <= 0:
+		return fmt.Errorf("chaos: Jobs (%d) and Workers (%d) must be positive", c.Jobs, c.Workers)
+	case c.Visibility < time.Second || c.Duration <= 0 || c.DrainTimeout <= 0:
+		return errors.New("chaos: Visibility (at least 1 s), Duration and DrainTimeout must be set; start from Variant")
+	case c.Worker.Concurrency <= 0 || c.Worker.ShutdownTimeout <= 0 || c.Worker.FlushTimeout <= 0 || c.Worker.MaxAttempts <= 0:
+		return errors.New("chaos: Worker.Concurrency, ShutdownTimeout, FlushTimeout and MaxAttempts must be set; start from Variant")
+	case c.Mix.Slow > 0 && c.Mix.SlowFor <= c.Visibility:
+		return fmt.Errorf("chaos: slow jobs (%v) must outlive the visibility timeout (%v)", c.Mix.SlowFor, c.Visibility)
+	case c.FIFO && c.Groups <= 0:
+		return errors.New("chaos: a FIFO run needs Groups")
+	}
+	return nil
+}
+
+// buildWorker builds the worker program into dir.
+func buildWorker(ctx context.Context, dir string, race bool) (string, error) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("chaos: the go command is needed to build the worker program: %w", err)
+	}
+	bin := filepath.Join(dir, "chaosworker")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.CommandContext(ctx, gobin, append(args, WorkerPackage)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("chaos: go build %s: %v\n%s", WorkerPackage, err, out)
+	}
+	return bin, nil
+}
+
+// directClient talks to the emulator without the proxy.
+func directClient(endpoint, region string) *sqs.Client {
+	return sqs.New(sqs.Options{
+		BaseEndpoint: aws.String(endpoint),
+		Region:       region,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConnsPerHost = 32
+		}),
+	})
+}
+
+// sendJobs sends every job, 10 per call: 8 calls at a time on a standard
+// queue, one at a time in job order on a FIFO queue (so each group's order
+// is the jobs' order).
+func sendJobs(ctx context.Context, client *sqs.Client, url string, jobs []Job, fifo bool) error {
+	var g errgroup.Group
+	g.SetLimit(8)
+	if fifo {
+		g.SetLimit(1)
+	}
+	for start := 0; start < len(jobs); start += 10 {
+		batch := jobs[start:min(start+10, len(jobs))]
+		g.Go(func() error {
+			in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
+			for i, j := range batch {
+				e := types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(j.Body())}
+				if fifo {
+					e.MessageGroupId, e.MessageDeduplicationId = aws.String(j.Group), aws.String(j.ID)
+				}
+				in.Entries = append(in.Entries, e)
+			}
+			out, err := client.SendMessageBatch(ctx, in)
+			if err == nil && len(out.Failed) > 0 {
+				err = fmt.Errorf("%d entries failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+			}
+			if err != nil {
+				return fmt.Errorf("chaos: sending jobs: %w", err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// queueTotal is every message the queue holds: visible, in flight and
+// delayed.
+func queueTotal(ctx context.Context, client *sqs.Client, url string) (int, error) {
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("chaos: reading the queue's counts: %w", err)
+	}
+	total := 0
+	for _, v := range out.Attributes {
+		n, _ := strconv.Atoi(v)
+		total += n
+	}
+	return total, nil
+}
+
+// readQueue receives and deletes every message of a queue. It stops after
+// three empty receives in a row once the queue's counts are zero, or once
+// wait has passed; unread is what the queue still counts then.
+func readQueue(ctx context.Context, client *sqs.Client, url string, wait time.Duration) (msgs []types.Message, unread int, err error) {
+	deadline := time.Now().Add(wait)
+	empty := 0
+	for {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 120,
+			MessageAttributeNames: []string{"All"},
+		})
+		if err != nil {
+			return msgs, 0, err
+		}
+		if len(out.Messages) == 0 {
+			empty++
+			if empty >= 3 {
+				n, err := queueTotal(ctx, client, url)
+				if err != nil {
+					return msgs, 0, err
+				}
+				if n == 0 || time.Now().After(deadline) {
+					return msgs, n, nil
+				}
+				empty = 0
+			}
+			continue
+		}
+		empty = 0
+		msgs = append(msgs, out.Messages...)
+		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url)}
+		for i, m := range out.Messages {
+			in.Entries = append(in.Entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if _, err := client.DeleteMessageBatch(ctx, in); err != nil {
+			return msgs, 0, err
+		}
+	}
+}
+
+// observer keeps what the proxy saw of each receipt handle's deletes, and
+// the messages sent by calls whose answer it dropped.
+type observer struct {
+	mu           sync.Mutex
+	deletes      map[string]deleteSeen
+	droppedSends map[string]bool
+}
+
+func (o *observer) observe(e faultproxy.Entry) {
+	switch e.Action {
+	case "SendMessageBatch", "SendMessage":
+		if e.Fault == faultproxy.DropResponse {
+			o.mu.Lock()
+			for _, id := range e.MessageIDs {
+				o.droppedSends[id] = true
+			}
+			o.mu.Unlock()
+		}
+		return
+	case "DeleteMessageBatch", "DeleteMessage":
+	default:
+		return
+	}
+	faulted := e.Fault != faultproxy.None
+	reached := e.Status == http.StatusOK
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, h := range e.Handles {
+		d := o.deletes[h]
+		d.Faulted = d.Faulted || faulted
+		d.Reached = d.Reached || reached
+		o.deletes[h] = d
+	}
+}
+
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}

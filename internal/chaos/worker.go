@@ -1,0 +1,213 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// WorkerConfig is what a worker process is told (as JSON, in a file the
+// orchestrator writes).
+type WorkerConfig struct {
+	Endpoint string `json:"endpoint"` // the fault proxy's URL
+	Region   string `json:"region"`
+	Queue    string `json:"queue"` // the source queue's URL
+	Dir      string `json:"dir"`   // where the process writes its files
+
+	Concurrency     int           `json:"concurrency"`
+	ShutdownTimeout time.Duration `json:"shutdownTimeout"`
+	FlushTimeout    time.Duration `json:"flushTimeout"`
+	CallTimeout     time.Duration `json:"callTimeout"`
+	StartupTimeout  time.Duration `json:"startupTimeout"`
+	WaitTime        time.Duration `json:"waitTime"`
+	// RetryDelay is the delay before each retry of a failed job;
+	// MaxAttempts the attempts before the worker gives up and dead-letters.
+	RetryDelay  time.Duration `json:"retryDelay"`
+	MaxAttempts int           `json:"maxAttempts"`
+}
+
+// LoadWorkerConfig reads a WorkerConfig file.
+func LoadWorkerConfig(path string) (WorkerConfig, error) {
+	var c WorkerConfig
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(data, &c); err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// RunWorker is a worker process: it runs a worker.Worker on cfg.Queue
+// through cfg.Endpoint until ctx ends, recording every handler run, every
+// success (durably, before the handler returns nil) and every settlement
+// in files named after the process in cfg.Dir, and, once Run has
+// returned, an ExitRecord. stoppedAt says when the process was asked to
+// stop (SIGTERM), for the record.
+func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt func() time.Time) error {
+	base := filepath.Join(cfg.Dir, name)
+	logf, err := os.OpenFile(base+logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	logger := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	runs, err := openAppender(base + runsFile)
+	if err != nil {
+		return err
+	}
+	defer runs.close()
+	settled, err := openAppender(base + settledFile)
+	if err != nil {
+		return err
+	}
+	defer settled.close()
+	successes, err := openJournal(base + successFile)
+	if err != nil {
+		return err
+	}
+	defer successes.close()
+
+	client := sqs.New(sqs.Options{
+		BaseEndpoint: &cfg.Endpoint,
+		Region:       cfg.Region,
+		AppID:        name,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConnsPerHost = 2*cfg.Concurrency + 8
+		}),
+	})
+	h := &handler{name: name, runs: runs, successes: successes}
+	policy := retry.PolicyFunc(func(attempt int) (time.Duration, bool) {
+		return cfg.RetryDelay, attempt < cfg.MaxAttempts
+	})
+	onSettled := func(s worker.Settlement) {
+		rec := SettledRecord{Worker: name, Outcome: s.Outcome.String(), Late: s.Late, Reason: s.Reason, Attempt: s.Attempt, Time: s.SettledAt}
+		if m := s.Message; m != nil {
+			rec.Message, rec.Handle = m.ID, m.ReceiptHandle
+			if j, err := ParseJob(m.Body); err == nil {
+				rec.Job = j.ID
+			}
+		}
+		if err := settled.write(rec); err != nil {
+			logger.Error("chaos: writing a settlement", "err", err)
+		}
+	}
+	opts := func(o *worker.Options) {
+		o.Concurrency = cfg.Concurrency
+		o.ShutdownTimeout, o.FlushTimeout, o.CallTimeout, o.WaitTime = cfg.ShutdownTimeout, cfg.FlushTimeout, cfg.CallTimeout, cfg.WaitTime
+		o.RetryPolicy = policy
+		o.OnSettled = onSettled
+		o.Logger = logger
+		o.HandlerName = "chaos-" + name
+		o.StartupTimeout = cfg.StartupTimeout
+	}
+	// New reads the queue through the faulty proxy: a deployment would
+	// restart a process whose start-up failed; this one tries again. New
+	// takes no context (Options.StartupTimeout bounds it), so a stop
+	// during New does not wait for it: nothing is held yet.
+	exit := ExitRecord{Worker: name, PID: os.Getpid()}
+	type made struct {
+		w   *worker.Worker
+		err error
+	}
+	var w *worker.Worker
+	for try := 1; w == nil; try++ {
+		ch := make(chan made, 1)
+		go func() {
+			w, err := worker.New(client, cfg.Queue, h, opts)
+			ch <- made{w, err}
+		}()
+		var m made
+		select {
+		case <-ctx.Done():
+			exit.Signal, exit.Returned = stoppedAt(), time.Now()
+			return writeExit(base, exit)
+		case m = <-ch:
+		}
+		if m.err == nil {
+			w = m.w
+			break
+		}
+		logger.Warn("chaos: worker.New failed", "try", try, "err", m.err)
+		if try == 20 {
+			return fmt.Errorf("chaos: worker.New failed %d times: %w", try, m.err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	runErr := w.Run(ctx)
+	exit.Signal, exit.Returned, exit.Stats = stoppedAt(), time.Now(), w.Stats()
+	if runErr != nil {
+		exit.Err = runErr.Error()
+	}
+	if err := writeExit(base, exit); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// writeExit writes a process's ExitRecord.
+func writeExit(base string, exit ExitRecord) error {
+	data, err := json.Marshal(exit)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(base+exitFile, data, 0o644)
+}
+
+// handler runs the jobs.
+type handler struct {
+	name      string
+	runs      *appender
+	successes *journal
+}
+
+func (h *handler) Handle(ctx context.Context, m *worker.Message) error {
+	job, err := ParseJob(m.Body)
+	if err != nil {
+		return retry.Permanent(err)
+	}
+	rec := RunRecord{Job: job.ID, Message: m.ID, Handle: m.ReceiptHandle, Worker: h.name, Time: time.Now(), Receive: m.ReceiveCount}
+	if err := h.runs.write(rec); err != nil {
+		return fmt.Errorf("chaos: recording the run: %w", err)
+	}
+	switch job.Kind {
+	case Poison:
+		return retry.Permanent(fmt.Errorf("chaos: job %s is poison", job.ID))
+	case Transient:
+		if m.ReceiveCount <= job.Fails {
+			return fmt.Errorf("chaos: job %s fails on receive %d (of the first %d)", job.ID, m.ReceiveCount, job.Fails)
+		}
+	}
+	switch d := job.Work(); {
+	case job.Kind == Slow:
+		// A long job stops when its context ends (lost lease, shutdown).
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("chaos: job %s stopped: %w", job.ID, context.Cause(ctx))
+		}
+	case d > 0:
+		time.Sleep(d) // a short job finishes its work regardless, as most handlers do
+	}
+	rec.Time = time.Now()
+	if err := h.successes.commit(rec); err != nil {
+		return fmt.Errorf("chaos: recording the success: %w", err)
+	}
+	return nil
+}
