@@ -34,13 +34,18 @@ const (
 	// CauseAbandoned: the worker reported the settlement abandoned (its
 	// shutdown flush ended) with no fault on the run's own delete.
 	CauseAbandoned Cause = "abandoned at shutdown, no fault on its delete"
+	// CauseLapsedUnreported: the worker reported the run's settlement
+	// confirmed on time, but the settlement record shows it confirmed
+	// after the message's lease had run out (another consumer could
+	// receive the message meanwhile): the runtime should have said Late.
+	CauseLapsedUnreported Cause = "confirmed after its lease lapsed, reported on time"
 	// CauseUnexplained: nothing above; a bug until shown otherwise.
 	CauseUnexplained Cause = "unexplained"
 )
 
 // causes lists the causes in report order.
 func causes() []Cause {
-	return []Cause{CauseKilled, CauseDeleteFault, CauseLease, CauseSendDropped, CauseAbandoned, CauseUnexplained}
+	return []Cause{CauseKilled, CauseDeleteFault, CauseLease, CauseSendDropped, CauseAbandoned, CauseLapsedUnreported, CauseUnexplained}
 }
 
 // procInfo is what the orchestrator knows about one worker process.
@@ -104,8 +109,13 @@ func reconcile(ev evidence) *Report {
 		r.ByKind[j.Kind].Jobs++
 	}
 	settled := make(map[string]SettledRecord, len(ev.files.Settled))
+	lapsed := map[string]bool{}
 	for _, s := range ev.files.Settled {
 		settled[s.Handle] = s
+		if (s.Outcome == "deleted" || s.Outcome == "dead-lettered" || s.Outcome == "retrying") && !s.Late && s.lapsed(cfg.Visibility, LapseTolerance) {
+			lapsed[s.Handle] = true
+			r.LapsedUnreported++
+		}
 	}
 	successes := map[string][]RunRecord{}
 	for _, s := range ev.files.Successes {
@@ -134,6 +144,8 @@ func reconcile(ev evidence) *Report {
 		seen := ev.deletes[run.Handle]
 		if s, ok := settled[run.Handle]; ok {
 			switch {
+			case s.Outcome == want && !s.Late && lapsed[run.Handle]:
+				return false, CauseLapsedUnreported
 			case s.Outcome == want && !s.Late:
 				return true, ""
 			case s.Late || s.Outcome == "lost":
@@ -185,8 +197,8 @@ func reconcile(ev evidence) *Report {
 				cause = rs[i].cause
 			}
 			into[cause]++
-			if cause == CauseUnexplained && len(r.Unexplained) < 20 {
-				ex := Example{Job: job}
+			if (cause == CauseUnexplained || cause == CauseLapsedUnreported) && len(r.Unexplained) < 20 {
+				ex := Example{Job: job, Cause: cause}
 				for _, x := range rs {
 					ex.Runs = append(ex.Runs, fmt.Sprintf("%s %s %s", x.run.Worker, x.run.Time.Format("15:04:05.000"), describe(x.run, settled, ev.deletes, ev.procs)))
 				}
@@ -272,6 +284,11 @@ func reconcile(ev evidence) *Report {
 	return r
 }
 
+// LapseTolerance is how far past its lease's deadline (as the settlement
+// record shows it) a settlement reported on time may be confirmed before
+// the report calls it a lapse: clock reads around the calls.
+const LapseTolerance = 100 * time.Millisecond
+
 // describe says what is known of one run, for an example.
 func describe(run RunRecord, settled map[string]SettledRecord, deletes map[string]deleteSeen, procs map[string]procInfo) string {
 	var parts []string
@@ -283,6 +300,7 @@ func describe(run RunRecord, settled map[string]SettledRecord, deletes map[strin
 		if s.Reason != "" {
 			parts = append(parts, fmt.Sprintf("(%s)", s.Reason))
 		}
+		parts = append(parts, fmt.Sprintf("received %s, %d extensions, confirmed %s", s.Received.Format("15:04:05.000"), len(s.Extensions), s.Time.Format("15:04:05.000")))
 	} else {
 		parts = append(parts, "no settlement event")
 	}
@@ -384,7 +402,7 @@ func (r *Report) processes(ev evidence) {
 		t.LateExtensions += s.LateExtensions
 		if d := e.RunAfterSignal(); d > 0 {
 			r.Processes.RunReturnMax = max(r.Processes.RunReturnMax, d)
-			if d > bound {
+			if d > bound+RunSlack {
 				r.Processes.RunOverBound++
 			}
 		}
@@ -430,7 +448,7 @@ func (r *Report) failures() []string {
 	}
 	add(r.Lost, "%d jobs lost (neither done, nor in the DLQ, nor pending): %v", r.Lost, r.LostJobs)
 	add(r.Processes.Hung, "%d workers hung after SIGTERM (alive %v after it): %v", r.Processes.Hung, r.ShutdownBound+ExitSlack, r.Processes.HungNames)
-	add(r.Processes.RunOverBound, "%d workers returned from Run later than ShutdownTimeout + FlushTimeout (%v) after SIGTERM (longest %v)", r.Processes.RunOverBound, r.ShutdownBound, r.Processes.RunReturnMax)
+	add(r.Processes.RunOverBound, "%d workers returned from Run later than ShutdownTimeout + FlushTimeout (%v) + %v after SIGTERM (longest %v)", r.Processes.RunOverBound, r.ShutdownBound, RunSlack, r.Processes.RunReturnMax)
 	add(r.Processes.Crashed, "%d workers exited without being signalled: %v", r.Processes.Crashed, r.Processes.CrashedNames)
 	add(r.Processes.Races, "%d data races reported by worker processes (see %v)", r.Processes.Races, r.Processes.RaceNames)
 	add(len(r.Processes.RunErrors), "Run returned errors: %v", r.Processes.RunErrors)
@@ -443,6 +461,8 @@ func (r *Report) failures() []string {
 	add(r.DLQWithoutProvenance, "%d DLQ messages without provenance (SQS's own redrive?)", r.DLQWithoutProvenance)
 	add(r.DLQUnknown, "%d DLQ messages that are not jobs of this run", r.DLQUnknown)
 	add(r.DuplicatesBy[CauseUnexplained], "%d unexplained duplicates", r.DuplicatesBy[CauseUnexplained])
+	add(r.LapsedUnreported, "%d settlements confirmed after their lease lapsed were reported on time (not Late); %d duplicates came of it",
+		r.LapsedUnreported, r.DuplicatesBy[CauseLapsedUnreported]+r.DLQDuplicatesBy[CauseLapsedUnreported])
 	add(r.DLQDuplicatesBy[CauseUnexplained], "%d unexplained duplicate DLQ copies", r.DLQDuplicatesBy[CauseUnexplained])
 	add(r.OrderViolations, "%d FIFO order violations", r.OrderViolations)
 	if c := r.Config.Checks; c.MaxRunsPerJob > 0 && r.RunsPerJob > c.MaxRunsPerJob {

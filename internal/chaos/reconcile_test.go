@@ -167,6 +167,25 @@ func TestReconcilePoisonAndTransient(t *testing.T) {
 	}
 }
 
+// A settlement reported on time but confirmed after the lease the record
+// shows (receipt, extensions, each for the visibility timeout) had run out
+// is a silent duplicate's cause, and fails the run even without one.
+func TestReconcileLapsedLeaseReportedOnTime(t *testing.T) {
+	w := newWorld(Job{ID: "a", Kind: Succeed}, Job{ID: "b", Kind: Slow})
+	vis := w.ev.cfg.Visibility
+	h := w.run("a", "w1", 0, true)
+	w.ev.files.Settled = append(w.ev.files.Settled, SettledRecord{Handle: h, Outcome: "deleted", Received: w.t0, Time: w.t0.Add(vis + 3*time.Second)})
+	w.settle(w.run("a", "w2", 6, true), "deleted", false)
+	// b was extended in time, twice: no lapse.
+	h = w.run("b", "w1", 0, true)
+	w.ev.files.Settled = append(w.ev.files.Settled, SettledRecord{Handle: h, Outcome: "deleted", Received: w.t0,
+		Extensions: []time.Time{w.t0.Add(vis - time.Second), w.t0.Add(2*vis - 2*time.Second)}, Time: w.t0.Add(3*vis - 3*time.Second)})
+	r := reconcile(w.ev)
+	if r.LapsedUnreported != 1 || r.DuplicatesBy[CauseLapsedUnreported] != 1 || r.Passed() {
+		t.Fatalf("lapsed %d, duplicates by %v, failures %v; want a's first settlement lapsed, its duplicate explained by it, the run failed", r.LapsedUnreported, r.DuplicatesBy, r.Failures)
+	}
+}
+
 func TestReconcileDLQDuplicates(t *testing.T) {
 	w := newWorld(Job{ID: "p1", Kind: Poison}, Job{ID: "p2", Kind: Poison}, Job{ID: "p3", Kind: Poison})
 	w.ev.droppedSends = map[string]bool{"m1": true}

@@ -48,6 +48,28 @@ type SettledRecord struct {
 	Reason  string    `json:"reason,omitempty"`
 	Attempt int       `json:"att,omitempty"`
 	Time    time.Time `json:"t"`
+	// Received is when the receive returned the message; Extensions are
+	// when the heartbeat sent the extensions SQS confirmed.
+	Received   time.Time   `json:"rcv"`
+	Extensions []time.Time `json:"ext,omitempty"`
+}
+
+// lapsed reports whether the message's lease, as the record shows it (the
+// receipt, then each confirmed extension, each for visibility), had run out
+// before the settlement was confirmed, or before an extension went out,
+// by more than tolerance.
+func (s SettledRecord) lapsed(visibility, tolerance time.Duration) bool {
+	if s.Received.IsZero() {
+		return false
+	}
+	deadline := s.Received.Add(visibility)
+	for _, t := range s.Extensions {
+		if t.Sub(deadline) > tolerance {
+			return true
+		}
+		deadline = t.Add(visibility)
+	}
+	return s.Time.Sub(deadline) > tolerance
 }
 
 // ExitRecord is what a worker process writes once Run has returned.

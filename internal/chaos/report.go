@@ -41,6 +41,10 @@ type Report struct {
 	// MissingSettlements counts completed runs whose delete reached SQS but
 	// whose process, though not killed, logged no settlement event.
 	MissingSettlements int `json:"missingSettlements"`
+	// LapsedUnreported counts settlements the worker reported confirmed on
+	// time (not Late) that its own record shows confirmed after the
+	// message's lease had run out.
+	LapsedUnreported int `json:"lapsedUnreported"`
 
 	SucceededInDLQ          int      `json:"succeededInDLQ"`
 	TransientInDLQ          int      `json:"transientInDLQ"`
@@ -86,10 +90,12 @@ type KindCounts struct {
 	Lost         int `json:"lost"`
 }
 
-// Example shows the runs of a job with an unexplained duplicate.
+// Example shows the runs of a job with an unexplained duplicate, or one
+// that a settlement reported on time after its lease lapsed explains.
 type Example struct {
-	Job  string   `json:"job"`
-	Runs []string `json:"runs"`
+	Job   string   `json:"job"`
+	Cause Cause    `json:"cause"`
+	Runs  []string `json:"runs"`
 }
 
 // Processes is how the worker processes started and stopped.
@@ -173,10 +179,13 @@ func (r *Report) Text() string {
 	p("duplicates: %d extra successes over %d jobs%s", r.Duplicates, r.DuplicateJobs, causesText(r.DuplicatesBy))
 	p("DLQ duplicates: %d extra copies%s", r.DLQDuplicates, causesText(r.DLQDuplicatesBy))
 	for _, ex := range r.Unexplained {
-		p("  unexplained %s:", ex.Job)
+		p("  %s (%s):", ex.Job, ex.Cause)
 		for _, run := range ex.Runs {
 			p("    %s", run)
 		}
+	}
+	if r.LapsedUnreported > 0 {
+		p("  %d settlements were confirmed after their lease lapsed yet reported on time (not Late)", r.LapsedUnreported)
 	}
 	if r.MissingSettlements > 0 {
 		p("  %d completed runs of processes that were not killed logged no settlement event", r.MissingSettlements)

@@ -95,7 +95,8 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 		return cfg.RetryDelay, attempt < cfg.MaxAttempts
 	})
 	onSettled := func(s worker.Settlement) {
-		rec := SettledRecord{Worker: name, Outcome: s.Outcome.String(), Late: s.Late, Reason: s.Reason, Attempt: s.Attempt, Time: s.SettledAt}
+		rec := SettledRecord{Worker: name, Outcome: s.Outcome.String(), Late: s.Late, Reason: s.Reason, Attempt: s.Attempt, Time: s.SettledAt,
+			Received: s.ReceivedAt, Extensions: s.Extensions}
 		if m := s.Message; m != nil {
 			rec.Message, rec.Handle = m.ID, m.ReceiptHandle
 			if j, err := ParseJob(m.Body); err == nil {
