@@ -75,42 +75,46 @@ type dlqCopy struct {
 	HasProvenance bool
 }
 
-// evidence is everything a run collected, for reconcile.
+// evidence is everything a run collected, for reconcile. Run saves it
+// (but the worker files, the jobs and the proxy's observations, which are
+// read or rebuilt) as evidence.json, so Rereport can reconcile again.
 type evidence struct {
-	cfg     Config
-	jobs    []Job
-	files   workerFiles
-	procs   map[string]procInfo
-	dlq     []dlqCopy
-	pending []string // job IDs still in the source queue after the drain
-	unread  int      // messages the source queue still counted but the read could not see
-	deletes map[string]deleteSeen
-	// droppedSends are the IDs of messages sent by calls whose answer the
+	Config  Config                `json:"config"`
+	Jobs    []Job                 `json:"-"`
+	Files   workerFiles           `json:"-"`
+	Names   []string              `json:"names"` // the worker processes
+	Procs   map[string]procInfo   `json:"procs"`
+	DLQ     []dlqCopy             `json:"dlq"`
+	Pending []string              `json:"pending"` // job IDs still in the source queue after the drain
+	Unread  int                   `json:"unread"`  // messages the source queue still counted but the read could not see
+	Deletes map[string]deleteSeen `json:"-"`
+	// DroppedSends are the IDs of messages sent by calls whose answer the
 	// proxy dropped.
-	droppedSends map[string]bool
-	counts       map[string]faultproxy.Counts
-	timing       Timing
+	DroppedSends map[string]bool              `json:"-"`
+	Counts       map[string]faultproxy.Counts `json:"counts"`
+	Timing       Timing                       `json:"timing"`
+	ExitMax      time.Duration                `json:"exitMax"`
 }
 
 // reconcile turns the evidence into a report.
 func reconcile(ev evidence) *Report {
-	cfg := ev.cfg
+	cfg := ev.Config
 	r := &Report{
-		Variant: cfg.Variant, Seed: cfg.Seed, Jobs: len(ev.jobs), Workers: cfg.Workers, FIFO: cfg.FIFO,
+		Variant: cfg.Variant, Seed: cfg.Seed, Jobs: len(ev.Jobs), Workers: cfg.Workers, FIFO: cfg.FIFO,
 		Config: cfg, ByKind: map[Kind]*KindCounts{}, DuplicatesBy: map[Cause]int{}, DLQDuplicatesBy: map[Cause]int{},
-		Timing: ev.timing, Requests: ev.counts, Unread: ev.unread,
+		Timing: ev.Timing, Requests: ev.Counts, Unread: ev.Unread,
 	}
 	for _, k := range kinds() {
 		r.ByKind[k] = &KindCounts{}
 	}
-	byID := make(map[string]Job, len(ev.jobs))
-	for _, j := range ev.jobs {
+	byID := make(map[string]Job, len(ev.Jobs))
+	for _, j := range ev.Jobs {
 		byID[j.ID] = j
 		r.ByKind[j.Kind].Jobs++
 	}
-	settled := make(map[string]SettledRecord, len(ev.files.Settled))
+	settled := make(map[string]SettledRecord, len(ev.Files.Settled))
 	lapsed := map[string]bool{}
-	for _, s := range ev.files.Settled {
+	for _, s := range ev.Files.Settled {
 		settled[s.Handle] = s
 		if (s.Outcome == "deleted" || s.Outcome == "dead-lettered" || s.Outcome == "retrying") && !s.Late && s.lapsed(cfg.Visibility, LapseTolerance) {
 			lapsed[s.Handle] = true
@@ -118,30 +122,30 @@ func reconcile(ev evidence) *Report {
 		}
 	}
 	successes := map[string][]RunRecord{}
-	for _, s := range ev.files.Successes {
+	for _, s := range ev.Files.Successes {
 		successes[s.Job] = append(successes[s.Job], s)
 	}
 	runs := map[string][]RunRecord{}
-	for _, s := range ev.files.Runs {
+	for _, s := range ev.Files.Runs {
 		runs[s.Job] = append(runs[s.Job], s)
 	}
-	r.HandlerRuns = len(ev.files.Runs)
+	r.HandlerRuns = len(ev.Files.Runs)
 	copies := map[string][]dlqCopy{}
-	for _, c := range ev.dlq {
+	for _, c := range ev.DLQ {
 		copies[c.Job] = append(copies[c.Job], c)
 		if !c.HasProvenance {
 			r.DLQWithoutProvenance++
 		}
 	}
 	pending := map[string]bool{}
-	for _, id := range ev.pending {
+	for _, id := range ev.Pending {
 		pending[id] = true
 	}
 
 	// status says whether a completed run ended its message (clean) and,
 	// if not, why.
 	status := func(run RunRecord, want string) (clean bool, cause Cause) {
-		seen := ev.deletes[run.Handle]
+		seen := ev.Deletes[run.Handle]
 		if s, ok := settled[run.Handle]; ok {
 			switch {
 			case s.Outcome == want && !s.Late && lapsed[run.Handle]:
@@ -157,7 +161,7 @@ func reconcile(ev evidence) *Report {
 			}
 			return false, CauseUnexplained
 		}
-		p := ev.procs[run.Worker]
+		p := ev.Procs[run.Worker]
 		switch {
 		case seen.Reached:
 			// SQS deleted it; the process did not get to log the event.
@@ -172,6 +176,7 @@ func reconcile(ev evidence) *Report {
 		}
 		return false, CauseUnexplained
 	}
+	examples := map[Cause]int{}
 	// explain assigns a cause to each of the n extra completions among
 	// runs: runs that did not end their message first, in time order.
 	explain := func(job string, runs []RunRecord, n int, want string, into map[Cause]int) {
@@ -197,17 +202,18 @@ func reconcile(ev evidence) *Report {
 				cause = rs[i].cause
 			}
 			into[cause]++
-			if (cause == CauseUnexplained || cause == CauseLapsedUnreported) && len(r.Unexplained) < 20 {
+			if (cause == CauseUnexplained || cause == CauseLapsedUnreported) && examples[cause] < 10 {
+				examples[cause]++
 				ex := Example{Job: job, Cause: cause}
 				for _, x := range rs {
-					ex.Runs = append(ex.Runs, fmt.Sprintf("%s %s %s", x.run.Worker, x.run.Time.Format("15:04:05.000"), describe(x.run, settled, ev.deletes, ev.procs)))
+					ex.Runs = append(ex.Runs, fmt.Sprintf("%s %s %s", x.run.Worker, x.run.Time.Format("15:04:05.000"), describe(x.run, settled, ev.Deletes, ev.Procs)))
 				}
 				r.Unexplained = append(r.Unexplained, ex)
 			}
 		}
 	}
 
-	for _, j := range ev.jobs {
+	for _, j := range ev.Jobs {
 		kc := r.ByKind[j.Kind]
 		succ, dead := successes[j.ID], copies[j.ID]
 		done := len(succ) > 0
@@ -238,7 +244,7 @@ func reconcile(ev evidence) *Report {
 		if n := len(dead) - 1; n > 0 {
 			r.DLQDuplicates += n
 			for _, c := range dead {
-				if n > 0 && ev.droppedSends[c.MessageID] {
+				if n > 0 && ev.DroppedSends[c.MessageID] {
 					r.DLQDuplicatesBy[CauseSendDropped]++
 					n--
 				}
@@ -277,7 +283,7 @@ func reconcile(ev evidence) *Report {
 		}
 	}
 	if cfg.FIFO {
-		r.checkOrder(ev.jobs, successes)
+		r.checkOrder(ev.Jobs, successes)
 	}
 	r.processes(ev)
 	r.Failures = r.failures()
@@ -360,9 +366,9 @@ func (r *Report) checkOrder(jobs []Job, successes map[string][]RunRecord) {
 
 // processes sums what the worker processes did and how they stopped.
 func (r *Report) processes(ev evidence) {
-	bound := ev.cfg.ShutdownBound()
+	bound := ev.Config.ShutdownBound()
 	r.ShutdownBound = bound
-	for name, p := range ev.procs {
+	for name, p := range ev.Procs {
 		r.Processes.Started++
 		switch p.Signal {
 		case "SIGTERM":
@@ -383,7 +389,7 @@ func (r *Report) processes(ev evidence) {
 			r.Processes.CrashedNames = append(r.Processes.CrashedNames, name)
 		}
 	}
-	for _, e := range ev.files.Exits {
+	for _, e := range ev.Files.Exits {
 		s := e.Stats
 		t := &r.WorkerStats
 		t.Received += s.Received
@@ -410,9 +416,9 @@ func (r *Report) processes(ev evidence) {
 			r.Processes.RunErrors = append(r.Processes.RunErrors, e.Worker+": "+e.Err)
 		}
 	}
-	r.Processes.ExitMax = ev.timing.exitMax
+	r.Processes.ExitMax = ev.ExitMax
 	var total int
-	for _, c := range ev.counts {
+	for _, c := range ev.Counts {
 		total += c.Requests
 	}
 	r.TotalRequests = total
@@ -422,18 +428,18 @@ func (r *Report) processes(ev evidence) {
 	}
 	// Throughput: jobs settled per second from the first worker's start to
 	// the last success or dead-letter move recorded.
-	last := ev.timing.start
-	for _, s := range ev.files.Successes {
+	last := ev.Timing.Start
+	for _, s := range ev.Files.Successes {
 		if s.Time.After(last) {
 			last = s.Time
 		}
 	}
-	for _, s := range ev.files.Settled {
+	for _, s := range ev.Files.Settled {
 		if s.Outcome == "dead-lettered" && s.Time.After(last) {
 			last = s.Time
 		}
 	}
-	if s := last.Sub(ev.timing.start).Seconds(); s > 0 {
+	if s := last.Sub(ev.Timing.Start).Seconds(); s > 0 {
 		r.Throughput = float64(r.Done+r.DeadLettered) / s
 	}
 }

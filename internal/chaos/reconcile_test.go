@@ -23,8 +23,8 @@ type world struct {
 func newWorld(jobs ...Job) *world {
 	cfg, _ := Variant("chaos")
 	return &world{t0: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ev: evidence{
-		cfg: cfg, jobs: jobs, procs: map[string]procInfo{"w1": {}, "w2": {}}, deletes: map[string]deleteSeen{},
-		files: workerFiles{Exits: map[string]ExitRecord{}},
+		Config: cfg, Jobs: jobs, Procs: map[string]procInfo{"w1": {}, "w2": {}}, Deletes: map[string]deleteSeen{},
+		Files: workerFiles{Exits: map[string]ExitRecord{}},
 	}}
 }
 
@@ -34,15 +34,15 @@ func (w *world) run(job, worker string, sec int, success bool) string {
 	w.n++
 	h := "rh-" + job + "-" + string(rune('a'+w.n))
 	rec := RunRecord{Job: job, Handle: h, Worker: worker, Time: w.t0.Add(time.Duration(sec) * time.Second)}
-	w.ev.files.Runs = append(w.ev.files.Runs, rec)
+	w.ev.Files.Runs = append(w.ev.Files.Runs, rec)
 	if success {
-		w.ev.files.Successes = append(w.ev.files.Successes, rec)
+		w.ev.Files.Successes = append(w.ev.Files.Successes, rec)
 	}
 	return h
 }
 
 func (w *world) settle(h, outcome string, late bool) {
-	w.ev.files.Settled = append(w.ev.files.Settled, SettledRecord{Handle: h, Outcome: outcome, Late: late})
+	w.ev.Files.Settled = append(w.ev.Files.Settled, SettledRecord{Handle: h, Outcome: outcome, Late: late})
 }
 
 func (w *world) dead(job string, prov bool) {
@@ -50,7 +50,7 @@ func (w *world) dead(job string, prov bool) {
 	if prov {
 		c.Provenance = dlq.Provenance{SourceQueue: "src", Error: "chaos: job " + job + " is poison"}
 	}
-	w.ev.dlq = append(w.ev.dlq, c)
+	w.ev.DLQ = append(w.ev.DLQ, c)
 }
 
 func TestReconcileCleanRun(t *testing.T) {
@@ -69,8 +69,8 @@ func TestReconcileCleanRun(t *testing.T) {
 func TestReconcileClassifiesDuplicates(t *testing.T) {
 	w := newWorld(Job{ID: "killed", Kind: Succeed}, Job{ID: "faulted", Kind: Succeed}, Job{ID: "lease", Kind: Slow},
 		Job{ID: "late", Kind: Succeed}, Job{ID: "abandoned", Kind: Succeed})
-	w.ev.procs["w3"] = procInfo{Signal: "SIGKILL"}
-	w.ev.procs["w4"] = procInfo{Signal: "SIGTERM"}
+	w.ev.Procs["w3"] = procInfo{Signal: "SIGKILL"}
+	w.ev.Procs["w4"] = procInfo{Signal: "SIGTERM"}
 
 	// Killed before its delete: success recorded, no event, process SIGKILLed.
 	w.run("killed", "w3", 1, true)
@@ -78,7 +78,7 @@ func TestReconcileClassifiesDuplicates(t *testing.T) {
 
 	// Delete faulted: the first run's delete was throttled and, at shutdown, abandoned.
 	h := w.run("faulted", "w4", 1, true)
-	w.ev.deletes[h] = deleteSeen{Faulted: true}
+	w.ev.Deletes[h] = deleteSeen{Faulted: true}
 	w.settle(h, "abandoned", false)
 	w.settle(w.run("faulted", "w1", 9, true), "deleted", false)
 
@@ -101,7 +101,7 @@ func TestReconcileClassifiesDuplicates(t *testing.T) {
 		t.Fatalf("explained duplicates failed the run: %v", r.Failures)
 	}
 	// graceful accepts only duplicates from faults on their own delete.
-	w.ev.cfg.Checks.OnlyDeleteFaultDuplicates = true
+	w.ev.Config.Checks.OnlyDeleteFaultDuplicates = true
 	if r := reconcile(w.ev); r.Passed() || !strings.Contains(strings.Join(r.Failures, ";"), "4 duplicates not explained by a fault") {
 		t.Fatalf("failures %v; want the 4 duplicates without a delete fault", r.Failures)
 	}
@@ -114,7 +114,7 @@ func TestReconcileFailsWhatBreaksThePromise(t *testing.T) {
 		want  string
 	}{
 		{"lost", func(w *world) {}, "1 jobs lost"},
-		{"pending is not lost", func(w *world) { w.ev.pending = []string{"a"} }, ""},
+		{"pending is not lost", func(w *world) { w.ev.Pending = []string{"a"} }, ""},
 		{"unexplained duplicate", func(w *world) {
 			w.settle(w.run("a", "w1", 1, true), "deleted", false)
 			w.settle(w.run("a", "w2", 2, true), "deleted", false)
@@ -129,11 +129,11 @@ func TestReconcileFailsWhatBreaksThePromise(t *testing.T) {
 		}, "1 succeeded jobs in the DLQ"},
 		{"hung worker", func(w *world) {
 			w.settle(w.run("a", "w1", 1, true), "deleted", false)
-			w.ev.procs["w1"] = procInfo{Signal: "SIGTERM", Hung: true}
+			w.ev.Procs["w1"] = procInfo{Signal: "SIGTERM", Hung: true}
 		}, "1 workers hung"},
 		{"Run over its bound", func(w *world) {
 			w.settle(w.run("a", "w1", 1, true), "deleted", false)
-			w.ev.files.Exits["w1"] = ExitRecord{Worker: "w1", Signal: w.t0, Returned: w.t0.Add(w.ev.cfg.ShutdownBound() + time.Second)}
+			w.ev.Files.Exits["w1"] = ExitRecord{Worker: "w1", Signal: w.t0, Returned: w.t0.Add(w.ev.Config.ShutdownBound() + time.Second)}
 		}, "returned from Run later than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,13 +172,13 @@ func TestReconcilePoisonAndTransient(t *testing.T) {
 // is a silent duplicate's cause, and fails the run even without one.
 func TestReconcileLapsedLeaseReportedOnTime(t *testing.T) {
 	w := newWorld(Job{ID: "a", Kind: Succeed}, Job{ID: "b", Kind: Slow})
-	vis := w.ev.cfg.Visibility
+	vis := w.ev.Config.Visibility
 	h := w.run("a", "w1", 0, true)
-	w.ev.files.Settled = append(w.ev.files.Settled, SettledRecord{Handle: h, Outcome: "deleted", Received: w.t0, Time: w.t0.Add(vis + 3*time.Second)})
+	w.ev.Files.Settled = append(w.ev.Files.Settled, SettledRecord{Handle: h, Outcome: "deleted", Received: w.t0, Time: w.t0.Add(vis + 3*time.Second)})
 	w.settle(w.run("a", "w2", 6, true), "deleted", false)
 	// b was extended in time, twice: no lapse.
 	h = w.run("b", "w1", 0, true)
-	w.ev.files.Settled = append(w.ev.files.Settled, SettledRecord{Handle: h, Outcome: "deleted", Received: w.t0,
+	w.ev.Files.Settled = append(w.ev.Files.Settled, SettledRecord{Handle: h, Outcome: "deleted", Received: w.t0,
 		Extensions: []time.Time{w.t0.Add(vis - time.Second), w.t0.Add(2*vis - 2*time.Second)}, Time: w.t0.Add(3*vis - 3*time.Second)})
 	r := reconcile(w.ev)
 	if r.LapsedUnreported != 1 || r.DuplicatesBy[CauseLapsedUnreported] != 1 || r.Passed() {
@@ -188,11 +188,11 @@ func TestReconcileLapsedLeaseReportedOnTime(t *testing.T) {
 
 func TestReconcileDLQDuplicates(t *testing.T) {
 	w := newWorld(Job{ID: "p1", Kind: Poison}, Job{ID: "p2", Kind: Poison}, Job{ID: "p3", Kind: Poison})
-	w.ev.droppedSends = map[string]bool{"m1": true}
-	w.ev.procs["w3"] = procInfo{Signal: "SIGKILL"}
+	w.ev.DroppedSends = map[string]bool{"m1": true}
+	w.ev.Procs["w3"] = procInfo{Signal: "SIGKILL"}
 	// p1: the first send's answer was dropped, the copy sent again.
 	w.settle(w.run("p1", "w1", 1, false), "dead-lettered", false)
-	w.ev.dlq = append(w.ev.dlq, dlqCopy{Job: "p1", MessageID: "m1", HasProvenance: true, Provenance: dlq.Provenance{SourceQueue: "s", Error: "poison"}})
+	w.ev.DLQ = append(w.ev.DLQ, dlqCopy{Job: "p1", MessageID: "m1", HasProvenance: true, Provenance: dlq.Provenance{SourceQueue: "s", Error: "poison"}})
 	w.dead("p1", true)
 	// p2: killed after its copy was sent, before the source was deleted.
 	w.run("p2", "w3", 1, false)
@@ -217,7 +217,7 @@ func TestReconcileFIFOOrder(t *testing.T) {
 	jobs := []Job{{ID: "a", Kind: Succeed, Group: "g", Seq: 0}, {ID: "b", Kind: Poison, Group: "g", Seq: 1},
 		{ID: "c", Kind: Succeed, Group: "g", Seq: 2}, {ID: "d", Kind: Succeed, Group: "g", Seq: 3}, {ID: "x", Kind: Succeed, Group: "h", Seq: 0}}
 	w := newWorld(jobs...)
-	w.ev.cfg.FIFO = true
+	w.ev.Config.FIFO = true
 	w.settle(w.run("a", "w1", 1, true), "deleted", false)
 	w.settle(w.run("b", "w1", 2, false), "dead-lettered", false)
 	w.dead("b", true)

@@ -132,8 +132,8 @@ type Timing struct {
 	// Work is from the first worker's start to the drained queue.
 	Work    time.Duration `json:"work"`
 	Drained bool          `json:"drained"` // the queue was empty before DrainTimeout
-	start   time.Time
-	exitMax time.Duration
+	// Start is when the first worker started.
+	Start time.Time `json:"start"`
 }
 
 // Passed reports whether the run met every acceptance criterion.

@@ -97,7 +97,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	timing.Send = time.Since(begin)
 	logf("sent %d jobs to %s in %v", len(jobs), target.SourceURL, timing.Send.Round(time.Millisecond))
 
-	obs := &observer{deletes: map[string]deleteSeen{}, droppedSends: map[string]bool{}}
+	obs := newObserver()
 	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
 	var proxyLog *bufio.Writer
 	if cfg.ProxyLog {
@@ -125,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer fl.killAll()
 
 	workStart := time.Now()
-	timing.start = workStart
+	timing.Start = workStart
 	keepUp := func() error {
 		for _, p := range fl.crashed() {
 			logf("worker %s exited without being signalled (%v): %s", p.name, p.waitErr, lastLines(filepath.Join(cfg.Dir, p.name+".out"), 5))
@@ -243,7 +243,6 @@ drain:
 	logf("drain over after %v; stopping the workers", timing.Drain.Round(time.Millisecond))
 	fl.stopAll()
 	procs, names, exitMax := fl.info()
-	timing.exitMax = exitMax
 	proxy.Close()
 	if proxyLog != nil {
 		if err := proxyLog.Flush(); err != nil {
@@ -267,26 +266,66 @@ drain:
 	if err != nil {
 		return nil, err
 	}
-	ev := evidence{cfg: cfg, jobs: jobs, files: files, procs: procs, deletes: obs.deletes, droppedSends: obs.droppedSends,
-		counts: proxy.Counts(), timing: timing, unread: unread}
+	ev := evidence{Config: cfg, Jobs: jobs, Files: files, Names: names, Procs: procs, Deletes: obs.deletes, DroppedSends: obs.droppedSends,
+		Counts: proxy.Counts(), Timing: timing, ExitMax: exitMax, Unread: unread}
 	for _, m := range dead {
 		c := dlqCopy{Job: "?", MessageID: aws.ToString(m.MessageId)}
 		if j, err := ParseJob(aws.ToString(m.Body)); err == nil {
 			c.Job = j.ID
 		}
 		c.Provenance, c.HasProvenance = dlq.ParseProvenance(m.MessageAttributes)
-		ev.dlq = append(ev.dlq, c)
+		ev.DLQ = append(ev.DLQ, c)
 	}
 	for _, m := range left {
 		if j, err := ParseJob(aws.ToString(m.Body)); err == nil {
-			ev.pending = append(ev.pending, j.ID)
+			ev.Pending = append(ev.Pending, j.ID)
 		}
+	}
+	if err := writeJSON(filepath.Join(cfg.Dir, evidenceFile), ev); err != nil {
+		return nil, err
 	}
 	report := reconcile(ev)
 	if err := writeJSON(filepath.Join(cfg.Dir, "report.json"), report); err != nil {
 		return report, err
 	}
 	return report, os.WriteFile(filepath.Join(cfg.Dir, "report.txt"), []byte(report.Text()), 0o644)
+}
+
+// evidenceFile is where Run saves its evidence.
+const evidenceFile = "evidence.json"
+
+// Rereport reconciles a finished run's directory again (with this
+// version's rules): the evidence Run saved, the worker files, and the
+// proxy's log when the run kept it (without it, deletes and dropped sends
+// are unknown and their duplicates unexplained).
+func Rereport(dir string) (*Report, error) {
+	data, err := os.ReadFile(filepath.Join(dir, evidenceFile))
+	if err != nil {
+		return nil, err
+	}
+	var ev evidence
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return nil, fmt.Errorf("%s: %w", evidenceFile, err)
+	}
+	ev.Config.Dir = dir
+	groups := 0
+	if ev.Config.FIFO {
+		groups = ev.Config.Groups
+	}
+	ev.Jobs = MakeJobs(ev.Config.Jobs, ev.Config.Mix, groups, ev.Config.Seed)
+	if ev.Files, err = readWorkerFiles(dir, ev.Names); err != nil {
+		return nil, err
+	}
+	obs := newObserver()
+	entries, err := readLines[faultproxy.Entry](filepath.Join(dir, "proxy.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		obs.observe(e)
+	}
+	ev.Deletes, ev.DroppedSends = obs.deletes, obs.droppedSends
+	return reconcile(ev), nil
 }
 
 func (c Config) check() error {
@@ -438,6 +477,10 @@ type observer struct {
 	mu           sync.Mutex
 	deletes      map[string]deleteSeen
 	droppedSends map[string]bool
+}
+
+func newObserver() *observer {
+	return &observer{deletes: map[string]deleteSeen{}, droppedSends: map[string]bool{}}
 }
 
 func (o *observer) observe(e faultproxy.Entry) {

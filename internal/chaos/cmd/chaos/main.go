@@ -33,7 +33,20 @@ func main() {
 	proxyLog := flag.Bool("proxy-log", true, "write the proxy's log of every request to proxy.jsonl")
 	noFaults := flag.Bool("no-faults", false, "inject no faults (a baseline)")
 	noKills := flag.Bool("no-kills", false, "stop no worker before the end (a baseline)")
+	again := flag.String("reconcile", "", "reconcile the finished run in this directory again and print its report (no emulator needed)")
 	flag.Parse()
+
+	if *again != "" {
+		report, err := chaos.Rereport(*again)
+		if err != nil {
+			fatal(err.Error())
+		}
+		fmt.Print(report.Text())
+		if !report.Passed() {
+			os.Exit(1)
+		}
+		return
+	}
 
 	endpoint := os.Getenv("AWS_ENDPOINT_URL_SQS")
 	if endpoint == "" {
