@@ -114,8 +114,8 @@ func Variants() []string {
 //   - blackhole: 25% of deletes and visibility changes and 5% of the other
 //     calls never answer, CallTimeout 10 s; SIGTERM every 2 to 5 s: every
 //     worker must exit within its shutdown bound.
-//   - throttle: 10% of DeleteMessageBatch throttled, jobs that succeed,
-//     SIGTERM every 5 to 10 s: at most 1.01 handler runs per job.
+//   - throttle: 10% of DeleteMessageBatch throttled, 50,000 jobs that
+//     succeed, SIGTERM every 3 to 6 s: at most 1.01 handler runs per job.
 //   - scale: 100,000 jobs, 6 workers, the chaos faults and kills.
 //   - fifo: the chaos variant on a FIFO queue with 50 groups.
 func Variant(name string) (Config, error) {
@@ -139,10 +139,10 @@ func Variant(name string) (Config, error) {
 		}
 		c.Worker.CallTimeout = 10 * time.Second
 	case "throttle":
-		c.Jobs = 10_000
+		c.Jobs = 50_000
 		c.Mix = Mix{MaxWork: 5 * time.Millisecond}
 		c.Faults = map[string]faultproxy.Rule{"DeleteMessageBatch": {Throttle: 0.10}}
-		c.Kills = Kills{MinEvery: 5 * time.Second, MaxEvery: 10 * time.Second}
+		c.Kills = Kills{MinEvery: 3 * time.Second, MaxEvery: 6 * time.Second}
 		c.Duration = 2 * time.Minute
 		c.Checks.MaxRunsPerJob = 1.01
 	case "scale":

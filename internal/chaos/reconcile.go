@@ -39,13 +39,18 @@ const (
 	// after the message's lease had run out (another consumer could
 	// receive the message meanwhile): the runtime should have said Late.
 	CauseLapsedUnreported Cause = "confirmed after its lease lapsed, reported on time"
+	// CauseEventDropped: the run has no settlement event, its process was
+	// not killed, and the process counted settlement events its hook
+	// dropped (Stats.HookDropped: the shutdown flush used the budget the
+	// hook's last events needed), so the run's fate is not known.
+	CauseEventDropped Cause = "its settlement event dropped at shutdown"
 	// CauseUnexplained: nothing above; a bug until shown otherwise.
 	CauseUnexplained Cause = "unexplained"
 )
 
 // causes lists the causes in report order.
 func causes() []Cause {
-	return []Cause{CauseKilled, CauseDeleteFault, CauseLease, CauseSendDropped, CauseAbandoned, CauseLapsedUnreported, CauseUnexplained}
+	return []Cause{CauseKilled, CauseDeleteFault, CauseLease, CauseSendDropped, CauseAbandoned, CauseEventDropped, CauseLapsedUnreported, CauseUnexplained}
 }
 
 // procInfo is what the orchestrator knows about one worker process.
@@ -173,6 +178,8 @@ func reconcile(ev evidence) *Report {
 			return false, CauseKilled
 		case seen.Faulted:
 			return false, CauseDeleteFault
+		case ev.Files.Exits[run.Worker].Stats.HookDropped > 0:
+			return false, CauseEventDropped
 		}
 		return false, CauseUnexplained
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/worker"
 )
 
 // world builds evidence by hand: jobs, runs and their settlements.
@@ -68,7 +69,7 @@ func TestReconcileCleanRun(t *testing.T) {
 
 func TestReconcileClassifiesDuplicates(t *testing.T) {
 	w := newWorld(Job{ID: "killed", Kind: Succeed}, Job{ID: "faulted", Kind: Succeed}, Job{ID: "lease", Kind: Slow},
-		Job{ID: "late", Kind: Succeed}, Job{ID: "abandoned", Kind: Succeed})
+		Job{ID: "late", Kind: Succeed}, Job{ID: "abandoned", Kind: Succeed}, Job{ID: "dropped", Kind: Succeed})
 	w.ev.Procs["w3"] = procInfo{Signal: "SIGKILL"}
 	w.ev.Procs["w4"] = procInfo{Signal: "SIGTERM"}
 
@@ -92,18 +93,24 @@ func TestReconcileClassifiesDuplicates(t *testing.T) {
 	w.settle(w.run("abandoned", "w4", 1, true), "abandoned", false)
 	w.settle(w.run("abandoned", "w2", 9, true), "deleted", false)
 
+	// No event: the process's hook dropped events at shutdown.
+	w.ev.Procs["w5"] = procInfo{Signal: "SIGTERM"}
+	w.ev.Files.Exits["w5"] = ExitRecord{Worker: "w5", Stats: worker.Stats{HookDropped: 3}}
+	w.run("dropped", "w5", 1, true)
+	w.settle(w.run("dropped", "w2", 9, true), "deleted", false)
+
 	r := reconcile(w.ev)
-	want := map[Cause]int{CauseKilled: 1, CauseDeleteFault: 1, CauseLease: 2, CauseAbandoned: 1}
-	if r.Duplicates != 5 || r.DuplicateJobs != 5 || !maps.Equal(r.DuplicatesBy, want) {
-		t.Fatalf("duplicates %d over %d jobs by %v; want 5 over 5 by %v", r.Duplicates, r.DuplicateJobs, r.DuplicatesBy, want)
+	want := map[Cause]int{CauseKilled: 1, CauseDeleteFault: 1, CauseLease: 2, CauseAbandoned: 1, CauseEventDropped: 1}
+	if r.Duplicates != 6 || r.DuplicateJobs != 6 || !maps.Equal(r.DuplicatesBy, want) {
+		t.Fatalf("duplicates %d over %d jobs by %v; want 6 over 6 by %v", r.Duplicates, r.DuplicateJobs, r.DuplicatesBy, want)
 	}
 	if !r.Passed() {
 		t.Fatalf("explained duplicates failed the run: %v", r.Failures)
 	}
 	// graceful accepts only duplicates from faults on their own delete.
 	w.ev.Config.Checks.OnlyDeleteFaultDuplicates = true
-	if r := reconcile(w.ev); r.Passed() || !strings.Contains(strings.Join(r.Failures, ";"), "4 duplicates not explained by a fault") {
-		t.Fatalf("failures %v; want the 4 duplicates without a delete fault", r.Failures)
+	if r := reconcile(w.ev); r.Passed() || !strings.Contains(strings.Join(r.Failures, ";"), "5 duplicates not explained by a fault") {
+		t.Fatalf("failures %v; want the 5 duplicates without a delete fault", r.Failures)
 	}
 }
 
