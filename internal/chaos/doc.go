@@ -50,6 +50,12 @@
 //   - DLQ send's answer dropped (DLQ copies only): the proxy forwarded the
 //     copy and dropped the answer, so the worker sent it again;
 //   - abandoned at shutdown with no fault on its delete;
+//   - its settlement event dropped at shutdown: no event, the process was
+//     not killed, and it counted events its hook dropped (Stats.HookDropped);
+//   - confirmed after its lease lapsed, reported on time: the worker said
+//     Deleted (or dead-lettered) and not Late, but the settlement record
+//     (receipt, extensions, confirmation) shows the lease had run out — a
+//     silent duplicate, which fails the run like an unexplained one;
 //   - unexplained: none of these — a bug until shown otherwise.
 //
 // # Not covered

@@ -299,8 +299,11 @@ func reconcile(ev evidence) *Report {
 
 // LapseTolerance is how far past its lease's deadline (as the settlement
 // record shows it) a settlement reported on time may be confirmed before
-// the report calls it a lapse: clock reads around the calls.
-const LapseTolerance = 100 * time.Millisecond
+// the report calls it a lapse. It is zero: the record's deadline is the
+// runtime's own (receipt or extension time plus the visibility timeout,
+// never earlier than SQS's), and a confirmation after it is what the
+// runtime itself must report as Late.
+const LapseTolerance = 0
 
 // describe says what is known of one run, for an example.
 func describe(run RunRecord, settled map[string]SettledRecord, deletes map[string]deleteSeen, procs map[string]procInfo) string {
