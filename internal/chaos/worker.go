@@ -176,6 +176,8 @@ type handler struct {
 	successes *journal
 }
 
+// Handle runs one job as its kind says, recording the run first and the
+// success, durably, before returning nil.
 func (h *handler) Handle(ctx context.Context, m *worker.Message) error {
 	job, err := ParseJob(m.Body)
 	if err != nil {
