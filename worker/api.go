@@ -114,6 +114,12 @@ type Stats struct {
 	// Settling is the number of messages whose handler is done and whose
 	// settlement SQS has not confirmed yet.
 	Settling int64
+	// Prefetched is the number of messages received ahead of a free
+	// handler right now: leased, waiting in the worker's buffer.
+	Prefetched int
+	// PrefetchTarget is how many messages the worker currently aims to
+	// hold ahead of its handlers (it adapts; at most Options.MaxPrefetch).
+	PrefetchTarget int
 	// HookDropped counts settlement events Options.OnSettled missed because
 	// it fell too far behind.
 	HookDropped int64

@@ -13,18 +13,16 @@ import (
 	"github.com/sqsworker/sqsworker/visibility"
 )
 
-// process runs the handler on one message, on a handler slot acquired
-// before the receive, and settles it. It reports whether the message is
-// settled — deleted or dead-lettered, as SQS confirmed — so a FIFO group
-// may go on with its next message. more says that such a message follows:
-// then process waits for SQS's confirmation, so the group's order holds
-// even when a delete fails.
-func (w *Worker) process(r *run, j *job, more bool) bool {
+// process runs the handler on one message, on one of the handler
+// goroutines, and starts its settlement. On a FIFO queue the next message
+// of its group runs only once SQS confirmed this one's delete (or
+// dead-letter move): see flow.settled.
+func (w *Worker) process(r *run, j *job) {
 	log := w.opts.Logger
 	if w.stopping.Load() {
-		r.slots.Release(1)
+		r.flow.unstarted()
 		w.release(r, j) // received but not started: let another consumer have it now
-		return false
+		return
 	}
 	settle.CountAttempt(r.bg, w.opts.CallTimeout, w.opts.AttemptCounter, &j.msg, log)
 
@@ -40,17 +38,18 @@ func (w *Worker) process(r *run, j *job, more bool) bool {
 	j.finished = time.Now()
 	cause := context.Cause(hctx)
 	cancelHandler(nil)
-	r.slots.Release(1)
+	r.flow.handled()
 
 	if herr == nil {
 		w.c.succeeded.Add(1)
-		return w.settle(r, j, settle.Decision{Action: settle.Delete}, more)
+		w.settle(r, j, settle.Decision{Action: settle.Delete})
+		return
 	}
 	j.herr = herr
 	if errors.Is(cause, ErrShutdown) {
 		log.Info("sqsworker: handler cancelled at the shutdown deadline; message released", "message", j.msg.ID, "err", herr)
 		w.release(r, j)
-		return false
+		return
 	}
 	w.c.failed.Add(1)
 	if lost := j.lostCause(); lost != nil {
@@ -58,13 +57,13 @@ func (w *Worker) process(r *run, j *job, more bool) bool {
 		j.lease.Stop()
 		w.warn.Warn("lost-running", "sqsworker: lost the message while its handler ran; SQS will deliver it again", "message", j.msg.ID, "cause", lost, "err", herr)
 		w.drop(r, j, settle.Lost, lost.Error())
-		return false
+		return
 	}
 	if errors.Is(cause, ErrHandlerTimeout) {
 		herr = settle.WithCause(herr, ErrHandlerTimeout)
 		j.herr = herr
 	}
-	return w.settle(r, j, settle.Decide(herr, j.msg.Attempt, w.opts.RetryPolicy), more)
+	w.settle(r, j, settle.Decide(herr, j.msg.Attempt, w.opts.RetryPolicy))
 }
 
 // lostCause returns the heartbeat's reason for giving the message up when
@@ -79,19 +78,12 @@ func (j *job) lostCause() error {
 	return nil
 }
 
-// settle starts the calls that make decision real. When wait is set it
-// returns, once SQS has confirmed them, whether the message is done with
-// (deleted or dead-lettered); otherwise it returns at once.
-func (w *Worker) settle(r *run, j *job, d settle.Decision, wait bool) bool {
-	var res chan bool
-	if wait && d.Action != settle.Retry {
-		res = make(chan bool, 1)
-		j.res = res
-	}
+// settle starts the calls that make decision real.
+func (w *Worker) settle(r *run, j *job, d settle.Decision) {
 	w.c.settling.Add(1)
 	switch d.Action {
 	case settle.Delete:
-		j.send(r.deletes, stageDelete, settle.Deleted, "", 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: res != nil})
+		j.send(r.deletes, stageDelete, settle.Deleted, "", 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: w.fifo})
 	case settle.Retry:
 		if d.Snoozed {
 			settle.Uncount(r.bg, w.opts.CallTimeout, w.opts.AttemptCounter, &j.msg, w.opts.Logger)
@@ -101,17 +93,6 @@ func (w *Worker) settle(r *run, j *job, d settle.Decision, wait bool) bool {
 		j.hide(r, settle.Retrying, d.Delay)
 	case settle.DeadLetter:
 		w.deadLetter(r, j, d.Reason)
-	}
-	if res == nil {
-		return false
-	}
-	select {
-	case ok := <-res:
-		return ok
-	case <-r.hard.Done():
-		// The shutdown deadline passed: the group stops here; the settlement
-		// goes on within the flush.
-		return false
 	}
 }
 
@@ -152,9 +133,6 @@ func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
 	w, r := j.w, j.r
 	if j.stage != stageCopy {
 		w.finish(r, j, j.result, o, j.reason, j.delay)
-		if j.res != nil {
-			j.res <- o.OK && (j.result == settle.Deleted || j.result == settle.DeadLettered)
-		}
 		return
 	}
 	if !o.OK {
@@ -162,7 +140,7 @@ func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
 		return
 	}
 	w.opts.Logger.Info("sqsworker: message copied to the dead-letter queue; deleting it from the source", "message", j.msg.ID, "dlq", w.target.QueueURL, "copy", o.MessageID, "reason", j.reason, "err", j.herr)
-	j.send(r.deletes, stageDelete, settle.DeadLettered, j.reason, 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: j.res != nil})
+	j.send(r.deletes, stageDelete, settle.DeadLettered, j.reason, 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: w.fifo})
 }
 
 // retryLater leaves a message that should go to the dead-letter queue but
@@ -170,10 +148,6 @@ func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
 func (j *job) retryLater(why string, problem error) {
 	j.w.warn.Warn("dlq-"+why, "sqsworker: the message should go to the dead-letter queue but cannot now; it stays in the queue and will be tried again",
 		"message", j.msg.ID, "reason", j.reason, "problem", problem, "err", j.herr)
-	if j.res != nil {
-		j.res <- false
-		j.res = nil
-	}
 	j.hide(j.r, settle.Retrying, j.w.visibility)
 }
 
@@ -199,7 +173,7 @@ func (w *Worker) deadLetter(r *run, j *job, reason string) {
 		j.retryLater("copy", err)
 		return
 	}
-	j.send(r.sends, stageCopy, settle.DeadLettered, reason, 0, settle.Entry{Send: settle.SendEntry(in), Urgent: j.res != nil})
+	j.send(r.sends, stageCopy, settle.DeadLettered, reason, 0, settle.Entry{Send: settle.SendEntry(in), Urgent: w.fifo})
 }
 
 // finish accounts for a settled message: counters, logs, the held place,
@@ -238,6 +212,11 @@ func (w *Worker) finish(r *run, j *job, result settle.Result, o settle.Outcome, 
 	}
 	w.c.settling.Add(-1)
 	w.done(r, j, result, reason, delay, o.Late)
+	// On a FIFO queue the group goes on only after a confirmed delete or
+	// dead-letter move; otherwise the rest of it is released, in order.
+	for _, rest := range r.flow.settled(j, o.OK && (result == settle.Deleted || result == settle.DeadLettered)) {
+		w.release(r, rest)
+	}
 }
 
 // drop accounts for a message that ends without a settlement call.
@@ -246,12 +225,16 @@ func (w *Worker) drop(r *run, j *job, result settle.Result, reason string) {
 		w.c.lost.Add(1)
 	}
 	w.done(r, j, result, reason, 0, false)
+	if j.lease != nil { // it was in the flow: running, now done
+		for _, rest := range r.flow.settled(j, false) {
+			w.release(r, rest)
+		}
+	}
 }
 
 // done frees the message's held place and reports it to the hook.
 func (w *Worker) done(r *run, j *job, result settle.Result, reason string, delay time.Duration, late bool) {
 	w.c.inFlight.Add(-1)
-	r.held.Release(1)
 	if w.notify == nil {
 		return
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/settle"
@@ -59,6 +58,7 @@ type Worker struct {
 	stopping atomic.Bool
 	limiter  *rateLimiter
 	hb       atomic.Pointer[visibility.Heartbeat]
+	flow     atomic.Pointer[flow]
 }
 
 // New checks the queue and returns a Worker for it. queue is the queue's
@@ -166,6 +166,9 @@ func (w *Worker) Stats() Stats {
 		Requests: make(map[string]int64, numAPIs),
 	}
 	s.Snoozed = w.c.snoozed.Load()
+	if f := w.flow.Load(); f != nil {
+		s.Prefetched, s.PrefetchTarget = f.snapshot()
+	}
 	for i := range s.ReceiveSizes {
 		s.ReceiveSizes[i] = w.c.receiveSizes[i].Load()
 	}
@@ -197,16 +200,12 @@ func (w *Worker) DeadLetterQueue() (dlq.Target, bool) {
 type run struct {
 	hard     context.Context // handlers' parent: cancelled at the shutdown deadline
 	bg       context.Context // calls that settle messages (attempt counting)
-	slots    *semaphore.Weighted
-	held     *semaphore.Weighted // messages held: running, waiting or settling
+	flow     *flow
 	handlers sync.WaitGroup
 	hb       *visibility.Heartbeat
 	deletes  *settle.Batcher
 	changes  *settle.Batcher
 	sends    *settle.Batcher // dead-letter copies; nil without a DLQ
-
-	mu      sync.Mutex
-	pending map[*job]struct{} // FIFO messages received but not started
 }
 
 // Run receives and handles messages until ctx is cancelled, then shuts down:
@@ -232,11 +231,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("sqsworker: %w", err)
 	}
 	w.hb.Store(hb)
-	r := &run{
-		hard: hard, bg: bg, hb: hb, pending: map[*job]struct{}{},
-		slots: semaphore.NewWeighted(int64(w.opts.Concurrency)),
-		held:  semaphore.NewWeighted(int64(w.opts.Concurrency + w.opts.MaxUnsettled)),
-	}
+	r := &run{hard: hard, bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo)}
+	w.flow.Store(r.flow)
 	hbCtx, stopHB := context.WithCancel(bg)
 	hbDone := make(chan struct{})
 	go func() {
@@ -254,9 +250,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		r.sends = settle.NewSender(w.client, w.target.QueueURL, bo)
 	}
 
-	// Receiving stops when ctx ends (or a fatal error); receives in flight
-	// may finish while the handlers do (their messages are released at
-	// once), so as few messages as possible stay hidden by an aborted call.
+	// Concurrency handler goroutines take the received messages from the
+	// flow; the pollers receive as the flow allows. Receiving stops when
+	// ctx ends (or a fatal error); receives in flight may finish while the
+	// handlers do (their messages are released at once), so as few
+	// messages as possible stay hidden by an aborted call.
+	r.handlers.Add(w.opts.Concurrency)
+	for range w.opts.Concurrency {
+		go func() {
+			defer r.handlers.Done()
+			w.handle(r)
+		}()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	recvCtx, cancelRecv := context.WithCancel(bg)
 	defer cancelRecv()
@@ -265,9 +270,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	<-gctx.Done()
 
-	// Shutdown.
+	// Shutdown: what waits in the buffer is released at once; running
+	// handlers get ShutdownTimeout.
 	w.stopping.Store(true)
-	w.releasePending(r)
+	for _, j := range r.flow.stop() {
+		w.release(r, j)
+	}
 	done := make(chan struct{})
 	go func() {
 		r.handlers.Wait()
@@ -278,14 +286,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-done:
 	case <-t.C:
 		log.Warn("sqsworker: shutdown timeout passed; cancelling running handlers and releasing their messages",
-			"queue", w.queueURL, "running", w.opts.Concurrency-w.freeSlots(r))
+			"queue", w.queueURL, "running", w.c.inFlight.Load()-w.c.settling.Load())
 		hardCancel(ErrShutdown)
 		<-done
 	}
 	t.Stop()
 	cancelRecv()
 	runErr := g.Wait()
-	r.handlers.Wait() // FIFO groups that a late receive started (they release at once)
 
 	// Flush, within one budget: dead-letter copies first (a confirmed copy
 	// adds its delete), then deletes and visibility changes together.
@@ -307,18 +314,6 @@ func (w *Worker) Run(ctx context.Context) error {
 			"queue", w.queueURL, "flushTimeout", w.opts.FlushTimeout)
 	}
 	return runErr
-}
-
-// freeSlots is how many handler slots are free (for a log line).
-func (w *Worker) freeSlots(r *run) int {
-	n := 0
-	for r.slots.TryAcquire(1) {
-		n++
-	}
-	if n > 0 {
-		r.slots.Release(int64(n))
-	}
-	return n
 }
 
 // retryable reports whether a receive error may go away by retrying.
