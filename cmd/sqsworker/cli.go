@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,12 +58,14 @@ type app struct {
 	isTerminal func(v any) bool
 	// now is the clock for ages shown to the user.
 	now func() time.Time
+	// buildInfo returns the build information (debug.ReadBuildInfo).
+	buildInfo func() (*debug.BuildInfo, bool)
 }
 
 // run is the program: it parses args, runs the command and returns the exit
 // code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, newClient: connect, isTerminal: isTerminal, now: time.Now}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, newClient: connect, isTerminal: isTerminal, now: time.Now, buildInfo: debug.ReadBuildInfo}
 	return a.run(ctx, args)
 }
 
@@ -81,6 +84,15 @@ func connect(ctx context.Context, f awsFlags) (client, error) {
 	}
 	if cfg.Region == "" {
 		return nil, errors.New("no AWS region is configured; pass --region, or set AWS_REGION or a region in your AWS profile")
+	}
+	// Credentials first: without them every call fails, each with the
+	// SDK's long chain of reasons.
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		msg, _ := awsProblem(fmt.Errorf("get credentials: %w", err))
+		return nil, errors.New(msg)
 	}
 	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 		if f.endpoint != "" {
@@ -124,6 +136,7 @@ func commands() []*command {
 		dlqRedriveCommand(),
 		dlqPurgeCommand(),
 		policyPreviewCommand(),
+		versionCommand(),
 	}
 }
 
@@ -159,6 +172,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "--version", "-version":
+		return a.run(ctx, append([]string{"version"}, args[1:]...))
 	case "-h", "-help", "--help", "help":
 		if len(args) > 1 && args[0] == "help" {
 			return a.run(ctx, append(args[1:], "--help"))
@@ -301,26 +316,19 @@ func outputFlag(fs *flag.FlagSet) *string {
 	return o
 }
 
-// parseWithOutput is parse followed by checkOutput of the -o value o (read
-// it after parsing): the positional arguments, or the exit code and false.
-func (a *app) parseWithOutput(cmd *command, fs *flag.FlagSet, args []string, minArgs, maxArgs int, o string) ([]string, int, bool) {
+// parseWithOutput is parse followed by a check of the -o flag's value,
+// which it reads through o after parsing: the positional arguments, or the
+// exit code and false.
+func (a *app) parseWithOutput(cmd *command, fs *flag.FlagSet, args []string, minArgs, maxArgs int, o *string) ([]string, int, bool) {
 	pos, code, ok := a.parse(cmd, fs, args, minArgs, maxArgs)
 	if !ok {
 		return nil, code, false
 	}
-	if !a.checkOutput(cmd, fs, o) {
+	if *o != "text" && *o != "json" {
+		fmt.Fprintf(a.stderr, "sqsworker %s: -o %q: use text or json\n", cmd.path, *o)
 		return nil, exitUsage, false
 	}
 	return pos, 0, true
-}
-
-// checkOutput validates the -o value.
-func (a *app) checkOutput(cmd *command, fs *flag.FlagSet, o string) bool {
-	if o == "text" || o == "json" {
-		return true
-	}
-	fmt.Fprintf(a.stderr, "sqsworker %s: -o %q: use text or json\n", cmd.path, o)
-	return false
 }
 
 // connect makes the SQS client, reporting a failure.
@@ -333,13 +341,29 @@ func (a *app) connect(ctx context.Context, cmd *command, f *awsFlags) (client, b
 	return c, true
 }
 
-// fail reports an error and returns the exit code for it.
+// fail reports an error and returns the exit code for it. An error about
+// reaching AWS at all (see awsProblem) is reported as its one cause.
 func (a *app) fail(cmd *command, err error) int {
-	fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
 	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
 		return exitInterrupted
 	}
+	if msg, ok := awsProblem(err); ok {
+		fmt.Fprintf(a.stderr, "sqsworker %s: %s\n", cmd.path, msg)
+		return exitProblems
+	}
+	fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
 	return exitProblems
+}
+
+// abortsAll reports whether err ends the whole command rather than one
+// queue's part of it: an interruption, or a failure to reach AWS at all.
+func abortsAll(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	_, ok := awsProblem(err)
+	return ok
 }
 
 // writeJSON writes v as indented JSON to stdout.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,8 @@ type harness struct {
 	stdin string
 	tty   bool // stdin and stderr are terminals
 	now   time.Time
+	// client, when set, is the client the commands get instead of fake.
+	client client
 }
 
 func newHarness() *harness {
@@ -32,9 +35,15 @@ func (h *harness) run(t *testing.T, args ...string) (code int, stdout, stderr st
 	var out, errOut bytes.Buffer
 	a := &app{
 		stdin: strings.NewReader(h.stdin), stdout: &out, stderr: &errOut,
-		newClient:  func(context.Context, awsFlags) (client, error) { return h.fake, nil },
+		newClient: func(context.Context, awsFlags) (client, error) {
+			if h.client != nil {
+				return h.client, nil
+			}
+			return h.fake, nil
+		},
 		isTerminal: func(any) bool { return h.tty },
 		now:        func() time.Time { return h.now },
+		buildInfo:  debug.ReadBuildInfo,
 	}
 	code = a.run(context.Background(), args)
 	return code, out.String(), errOut.String()

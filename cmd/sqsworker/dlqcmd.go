@@ -18,27 +18,62 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 )
 
-// target resolves QUEUE (a source queue's name, URL or ARN) to its DLQ.
-func (a *app) target(ctx context.Context, c client, queue string) (dlq.Target, error) {
+// resolved is what a QUEUE argument of the dlq commands names: a source
+// queue and its dead-letter queue.
+type resolved struct {
+	dlq.Target
+	// byDLQ reports that QUEUE named the dead-letter queue itself.
+	byDLQ bool
+	// sources are the queues the dead-letter queue serves, when QUEUE named
+	// the dead-letter queue (Target is the first one's).
+	sources []string
+}
+
+// target resolves QUEUE (a source queue's name, URL or ARN, or those of
+// a dead-letter queue) to a source queue and its dead-letter queue. A queue
+// without a RedrivePolicy that is the RedrivePolicy target of other queues
+// is taken for their dead-letter queue.
+func (a *app) target(ctx context.Context, c client, queue string) (resolved, error) {
 	url, err := dlq.ResolveQueueURL(ctx, c, queue)
 	if err != nil {
-		return dlq.Target{}, err
+		return resolved{}, err
 	}
-	return dlq.Discover(ctx, c, url)
+	t, err := dlq.Discover(ctx, c, url)
+	if !errors.Is(err, dlq.ErrNoRedrivePolicy) {
+		return resolved{Target: t}, err
+	}
+	sources, serr := dlq.SourcesOf(ctx, c, url)
+	if serr != nil || len(sources) == 0 {
+		return resolved{Target: t}, err // the no-RedrivePolicy error says what to do
+	}
+	st, err := dlq.Discover(ctx, c, sources[0])
+	if err != nil {
+		return resolved{}, err
+	}
+	return resolved{Target: st, byDLQ: true, sources: sources}, nil
 }
 
 // connectTarget makes the SQS client and resolves QUEUE to its DLQ,
 // reporting a failure: the client and target, or the exit code and false.
-func (a *app) connectTarget(ctx context.Context, cmd *command, conn *awsFlags, queue string) (client, dlq.Target, int, bool) {
+func (a *app) connectTarget(ctx context.Context, cmd *command, conn *awsFlags, queue string) (client, resolved, int, bool) {
 	c, ok := a.connect(ctx, cmd, conn)
 	if !ok {
-		return nil, dlq.Target{}, exitProblems, false
+		return nil, resolved{}, exitProblems, false
 	}
 	t, err := a.target(ctx, c, queue)
 	if err != nil {
-		return nil, dlq.Target{}, a.fail(cmd, err), false
+		return nil, resolved{}, a.fail(cmd, err), false
 	}
 	return c, t, 0, true
+}
+
+// sourceNames lists the queues a dead-letter queue serves, by name.
+func (r resolved) sourceNames() string {
+	names := make([]string, len(r.sources))
+	for i, s := range r.sources {
+		names[i] = dlq.QueueName(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 // ---- dlq ls
@@ -73,12 +108,9 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
 	prefix := fs.String("prefix", "", "with no QUEUE: only queues whose name starts with this")
-	queues, code, ok := a.parse(cmd, fs, args, 0, -1)
+	queues, code, ok := a.parseWithOutput(cmd, fs, args, 0, -1, out)
 	if !ok {
 		return code
-	}
-	if !a.checkOutput(cmd, fs, *out) {
-		return exitUsage
 	}
 	c, ok := a.connect(ctx, cmd, conn)
 	if !ok {
@@ -106,8 +138,17 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 	rows := []lsRow{}
 	for _, q := range queues {
 		row := lsRow{Queue: dlq.QueueName(q)}
-		t, err := a.target(ctx, c, q)
-		row.QueueURL = t.SourceURL
+		var t resolved
+		var err error
+		if listed {
+			t.Target, err = dlq.Discover(ctx, c, q) // a listing shows dead-letter queues beside their sources
+		} else {
+			t, err = a.target(ctx, c, q)
+		}
+		row.Queue, row.QueueURL = dlq.QueueName(t.SourceURL), t.SourceURL
+		if row.Queue == "" {
+			row.Queue = dlq.QueueName(q)
+		}
 		if err == nil {
 			row.DLQ, row.DLQURL, row.MaxReceiveCount = dlq.QueueName(t.QueueURL), t.QueueURL, t.MaxReceiveCount
 			var n dlq.Counts
@@ -118,7 +159,7 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 			if listed && errors.Is(err, dlq.ErrNoRedrivePolicy) {
 				continue // listing: only queues with a DLQ
 			}
-			if ctx.Err() != nil {
+			if abortsAll(ctx, err) {
 				return a.fail(cmd, err)
 			}
 			row.Error, row.Messages = err.Error(), nil
@@ -233,7 +274,7 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 	hold := dlq.DefaultHold
 	fs.Var(durationValue{&hold}, "hold", "how long the listed messages stay hidden at most (they are released as soon as the listing ends)")
 	fullBody := fs.Bool("body", false, "show whole bodies (default: the first 200 characters)")
-	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, *out)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
 		return code
 	}
@@ -261,8 +302,12 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 		}{dlq.QueueName(t.QueueURL), counts, list})
 		return exitOK
 	}
+	of := dlq.QueueName(t.SourceURL)
+	if t.byDLQ {
+		of = t.sourceNames()
+	}
 	fmt.Fprintf(a.stdout, "dead-letter queue %s of %s: about %s; showing %d\n",
-		dlq.QueueName(t.QueueURL), dlq.QueueName(t.SourceURL), count(counts.Visible, "message"), len(msgs))
+		dlq.QueueName(t.QueueURL), of, count(counts.Visible, "message"), len(msgs))
 	for i, m := range msgs {
 		fmt.Fprintln(a.stdout)
 		a.printMessage(a.stdout, i+1, m, *fullBody)
@@ -392,7 +437,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	fs.BoolVar(&o.KeepProvenance, "keep-provenance", false, "keep the provenance attributes on moved messages")
 	fs.Var(durationValue{&o.Hold}, "hold", "how long messages being worked on stay hidden at most (default 1m)")
 	quiet := fs.Bool("quiet", false, "no progress display")
-	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, *out)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
 		return code
 	}
@@ -418,6 +463,11 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	if !ok {
 		return code
 	}
+	if len(t.sources) > 1 && *to == "" {
+		fmt.Fprintf(a.stderr, "sqsworker %s: dead-letter queue %s serves queues %s; name the queue to move messages back to (e.g. sqsworker dlq redrive %s: only the messages that came from it move), or give --to\n",
+			cmd.path, dlq.QueueName(t.QueueURL), t.sourceNames(), dlq.QueueName(t.sources[0]))
+		return exitUsage
+	}
 	dest := t.SourceURL
 	if *to != "" {
 		var err error
@@ -425,6 +475,15 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 			return a.fail(cmd, err)
 		}
 		o.Destination = dest
+		// A FIFO queue takes only messages with a group, and a standard
+		// dead-letter queue's messages have none: refuse before receiving.
+		if destFIFO, err := isFIFOQueue(ctx, c, dest); err != nil {
+			return a.fail(cmd, err)
+		} else if destFIFO != t.FIFO {
+			fmt.Fprintf(a.stderr, "sqsworker %s: --to %s is %s but dead-letter queue %s is %s; redrive to a queue of the same type\n",
+				cmd.path, dlq.QueueName(dest), kind(destFIFO), dlq.QueueName(t.QueueURL), kind(t.FIFO))
+			return exitUsage
+		}
 	}
 
 	var listed []messageOut
@@ -444,8 +503,11 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	if !*quiet && *out == "text" && !o.DryRun {
 		o.Progress = prog.update
 	}
-	res, err := dlq.Redrive(ctx, c, t, o)
+	res, err := dlq.Redrive(ctx, c, t.Target, o)
 	prog.finish()
+	if errors.Is(err, dlq.ErrNoMoveTask) {
+		err = fmt.Errorf("%w; use --method manual (or auto, which falls back to it)", err)
+	}
 
 	exit := exitOK
 	if err != nil {
@@ -485,6 +547,22 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	}
 	fmt.Fprintln(a.stdout)
 	return exit
+}
+
+// isFIFOQueue reads whether the queue at url is a FIFO queue.
+func isFIFOQueue(ctx context.Context, c client, url string) (bool, error) {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameFifoQueue}})
+	if err != nil {
+		return false, fmt.Errorf("reading queue %s: %w", dlq.QueueName(url), err)
+	}
+	return out.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true", nil
+}
+
+func kind(fifo bool) string {
+	if fifo {
+		return "a FIFO queue"
+	}
+	return "a standard queue"
 }
 
 func errText(err error) string {
@@ -578,7 +656,7 @@ func runDLQPurge(a *app, ctx context.Context, cmd *command, args []string) int {
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
-	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, *out)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
 		return code
 	}

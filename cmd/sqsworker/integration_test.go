@@ -87,3 +87,52 @@ func mustURL(t *testing.T, c *sqs.Client, name string) string {
 	}
 	return aws.ToString(out.QueueUrl)
 }
+
+// TestIntegrationSetupTwiceChangesNothing is issue 18's first report on the
+// emulator: a second setup without flags kept maxReceiveCount 60 and 7 days
+// of retention no more. Now it says "no changes", and GetQueueAttributes
+// shows that nothing changed.
+func TestIntegrationSetupTwiceChangesNothing(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
+			newClient:  func(context.Context, awsFlags) (client, error) { return c, nil },
+			isTerminal: func(any) bool { return false }, now: time.Now}
+		return a.run(ctx, args), out.String(), errOut.String()
+	}
+	name := testenv.UniqueName("cli-setup")
+	if code, out, errOut := cli("setup", "--max-receive-count", "60", "--retention", "7d", name); code != exitOK || !strings.Contains(out, "created queue "+name) {
+		t.Fatalf("first setup: exit %d\n%s%s", code, out, errOut)
+	}
+	attrs := func() map[string]string {
+		t.Helper()
+		all := map[string]string{}
+		for _, q := range []string{name, name + "-dlq"} {
+			out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(mustURL(t, c, q)), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range []string{"RedrivePolicy", "MessageRetentionPeriod", "VisibilityTimeout"} {
+				all[q+" "+k] = out.Attributes[k]
+			}
+		}
+		return all
+	}
+	before := attrs()
+	code, out, errOut := cli("setup", name)
+	if code != exitOK || !strings.Contains(out, "no changes: everything was already as asked") || !strings.Contains(out, "maxReceiveCount    60") {
+		t.Fatalf("second setup: exit %d\n%s%s", code, out, errOut)
+	}
+	after := attrs()
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed from %q to %q", k, v, after[k])
+		}
+	}
+	if !strings.Contains(before[name+" RedrivePolicy"], "60") || before[name+" MessageRetentionPeriod"] != "604800" {
+		t.Errorf("first setup did not apply its flags: %v", before)
+	}
+}

@@ -94,7 +94,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 
 	// Queues: fresh names, so no earlier run (or aborted long poll) is in the way.
 	name := "sqsworker-demo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{
 		Name:              name,
 		VisibilityTimeout: s.Visibility,
 		// Above the policy's attempts, so the worker (not SQS) decides when
@@ -104,6 +104,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	if err != nil {
 		return sum, err
 	}
+	target := setup.Target()
 	keep := false
 	defer func() {
 		if keep || (err != nil && !errors.Is(err, context.Canceled)) {

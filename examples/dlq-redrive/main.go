@@ -64,10 +64,11 @@ func (c *catalogue) add(p string) {
 func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 	out := &lockedWriter{w: w} // the handlers print while the main flow does
 	name := "sqsworker-redrive-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
 	if err != nil {
 		return err
 	}
+	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
 	for i, body := range orders {

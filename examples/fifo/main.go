@@ -38,10 +38,11 @@ const flakyEntry = "account-b/2"
 func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	start := time.Now()
 	name := "sqsworker-fifo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, FIFO: true})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, FIFO: true})
 	if err != nil {
 		return err
 	}
+	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	fmt.Fprintf(out, "FIFO queue %s, dead-letter queue %s\n", dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL))
 

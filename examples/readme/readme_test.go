@@ -86,15 +86,15 @@ func lambdaMain(cfg aws.Config, h worker.Handler, policy retry.Policy) {
 func TestPoisonGoesToTheDLQ(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { // virtual time: retries and long polls cost nothing
 		client := sqstest.New()
-		target, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: "orders"})
+		setup, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: "orders"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		client.SendMessage(t.Context(), &sqs.SendMessageInput{
-			QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(`{"order_id": 42`),
+			QueueUrl: aws.String(setup.QueueURL), MessageBody: aws.String(`{"order_id": 42`),
 		})
 
-		w, err := worker.New(client, target.SourceURL, handleOrder)
+		w, err := worker.New(client, setup.QueueURL, handleOrder)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestPoisonGoesToTheDLQ(t *testing.T) {
 		cancel()
 		<-done
 
-		dead := client.Messages(target.QueueURL)
+		dead := client.Messages(setup.DLQURL)
 		if len(dead) != 1 {
 			t.Fatalf("the DLQ holds %d messages, want the poison one", len(dead))
 		}

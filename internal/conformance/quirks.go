@@ -120,7 +120,6 @@ func FauxqsQuirks() map[Quirk]bool {
 		QuirkPurgeNotRateLimited:             true,
 		QuirkPrefixedErrorCodes:              true,
 		QuirkNoRetention:                     true,
-		QuirkAbortedLongPollConsumes:         true,
 	}
 }
 
