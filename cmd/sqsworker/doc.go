@@ -11,12 +11,16 @@
 //
 // # Commands
 //
-//	setup NAME            create queue NAME and NAME-dlq with a RedrivePolicy, or
-//	                      bring them to the given settings (idempotent); the DLQ
-//	                      keeps messages 14 days
+//	setup NAME            create what is missing of queue NAME, NAME-dlq and the
+//	                      RedrivePolicy; change only what a flag asks for and
+//	                      print what changed ("no changes" the second time);
+//	                      lowering maxReceiveCount or a retention needs --force;
+//	                      the DLQ keeps messages 14 days
 //	doctor QUEUE...       check each queue's dead-letter setup against the retry
-//	                      policy (--policy FILE, or --attempts/--schedule-total),
-//	                      the handler, heartbeat and Lambda timeouts; every
+//	                      policy (--policy FILE, or --attempts/--schedule-total;
+//	                      by default the worker's default policy), the handler,
+//	                      heartbeat and Lambda timeouts and, for FIFO queues,
+//	                      ten times the attempts as maxReceiveCount; every
 //	                      finding says what to change
 //	dlq ls [QUEUE...]     each queue's DLQ, maxReceiveCount and approximate message
 //	                      counts (no message is received); without QUEUE, every
@@ -33,9 +37,15 @@
 //	policy preview [FILE] a delivery policy's schedule: retry, phase, delay,
 //	                      cumulative time, total and a chart; --compare shows the
 //	                      four backoff functions side by side
+//	version               the module version and the commit it was built from
+//	                      (also --version)
 //
-// QUEUE is a queue name, URL or ARN. The dlq commands name the source queue;
-// its dead-letter queue is found from its RedrivePolicy.
+// QUEUE is a queue name, URL or ARN. The dlq commands take the source queue,
+// whose dead-letter queue is found from its RedrivePolicy, or the
+// dead-letter queue itself (a queue other queues' RedrivePolicies name).
+//
+// A failure to reach AWS at all — nothing listening at the endpoint, no
+// credentials — ends a command with one line saying what to do.
 //
 // # AWS configuration
 //
@@ -57,7 +67,8 @@
 // # IAM actions
 //
 //	setup        sqs:CreateQueue, sqs:SetQueueAttributes, sqs:GetQueueAttributes, sqs:GetQueueUrl
-//	doctor       sqs:GetQueueAttributes, sqs:GetQueueUrl
+//	doctor       sqs:GetQueueAttributes, sqs:GetQueueUrl; for a queue without a RedrivePolicy also
+//	             sqs:ListDeadLetterSourceQueues (or sqs:ListQueues where the endpoint lacks it)
 //	dlq ls       sqs:GetQueueAttributes, sqs:GetQueueUrl (sqs:ListQueues without QUEUE)
 //	dlq peek     sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage, sqs:ChangeMessageVisibility
 //	dlq redrive  sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage, sqs:ChangeMessageVisibility,
@@ -65,4 +76,5 @@
 //	             sqs:ListDeadLetterSourceQueues, sqs:StartMessageMoveTask,
 //	             sqs:ListMessageMoveTasks, sqs:CancelMessageMoveTask
 //	dlq purge    sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:PurgeQueue
+//	dlq *        given a dead-letter queue's name: also sqs:ListDeadLetterSourceQueues (or sqs:ListQueues)
 package main

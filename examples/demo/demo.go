@@ -215,7 +215,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	if err != nil {
 		return sum, err
 	}
-	con.Printf("The dead-letter queue holds %d messages (dlq.Count); dlq.Inspect reads their provenance:", counts.Total())
+	con.Printf("The dead-letter queue holds %d messages; read back, each says where and why it failed:", counts.Total())
 	printDead(con, dead)
 	con.Printf("")
 
@@ -227,8 +227,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 		OnMessage: func(m dlq.Message, a dlq.Action, err error) {
 			id, _ := jobOf(m.Attributes)
 			if a == dlq.ActionMoved {
-				d.markRedriven(id)
-				con.Eventf("dlq.Redrive: job %d moved back to %s", id, dlq.QueueName(target.SourceURL))
+				d.redrivenTo(id, dlq.QueueName(target.SourceURL))
 			}
 		},
 	})
@@ -236,8 +235,8 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 		return sum, err
 	}
 	sum.Redriven = res.Moved
-	con.Eventf("dlq.Redrive (%s, filter: error contains \"unsupported currency\"): scanned %d, moved %d, left %d in the DLQ",
-		res.Method, res.Scanned, res.Moved, res.Skipped)
+	con.Eventf("redrive of the jobs whose error contains \"unsupported currency\": looked at %d, moved %d back, left %d in the dead-letter queue",
+		res.Scanned, res.Moved, res.Skipped)
 	fixedDone := func() (bool, error) { return d.isDone(fixableJob) && w.Stats().InFlight == 0, nil }
 	if err := await(ctx, con, runExited, &runErr, s, nil, fixedDone); err != nil {
 		return sum, fmt.Errorf("waiting for the redriven job: %w", err)
@@ -438,7 +437,7 @@ func reconcile(ctx context.Context, client sqsAPI, target dlq.Target, d *demo, s
 
 // printSummary prints the reconciliation.
 func printSummary(con *console, sum summary, st worker.Stats) {
-	con.Printf("Reconciliation (jobs sent; jobs whose handler succeeded; jobs dlq.Inspect finds in the DLQ, dlq.Count %d):", sum.DLQCount)
+	con.Printf("Reconciliation: every job sent is done (its handler succeeded) or in the dead-letter queue (read back there, one by one; the queue counts %d messages)", sum.DLQCount)
 	waiting := ""
 	if sum.Waiting > 0 {
 		waiting = fmt.Sprintf(" + waiting %d", sum.Waiting)

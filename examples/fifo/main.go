@@ -45,6 +45,10 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	fmt.Fprintf(out, "FIFO queue %s, dead-letter queue %s\n", dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL))
+	// The FIFO rule: a receive counts for every message released behind a
+	// failed one of its group, so maxReceiveCount is ten times the attempts.
+	fmt.Fprintf(out, "maxReceiveCount %d: %d × the default policy's 4 attempts (dlq.RecommendedMaxReceiveCount(4, true) = %d)\n",
+		setup.MaxReceiveCount, dlq.FIFOReceiveFactor, dlq.RecommendedMaxReceiveCount(4, true))
 
 	// One batch per account: a batch keeps its order within a group.
 	for _, acct := range accounts {

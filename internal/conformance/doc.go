@@ -74,9 +74,14 @@
 //     "AWS.SimpleQueueService.InvalidParameterValue" (real SQS:
 //     "InvalidParameterValue"); compare codes with that prefix stripped.
 //   - NoRetention: MessageRetentionPeriod is not enforced (slow behaviour).
-//   - AbortedLongPollConsumes: a long poll whose client disconnected still
-//     takes the next message sent, which then stays hidden for the
-//     visibility timeout (a worker aborts its polls when it shuts down).
+//
+// Bare fauxqs 1.9.2 has one more difference, which its launcher
+// (localstack/fauxqs-server.mjs) corrects, so it is not declared: a long
+// poll whose client disconnected stayed registered until its wait ended and
+// took the next message sent, hiding it for the visibility timeout (a worker
+// aborts its polls when it shuts down, so a second run of a program missed
+// jobs for a while). AbortedLongPollTakesNoLaterMessage checks the launched
+// emulator against real SQS's behaviour.
 //
 // # Real SQS semantics worth knowing
 //
