@@ -62,6 +62,14 @@ func TestIntegrationCommands(t *testing.T) {
 	if code, out, _ := cli("dlq", "peek", name, "-n", "0"); code != exitOK || strings.Count(out, "error:") != 4 {
 		t.Errorf("peek: exit %d\n%s", code, out)
 	}
+	// By the dead-letter queue's own name: fauxqs has no
+	// ListDeadLetterSourceQueues, so the sources are found by a scan.
+	if code, out, errOut := cli("dlq", "peek", name+"-dlq", "-n", "1"); code != exitOK || !strings.Contains(out, "dead-letter queue "+name+"-dlq of "+name+":") {
+		t.Errorf("peek by DLQ name: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := cli("doctor", name+"-dlq"); code != exitOK || strings.Contains(out, "-dlq-dlq") || !strings.Contains(out, "is-dead-letter-queue") {
+		t.Errorf("doctor of the DLQ: exit %d\n%s", code, out)
+	}
 	if code, out, errOut := cli("dlq", "redrive", name, "--error-contains", "timeout"); code != exitOK || !strings.Contains(out, "moved 3 messages") || !strings.Contains(out, "(manual)") {
 		t.Errorf("redrive: exit %d\n%s%s", code, out, errOut)
 	}
