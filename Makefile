@@ -22,7 +22,7 @@ test:
 # endpoint and prints one line per backend (the full log on failure).
 conformance:
 	@out=$$(mktemp); \
-	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./internal/conformance >"$$out" 2>&1; then \
+	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./sqstest/snstest ./internal/conformance >"$$out" 2>&1; then \
 		grep -E 'conformance suite:' "$$out" | sed -E 's/^ *[a-z_]+\.go:[0-9]+: //'; \
 		grep -E '^ok' "$$out"; rm -f "$$out"; \
 	else cat "$$out"; rm -f "$$out"; exit 1; fi
