@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -432,4 +433,63 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// QueueSpec describes one queue for EnsureQueue.
+type QueueSpec struct {
+	// Resource names the queue's role in Changes, such as "queue" or
+	// "dead-letter queue".
+	Resource string
+	// Name is the queue's name (with ".fifo" for a FIFO queue).
+	Name string
+	// FIFO makes a FIFO queue; an existing queue of the other type is an
+	// error.
+	FIFO bool
+	// Set are attributes the queue must have: set when they differ.
+	Set map[string]string
+	// Initial are attributes a new queue gets, and an existing one keeps.
+	Initial map[string]string
+	// AllowLowering lets Set lower an existing MessageRetentionPeriod; zero
+	// value: EnsureQueue refuses (ErrWouldLower) and changes nothing.
+	AllowLowering bool
+}
+
+// EnsureQueue creates the queue spec describes if it does not exist, or
+// sets on the existing queue the attributes of spec.Set that differ, with
+// Setup's rules: nothing else changes, and a lower retention needs
+// AllowLowering. It returns the queue's URL, its attributes as they are now
+// and what it changed. fanout.Setup uses it for a subscription's
+// dead-letter queue.
+func EnsureQueue(ctx context.Context, client SetupAPI, spec QueueSpec) (string, map[string]string, []Change, error) {
+	e, err := findQueue(ctx, client, spec.Name)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if e != nil && (e.attrs[attrFifoQueue] == "true") != spec.FIFO {
+		return "", nil, nil, fmt.Errorf("setup: queue %s exists and is %s, but %s was asked for; SQS cannot change a queue's type: use another name, or delete the queue first",
+			spec.Name, queueKind(!spec.FIFO), queueKind(spec.FIFO))
+	}
+	want := map[string]string{}
+	if e == nil {
+		maps.Copy(want, spec.Initial)
+	}
+	maps.Copy(want, spec.Set)
+	if e != nil && !spec.AllowLowering && want[attrRetention] != "" {
+		have, ok1 := secondsAttr(e.attrs, attrRetention)
+		w, ok2 := secondsAttr(want, attrRetention)
+		if ok1 && ok2 && w < have {
+			return "", nil, nil, wrap(ErrWouldLower, nil, "setup: refusing to lower %s %s's MessageRetentionPeriod from %s to %s: it deletes messages sooner; nothing was changed. Leave the option out to keep the current value, or allow it explicitly (`sqsworker setup --force`)",
+				spec.Resource, spec.Name, humanDuration(have), humanDuration(w))
+		}
+	}
+	var changes []Change
+	url, err := ensureQueue(ctx, client, spec.Resource, spec.Name, spec.FIFO, e, want, &changes)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	attrs, err := getAttributes(ctx, client, url, string(types.QueueAttributeNameAll))
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("setup: reading %s %s: %w", spec.Resource, spec.Name, err)
+	}
+	return url, attrs, changes, nil
 }
