@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/sqstest/snstest"
 )
 
 var update = flag.Bool("update", false, "rewrite the testdata/*.golden files with the current output")
@@ -19,6 +20,7 @@ var update = flag.Bool("update", false, "rewrite the testdata/*.golden files wit
 // harness runs the command line against a Fake.
 type harness struct {
 	fake  *sqstest.Fake
+	sns   *snstest.Fake // delivers into fake
 	stdin string
 	tty   bool // stdin and stderr are terminals
 	now   time.Time
@@ -27,7 +29,8 @@ type harness struct {
 }
 
 func newHarness() *harness {
-	return &harness{fake: sqstest.New(), now: time.Date(2025, 3, 1, 14, 0, 0, 0, time.UTC)}
+	f := sqstest.New()
+	return &harness{fake: f, sns: snstest.New(f), now: time.Date(2025, 3, 1, 14, 0, 0, 0, time.UTC)}
 }
 
 func (h *harness) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -41,6 +44,7 @@ func (h *harness) run(t *testing.T, args ...string) (code int, stdout, stderr st
 			}
 			return h.fake, nil
 		},
+		newSNS:     func(context.Context, awsFlags) (snsClient, error) { return h.sns, nil },
 		isTerminal: func(any) bool { return h.tty },
 		now:        func() time.Time { return h.now },
 		buildInfo:  debug.ReadBuildInfo,

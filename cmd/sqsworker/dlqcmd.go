@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -16,10 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
 )
 
-// resolved is what a QUEUE argument of the dlq commands names: a source
-// queue and its dead-letter queue.
+// resolved is what a QUEUE argument of the dlq commands names: a
+// dead-letter queue and the queue it serves.
 type resolved struct {
 	dlq.Target
 	// byDLQ reports that QUEUE named the dead-letter queue itself.
@@ -27,44 +29,100 @@ type resolved struct {
 	// sources are the queues the dead-letter queue serves, when QUEUE named
 	// the dead-letter queue (Target is the first one's).
 	sources []string
+	// sub is the SNS subscription whose dead-letter queue this is, for a
+	// subscription's dead-letter queue (then Target.SourceURL is the
+	// subscribed queue).
+	sub *fanout.Subscription
 }
 
-// target resolves QUEUE (a source queue's name, URL or ARN, or those of
-// a dead-letter queue) to a source queue and its dead-letter queue. A queue
-// without a RedrivePolicy that is the RedrivePolicy target of other queues
-// is taken for their dead-letter queue.
-func (a *app) target(ctx context.Context, c client, queue string) (resolved, error) {
+// fanoutFlags are the flags that pick a subscription's dead-letter queue.
+type fanoutFlags struct {
+	fanout bool
+	topic  string
+}
+
+func fanoutFlagsOn(fs *flag.FlagSet) *fanoutFlags {
+	f := &fanoutFlags{}
+	fs.BoolVar(&f.fanout, "fanout", false, "QUEUE is a subscribed queue: act on its SNS subscription's dead-letter queue instead of its own")
+	fs.StringVar(&f.topic, "topic", "", "with --fanout: the topic whose subscription to take, when the queue has several (implies --fanout)")
+	return f
+}
+
+// target resolves QUEUE (a queue's name, URL or ARN, or those of a
+// dead-letter queue) to a dead-letter queue and the queue it serves. A
+// queue without a RedrivePolicy that is the RedrivePolicy target of other
+// queues is taken for their dead-letter queue; one that an SNS
+// subscription's RedrivePolicy names, for that subscription's. With
+// --fanout, QUEUE's subscription's dead-letter queue is taken.
+func (a *app) target(ctx context.Context, conn *awsFlags, c client, queue string, ff *fanoutFlags) (resolved, error) {
 	url, err := dlq.ResolveQueueURL(ctx, c, queue)
 	if err != nil {
 		return resolved{}, err
+	}
+	if ff != nil && (ff.fanout || ff.topic != "") {
+		sc, err := a.newSNS(ctx, *conn)
+		if err != nil {
+			return resolved{}, err
+		}
+		t, err := dlq.Discover(ctx, c, url)
+		if err != nil && !errors.Is(err, dlq.ErrNoRedrivePolicy) {
+			return resolved{}, err
+		}
+		sub, err := fanout.FindSubscription(ctx, sc, t.SourceARN, ff.topic)
+		if err != nil {
+			return resolved{}, err
+		}
+		ft, err := fanout.Target(ctx, c, sub)
+		return resolved{Target: ft, sub: &sub}, err
 	}
 	t, err := dlq.Discover(ctx, c, url)
 	if !errors.Is(err, dlq.ErrNoRedrivePolicy) {
 		return resolved{Target: t}, err
 	}
 	sources, serr := dlq.SourcesOf(ctx, c, url)
-	if serr != nil || len(sources) == 0 {
-		return resolved{Target: t}, err // the no-RedrivePolicy error says what to do
+	if serr == nil && len(sources) > 0 {
+		st, err := dlq.Discover(ctx, c, sources[0])
+		if err != nil {
+			return resolved{}, err
+		}
+		return resolved{Target: st, byDLQ: true, sources: sources}, nil
 	}
-	st, err := dlq.Discover(ctx, c, sources[0])
-	if err != nil {
-		return resolved{}, err
+	// A subscription's dead-letter queue? Without SNS access, the
+	// no-RedrivePolicy error stands.
+	if ff != nil {
+		if sc, serr := a.newSNS(ctx, *conn); serr == nil {
+			if subs, serr := fanout.ServedBy(ctx, sc, t.SourceARN); serr == nil && len(subs) > 0 {
+				ft, err := fanout.Target(ctx, c, subs[0])
+				return resolved{Target: ft, sub: &subs[0], byDLQ: true}, err
+			}
+		}
 	}
-	return resolved{Target: st, byDLQ: true, sources: sources}, nil
+	return resolved{Target: t}, err // the no-RedrivePolicy error says what to do
 }
 
 // connectTarget makes the SQS client and resolves QUEUE to its DLQ,
 // reporting a failure: the client and target, or the exit code and false.
-func (a *app) connectTarget(ctx context.Context, cmd *command, conn *awsFlags, queue string) (client, resolved, int, bool) {
+func (a *app) connectTarget(ctx context.Context, cmd *command, conn *awsFlags, queue string, ff *fanoutFlags) (client, resolved, int, bool) {
 	c, ok := a.connect(ctx, cmd, conn)
 	if !ok {
 		return nil, resolved{}, exitProblems, false
 	}
-	t, err := a.target(ctx, c, queue)
+	t, err := a.target(ctx, conn, c, queue, ff)
 	if err != nil {
 		return nil, resolved{}, a.fail(cmd, err), false
 	}
 	return c, t, 0, true
+}
+
+// of says whose dead-letter queue it is, for people.
+func (r resolved) of() string {
+	switch {
+	case r.sub != nil:
+		return fmt.Sprintf("the subscription of %s to topic %s", dlq.QueueName(r.sub.QueueARN), topicNameOf(r.sub.TopicARN))
+	case r.byDLQ:
+		return r.sourceNames()
+	}
+	return dlq.QueueName(r.SourceURL)
 }
 
 // sourceNames lists the queues a dead-letter queue serves, by name.
@@ -108,6 +166,7 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
 	prefix := fs.String("prefix", "", "with no QUEUE: only queues whose name starts with this")
+	ls := fanoutFlagsOn(fs)
 	queues, code, ok := a.parseWithOutput(cmd, fs, args, 0, -1, out)
 	if !ok {
 		return code
@@ -143,7 +202,7 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 		if listed {
 			t.Target, err = dlq.Discover(ctx, c, q) // a listing shows dead-letter queues beside their sources
 		} else {
-			t, err = a.target(ctx, c, q)
+			t, err = a.target(ctx, conn, c, q, ls)
 		}
 		row.Queue, row.QueueURL = dlq.QueueName(t.SourceURL), t.SourceURL
 		if row.Queue == "" {
@@ -271,6 +330,7 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
 	n := fs.Int("n", 10, "how many messages to show (0: all)")
+	ff := fanoutFlagsOn(fs)
 	hold := dlq.DefaultHold
 	fs.Var(durationValue{&hold}, "hold", "how long the listed messages stay hidden at most (they are released as soon as the listing ends)")
 	fullBody := fs.Bool("body", false, "show whole bodies (default: the first 200 characters)")
@@ -278,7 +338,7 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 	if !ok {
 		return code
 	}
-	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0])
+	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0], ff)
 	if !ok {
 		return code
 	}
@@ -296,18 +356,19 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 			list[i] = messageJSON(m)
 		}
 		a.writeJSON(struct {
-			DLQ      string       `json:"dlq"`
-			Counts   dlq.Counts   `json:"approximateCounts"`
-			Messages []messageOut `json:"messages"`
-		}{dlq.QueueName(t.QueueURL), counts, list})
+			DLQ          string               `json:"dlq"`
+			Subscription *fanout.Subscription `json:"subscription,omitempty"`
+			Counts       dlq.Counts           `json:"approximateCounts"`
+			Messages     []messageOut         `json:"messages"`
+		}{dlq.QueueName(t.QueueURL), t.sub, counts, list})
 		return exitOK
 	}
-	of := dlq.QueueName(t.SourceURL)
-	if t.byDLQ {
-		of = t.sourceNames()
-	}
 	fmt.Fprintf(a.stdout, "dead-letter queue %s of %s: about %s; showing %d\n",
-		dlq.QueueName(t.QueueURL), of, count(counts.Visible, "message"), len(msgs))
+		dlq.QueueName(t.QueueURL), t.of(), count(counts.Visible, "message"), len(msgs))
+	if t.sub != nil {
+		fmt.Fprintf(a.stdout, "(messages SNS could not deliver; subscription %s; `sqsworker dlq redrive` moves them to %s, not back to the topic)\n",
+			t.sub.ARN, dlq.QueueName(t.sub.QueueARN))
+	}
 	for i, m := range msgs {
 		fmt.Fprintln(a.stdout)
 		a.printMessage(a.stdout, i+1, m, *fullBody)
@@ -424,7 +485,8 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
 	var o dlq.RedriveOptions
-	to := fs.String("to", "", "destination queue (name, URL or ARN); default: QUEUE")
+	ff := fanoutFlagsOn(fs)
+	to := fs.String("to", "", "destination queue (name, URL or ARN); default: QUEUE (for a subscription's dead-letter queue: the subscribed queue)")
 	method := fs.String("method", string(dlq.MethodAuto), "auto, move-task or manual")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be moved; move nothing")
 	fs.IntVar(&o.Max, "max", 0, "move at most this many messages (manual move; 0: all)")
@@ -459,7 +521,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 		}
 		o.Filter.Attributes[k] = v
 	}
-	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0])
+	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0], ff)
 	if !ok {
 		return code
 	}
@@ -503,7 +565,16 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	if !*quiet && *out == "text" && !o.DryRun {
 		o.Progress = prog.update
 	}
-	res, err := dlq.Redrive(ctx, c, t.Target, o)
+	var res dlq.RedriveResult
+	var err error
+	if t.sub != nil {
+		res, err = fanout.Redrive(ctx, c, *t.sub, o)
+		if errors.Is(err, fanout.ErrMoveTaskUnsupported) {
+			err = fmt.Errorf("%w; use --method manual (or auto)", err)
+		}
+	} else {
+		res, err = dlq.Redrive(ctx, c, t.Target, o)
+	}
 	prog.finish()
 	if errors.Is(err, dlq.ErrNoMoveTask) {
 		err = fmt.Errorf("%w; use --method manual (or auto, which falls back to it)", err)
@@ -655,12 +726,13 @@ func runDLQPurge(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs := a.flags(cmd)
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
+	ff := fanoutFlagsOn(fs)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
 	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
 		return code
 	}
-	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0])
+	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0], ff)
 	if !ok {
 		return code
 	}

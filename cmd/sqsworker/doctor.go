@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/retry"
 )
 
@@ -36,10 +37,20 @@ most 1000): a receive is counted for each message released behind a failed
 one of its group. A queue that is other queues' dead-letter queue is
 recognised as such.
 
+The SNS side is checked too, for each subscription of the queue to a topic:
+the subscription's dead-letter queue (RedrivePolicy present, the queue
+existing in the same account and region, FIFO when the topic is), the queue
+policies on the queue and on that dead-letter queue (they must let the topic
+send), KMS keys SNS cannot use or must be granted, its retention, and raw
+delivery against --delivery: envelope when the handler uses fanout.Unwrap,
+raw when it expects the published message. --no-subscriptions skips it.
+
 Exit status: 0 when no queue has a warning or an error (info findings do not
 count), 1 otherwise or when a queue cannot be read, 2 for a usage error.
 
-IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl.`,
+IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl; sns:ListSubscriptions,
+sns:GetSubscriptionAttributes (without them, a note says the subscriptions
+were not checked).`,
 		run: runDoctor,
 	}
 }
@@ -64,9 +75,22 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.Var(durationValue{&opts.Visibility}, "visibility", "the visibility timeout the consumer asks for when it receives (default: the queue's)")
 	fs.Var(durationValue{&opts.HeartbeatThreshold}, "heartbeat-threshold", "how long before the visibility deadline the heartbeat extends a message")
 	fs.Var(durationValue{&opts.LambdaTimeout}, "lambda-timeout", "the function timeout, when AWS Lambda consumes the queue")
+	delivery := fs.String("delivery", "", "what the handler expects from SNS: envelope (it uses fanout.Unwrap) or raw (default: not known; an enveloped subscription gets a note)")
+	noSubs := fs.Bool("no-subscriptions", false, "do not check the queue's SNS subscriptions")
 	queues, code, ok := a.parseWithOutput(cmd, fs, args, 1, -1, out)
 	if !ok {
 		return code
+	}
+	var fopts fanout.LintOptions
+	switch *delivery {
+	case "":
+	case "envelope":
+		fopts.Delivery = fanout.DeliveryEnvelope
+	case "raw":
+		fopts.Delivery = fanout.DeliveryRaw
+	default:
+		fmt.Fprintf(a.stderr, "sqsworker doctor: --delivery %q: use envelope or raw\n", *delivery)
+		return exitUsage
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -95,6 +119,12 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 	if !ok {
 		return exitProblems
 	}
+	var sc snsClient
+	if !*noSubs {
+		if sc, ok = a.connectSNS(ctx, cmd, conn); !ok {
+			return exitProblems
+		}
+	}
 	exit := exitOK
 	var reports []doctorReport
 	for _, q := range queues {
@@ -103,7 +133,12 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 		if err == nil {
 			r.URL = url
 			var fs []dlq.Finding
-			fs, err = dlq.Lint(ctx, c, url, opts)
+			if sc != nil {
+				fopts.Queue = opts
+				fs, err = fanout.Lint(ctx, sc, c, url, fopts)
+			} else {
+				fs, err = dlq.Lint(ctx, c, url, opts)
+			}
 			r.Findings = append(r.Findings, fs...)
 		}
 		if err != nil {
@@ -202,15 +237,11 @@ func wrapText(s string, width int, indent string) string {
 // SQS's limits. Its errors name the file and say what is wrong in one
 // sentence.
 func readPolicy(stdin io.Reader, name string) (retry.DeliveryPolicy, error) {
-	var data []byte
-	var err error
 	source := name
 	if name == "-" {
 		source = "stdin"
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(name)
 	}
+	data, err := readInput(stdin, name)
 	if err != nil {
 		return retry.DeliveryPolicy{}, fmt.Errorf("reading the delivery policy: %w", err)
 	}
@@ -252,4 +283,12 @@ func policyProblem(err error, flagsSet map[string]bool) string {
 		msg += ", or drop --sns: SQS's limits allow " + pe.SQSAllows
 	}
 	return msg
+}
+
+// readInput reads a file, or stdin for "-".
+func readInput(stdin io.Reader, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
 }

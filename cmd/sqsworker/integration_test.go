@@ -22,13 +22,7 @@ func TestIntegrationCommands(t *testing.T) {
 	c := testenv.SQS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cli := func(args ...string) (int, string, string) {
-		var out, errOut bytes.Buffer
-		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
-			newClient:  func(context.Context, awsFlags) (client, error) { return c, nil },
-			isTerminal: func(any) bool { return false }, now: time.Now}
-		return a.run(ctx, args), out.String(), errOut.String()
-	}
+	cli := emulatorCLI(t, ctx, c)
 	name := testenv.UniqueName("cli")
 	if code, out, errOut := cli("setup", name); code != exitOK {
 		t.Fatalf("setup: exit %d\n%s%s", code, out, errOut)
@@ -104,13 +98,7 @@ func TestIntegrationSetupTwiceChangesNothing(t *testing.T) {
 	c := testenv.SQS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cli := func(args ...string) (int, string, string) {
-		var out, errOut bytes.Buffer
-		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
-			newClient:  func(context.Context, awsFlags) (client, error) { return c, nil },
-			isTerminal: func(any) bool { return false }, now: time.Now}
-		return a.run(ctx, args), out.String(), errOut.String()
-	}
+	cli := emulatorCLI(t, ctx, c)
 	name := testenv.UniqueName("cli-setup")
 	if code, out, errOut := cli("setup", "--max-receive-count", "60", "--retention", "7d", name); code != exitOK || !strings.Contains(out, "created queue "+name) {
 		t.Fatalf("first setup: exit %d\n%s%s", code, out, errOut)
@@ -142,5 +130,44 @@ func TestIntegrationSetupTwiceChangesNothing(t *testing.T) {
 	}
 	if !strings.Contains(before[name+" RedrivePolicy"], "60") || before[name+" MessageRetentionPeriod"] != "604800" {
 		t.Errorf("first setup did not apply its flags: %v", before)
+	}
+}
+
+// emulatorCLI returns a function that runs the command line against the
+// emulator's SQS (c) and SNS.
+func emulatorCLI(t *testing.T, ctx context.Context, c *sqs.Client) func(args ...string) (int, string, string) {
+	sc := testenv.SNS(t)
+	return func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut,
+			newClient:  func(context.Context, awsFlags) (client, error) { return c, nil },
+			newSNS:     func(context.Context, awsFlags) (snsClient, error) { return sc, nil },
+			isTerminal: func(any) bool { return false }, now: time.Now}
+		return a.run(ctx, args), out.String(), errOut.String()
+	}
+}
+
+// TestIntegrationSetupTopicTwice: on the emulator, setup --topic twice
+// changes nothing the second time and says so, and doctor finds the chain
+// it made in order.
+func TestIntegrationSetupTopicTwice(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cli := emulatorCLI(t, ctx, c)
+	topic, queue := testenv.UniqueName("cli-topic"), testenv.UniqueName("cli-fanout")
+	code, out, errOut := cli("setup", "--topic", topic, queue, "--raw")
+	if code != exitOK || !strings.Contains(out, "created subscription ") || !strings.Contains(out, "created topic "+topic) {
+		t.Fatalf("first setup: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli("setup", "--topic", topic, queue, "--raw")
+	if code != exitOK || !strings.Contains(out, "no changes: everything was already as asked") {
+		t.Errorf("second setup: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := cli("doctor", queue, "--delivery", "raw"); code != exitOK || !strings.Contains(out, queue+": ok") {
+		t.Errorf("doctor: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := cli("doctor", queue+"-fanout-dlq"); code != exitOK || !strings.Contains(out, "is-subscription-dlq") {
+		t.Errorf("doctor of the fan-out DLQ: exit %d\n%s", code, out)
 	}
 }

@@ -2,18 +2,21 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
 )
 
 func setupCommand() *command {
 	return &command{
 		path:     "setup",
 		args:     "NAME",
-		synopsis: "create a queue and its dead-letter queue (idempotent, never lowers a setting silently)",
+		synopsis: "create a queue and its dead-letter queue, and with --topic the SNS chain (idempotent)",
 		help: `Creates what is missing of queue NAME, its dead-letter queue NAME-dlq and the
 RedrivePolicy linking them, and changes only what a flag asks for: an
 existing queue keeps its settings (its maxReceiveCount, retentions,
@@ -32,8 +35,19 @@ released behind a failed one of its group), retention 4 days, and 14 days
 keeps a message's original enqueue time when it dead-letters it. A name
 ending in .fifo (or --fifo) makes a FIFO pair.
 
+With --topic TOPIC it sets up SNS fan-out into NAME too: the topic (FIFO
+when its name ends in .fifo, and then FIFO queues throughout), the
+subscription of NAME to it, the subscription's own dead-letter queue
+NAME-fanout-dlq (for what SNS cannot deliver) as its RedrivePolicy, and queue
+policies on NAME and on that queue letting the topic's SNS principal send
+(conditioned on the topic's ARN). --raw turns on raw message delivery
+(--raw=false turns it off); without it, the handler needs fanout.Unwrap.
+-o json prints the ARNs and URLs of everything, and what changed.
+
 IAM: sqs:CreateQueue, sqs:SetQueueAttributes, sqs:GetQueueAttributes,
-sqs:GetQueueUrl.`,
+sqs:GetQueueUrl; with --topic also sns:CreateTopic, sns:GetTopicAttributes,
+sns:Subscribe, sns:ListSubscriptionsByTopic, sns:GetSubscriptionAttributes,
+sns:SetSubscriptionAttributes.`,
 		run: runSetup,
 	}
 }
@@ -51,14 +65,45 @@ func runSetup(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.Var(durationValue{&o.DLQRetention}, "dlq-retention", "the dead-letter queue's MessageRetentionPeriod (default: keep; new queue: 14d)")
 	fs.BoolVar(&o.ContentBasedDeduplication, "content-based-dedup", false, "FIFO: deduplicate by content when senders give no deduplication ID")
 	fs.BoolVar(&o.AllowLowering, "force", false, "allow lowering an existing maxReceiveCount or retention")
+	var fo fanout.SetupOptions
+	fs.StringVar(&fo.Topic, "topic", "", "SNS topic (name or ARN) to subscribe NAME to, with the whole fan-out chain")
+	rawDelivery := fs.Bool("raw", false, "with --topic: raw message delivery (the queue gets the published message, not SNS's envelope); --raw=false turns it off (default: keep; new: off)")
+	filterFile := fs.String("filter-policy", "", "with --topic: the subscription's filter policy, a JSON file (\"-\" for stdin) (default: keep; new: none)")
+	fs.StringVar(&fo.FilterPolicyScope, "filter-policy-scope", "", "with --topic: MessageAttributes or MessageBody (default: keep; new: MessageAttributes)")
+	fs.StringVar(&fo.FanoutDLQName, "fanout-dlq", "", "with --topic: the subscription's dead-letter queue (default: the current one, else NAME-fanout-dlq)")
+	fs.Var(durationValue{&fo.FanoutDLQRetention}, "fanout-dlq-retention", "with --topic: its MessageRetentionPeriod (default: keep; new: 14d)")
 	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
 		return code
 	}
 	o.Name = pos[0]
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if fo.Topic == "" {
+		for _, name := range []string{"raw", "filter-policy", "filter-policy-scope", "fanout-dlq", "fanout-dlq-retention"} {
+			if set[name] {
+				fmt.Fprintf(a.stderr, "sqsworker %s: --%s needs --topic\n", cmd.path, name)
+				return exitUsage
+			}
+		}
+	}
+	if set["raw"] {
+		fo.RawMessageDelivery = rawDelivery
+	}
+	if *filterFile != "" {
+		data, err := readInput(a.stdin, *filterFile)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "sqsworker %s: reading the filter policy: %v\n", cmd.path, err)
+			return exitUsage
+		}
+		fo.FilterPolicy = strings.TrimSpace(string(data))
+	}
 	c, ok := a.connect(ctx, cmd, conn)
 	if !ok {
 		return exitProblems
+	}
+	if fo.Topic != "" {
+		return a.setupFanout(ctx, cmd, conn, c, o, fo, *out)
 	}
 	res, err := dlq.Setup(ctx, c, o)
 	if err != nil {
@@ -68,19 +113,84 @@ func runSetup(a *app, ctx context.Context, cmd *command, args []string) int {
 		a.writeJSON(setupJSON(res))
 		return exitOK
 	}
-	printSetup(a.stdout, res)
+	printSetup(a.stdout, res, res.Changes)
 	fmt.Fprintf(a.stdout, "\nCheck it against your retry policy: sqsworker doctor --policy policy.json %s\n", dlq.QueueName(res.QueueURL))
 	return exitOK
 }
 
+// setupFanout is setup --topic.
+func (a *app) setupFanout(ctx context.Context, cmd *command, conn *awsFlags, c client, o dlq.SetupOptions, fo fanout.SetupOptions, out string) int {
+	sc, ok := a.connectSNS(ctx, cmd, conn)
+	if !ok {
+		return exitProblems
+	}
+	fo.Queue = o
+	res, err := fanout.Setup(ctx, sc, c, fo)
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	if out == "json" {
+		j := struct {
+			setupOut
+			TopicARN     string              `json:"topicArn"`
+			Subscription fanout.Subscription `json:"subscription"`
+			FanoutDLQ    string              `json:"fanoutDlq"`
+			FanoutDLQURL string              `json:"fanoutDlqUrl"`
+			FanoutDLQARN string              `json:"fanoutDlqArn"`
+		}{setupJSON(res.Queue), res.TopicARN, res.Subscription, dlq.QueueName(res.FanoutDLQURL), res.FanoutDLQURL, res.FanoutDLQARN}
+		j.Changed, j.Changes = len(res.Changes) > 0, res.Changes
+		if j.Changes == nil {
+			j.Changes = []dlq.Change{}
+		}
+		a.writeJSON(j)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	delivery := "SNS's JSON envelope (unwrap it with fanout.Unwrap)"
+	if res.Subscription.Raw {
+		delivery = "raw (the published message itself)"
+	}
+	fmt.Fprintf(tw, "topic\t%s\n", res.TopicARN)
+	fmt.Fprintf(tw, "subscription\t%s\n", res.Subscription.ARN)
+	fmt.Fprintf(tw, "delivery\t%s\n", delivery)
+	if res.Subscription.FilterPolicy != "" {
+		fmt.Fprintf(tw, "filter policy\t%s (%s)\n", res.Subscription.FilterPolicy, orDefault(res.Subscription.FilterPolicyScope, "MessageAttributes"))
+	}
+	fmt.Fprintf(tw, "subscription dead-letter queue\t%s\n", res.FanoutDLQURL)
+	tw.Flush()
+	fmt.Fprintln(a.stdout)
+	printSetup(a.stdout, res.Queue, res.Changes)
+	flag := "envelope"
+	if res.Subscription.Raw {
+		flag = "raw"
+	}
+	fmt.Fprintf(a.stdout, "\nCheck the chain: sqsworker doctor --delivery %s --policy policy.json %s\n", flag, dlq.QueueName(res.Queue.QueueURL))
+	return exitOK
+}
+
+// topicNameOf returns the name part of a topic ARN.
+func topicNameOf(arn string) string {
+	if t, err := fanout.ParseTopicARN(arn); err == nil {
+		return t.Name
+	}
+	return arn
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
 // printSetup writes the queue pair and what changed.
-func printSetup(w io.Writer, res dlq.SetupResult) {
+func printSetup(w io.Writer, res dlq.SetupResult, changes []dlq.Change) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "queue\t%s\t%s\tretention %s, visibility timeout %s\n", dlq.QueueName(res.QueueURL), res.QueueURL, formatDuration(res.Retention), formatDuration(res.VisibilityTimeout))
 	fmt.Fprintf(tw, "dead-letter queue\t%s\t%s\tretention %s\n", dlq.QueueName(res.DLQURL), res.DLQURL, formatDuration(res.DLQRetention))
 	fmt.Fprintf(tw, "maxReceiveCount\t%d\n", res.MaxReceiveCount)
 	tw.Flush()
-	printChanges(w, res.Changes)
+	printChanges(w, changes)
 }
 
 // printChanges lists changes, or says there were none.
