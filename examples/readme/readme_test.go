@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -115,3 +116,15 @@ func TestPoisonGoesToTheDLQ(t *testing.T) {
 		t.Log("dead-lettered:", p.Error) // permanent failure: unexpected end of JSON input
 	})
 }
+
+// README: Fan-out with SNS.
+
+func consumeBilling(ctx context.Context, client *sqs.Client, queueURL string, h worker.Handler) error {
+	w, err := worker.New(client, queueURL, worker.Chain(h, fanout.Unwrap()))
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx) // on Lambda: sqslambda.New(worker.Chain(h, fanout.Unwrap()), …)
+}
+
+var _ = consumeBilling

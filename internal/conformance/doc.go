@@ -12,6 +12,19 @@
 // weakening the suite: the in-memory fake in sqstest has no quirks and must
 // behave as real SQS does.
 //
+// # The SNS suite
+//
+// RunSNS is the same idea for the SNS fan-out sqsworker relies on: enveloped
+// and raw delivery with message attributes, filter policies on attributes
+// and on the body, FIFO topics, idempotent subscribing, subscription
+// attributes, and subscription dead-letter queues for deliveries SNS cannot
+// make (a deleted queue, a queue policy refusing the topic). It runs
+// against sqstest/snstest's fake (TestConformanceFake there) and against the
+// emulator (TestConformanceEmulatorSNS). fauxqs 1.9.2's SNS declares two
+// quirks (FauxqsSNSQuirks): it ignores queue policies, and it drops a
+// delivery to a deleted queue instead of sending it to the subscription's
+// dead-letter queue.
+//
 // # Backends and runners
 //
 //   - sqstest's fake: TestConformanceFake in sqstest/conformance_test.go runs
