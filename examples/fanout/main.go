@@ -92,7 +92,7 @@ func handler(out io.Writer, l *ledger, queue string) worker.Handler {
 }
 
 func run(ctx context.Context, w io.Writer, sqsClient *sqs.Client, snsClient *sns.Client) (err error) {
-	out := &lockedWriter{w: w}
+	out := exampleutil.LockedWriter(w)
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	topic := "sqsworker-rental-orders-" + suffix
 
@@ -252,16 +252,4 @@ func run(ctx context.Context, w io.Writer, sqsClient *sqs.Client, snsClient *sns
 	}
 	fmt.Fprintln(out, "every order is where it should be")
 	return nil
-}
-
-// lockedWriter serialises the workers' and the main flow's output.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
