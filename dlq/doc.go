@@ -83,11 +83,31 @@
 // manual [Redrive] increase the messages' ApproximateReceiveCount, and hide
 // them from other consumers while they work (see [InspectOptions].Hold).
 //
+// # Interrupted and short reads
+//
+// A receive takes effect at SQS before its response reaches the caller: a
+// receive abandoned in flight, or one whose response is lost (and retried
+// by the SDK), leaves its messages hidden for the visibility timeout, with
+// nobody holding their receipt handles. Inspect and the manual Redrive guard
+// against both:
+//
+//   - An interrupt (ctx ends) does not abandon the call in flight: the
+//     receive runs to its end, bounded by its own long-poll wait, and what it
+//     returned is released at once with every other message received and not
+//     moved (ChangeMessageVisibilityBatch, visibility 0). A run right after
+//     an interrupt sees every message.
+//   - Both count the queue's messages first (visible and in flight). When
+//     they go through the queue and receive fewer, they say so: a
+//     [*NotSeenError] (errors.Is [ErrNotAllSeen]) and, for Redrive,
+//     RedriveResult.NotSeen. The messages missed are still in the queue and
+//     reappear when their visibility timeout ends; run again after that.
+//
 // # IAM
 //
 // Discover and Lint: sqs:GetQueueAttributes, sqs:GetQueueUrl. Move:
 // sqs:SendMessage on the dead-letter queue, sqs:DeleteMessage on the
-// source. Inspect: sqs:ReceiveMessage, sqs:ChangeMessageVisibility. Redrive:
+// source. Inspect: sqs:GetQueueAttributes, sqs:ReceiveMessage,
+// sqs:ChangeMessageVisibility. Redrive:
 // those, sqs:SendMessage on the destination, sqs:DeleteMessage on the
 // dead-letter queue, and for move tasks sqs:ListDeadLetterSourceQueues,
 // sqs:StartMessageMoveTask, sqs:ListMessageMoveTasks,

@@ -57,7 +57,10 @@ func ExampleMover_Move() {
 	})
 	msg := out.Messages[0]
 
-	mover := dlq.NewMover(client, target)
+	mover, err := dlq.NewMover(client, target)
+	if err != nil {
+		panic(err)
+	}
 	err = mover.Move(ctx, msg, dlq.Provenance{
 		Error:    "charge card: card declined",
 		Attempt:  4,

@@ -89,6 +89,10 @@ func (c Counts) Total() int { return c.Visible + c.InFlight + c.Delayed }
 // Count returns the approximate message counts of a queue without
 // receiving any message.
 func Count(ctx context.Context, client QueueAPI, queueURL string) (Counts, error) {
+	return count(ctx, client, queueURL)
+}
+
+func count(ctx context.Context, client attributeReader, queueURL string) (Counts, error) {
 	a, err := getAttributes(ctx, client, queueURL, attrVisible, attrNotVisible, attrDelayed)
 	if err != nil {
 		return Counts{}, fmt.Errorf("counting the messages of queue %s: %w", QueueName(queueURL), err)
@@ -126,17 +130,30 @@ type InspectOptions struct {
 // other consumers for up to Hold. On a FIFO queue, a message group's later
 // messages are not returned while an earlier one is held.
 //
-// Inspect needs sqs:ReceiveMessage and sqs:ChangeMessageVisibility.
+// Inspect never comes back short without saying so: it counts the queue's
+// messages (visible and in flight) first, and when it goes through the
+// queue (Max not reached) and sees fewer, it returns the messages it saw
+// with a *NotSeenError (errors.Is ErrNotAllSeen) saying how many it missed
+// and why. Interrupted (ctx ends), it returns at once with the context's
+// error, and releases what it received, including what the receive in
+// flight returned; see [Redrive] for how.
+//
+// Inspect needs sqs:GetQueueAttributes, sqs:ReceiveMessage and
+// sqs:ChangeMessageVisibility.
 func Inspect(ctx context.Context, client InspectAPI, queueURL string, opts InspectOptions) (msgs []Message, err error) {
-	s := newScanner(client, queueURL, opts.Hold, opts.Wait)
+	start, err := count(ctx, client, queueURL)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
+	s := newScanner(client, queueURL, start, opts.Hold, opts.Wait)
 	defer func() { err = errors.Join(err, s.releaseAll(ctx)) }()
 	for opts.Max <= 0 || len(msgs) < opts.Max {
 		batch, err := s.next(ctx, maxBatch)
 		if err != nil {
-			return msgs, err
+			return msgs, fmt.Errorf("inspect: %w", err)
 		}
 		if len(batch) == 0 {
-			break
+			return msgs, s.notSeen()
 		}
 		for _, raw := range batch {
 			s.hold(raw)
@@ -148,19 +165,28 @@ func Inspect(ctx context.Context, client InspectAPI, queueURL string, opts Inspe
 	return msgs, nil
 }
 
+// receiveGrace is how long a receive may take beyond its long-poll wait
+// before the scanner gives up on its response.
+const receiveGrace = 10 * time.Second
+
+// callTimeout bounds the calls that run on after an interrupt (a send whose
+// copies must then be deleted, the delete, the final release).
+const callTimeout = 30 * time.Second
+
 // scanner walks a queue by receiving its messages once each, holding them
 // hidden until it releases them.
 type scanner struct {
-	client   InspectAPI
-	url      string
-	holdSecs int32
-	wait     int32
-	seen     map[string]bool
-	held     map[string]string // message ID → latest receipt handle
-	order    []string          // held IDs in receive order
+	client InspectAPI
+	url    string
+	start  Counts        // the queue's messages when the walk began
+	hide   time.Duration // the receives' visibility timeout
+	wait   time.Duration
+	seen   map[string]bool
+	held   map[string]string // message ID → latest receipt handle
+	order  []string          // held IDs in receive order
 }
 
-func newScanner(client InspectAPI, url string, hold, wait time.Duration) *scanner {
+func newScanner(client InspectAPI, url string, start Counts, hold, wait time.Duration) *scanner {
 	if hold <= 0 {
 		hold = DefaultHold
 	}
@@ -168,27 +194,51 @@ func newScanner(client InspectAPI, url string, hold, wait time.Duration) *scanne
 		wait = time.Second
 	}
 	return &scanner{
-		client: client, url: url,
-		holdSecs: int32(min(hold, 12*time.Hour) / time.Second),
-		wait:     int32(min(wait, 20*time.Second) / time.Second),
-		seen:     map[string]bool{}, held: map[string]string{},
+		client: client, url: url, start: start,
+		hide: min(hold, 12*time.Hour).Truncate(time.Second),
+		wait: min(wait, 20*time.Second).Truncate(time.Second),
+		seen: map[string]bool{}, held: map[string]string{},
 	}
 }
 
 // next receives up to n messages not seen before. It returns none when the
 // queue has no more: an empty receive, or one that only returned messages
 // already seen (their hold ran out).
+//
+// The receive does not end with ctx. A receive abandoned in flight may
+// still take effect at SQS, whose messages would then stay hidden for the
+// whole hold with nobody to release them; so the receive runs to its end,
+// bounded by its own wait plus receiveGrace, and when ctx has ended
+// meanwhile, next holds what it returned, for releaseAll to release at
+// once, and reports the interrupt.
 func (s *scanner) next(ctx context.Context, n int) ([]types.Message, error) {
-	out, err := s.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+	if ctx.Err() != nil {
+		return nil, interrupted(ctx)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.wait+receiveGrace)
+	out, err := s.client.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(s.url),
 		MaxNumberOfMessages:         int32(min(n, maxBatch)),
-		VisibilityTimeout:           s.holdSecs,
-		WaitTimeSeconds:             s.wait,
+		VisibilityTimeout:           int32(s.hide / time.Second),
+		WaitTimeSeconds:             int32(s.wait / time.Second),
 		MessageAttributeNames:       []string{"All"},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 	})
+	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("receiving from queue %s: %w", QueueName(s.url), err)
+		err = fmt.Errorf("receiving from queue %s failed; if the receive took effect before its response was lost, up to %d messages stay hidden until the %s hold ends: %w",
+			QueueName(s.url), min(n, maxBatch), humanDuration(s.hide), err)
+		if ctx.Err() != nil {
+			return nil, errors.Join(interrupted(ctx), err)
+		}
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		for _, m := range out.Messages {
+			s.seen[aws.ToString(m.MessageId)] = true
+			s.hold(m)
+		}
+		return nil, interrupted(ctx)
 	}
 	var fresh []types.Message
 	for _, m := range out.Messages {
@@ -207,6 +257,22 @@ func (s *scanner) next(ctx context.Context, n int) ([]types.Message, error) {
 	return fresh, nil
 }
 
+// interrupted is the error of a walk whose ctx ended.
+func interrupted(ctx context.Context) error {
+	return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+}
+
+// notSeen returns a *NotSeenError when the walk, having gone through the
+// whole queue, saw fewer messages than the queue held when it began, and
+// nil otherwise.
+func (s *scanner) notSeen() error {
+	expected := s.start.Visible + s.start.InFlight
+	if len(s.seen) >= expected {
+		return nil
+	}
+	return &NotSeenError{Queue: s.url, Expected: expected, InFlight: s.start.InFlight, Seen: len(s.seen), Hold: s.hide}
+}
+
 // hold records a received message to release at the end.
 func (s *scanner) hold(m types.Message) {
 	id := aws.ToString(m.MessageId)
@@ -223,7 +289,7 @@ func (s *scanner) forget(id string) { delete(s.held, id) }
 // when ctx has ended, so an interrupted listing does not leave messages
 // hidden for the whole hold.
 func (s *scanner) releaseAll(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
 	var entries []types.ChangeMessageVisibilityBatchRequestEntry
 	var errs []error

@@ -108,7 +108,7 @@ func TestIntegrationMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := receiveOne(t, c, target.SourceURL)
-	if err := NewMover(c, target).Move(ctx, msg, Provenance{Error: "card declined", Handler: "billing", Attempt: 4}); err != nil {
+	if err := mustMover(t, c, target).Move(ctx, msg, Provenance{Error: "card declined", Handler: "billing", Attempt: 4}); err != nil {
 		t.Fatalf("Move: %v", err)
 	}
 
@@ -145,7 +145,7 @@ func TestIntegrationMoveFIFO(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := receiveOne(t, c, target.SourceURL)
-	if err := NewMover(c, target).Move(ctx, msg, Provenance{Error: "boom"}); err != nil {
+	if err := mustMover(t, c, target).Move(ctx, msg, Provenance{Error: "boom"}); err != nil {
 		t.Fatalf("Move: %v", err)
 	}
 	dead := receiveOne(t, c, target.QueueURL)
@@ -161,7 +161,7 @@ func TestIntegrationMoveFIFO(t *testing.T) {
 func fillDLQ(t *testing.T, c *sqs.Client, target Target, n int, errText func(i int) string) {
 	t.Helper()
 	ctx := integrationContext(t)
-	mover := NewMover(c, target)
+	mover := mustMover(t, c, target)
 	for i := range n {
 		_, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("job"), MessageAttributes: map[string]types.MessageAttributeValue{
 			"n": {DataType: aws.String("Number"), StringValue: aws.String(strings.Repeat("1", i+1))},

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // Severity ranks a Finding.
@@ -76,10 +78,6 @@ const (
 	CodeHandlerTimeoutOver12h = "handler-timeout-over-12h" // warning: SQS cannot keep a message invisible that long
 	CodeIsDeadLetterQueue     = "is-dead-letter-queue"     // info: the queue is another queue's DLQ and needs no RedrivePolicy
 )
-
-// MaxVisibility is the longest SQS keeps a received message invisible,
-// counted from the receive: 12 hours.
-const MaxVisibility = 12 * time.Hour
 
 // MinVisibilityTimeout is the shortest visibility timeout Lint accepts: below
 // it, one slow SQS call lets a message reappear before the heartbeat can
@@ -193,7 +191,7 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 			fmt.Sprintf("%s is %s: %s, and another consumer runs the job at the same time", visWhere, humanDuration(visibility), why),
 			fmt.Sprintf(visFix, int64(floor/time.Second)))
 	}
-	if opts.HandlerTimeout > MaxVisibility {
+	if opts.HandlerTimeout > sqslimit.MaxVisibility {
 		add(SeverityWarning, CodeHandlerTimeoutOver12h,
 			fmt.Sprintf("the handler timeout of %s is longer than 12 hours, the longest SQS keeps a received message invisible (counted from the receive): the heartbeat cannot extend it further, so a handler still running then is cancelled and its message retried",
 				humanDuration(opts.HandlerTimeout)),

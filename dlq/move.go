@@ -43,16 +43,20 @@ type MoverOptions struct {
 	Now func() time.Time
 }
 
-// Mover moves failed messages from a queue to its dead-letter queue. It is
-// safe for concurrent use.
-type Mover struct {
-	client API
-	t      Target
-	opts   MoverOptions
+// Copier builds the messages that carry failed messages to a dead-letter
+// queue with their provenance: what Mover sends, for callers that send the
+// copies themselves (the worker sends them in batches of ten). It is safe
+// for concurrent use.
+type Copier struct {
+	t    Target
+	opts MoverOptions
 }
 
-// NewMover returns a Mover for the dead-letter queue t (see Discover).
-func NewMover(client API, t Target, optFns ...func(*MoverOptions)) *Mover {
+// NewCopier returns a Copier for the dead-letter queue t (see Discover).
+func NewCopier(t Target, optFns ...func(*MoverOptions)) (*Copier, error) {
+	if t.QueueURL == "" || t.SourceURL == "" {
+		return nil, fmt.Errorf("dlq: the Target needs the dead-letter queue's URL and its source queue's URL (got %q and %q); get it from dlq.Discover", t.QueueURL, t.SourceURL)
+	}
 	var o MoverOptions
 	for _, fn := range optFns {
 		fn(&o)
@@ -66,11 +70,30 @@ func NewMover(client API, t Target, optFns ...func(*MoverOptions)) *Mover {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Mover{client: client, t: t, opts: o}
+	return &Copier{t: t, opts: o}, nil
 }
 
-// Target returns the dead-letter queue the Mover moves messages to.
-func (m *Mover) Target() Target { return m.t }
+// Target returns the dead-letter queue the copies go to.
+func (c *Copier) Target() Target { return c.t }
+
+// Mover moves failed messages from a queue to its dead-letter queue. It is
+// safe for concurrent use.
+type Mover struct {
+	*Copier
+	client API
+}
+
+// NewMover returns a Mover for the dead-letter queue t (see Discover).
+func NewMover(client API, t Target, optFns ...func(*MoverOptions)) (*Mover, error) {
+	if client == nil {
+		return nil, errors.New("dlq: NewMover needs an SQS client (an *sqs.Client or *sqstest.Fake)")
+	}
+	c, err := NewCopier(t, optFns...)
+	if err != nil {
+		return nil, err
+	}
+	return &Mover{Copier: c, client: client}, nil
+}
 
 // Move sends msg (the raw SDK message as received: body, message attributes,
 // and system attributes such as MessageGroupId) to the dead-letter queue
@@ -103,7 +126,7 @@ func (m *Mover) Move(ctx context.Context, msg types.Message, p Provenance) error
 	if msg.ReceiptHandle == nil || *msg.ReceiptHandle == "" {
 		return fmt.Errorf("moving message %s to the dead-letter queue: it has no receipt handle; pass the message exactly as ReceiveMessage returned it", id)
 	}
-	in, err := m.sendInput(msg, p)
+	in, err := m.Input(msg, p)
 	if err != nil {
 		return err
 	}
@@ -120,8 +143,10 @@ func (m *Mover) Move(ctx context.Context, msg types.Message, p Provenance) error
 	return nil
 }
 
-// sendInput builds the SendMessage request that copies msg to the DLQ.
-func (m *Mover) sendInput(msg types.Message, p Provenance) (*sqs.SendMessageInput, error) {
+// Input builds the SendMessage request that copies msg (the raw SDK message
+// as received) to the dead-letter queue with provenance p, as Move does:
+// see Move for what is kept and how provenance fits SQS's limits.
+func (m *Copier) Input(msg types.Message, p Provenance) (*sqs.SendMessageInput, error) {
 	id := aws.ToString(msg.MessageId)
 	body := aws.ToString(msg.Body)
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(m.t.QueueURL), MessageBody: aws.String(body)}
@@ -164,7 +189,7 @@ func (m *Mover) sendInput(msg types.Message, p Provenance) (*sqs.SendMessageInpu
 }
 
 // fillProvenance applies Provenance's documented defaults and SQS's limits.
-func (m *Mover) fillProvenance(msg types.Message, p Provenance) Provenance {
+func (m *Copier) fillProvenance(msg types.Message, p Provenance) Provenance {
 	if p.SourceQueue == "" {
 		p.SourceQueue = m.t.SourceURL
 	}

@@ -30,7 +30,7 @@ func TestMoveCopiesMessageWithProvenanceThenDeletes(t *testing.T) {
 	msg := receiveOne(t, f, target.SourceURL)
 	failedAt := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-	err := NewMover(f, target).Move(context.Background(), msg, Provenance{Error: "boom", Handler: "charge", Attempt: 3, FailedAt: failedAt})
+	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "boom", Handler: "charge", Attempt: 3, FailedAt: failedAt})
 	if err != nil {
 		t.Fatalf("Move: %v", err)
 	}
@@ -68,7 +68,7 @@ func TestMoveDefaultsAttemptFromReceiveCount(t *testing.T) {
 	f, target := fakePair(t, "orders")
 	f.MustSend(t, target.SourceURL, "x")
 	msg := receiveOne(t, f, target.SourceURL)
-	if err := NewMover(f, target).Move(context.Background(), msg, Provenance{Error: "e"}); err != nil {
+	if err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "e"}); err != nil {
 		t.Fatal(err)
 	}
 	p, _ := ParseProvenance(f.Messages(target.QueueURL)[0].Attributes)
@@ -83,7 +83,7 @@ func TestMoveSendFailsDeletesNothing(t *testing.T) {
 	msg := receiveOne(t, f, target.SourceURL)
 	f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.ServerError(), Times: 1})
 
-	err := NewMover(f, target).Move(context.Background(), msg, Provenance{Error: "boom"})
+	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "boom"})
 	if !errors.Is(err, ErrNotSent) {
 		t.Fatalf("Move error = %v, want ErrNotSent", err)
 	}
@@ -107,7 +107,7 @@ func TestMoveDeleteFailsKeepsSourceAndSaysSo(t *testing.T) {
 	msg := receiveOne(t, f, target.SourceURL)
 	f.InjectFault(sqstest.Fault{API: "DeleteMessage", Err: sqstest.ServerError(), Times: 1})
 
-	err := NewMover(f, target).Move(context.Background(), msg, Provenance{Error: "boom"})
+	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "boom"})
 	if !errors.Is(err, ErrNotDeleted) {
 		t.Fatalf("Move error = %v, want ErrNotDeleted", err)
 	}
@@ -126,7 +126,7 @@ func TestMoveDeleteFailsKeepsSourceAndSaysSo(t *testing.T) {
 
 func TestMoveWithoutReceiptHandleSendsNothing(t *testing.T) {
 	f, target := fakePair(t, "orders")
-	err := NewMover(f, target).Move(context.Background(), types.Message{MessageId: aws.String("m1"), Body: aws.String("x")}, Provenance{})
+	err := mustMover(t, f, target).Move(context.Background(), types.Message{MessageId: aws.String("m1"), Body: aws.String("x")}, Provenance{})
 	if err == nil || !strings.Contains(err.Error(), "receipt handle") {
 		t.Fatalf("Move error = %v, want a receipt-handle error", err)
 	}
@@ -142,7 +142,7 @@ func TestMoveFIFOKeepsGroupAndDeduplicatesRetries(t *testing.T) {
 	}
 	f.MustSend(t, target.SourceURL, "x", sqstest.SendGroup("customer-7", "d1"))
 	msg := receiveOne(t, f, target.SourceURL)
-	mover := NewMover(f, target)
+	mover := mustMover(t, f, target)
 
 	// The first move sends but cannot delete; the retry sends the same
 	// message again, which SQS must deduplicate.
@@ -181,7 +181,7 @@ func TestMoveFIFOWithoutGroupIDFails(t *testing.T) {
 	f.MustSend(t, target.SourceURL, "x", sqstest.SendGroup("g", "d"))
 	msg := receiveOne(t, f, target.SourceURL)
 	delete(msg.Attributes, "MessageGroupId")
-	err := NewMover(f, target).Move(context.Background(), msg, Provenance{})
+	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{})
 	if err == nil || !strings.Contains(err.Error(), "MessageGroupId") {
 		t.Fatalf("Move error = %v, want one naming MessageGroupId", err)
 	}
@@ -208,7 +208,7 @@ func TestMoveAttributeLimit(t *testing.T) {
 			f.MustSend(t, target.SourceURL, "x", withAttrs(userAttrs(tc.user)))
 			msg := receiveOne(t, f, target.SourceURL)
 			logger, logs := logBuffer()
-			err := NewMover(f, target, func(o *MoverOptions) { o.Logger = logger }).
+			err := mustMover(t, f, target, func(o *MoverOptions) { o.Logger = logger }).
 				Move(context.Background(), msg, Provenance{Error: "boom", Handler: "h", Attempt: 2})
 			if err != nil {
 				t.Fatalf("Move: %v", err)
@@ -261,7 +261,7 @@ func TestMoveReplacesEarlierProvenance(t *testing.T) {
 	old[AttrHandler] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("old")}
 	f.MustSend(t, target.SourceURL, "x", withAttrs(old))
 	msg := receiveOne(t, f, target.SourceURL)
-	if err := NewMover(f, target).Move(context.Background(), msg, Provenance{Error: "new failure"}); err != nil {
+	if err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "new failure"}); err != nil {
 		t.Fatal(err)
 	}
 	attrs := f.Messages(target.QueueURL)[0].Attributes
@@ -279,7 +279,7 @@ func TestMoveTruncatesAndCleansErrorText(t *testing.T) {
 	f.MustSend(t, target.SourceURL, "x")
 	msg := receiveOne(t, f, target.SourceURL)
 	long := "bad\x00byte " + strings.Repeat("é", 2000)
-	if err := NewMover(f, target).Move(context.Background(), msg, Provenance{Error: long}); err != nil {
+	if err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: long}); err != nil {
 		t.Fatalf("Move: %v", err)
 	}
 	p, _ := ParseProvenance(f.Messages(target.QueueURL)[0].Attributes)
@@ -308,7 +308,7 @@ func TestMoveNearSizeLimit(t *testing.T) {
 			f.MustSend(t, target.SourceURL, body)
 			msg := receiveOne(t, f, target.SourceURL)
 			logger, logs := logBuffer()
-			err := NewMover(f, target, func(o *MoverOptions) { o.Logger = logger }).
+			err := mustMover(t, f, target, func(o *MoverOptions) { o.Logger = logger }).
 				Move(context.Background(), msg, Provenance{Error: strings.Repeat("e", 1000), Handler: "h"})
 			if err != nil {
 				t.Fatalf("Move: %v", err)
@@ -337,4 +337,23 @@ func keys(m map[string]types.MessageAttributeValue) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// mustMover returns a Mover, failing t on error.
+func mustMover(t testing.TB, client API, target Target, optFns ...func(*MoverOptions)) *Mover {
+	t.Helper()
+	m, err := NewMover(client, target, optFns...)
+	if err != nil {
+		t.Fatalf("NewMover: %v", err)
+	}
+	return m
+}
+
+func TestNewMoverRefusesIncompleteTargets(t *testing.T) {
+	if _, err := NewMover(nil, Target{QueueURL: "d", SourceURL: "s"}); err == nil {
+		t.Error("NewMover(nil client) succeeded")
+	}
+	if _, err := NewMover(sqstest.New(), Target{}); err == nil || !strings.Contains(err.Error(), "Discover") {
+		t.Errorf("NewMover(empty target) = %v, want an error pointing at Discover", err)
+	}
 }

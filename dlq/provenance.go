@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // Provenance is why and from where a message was dead-lettered.
@@ -173,11 +175,7 @@ func jsonAttribute(p Provenance) map[string]types.MessageAttributeValue {
 // attributesSize is what message attributes count toward SQS's message size
 // limit: each name, data type and value.
 func attributesSize(attrs map[string]types.MessageAttributeValue) int {
-	n := 0
-	for k, v := range attrs {
-		n += len(k) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
-	}
-	return n
+	return sqslimit.MessageSize("", attrs)
 }
 
 // provenanceMode says how Move attached provenance to a message.

@@ -45,8 +45,13 @@ const (
 	attrContentDedup      = "ContentBasedDeduplication"
 )
 
+// attributeReader reads queue attributes; QueueAPI and InspectAPI have it.
+type attributeReader interface {
+	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
 // getAttributes reads the named attributes of the queue at url.
-func getAttributes(ctx context.Context, client QueueAPI, url string, names ...string) (map[string]string, error) {
+func getAttributes(ctx context.Context, client attributeReader, url string, names ...string) (map[string]string, error) {
 	in := &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url)}
 	for _, n := range names {
 		in.AttributeNames = append(in.AttributeNames, types.QueueAttributeName(n))

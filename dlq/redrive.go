@@ -153,7 +153,10 @@ type Progress struct {
 	Skipped int `json:"skipped"`
 	// Failed is how many could not be sent and stay in the dead-letter queue.
 	Failed int `json:"failed"`
-	// Done reports the last report of a redrive.
+	// Done reports the last report of a redrive that ran to its end: it
+	// went through the whole dead-letter queue (or up to Max) and saw every
+	// message it expected. It stays false when the redrive was interrupted,
+	// stopped by an error, or did not see every message (RedriveResult.NotSeen).
 	Done bool `json:"done"`
 }
 
@@ -164,6 +167,12 @@ type RedriveResult struct {
 	DryRun bool `json:"dryRun,omitempty"`
 	// TaskHandle is the message move task's handle (MethodMoveTask).
 	TaskHandle string `json:"taskHandle,omitempty"`
+	// NotSeen is how many of the messages the dead-letter queue held at the
+	// start (visible or in flight) the manual move went through the queue
+	// without receiving: another reader holds them, or a receive's response
+	// was lost. They stay in the dead-letter queue, and Redrive returns a
+	// *NotSeenError; a run after their visibility timeout moves them.
+	NotSeen int `json:"notSeen,omitempty"`
 }
 
 // RedriveOptions configures Redrive. Every field's zero value is usable.
@@ -241,6 +250,18 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 // queue with DeleteMessageBatch only after the send succeeded. A crash or
 // failure in between may leave a message in both queues, never in neither.
 // Messages it does not move are released at the end.
+//
+// The manual move never ends short without saying so. It counts the
+// dead-letter queue's messages (visible and in flight) first; when it went
+// through the queue and received fewer, it returns a *NotSeenError
+// (errors.Is ErrNotAllSeen) and sets RedriveResult.NotSeen. An interrupt
+// (ctx ends) stops it without stranding messages: the receive, send or
+// delete in flight runs to its end, bounded by its own timeout, rather than
+// being abandoned after it may have taken effect, and every message received
+// and not moved — including what that receive returned — is released at
+// once (ChangeMessageVisibilityBatch, visibility 0). So a run right after an
+// interrupt sees every message; only a response that never came (the
+// network lost it) leaves its messages hidden until the hold ends.
 //
 // Redrive needs sqs:GetQueueAttributes, sqs:ReceiveMessage,
 // sqs:ChangeMessageVisibility, sqs:DeleteMessage on the dead-letter queue
@@ -424,10 +445,12 @@ func (r *redriver) deadLetterSources(ctx context.Context) ([]string, error) {
 // manual redrives by receiving, sending and deleting.
 func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 	r.res = RedriveResult{Progress: Progress{Method: MethodManual}, DryRun: r.opts.DryRun}
-	if c, err := Count(ctx, r.client, r.t.QueueURL); err == nil {
-		r.res.Total = c.Visible
+	start, err := count(ctx, r.client, r.t.QueueURL)
+	if err != nil {
+		return r.res, fmt.Errorf("redrive: %w", err)
 	}
-	s := newScanner(r.client, r.t.QueueURL, r.opts.Hold, 0)
+	r.res.Total = start.Visible
+	s := newScanner(r.client, r.t.QueueURL, start, r.opts.Hold, 0)
 	defer func() {
 		if rerr := s.releaseAll(ctx); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -439,13 +462,15 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 		rate = DefaultRate
 	}
 	lim := newLimiter(rate)
-	var firstFailure error
+	var firstFailure, notSeen error
 	for r.opts.Max <= 0 || r.res.Matched < r.opts.Max {
 		batch, err := s.next(ctx, maxBatch)
 		if err != nil {
+			r.report()
 			return r.res, fmt.Errorf("redrive: %w", err)
 		}
 		if len(batch) == 0 {
+			notSeen = s.notSeen() // went through the whole queue
 			break
 		}
 		var move []Message
@@ -484,13 +509,18 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 		}
 		r.report()
 	}
-	r.res.Done = true
+	var ns *NotSeenError
+	if errors.As(notSeen, &ns) {
+		r.res.NotSeen = ns.NotSeen()
+		notSeen = fmt.Errorf("redrive: %w", notSeen)
+	}
+	r.res.Done = notSeen == nil
 	r.report()
 	if r.res.Failed > 0 || r.res.Duplicated > 0 {
-		return r.res, fmt.Errorf("redrive: %d messages could not be moved and stay in dead-letter queue %s, and %d were sent but not deleted from it (both queues hold them); run the redrive again after fixing the cause: %w",
-			r.res.Failed, QueueName(r.t.QueueURL), r.res.Duplicated, firstFailure)
+		return r.res, errors.Join(fmt.Errorf("redrive: %d messages could not be moved and stay in dead-letter queue %s, and %d were sent but not deleted from it (both queues hold them); run the redrive again after fixing the cause: %w",
+			r.res.Failed, QueueName(r.t.QueueURL), r.res.Duplicated, firstFailure), notSeen)
 	}
-	return r.res, nil
+	return r.res, notSeen
 }
 
 // send moves msgs: batch send, then batch delete of what was sent. It
@@ -536,7 +566,7 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 			for _, p := range ready {
 				s.hold(p.m.raw)
 			}
-			return failure, fmt.Errorf("redrive interrupted: %w", err)
+			return failure, fmt.Errorf("redrive: %w", interrupted(ctx))
 		}
 		entries := make([]types.SendMessageBatchRequestEntry, len(chunk))
 		byID := map[string]Message{}
@@ -545,7 +575,11 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 			entries[i] = p.entry
 			byID[*p.entry.Id] = p.m
 		}
-		out, err := r.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.dest), Entries: entries})
+		// Like the receive, the send is not abandoned when ctx ends: a send
+		// that took effect unseen would leave its messages in both queues.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+		out, err := r.client.SendMessageBatch(sctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.dest), Entries: entries})
+		cancel()
 		if err != nil {
 			for _, p := range chunk {
 				s.hold(p.m.raw)
@@ -570,7 +604,7 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 		}
 		// The copies are sent: finish the move even if ctx was cancelled
 		// meanwhile, or an interrupt leaves them in both queues.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 		dout, err := r.client.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.t.QueueURL), Entries: del})
 		cancel()
 		if err != nil {

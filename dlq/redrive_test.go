@@ -20,7 +20,7 @@ import (
 // DLQ with Mover, with the provenance prov(i) and the attributes attrs.
 func deadLetter(t *testing.T, f *sqstest.Fake, target Target, n int, attrs map[string]types.MessageAttributeValue, prov func(i int) Provenance) {
 	t.Helper()
-	mover := NewMover(f, target)
+	mover := mustMover(t, f, target)
 	for i := range n {
 		opts := []func(*sqs.SendMessageInput){withAttrs(attrs)}
 		if target.FIFO {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
+	"github.com/sqsworker/sqsworker/internal/sqserr"
 )
 
 // Delivery is what a queue's consumer expects SNS to deliver.
@@ -299,11 +300,8 @@ func dropCode(fs []dlq.Finding, code string) []dlq.Finding {
 
 func isQueueMissing(err error) bool {
 	var nq *sqstypes.QueueDoesNotExist
-	if errors.As(err, &nq) {
-		return true
-	}
-	var api smithy.APIError
-	return errors.As(err, &api) && strings.HasSuffix(api.ErrorCode(), "NonExistentQueue")
+	c := sqserr.Code(err)
+	return errors.As(err, &nq) || c == "NonExistentQueue" || c == "QueueDoesNotExist"
 }
 
 func isAccessDenied(err error) bool {

@@ -35,3 +35,11 @@ type ReceiveCount struct{}
 func (ReceiveCount) Attempt(_ context.Context, _ string, receiveCount int) (int, error) {
 	return max(receiveCount, 1), nil
 }
+
+// AttemptUncounter is an AttemptCounter that can take an attempt back: the
+// runtime calls Uncount after a handler snoozed its message (Snooze), so the
+// snoozed delivery does not count. retry/dynamocounter implements it.
+type AttemptUncounter interface {
+	AttemptCounter
+	Uncount(ctx context.Context, messageID string) error
+}

@@ -13,7 +13,7 @@
 //   - [AttemptCounter], which says which attempt a delivery is: SQS's
 //     ApproximateReceiveCount by default ([ReceiveCount]), or an exact count
 //     kept in DynamoDB (package retry/dynamocounter).
-//   - The SQS visibility cap, [MaxVisibilityTimeout], which bounds every delay.
+//   - The SQS visibility cap, visibility.MaxVisibility, which bounds every delay.
 //
 // # Attempts and retries
 //
@@ -115,7 +115,7 @@
 //	total delay       ≤ 3600 s    no limit     bounded by the queue's retention period (≤ 14 days)
 //
 // Everything else is the same. Whatever the mode, delays are capped at
-// [MaxVisibilityTimeout]. Unlike SNS, nothing here drops a message when its
+// visibility.MaxVisibility. Unlike SNS, nothing here drops a message when its
 // policy runs out: the worker moves it to the dead-letter queue.
 //
 // # Parsing

@@ -135,7 +135,7 @@ func ExampleDeliveryPolicy_Validate() {
 // Any cenkalti/backoff/v4 BackOff can be a Policy; WithMaxRetries bounds the
 // retries and backoff.Stop gives up.
 func ExampleFromBackOff() {
-	p := retry.FromBackOff(func() backoff.BackOff {
+	p, err := retry.FromBackOff(func() backoff.BackOff {
 		b := backoff.NewExponentialBackOff(
 			backoff.WithInitialInterval(time.Second),
 			backoff.WithMultiplier(3),
@@ -144,6 +144,10 @@ func ExampleFromBackOff() {
 		)
 		return backoff.WithMaxRetries(b, 5)
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	for attempt := 1; attempt <= 6; attempt++ {
 		d, ok := p.Delay(attempt)
 		fmt.Println(attempt, d, ok)

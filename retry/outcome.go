@@ -63,7 +63,7 @@ type AfterError struct {
 // After asks for the next attempt after exactly d instead of the policy's
 // delay — for example when a downstream answered "retry after 30 s". The
 // worker sets the message's visibility to d, capped by what is left of the
-// 12 h SQS limit ([MaxVisibilityTimeout]); a negative d means 0 (retry at
+// 12 h SQS limit (visibility.MaxVisibility); a negative d means 0 (retry at
 // once). The attempt still counts: when the policy's retries are exhausted,
 // the message goes to the dead-letter queue like any failure.
 //
@@ -94,4 +94,53 @@ func AfterDelay(err error) (time.Duration, bool) {
 		return 0, false
 	}
 	return max(ae.Delay, 0), true
+}
+
+// SnoozeError is the error Snooze returns.
+type SnoozeError struct {
+	Delay  time.Duration // how long the message stays invisible; ≥ 0
+	Reason string        // why it was snoozed, for logs and the settlement hook
+}
+
+// Snooze asks for the message to be delivered again after d without
+// counting this delivery as a failed attempt: the retry policy is not
+// consulted, so a snoozed message is never dead-lettered for being snoozed.
+// Use it for a job that cannot run yet and is not at fault: a duplicate of
+// a job still in progress elsewhere, a resource that is not ready. The
+// delay is capped like After's.
+//
+// The attempt is given back where the count allows it: an exact counter
+// (an AttemptCounter that is also an AttemptUncounter, such as
+// retry/dynamocounter) forgets the snoozed attempt. SQS's
+// ApproximateReceiveCount cannot: each snooze still counts as a receive, so
+// with it later failures reach the policy's limit sooner, and the queue's
+// maxReceiveCount still bounds how often a message can be received at all
+// (SQS then moves it to the dead-letter queue itself). Snooze for long
+// enough that this does not matter, or count attempts exactly.
+//
+// If an error carries Permanent or After as well as Snooze, those win.
+func Snooze(d time.Duration, reason string) error {
+	return &SnoozeError{Delay: max(d, 0), Reason: reason}
+}
+
+// Error returns "snoozed for <d>: <reason>".
+func (e *SnoozeError) Error() string {
+	if e.Reason == "" {
+		return "snoozed for " + e.Delay.String()
+	}
+	return "snoozed for " + e.Delay.String() + ": " + e.Reason
+}
+
+// SnoozeDelay reports the delay asked for by the outermost Snooze in err's
+// chain, and whether err is a snooze: a Permanent or After error is not,
+// even when it wraps one.
+func SnoozeDelay(err error) (time.Duration, bool) {
+	var se *SnoozeError
+	if !errors.As(err, &se) || IsPermanent(err) {
+		return 0, false
+	}
+	if _, after := AfterDelay(err); after {
+		return 0, false
+	}
+	return max(se.Delay, 0), true
 }

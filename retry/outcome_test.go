@@ -96,3 +96,28 @@ func TestAfter(t *testing.T) {
 		t.Error("IsPermanent(After(d, Permanent(e))) = false")
 	}
 }
+
+func TestSnooze(t *testing.T) {
+	err := retry.Snooze(90*time.Second, "duplicate in progress")
+	if d, ok := retry.SnoozeDelay(err); !ok || d != 90*time.Second {
+		t.Fatalf("SnoozeDelay = %v, %v", d, ok)
+	}
+	if err.Error() != "snoozed for 1m30s: duplicate in progress" {
+		t.Errorf("Error() = %q", err.Error())
+	}
+	if d, ok := retry.SnoozeDelay(retry.Snooze(-time.Second, "")); !ok || d != 0 {
+		t.Errorf("negative snooze = %v, %v; want 0", d, ok)
+	}
+	if _, ok := retry.SnoozeDelay(retry.Permanent(err)); ok {
+		t.Error("a permanent error is not a snooze")
+	}
+	if _, ok := retry.SnoozeDelay(retry.After(time.Second, err)); ok {
+		t.Error("an After error is not a snooze")
+	}
+	if _, ok := retry.SnoozeDelay(errors.New("x")); ok {
+		t.Error("an ordinary error is not a snooze")
+	}
+	if retry.IsPermanent(err) {
+		t.Error("a snooze is not permanent")
+	}
+}

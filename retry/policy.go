@@ -1,16 +1,13 @@
 package retry
 
 import (
+	"errors"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-)
 
-// MaxVisibilityTimeout is the longest SQS can keep a received message
-// invisible: 12 hours, counted from the receive. No retry delay can be longer;
-// every Policy in this package caps its delays at it, and the worker caps
-// whatever a Policy or [After] asks for at what is left of it.
-const MaxVisibilityTimeout = 12 * time.Hour
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
+)
 
 // Policy decides what happens after an attempt fails. It is the interface the
 // worker consumes.
@@ -26,7 +23,7 @@ const MaxVisibilityTimeout = 12 * time.Hour
 // Delay must be a pure function of attempt (and of any randomness the policy
 // was given): no clock reads, no sleeping, no shared state beyond what is safe
 // for concurrent use — the worker calls it from many goroutines at once. A
-// returned delay outside [0, MaxVisibilityTimeout] is clamped by the worker.
+// returned delay outside [0, 12 h] is clamped by the worker.
 type Policy interface {
 	Delay(attempt int) (delay time.Duration, retry bool)
 }
@@ -37,9 +34,9 @@ type PolicyFunc func(attempt int) (delay time.Duration, retry bool)
 // Delay returns f(attempt).
 func (f PolicyFunc) Delay(attempt int) (time.Duration, bool) { return f(attempt) }
 
-// Cap clamps d to [0, MaxVisibilityTimeout], the delays SQS can apply.
+// Cap clamps d to [0, 12 h], the delays SQS can apply (visibility.MaxVisibility).
 func Cap(d time.Duration) time.Duration {
-	return min(max(d, 0), MaxVisibilityTimeout)
+	return min(max(d, 0), sqslimit.MaxVisibility)
 }
 
 // VisibilitySeconds converts a delay to the whole seconds that SQS's
@@ -61,7 +58,7 @@ func VisibilitySeconds(d time.Duration) int32 {
 // value is the delay before attempt n+1, and backoff.Stop at any of those
 // calls means give up. So backoff.WithMaxRetries(b, 3) allows 3 retries, 4
 // deliveries in all, like a DeliveryPolicy with numRetries 3. Delays are capped
-// at MaxVisibilityTimeout; negative ones become 0.
+// at 12 h (visibility.MaxVisibility); negative ones become 0.
 //
 // Because each call replays a new BackOff from the start, Delay is a pure
 // function of the attempt, and a BackOff's own randomisation (such as
@@ -71,16 +68,20 @@ func VisibilitySeconds(d time.Duration) int32 {
 // number of retries with backoff.WithMaxRetries instead. The replay costs n
 // calls to NextBackOff.
 //
-// FromBackOff panics if newBackOff is nil, and Delay panics if newBackOff
-// returns nil: both are programming errors best caught at start-up.
-func FromBackOff(newBackOff func() backoff.BackOff) Policy {
+// FromBackOff returns an error if newBackOff is nil or returns a nil
+// BackOff. Should a later call return nil, Delay gives up (the worker then
+// dead-letters the message with "retries exhausted").
+func FromBackOff(newBackOff func() backoff.BackOff) (Policy, error) {
 	if newBackOff == nil {
-		panic("retry.FromBackOff: newBackOff is nil; pass a function that returns a new backoff.BackOff")
+		return nil, errors.New("retry.FromBackOff: newBackOff is nil; pass a function that returns a new backoff.BackOff")
+	}
+	if newBackOff() == nil {
+		return nil, errors.New("retry.FromBackOff: newBackOff returned a nil backoff.BackOff; return a new one on every call")
 	}
 	return PolicyFunc(func(attempt int) (time.Duration, bool) {
 		b := newBackOff()
 		if b == nil {
-			panic("retry.FromBackOff: newBackOff returned a nil backoff.BackOff")
+			return 0, false
 		}
 		b.Reset()
 		var d time.Duration
@@ -91,7 +92,7 @@ func FromBackOff(newBackOff func() backoff.BackOff) Policy {
 			}
 		}
 		return Cap(d), true
-	})
+	}), nil
 }
 
 // MaxDeliveries returns how many times p lets a message be delivered: the

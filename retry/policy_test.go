@@ -25,7 +25,7 @@ func TestPolicyFunc(t *testing.T) {
 func TestCapAndVisibilitySeconds(t *testing.T) {
 	for d, want := range map[time.Duration]time.Duration{
 		-time.Second: 0, 0: 0, time.Second: time.Second,
-		retry.MaxVisibilityTimeout: retry.MaxVisibilityTimeout, 13 * time.Hour: retry.MaxVisibilityTimeout,
+		12 * time.Hour: 12 * time.Hour, 13 * time.Hour: 12 * time.Hour,
 	} {
 		if got := retry.Cap(d); got != want {
 			t.Errorf("Cap(%v) = %v, want %v", d, got, want)
@@ -43,7 +43,7 @@ func TestCapAndVisibilitySeconds(t *testing.T) {
 
 func TestFromBackOff(t *testing.T) {
 	// WithMaxRetries(b, 3) allows 3 retries: 4 deliveries, like numRetries 3.
-	p := retry.FromBackOff(func() backoff.BackOff {
+	p := mustPolicy(t, func() backoff.BackOff {
 		return backoff.WithMaxRetries(backoff.NewConstantBackOff(5*time.Second), 3)
 	})
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -57,7 +57,7 @@ func TestFromBackOff(t *testing.T) {
 
 	// An exponential backoff without randomisation is replayed exactly, and
 	// each call is independent of the previous ones (pure in the attempt).
-	exp := retry.FromBackOff(func() backoff.BackOff {
+	exp := mustPolicy(t, func() backoff.BackOff {
 		b := backoff.NewExponentialBackOff(
 			backoff.WithInitialInterval(time.Second),
 			backoff.WithMultiplier(2),
@@ -77,37 +77,52 @@ func TestFromBackOff(t *testing.T) {
 		t.Errorf("Delay(0) = %v, %v; want it treated as attempt 1", d, ok)
 	}
 
-	stop := retry.FromBackOff(func() backoff.BackOff { return &backoff.StopBackOff{} })
+	stop := mustPolicy(t, func() backoff.BackOff { return &backoff.StopBackOff{} })
 	if _, ok := stop.Delay(1); ok {
 		t.Error("StopBackOff retried")
 	}
-	zero := retry.FromBackOff(func() backoff.BackOff { return &backoff.ZeroBackOff{} })
+	zero := mustPolicy(t, func() backoff.BackOff { return &backoff.ZeroBackOff{} })
 	if d, ok := zero.Delay(10); !ok || d != 0 {
 		t.Errorf("ZeroBackOff Delay = %v, %v", d, ok)
 	}
-	long := retry.FromBackOff(func() backoff.BackOff { return backoff.NewConstantBackOff(48 * time.Hour) })
-	if d, _ := long.Delay(1); d != retry.MaxVisibilityTimeout {
-		t.Errorf("48h backoff gave %v, want it capped at %v", d, retry.MaxVisibilityTimeout)
+	long := mustPolicy(t, func() backoff.BackOff { return backoff.NewConstantBackOff(48 * time.Hour) })
+	if d, _ := long.Delay(1); d != 12*time.Hour {
+		t.Errorf("48h backoff gave %v, want it capped at %v", d, 12*time.Hour)
 	}
-	negative := retry.FromBackOff(func() backoff.BackOff { return backoff.NewConstantBackOff(-time.Second) })
+	negative := mustPolicy(t, func() backoff.BackOff { return backoff.NewConstantBackOff(-time.Second) })
 	if d, ok := negative.Delay(1); !ok || d != 0 {
 		t.Errorf("negative backoff gave %v, %v; want 0, true", d, ok)
 	}
 }
 
-func TestFromBackOffPanicsOnNil(t *testing.T) {
-	mustPanic := func(name string, f func()) {
-		t.Helper()
-		defer func() {
-			if recover() == nil {
-				t.Errorf("%s did not panic", name)
-			}
-		}()
-		f()
+func TestFromBackOffRefusesNil(t *testing.T) {
+	if p, err := retry.FromBackOff(nil); err == nil || p != nil {
+		t.Errorf("FromBackOff(nil) = %v, %v; want an error", p, err)
 	}
-	mustPanic("FromBackOff(nil)", func() { retry.FromBackOff(nil) })
-	p := retry.FromBackOff(func() backoff.BackOff { return nil })
-	mustPanic("Delay with a nil BackOff", func() { p.Delay(1) })
+	if p, err := retry.FromBackOff(func() backoff.BackOff { return nil }); err == nil || p != nil {
+		t.Errorf("FromBackOff(returns nil) = %v, %v; want an error", p, err)
+	}
+	calls := 0
+	later := mustPolicy(t, func() backoff.BackOff {
+		calls++
+		if calls > 1 {
+			return nil
+		}
+		return &backoff.ZeroBackOff{}
+	})
+	if d, ok := later.Delay(1); ok || d != 0 {
+		t.Errorf("Delay with a nil BackOff = %v, %v; want it to give up", d, ok)
+	}
+}
+
+// mustPolicy is FromBackOff, failing t on error.
+func mustPolicy(t *testing.T, newBackOff func() backoff.BackOff) retry.Policy {
+	t.Helper()
+	p, err := retry.FromBackOff(newBackOff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestReceiveCount(t *testing.T) {

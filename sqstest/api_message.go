@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // moveTaskPoll is how often a long poll rechecks while a move task runs.
@@ -129,12 +131,13 @@ func nonEmpty(s string) *string {
 }
 
 // SendMessage stores a message.
-func (f *Fake) SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+func (f *Fake) SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (res *sqs.SendMessageOutput, rerr error) {
 	const op = "SendMessage"
-	q, err := f.enter(ctx, op, params.QueueUrl)
+	c, q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	r, err := f.sendLocked(q, sendEntry{
 		body: params.MessageBody, delay: params.DelaySeconds, attrs: params.MessageAttributes,
@@ -150,11 +153,13 @@ func (f *Fake) SendMessage(ctx context.Context, params *sqs.SendMessageInput, op
 }
 
 // SendMessageBatch stores up to ten messages, reporting each entry's result.
-func (f *Fake) SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+func (f *Fake) SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (res *sqs.SendMessageBatchOutput, rerr error) {
 	const op = "SendMessageBatch"
-	if err := f.begin(ctx, op); err != nil {
+	c, err := f.begin(ctx, op)
+	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	ids := make([]string, len(params.Entries))
 	total := 0
 	for i, e := range params.Entries {
@@ -178,6 +183,10 @@ func (f *Fake) SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatc
 	now := f.now()
 	out := &sqs.SendMessageBatchOutput{Successful: []types.SendMessageBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
 	for _, e := range params.Entries {
+		if ferr := c.entryFault(); ferr != nil {
+			out.Failed = append(out.Failed, batchEntryError(aws.ToString(e.Id), ferr))
+			continue
+		}
 		r, err := f.sendLocked(q, sendEntry{
 			body: e.MessageBody, delay: e.DelaySeconds, attrs: e.MessageAttributes,
 			sysAttr: e.MessageSystemAttributes, groupID: e.MessageGroupId, dedupID: e.MessageDeduplicationId,
@@ -200,11 +209,13 @@ func (f *Fake) SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatc
 // polls: it returns as soon as at least one message can be returned, or
 // empty when the wait ends. A message already received maxReceiveCount
 // times is moved to the dead-letter queue instead of being returned.
-func (f *Fake) ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+func (f *Fake) ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (res *sqs.ReceiveMessageOutput, rerr error) {
 	const op = "ReceiveMessage"
-	if err := f.begin(ctx, op); err != nil {
+	c, err := f.begin(ctx, op)
+	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	max := int(params.MaxNumberOfMessages)
 	if max == 0 {
 		max = 1
@@ -409,12 +420,13 @@ func (f *Fake) deleteLocked(q *queue, handle string) error {
 }
 
 // DeleteMessage deletes the message a receipt handle names.
-func (f *Fake) DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
+func (f *Fake) DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (res *sqs.DeleteMessageOutput, rerr error) {
 	const op = "DeleteMessage"
-	q, err := f.enter(ctx, op, params.QueueUrl)
+	c, q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	if err := f.deleteLocked(q, aws.ToString(params.ReceiptHandle)); err != nil {
 		return nil, opError(op, err)
@@ -423,15 +435,20 @@ func (f *Fake) DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput
 }
 
 // DeleteMessageBatch deletes up to ten messages, reporting each entry.
-func (f *Fake) DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+func (f *Fake) DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (res *sqs.DeleteMessageBatchOutput, rerr error) {
 	const op = "DeleteMessageBatch"
-	q, err := f.enterBatch(ctx, op, params.QueueUrl, len(params.Entries), func(i int) *string { return params.Entries[i].Id })
+	c, q, err := f.enterBatch(ctx, op, params.QueueUrl, len(params.Entries), func(i int) *string { return params.Entries[i].Id })
 	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	out := &sqs.DeleteMessageBatchOutput{Successful: []types.DeleteMessageBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
 	for _, e := range params.Entries {
+		if ferr := c.entryFault(); ferr != nil {
+			out.Failed = append(out.Failed, batchEntryError(aws.ToString(e.Id), ferr))
+			continue
+		}
 		if err := f.deleteLocked(q, aws.ToString(e.ReceiptHandle)); err != nil {
 			out.Failed = append(out.Failed, batchEntryError(aws.ToString(e.Id), err))
 			continue
@@ -461,7 +478,7 @@ func (f *Fake) changeLocked(q *queue, handle string, timeout int32, now time.Tim
 	// visibility timeout ended, as long as nobody received the message since:
 	// the message is hidden again.
 	d := time.Duration(timeout) * time.Second
-	if now.Add(d).Sub(m.receivedAt) > MaxVisibilityTimeout {
+	if now.Add(d).Sub(m.receivedAt) > sqslimit.MaxVisibility {
 		return invalidParameter("Value %d for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", timeout)
 	}
 	m.visibleAt = now.Add(d)
@@ -471,12 +488,13 @@ func (f *Fake) changeLocked(q *queue, handle string, timeout int32, now time.Tim
 }
 
 // ChangeMessageVisibility changes one in-flight message's visibility timeout.
-func (f *Fake) ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+func (f *Fake) ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (res *sqs.ChangeMessageVisibilityOutput, rerr error) {
 	const op = "ChangeMessageVisibility"
-	q, err := f.enter(ctx, op, params.QueueUrl)
+	c, q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	if err := f.changeLocked(q, aws.ToString(params.ReceiptHandle), params.VisibilityTimeout, f.now()); err != nil {
 		return nil, opError(op, err)
@@ -486,16 +504,21 @@ func (f *Fake) ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMe
 
 // ChangeMessageVisibilityBatch changes up to ten messages' visibility
 // timeouts, reporting each entry.
-func (f *Fake) ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+func (f *Fake) ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (res *sqs.ChangeMessageVisibilityBatchOutput, rerr error) {
 	const op = "ChangeMessageVisibilityBatch"
-	q, err := f.enterBatch(ctx, op, params.QueueUrl, len(params.Entries), func(i int) *string { return params.Entries[i].Id })
+	c, q, err := f.enterBatch(ctx, op, params.QueueUrl, len(params.Entries), func(i int) *string { return params.Entries[i].Id })
 	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	now := f.now()
 	out := &sqs.ChangeMessageVisibilityBatchOutput{Successful: []types.ChangeMessageVisibilityBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
 	for _, e := range params.Entries {
+		if ferr := c.entryFault(); ferr != nil {
+			out.Failed = append(out.Failed, batchEntryError(aws.ToString(e.Id), ferr))
+			continue
+		}
 		if err := f.changeLocked(q, aws.ToString(e.ReceiptHandle), e.VisibilityTimeout, now); err != nil {
 			out.Failed = append(out.Failed, batchEntryError(aws.ToString(e.Id), err))
 			continue

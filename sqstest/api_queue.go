@@ -13,11 +13,13 @@ import (
 
 // CreateQueue creates a queue, or returns the URL of an existing queue when
 // every given attribute matches it (QueueNameExists otherwise).
-func (f *Fake) CreateQueue(ctx context.Context, params *sqs.CreateQueueInput, optFns ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error) {
+func (f *Fake) CreateQueue(ctx context.Context, params *sqs.CreateQueueInput, optFns ...func(*sqs.Options)) (res *sqs.CreateQueueOutput, rerr error) {
 	const op = "CreateQueue"
-	if err := f.begin(ctx, op); err != nil {
+	c, err := f.begin(ctx, op)
+	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	name := aws.ToString(params.QueueName)
 	base := strings.TrimSuffix(name, ".fifo")
 	if !queueNameRE.MatchString(base) || len(name) > 80 {
@@ -96,12 +98,13 @@ func redriveKey(v string) (string, error) {
 }
 
 // DeleteQueue deletes a queue and its messages.
-func (f *Fake) DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error) {
+func (f *Fake) DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (res *sqs.DeleteQueueOutput, rerr error) {
 	const op = "DeleteQueue"
-	q, err := f.enter(ctx, op, params.QueueUrl)
+	c, q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	delete(f.queues, q.url)
 	delete(f.byName, q.name)
@@ -111,11 +114,13 @@ func (f *Fake) DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, op
 }
 
 // GetQueueUrl returns the URL of the named queue.
-func (f *Fake) GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+func (f *Fake) GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (res *sqs.GetQueueUrlOutput, rerr error) {
 	const op = "GetQueueUrl"
-	if err := f.begin(ctx, op); err != nil {
+	c, err := f.begin(ctx, op)
+	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if owner := aws.ToString(params.QueueOwnerAWSAccountId); owner != "" && owner != f.opts.AccountID {
@@ -129,11 +134,13 @@ func (f *Fake) GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, op
 }
 
 // ListQueues lists queue URLs in name order, optionally by name prefix.
-func (f *Fake) ListQueues(ctx context.Context, params *sqs.ListQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error) {
+func (f *Fake) ListQueues(ctx context.Context, params *sqs.ListQueuesInput, optFns ...func(*sqs.Options)) (res *sqs.ListQueuesOutput, rerr error) {
 	const op = "ListQueues"
-	if err := f.begin(ctx, op); err != nil {
+	c, err := f.begin(ctx, op)
+	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	prefix := aws.ToString(params.QueueNamePrefix)
@@ -183,12 +190,13 @@ func paginate(items []string, max *int32, token *string) ([]string, *string, err
 }
 
 // GetQueueAttributes returns the requested attributes ("All" for every one).
-func (f *Fake) GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+func (f *Fake) GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (res *sqs.GetQueueAttributesOutput, rerr error) {
 	const op = "GetQueueAttributes"
-	q, err := f.enter(ctx, op, params.QueueUrl)
+	c, q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	q.expireLocked(f.now())
 	names := attrNamesToStrings(params.AttributeNames)
@@ -211,12 +219,13 @@ func (f *Fake) GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttri
 }
 
 // SetQueueAttributes changes queue attributes; an invalid one changes none.
-func (f *Fake) SetQueueAttributes(ctx context.Context, params *sqs.SetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.SetQueueAttributesOutput, error) {
+func (f *Fake) SetQueueAttributes(ctx context.Context, params *sqs.SetQueueAttributesInput, optFns ...func(*sqs.Options)) (res *sqs.SetQueueAttributesOutput, rerr error) {
 	const op = "SetQueueAttributes"
-	q, err := f.enter(ctx, op, params.QueueUrl)
+	c, q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	if err := f.setAttributes(q, params.Attributes, false); err != nil {
 		return nil, opError(op, err)
@@ -228,12 +237,13 @@ func (f *Fake) SetQueueAttributes(ctx context.Context, params *sqs.SetQueueAttri
 
 // PurgeQueue deletes every message in the queue. A second purge within 60
 // seconds fails with PurgeQueueInProgress, as in SQS.
-func (f *Fake) PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error) {
+func (f *Fake) PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (res *sqs.PurgeQueueOutput, rerr error) {
 	const op = "PurgeQueue"
-	q, err := f.enter(ctx, op, params.QueueUrl)
+	c, q, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	now := f.now()
 	if !q.lastPurge.IsZero() && now.Sub(q.lastPurge) < PurgeInterval {
@@ -247,12 +257,13 @@ func (f *Fake) PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optF
 
 // ListDeadLetterSourceQueues lists the queues whose RedrivePolicy names
 // the given queue as their dead-letter queue.
-func (f *Fake) ListDeadLetterSourceQueues(ctx context.Context, params *sqs.ListDeadLetterSourceQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error) {
+func (f *Fake) ListDeadLetterSourceQueues(ctx context.Context, params *sqs.ListDeadLetterSourceQueuesInput, optFns ...func(*sqs.Options)) (res *sqs.ListDeadLetterSourceQueuesOutput, rerr error) {
 	const op = "ListDeadLetterSourceQueues"
-	dlq, err := f.enter(ctx, op, params.QueueUrl)
+	c, dlq, err := f.enter(ctx, op, params.QueueUrl)
 	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	var urls []string
 	for _, q := range f.queues {

@@ -22,5 +22,8 @@ func TestConformanceFake(t *testing.T) {
 			synctest.Test(t, f)
 		},
 		Fast: true,
+		LoseResponse: func(api conformance.API, op string) {
+			api.(*sqstest.Fake).InjectFault(sqstest.Fault{API: op, AfterEffect: true, Err: sqstest.ServerError(), Times: 1})
+		},
 	})
 }

@@ -1,10 +1,10 @@
 package sqstest
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -147,8 +147,11 @@ func errUnsupported(msg string) error {
 // batchEntryError turns a per-entry failure into a BatchResultErrorEntry.
 func batchEntryError(id string, err error) types.BatchResultErrorEntry {
 	code, msg, sender := "InternalError", err.Error(), false
-	if api, ok := err.(smithy.APIError); ok {
-		code, msg, sender = api.ErrorCode(), api.ErrorMessage(), api.ErrorFault() != smithy.FaultServer
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code, msg = api.ErrorCode(), api.ErrorMessage()
+		// Throttling is not the sender's fault: the entry may succeed later.
+		sender = api.ErrorFault() != smithy.FaultServer && !strings.Contains(code, "Throttl")
 	}
 	return types.BatchResultErrorEntry{Id: aws.String(id), Code: aws.String(code), Message: aws.String(msg), SenderFault: sender}
 }
@@ -168,67 +171,5 @@ func ServerError() error {
 			Err:      &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error. Please try again.", Fault: smithy.FaultServer},
 		},
 		RequestID: "sqstest",
-	}
-}
-
-// Fault describes an injected failure or slowdown. See Fake.InjectFault.
-type Fault struct {
-	// API is the call to affect ("ReceiveMessage", …), or a comma-separated
-	// list of calls. Zero value: every call.
-	API string
-	// Err is returned instead of performing the call, wrapped as the SDK
-	// wraps errors. Use Throttled, ServerError or any error. Zero value: the
-	// call is not failed (only Latency applies).
-	Err error
-	// Times limits how many calls fail; later calls succeed. Zero value: every
-	// matching call fails until the fault is removed.
-	Times int
-	// Latency is added to each matching call. Zero value: none.
-	Latency time.Duration
-}
-
-type faultRule struct {
-	fault     Fault
-	apis      map[string]bool
-	remaining int // for Times > 0
-}
-
-func (r *faultRule) matches(op string) bool { return len(r.apis) == 0 || r.apis[op] }
-
-// take reports whether this call fails, consuming one of Times.
-func (r *faultRule) take() bool {
-	if r.fault.Times == 0 {
-		return true
-	}
-	if r.remaining == 0 {
-		return false
-	}
-	r.remaining--
-	return true
-}
-
-// InjectFault makes matching calls fail or slow down until the returned
-// function removes the fault. Faults apply in the order injected; the first
-// that fails a call wins, and latencies add up.
-func (f *Fake) InjectFault(fault Fault) (remove func()) {
-	r := &faultRule{fault: fault, remaining: fault.Times}
-	if fault.API != "" {
-		r.apis = map[string]bool{}
-		for _, api := range strings.Split(fault.API, ",") {
-			r.apis[strings.TrimSpace(api)] = true
-		}
-	}
-	f.mu.Lock()
-	f.faults = append(f.faults, r)
-	f.mu.Unlock()
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for i, x := range f.faults {
-			if x == r {
-				f.faults = append(f.faults[:i], f.faults[i+1:]...)
-				return
-			}
-		}
 	}
 }

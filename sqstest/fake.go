@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go"
 )
 
 // API is every SQS call the Fake implements, with the SDK's signatures.
@@ -176,40 +175,6 @@ func (f *Fake) RequestSummary() string {
 	return strings.Join(parts, ", ")
 }
 
-// begin counts the call, applies latency and injected faults, and returns
-// a non-nil error when the call must fail before it takes effect.
-func (f *Fake) begin(ctx context.Context, op string) error {
-	f.mu.Lock()
-	f.requests[op]++
-	delay := f.opts.Latency
-	var fault error
-	for _, r := range f.faults {
-		if r.matches(op) {
-			delay += r.fault.Latency
-			if fault == nil && r.fault.Err != nil && r.take() {
-				fault = r.fault.Err
-			}
-		}
-	}
-	f.mu.Unlock()
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return opError(op, &smithy.CanceledError{Err: ctx.Err()})
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return opError(op, &smithy.CanceledError{Err: err})
-	}
-	if fault != nil {
-		return opError(op, fault)
-	}
-	return nil
-}
-
 func (f *Fake) newID() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -229,29 +194,33 @@ func (f *Fake) queueARN(name string) string {
 	return fmt.Sprintf("arn:aws:sqs:%s:%s:%s", f.opts.Region, f.opts.AccountID, name)
 }
 
-// enter counts and checks the call, locks the Fake and returns the queue at
-// url. On success f.mu is held and the caller must unlock it.
-func (f *Fake) enter(ctx context.Context, op string, url *string) (*queue, error) {
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
+// enter counts and checks the call, locks the Fake and returns the call and
+// the queue at url. On success f.mu is held and the caller must unlock it.
+func (f *Fake) enter(ctx context.Context, op string, url *string) (*call, *queue, error) {
+	c, err := f.begin(ctx, op)
+	if err != nil {
+		return nil, nil, err
 	}
-	return f.lockQueue(op, url)
+	q, err := f.lockQueue(op, url)
+	return c, q, err
 }
 
 // enterBatch is enter for a batch call of n entries: it applies SQS's
 // whole-request rules (entry count, distinct and well-formed IDs) first.
-func (f *Fake) enterBatch(ctx context.Context, op string, url *string, n int, id func(i int) *string) (*queue, error) {
-	if err := f.begin(ctx, op); err != nil {
-		return nil, err
+func (f *Fake) enterBatch(ctx context.Context, op string, url *string, n int, id func(i int) *string) (*call, *queue, error) {
+	c, err := f.begin(ctx, op)
+	if err != nil {
+		return nil, nil, err
 	}
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = aws.ToString(id(i))
 	}
 	if err := checkBatch(ids); err != nil {
-		return nil, opError(op, err)
+		return nil, nil, opError(op, err)
 	}
-	return f.lockQueue(op, url)
+	q, err := f.lockQueue(op, url)
+	return c, q, err
 }
 
 // lockQueue locks the Fake and returns the queue at url; it leaves f.mu

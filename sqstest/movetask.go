@@ -32,11 +32,13 @@ type moveTask struct {
 // StartMessageMoveTask starts moving the messages of a dead-letter queue
 // back to their source queues, or to DestinationArn. The Fake moves them
 // as its clock advances, at MaxNumberOfMessagesPerSecond (default 500).
-func (f *Fake) StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
+func (f *Fake) StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (res *sqs.StartMessageMoveTaskOutput, rerr error) {
 	const op = "StartMessageMoveTask"
-	if err := f.begin(ctx, op); err != nil {
+	c, err := f.begin(ctx, op)
+	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
@@ -162,11 +164,13 @@ func visibleCount(q *queue, now time.Time) int {
 }
 
 // ListMessageMoveTasks lists a source queue's move tasks, newest first.
-func (f *Fake) ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
+func (f *Fake) ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (res *sqs.ListMessageMoveTasksOutput, rerr error) {
 	const op = "ListMessageMoveTasks"
-	if err := f.begin(ctx, op); err != nil {
+	c, err := f.begin(ctx, op)
+	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.advanceTasksLocked(f.now())
@@ -214,11 +218,13 @@ func (f *Fake) ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessage
 }
 
 // CancelMessageMoveTask stops a running move task; moved messages stay moved.
-func (f *Fake) CancelMessageMoveTask(ctx context.Context, params *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error) {
+func (f *Fake) CancelMessageMoveTask(ctx context.Context, params *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (res *sqs.CancelMessageMoveTaskOutput, rerr error) {
 	const op = "CancelMessageMoveTask"
-	if err := f.begin(ctx, op); err != nil {
+	c, err := f.begin(ctx, op)
+	if err != nil {
 		return nil, err
 	}
+	defer settle(ctx, c, &res, &rerr)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.advanceTasksLocked(f.now())

@@ -13,9 +13,6 @@ import (
 
 // Limits of SQS that the Fake enforces.
 const (
-	// MaxVisibilityTimeout is the longest a message may stay invisible,
-	// counted from the receive that returned it (12 hours).
-	MaxVisibilityTimeout = 12 * time.Hour
 	// MaxBatchEntries is the most entries one batch call may carry.
 	MaxBatchEntries = 10
 	// MaxMessageAttributes is the most message attributes a message may carry.

@@ -23,12 +23,12 @@ func TestThousandMessagesHundredCallsPerPeriod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n, periods = 1000, 10
 		e := newEnv(t, 30)
-		h := visibility.New(e.rec, e.url, 30*time.Second)
+		h := newHB(t, e.rec, e.url, 30*time.Second)
 		run(t, h)
 		for range n / 10 {
 			msgs, receivedAt := e.receive(t, 10)
 			for _, m := range msgs {
-				h.Track(m.handle, receivedAt, nil)
+				track(t, h, m.handle, receivedAt, nil)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -85,9 +85,9 @@ func BenchmarkHeartbeat1000(b *testing.B) {
 			e := newEnv(b, 1)
 			msgs, receivedAt := e.receive(b, n)
 			c := &counter{API: e.f}
-			h := visibility.New(c, e.url, time.Second) // Extension 1 s, Threshold 500 ms: a period is 500 ms
+			h := newHB(b, c, e.url, time.Second) // Extension 1 s, Threshold 500 ms: a period is 500 ms
 			for _, m := range msgs {
-				h.Track(m.handle, receivedAt, func(err error) { b.Errorf("lost: %v", err) })
+				track(b, h, m.handle, receivedAt, func(err error) { b.Errorf("lost: %v", err) })
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error)
@@ -110,13 +110,13 @@ func BenchmarkHeartbeat1000(b *testing.B) {
 // benchPeriods makes every op one extension period of msgs: track them all,
 // due at once; run the heartbeat until every one is extended; stop them.
 func benchPeriods(b *testing.B, c *counter, url string, msgs []msg, receivedAt time.Time) {
-	h := visibility.New(c, url, 30*time.Second)
+	h := newHB(b, c, url, 30*time.Second)
 	leases := make([]*visibility.Lease, len(msgs))
 	b.ReportAllocs()
 	for b.Loop() {
 		now := time.Now()
 		for i, m := range msgs {
-			leases[i] = h.TrackUntil(m.handle, receivedAt, now, nil) // due now
+			leases[i] = trackUntil(b, h, m.handle, receivedAt, now, nil) // due now
 		}
 		done := c.expect(int64(len(msgs)))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -171,7 +171,7 @@ func (c *counter) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Chan
 // okStub reports every entry extended, from outputs built once, so it adds
 // no allocations of its own. The heartbeat numbers entries 0…k−1.
 type okStub struct {
-	outs [visibility.MaxBatchEntries + 1]*sqs.ChangeMessageVisibilityBatchOutput
+	outs [10 + 1]*sqs.ChangeMessageVisibilityBatchOutput
 }
 
 func newOKStub() *okStub {

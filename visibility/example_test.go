@@ -29,7 +29,11 @@ func Example() {
 
 	// One heartbeat per queue: extends every second, half a second before
 	// each deadline (Extension 1 s, Threshold 500 ms by default).
-	hb := visibility.New(client, queueURL, time.Second)
+	hb, err := visibility.New(client, queueURL, time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	hbCtx, stopHB := context.WithCancel(ctx)
 	defer stopHB()
 	go hb.Run(hbCtx)
@@ -38,10 +42,14 @@ func Example() {
 	receivedAt := time.Now()
 	for _, m := range out.Messages {
 		jobCtx, cancel := context.WithCancelCause(ctx)
-		lease := hb.Track(aws.ToString(m.ReceiptHandle), receivedAt, cancel)
+		lease, err := hb.Track(aws.ToString(m.ReceiptHandle), receivedAt, cancel)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
 
-		err := job(jobCtx, aws.ToString(m.Body)) // 1.2 s: longer than the 1 s timeout
-		lease.Stop()                             // before deleting: no extension lands after this
+		err = job(jobCtx, aws.ToString(m.Body)) // 1.2 s: longer than the 1 s timeout
+		lease.Stop()                            // before deleting: no extension lands after this
 		cancel(nil)
 
 		// Still ours: another consumer sees nothing.

@@ -13,6 +13,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // API is the narrow SQS interface the heartbeat uses, with the AWS SDK for
@@ -24,12 +27,13 @@ type API interface {
 var _ API = (*sqs.Client)(nil)
 
 // MaxVisibility is the longest SQS keeps a message invisible, counted from
-// the receive that returned it: 12 hours. No extension can reach past it.
-const MaxVisibility = 12 * time.Hour
+// the receive that returned it: 12 hours. No extension, and no retry delay,
+// can reach past it. It is sqsworker's one name for this limit.
+const MaxVisibility = sqslimit.MaxVisibility
 
-// MaxBatchEntries is the most entries one ChangeMessageVisibilityBatch call
+// maxBatchEntries is the most entries one ChangeMessageVisibilityBatch call
 // carries.
-const MaxBatchEntries = 10
+const maxBatchEntries = sqslimit.MaxBatchEntries
 
 // Timing constants. They are not options: each follows from SQS's behaviour.
 const (
@@ -45,10 +49,14 @@ const (
 	// minRetryWait: when less than twice this is left before the deadline,
 	// the heartbeat stops retrying and tells the owner.
 	minRetryWait = 50 * time.Millisecond
-	// minCallTimeout and maxCallTimeout bound each call's own timeout, which
-	// is otherwise half the time left before the earliest deadline in it.
+	// minCallTimeout bounds each call's own timeout from below; it is
+	// otherwise half the time left before the earliest deadline in the call,
+	// at most Options.CallTimeout.
 	minCallTimeout = time.Second
-	maxCallTimeout = 30 * time.Second
+	// defaultCallTimeout is Options.CallTimeout's default.
+	defaultCallTimeout = 30 * time.Second
+	// defaultMaxCalls is Options.MaxCalls's default.
+	defaultMaxCalls = 16
 )
 
 // ErrLost means the heartbeat no longer keeps the message invisible and its
@@ -94,8 +102,20 @@ type Options struct {
 	// Zero: no limit other than the deadline. Negative: no retries.
 	MaxRetries int
 
-	// Logger receives warnings (failed calls, lost messages, the 12-hour
-	// limit) and, at debug level, each call.
+	// MaxCalls is how many ChangeMessageVisibilityBatch calls may be in
+	// flight at once. More than one keeps tens of thousands of leases
+	// extended on time when each call takes tens of milliseconds.
+	// Zero: 16.
+	MaxCalls int
+
+	// CallTimeout is the longest one ChangeMessageVisibilityBatch call may
+	// take; each call's own timeout is half the time left before the
+	// earliest deadline among its messages, between 1 s and CallTimeout.
+	// Zero: 30 s.
+	CallTimeout time.Duration
+
+	// Logger receives warnings (failed calls, lost messages, late
+	// extensions, the 12-hour limit) and, at debug level, each call.
 	// Zero: logs are discarded.
 	Logger *slog.Logger
 }
@@ -103,7 +123,8 @@ type Options struct {
 // config is the resolved Options.
 type config struct {
 	ext, threshold, window time.Duration
-	maxRetries             int
+	maxRetries, maxCalls   int
+	callTimeout            time.Duration
 	log                    *slog.Logger
 }
 
@@ -112,7 +133,17 @@ func resolve(visibilityTimeout time.Duration, optFns []func(*Options)) (config, 
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	c := config{ext: o.Extension, threshold: o.Threshold, maxRetries: o.MaxRetries, log: o.Logger}
+	c := config{ext: o.Extension, threshold: o.Threshold, maxRetries: o.MaxRetries, maxCalls: o.MaxCalls, callTimeout: o.CallTimeout, log: o.Logger}
+	if c.maxCalls < 0 || c.callTimeout < 0 {
+		return c, fmt.Errorf("visibility: Options.MaxCalls (%d) and Options.CallTimeout (%v) must not be negative; leave them zero for the defaults", c.maxCalls, c.callTimeout)
+	}
+	if c.maxCalls == 0 {
+		c.maxCalls = defaultMaxCalls
+	}
+	if c.callTimeout == 0 {
+		c.callTimeout = defaultCallTimeout
+	}
+	c.callTimeout = max(c.callTimeout, minCallTimeout)
 	if c.ext == 0 {
 		c.ext = visibilityTimeout
 	}
@@ -141,14 +172,6 @@ func resolve(visibilityTimeout time.Duration, optFns []func(*Options)) (config, 
 	return c, nil
 }
 
-// CheckOptions reports whether New would accept visibilityTimeout and the
-// options, so a caller can return the problem as an error instead of New
-// panicking.
-func CheckOptions(visibilityTimeout time.Duration, optFns ...func(*Options)) error {
-	_, err := resolve(visibilityTimeout, optFns)
-	return err
-}
-
 // Heartbeat keeps the in-flight messages of one queue invisible while they
 // are being handled, extending their visibility timeouts in batches. Create
 // it with New, run Run in one goroutine, and call Track for each received
@@ -160,18 +183,14 @@ type Heartbeat struct {
 	cfg      config
 
 	running atomic.Bool
-	wake    chan struct{} // a lease became the earliest; capacity 1
+	wake    chan struct{} // a lease became the earliest, or a call ended; capacity 1
 
 	mu      sync.Mutex
 	idle    sync.Cond // broadcast when a call's leases are released; L is &mu
-	queue   leaseHeap // tracked leases not in a call, earliest action first
+	queue   leaseHeap // tracked leases not in a call and not held, earliest action first
 	tracked int
+	calls   int // calls in flight
 	stats   Stats
-
-	// Used by the Run goroutine only, reused across calls.
-	batch   []*Lease
-	entries [MaxBatchEntries]types.ChangeMessageVisibilityBatchRequestEntry
-	ids     [MaxBatchEntries]string
 }
 
 // New returns a heartbeat for the queue at queueURL. visibilityTimeout is
@@ -180,15 +199,18 @@ type Heartbeat struct {
 // message tracked with Track is taken to be invisible until receivedAt plus
 // visibilityTimeout. It is also the default Extension.
 //
-// New panics if client is nil or the options are invalid (see Options and
-// CheckOptions).
-func New(client API, queueURL string, visibilityTimeout time.Duration, optFns ...func(*Options)) *Heartbeat {
+// New returns an error when client is nil or the options are invalid (see
+// Options); the error says what to change.
+func New(client API, queueURL string, visibilityTimeout time.Duration, optFns ...func(*Options)) (*Heartbeat, error) {
 	if client == nil {
-		panic("visibility: New needs an SQS client (an *sqs.Client or anything with its ChangeMessageVisibilityBatch method)")
+		return nil, errors.New("visibility: New needs an SQS client (an *sqs.Client or anything with its ChangeMessageVisibilityBatch method)")
+	}
+	if queueURL == "" {
+		return nil, errors.New("visibility: New needs the queue URL the messages were received from")
 	}
 	cfg, err := resolve(visibilityTimeout, optFns)
 	if err != nil {
-		panic(err.Error())
+		return nil, err
 	}
 	h := &Heartbeat{
 		client:   client,
@@ -196,13 +218,9 @@ func New(client API, queueURL string, visibilityTimeout time.Duration, optFns ..
 		vis:      visibilityTimeout,
 		cfg:      cfg,
 		wake:     make(chan struct{}, 1),
-		batch:    make([]*Lease, 0, MaxBatchEntries),
 	}
 	h.idle.L = &h.mu
-	for i := range h.ids {
-		h.ids[i] = string(rune('0' + i))
-	}
-	return h
+	return h, nil
 }
 
 // Extension returns the visibility timeout each extension asks for.
@@ -217,9 +235,11 @@ type Stats struct {
 	Extended      int64 // entries SQS reported extended
 	FailedCalls   int64 // calls that returned an error (throttling, 5xx, network, timeout)
 	FailedEntries int64 // entries SQS reported failed in a call that succeeded
+	Late          int64 // extensions SQS confirmed only after the deadline they were to move (not counted in Extended)
 	Lost          int64 // leases ended with ErrLost
 	MaxedOut      int64 // leases ended with ErrMaxVisibility
 	Tracked       int   // leases tracked now (not stopped, lost or maxed out)
+	InFlightCalls int   // ChangeMessageVisibilityBatch calls in flight now
 }
 
 // Failures returns FailedCalls plus FailedEntries.
@@ -231,29 +251,31 @@ func (h *Heartbeat) Stats() Stats {
 	defer h.mu.Unlock()
 	s := h.stats
 	s.Tracked = h.tracked
+	s.InFlightCalls = h.calls
 	return s
 }
 
 // Track starts keeping one received message invisible, and returns its
-// Lease; call Lease.Stop as soon as the message is handled, before deleting
-// it or changing its visibility. receiptHandle is the handle the receive
-// returned. receivedAt is when that receive returned (take time.Now() right
-// after ReceiveMessage): the message is taken to be invisible until
-// receivedAt plus the visibilityTimeout passed to New, and the 12-hour limit
-// counts from it. Use TrackUntil when the message's deadline is different.
+// Lease; call Lease.Stop once the message is settled (deleted, or its
+// visibility changed for a retry), and Lease.Hold around the settling call
+// itself. receiptHandle is the handle the receive returned. receivedAt is
+// when that receive returned (take time.Now() right after ReceiveMessage):
+// the message is taken to be invisible until receivedAt plus the
+// visibilityTimeout passed to New, and the 12-hour limit counts from it. Use
+// TrackUntil when the message's deadline is different.
 //
-// onLost, which may be nil, is called at most once, from the goroutine
-// running Run, when the heartbeat stops keeping the message invisible before
+// onLost, which may be nil, is called at most once, from a heartbeat
+// goroutine, when the heartbeat stops keeping the message invisible before
 // Stop: with an error wrapping ErrLost when ownership is lost or uncertain,
 // or ErrMaxVisibility when the 12-hour limit leaves no further extension. It
 // must not block (cancelling the handler's context with the cause is the
-// intended use), and may call Stop. Once Stop has begun, no new loss is
-// detected; but a loss detected just before may still be reported while or
-// shortly after Stop returns, so onLost must be harmless then (cancelling a
-// finished handler's context is).
+// intended use), and may call Stop on any lease. Once Stop has begun, no new
+// loss is detected; but a loss detected just before may still be reported
+// while or shortly after Stop returns, so onLost must be harmless then
+// (cancelling a finished handler's context is).
 //
-// Track panics if receiptHandle is empty.
-func (h *Heartbeat) Track(receiptHandle string, receivedAt time.Time, onLost func(cause error)) *Lease {
+// Track returns an error when receiptHandle is empty.
+func (h *Heartbeat) Track(receiptHandle string, receivedAt time.Time, onLost func(cause error)) (*Lease, error) {
 	return h.TrackUntil(receiptHandle, receivedAt, receivedAt.Add(h.vis), onLost)
 }
 
@@ -261,9 +283,9 @@ func (h *Heartbeat) Track(receiptHandle string, receivedAt time.Time, onLost fun
 // differ from receivedAt plus New's visibilityTimeout, for example because
 // it was received with its own VisibilityTimeout or its visibility was
 // already changed. deadline is when the message becomes visible again.
-func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.Time, onLost func(cause error)) *Lease {
+func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.Time, onLost func(cause error)) (*Lease, error) {
 	if receiptHandle == "" {
-		panic("visibility: Track needs the receipt handle the receive returned for the message")
+		return nil, errors.New("visibility: Track needs the receipt handle the receive returned for the message")
 	}
 	l := &Lease{h: h, handle: receiptHandle, receivedAt: receivedAt, onLost: onLost, deadline: deadline, index: -1}
 	l.at = deadline.Add(-h.cfg.threshold)
@@ -273,12 +295,17 @@ func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.T
 	first := l.index == 0
 	h.mu.Unlock()
 	if first {
-		select {
-		case h.wake <- struct{}{}:
-		default:
-		}
+		h.poke()
 	}
-	return l
+	return l, nil
+}
+
+// poke wakes Run without blocking.
+func (h *Heartbeat) poke() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Lease is one message tracked by a Heartbeat.
@@ -292,21 +319,26 @@ type Lease struct {
 	deadline time.Time     // when the message becomes visible, as far as known (never later than SQS's)
 	at       time.Time     // next action: extension, retry or the 12-hour notice
 	index    int           // in h.queue; -1 when not there
-	inCall   bool          // in a call that has not returned
+	inCall   bool          // in an extension call that has not returned
+	held     bool          // held by its owner for a call of its own (Hold): not extended meanwhile
 	ended    bool          // stopped, lost or maxed out
 	ask      time.Duration // what the current call asks for
 	last     bool          // the current call is the last extension the 12-hour limit allows
 	final    bool          // the last extension succeeded: next comes the ErrMaxVisibility notice
 	failures int           // consecutive failed attempts
 	cause    error         // why the heartbeat ended the lease (lost or maxed out); nil if Stop did
+	extended []time.Time   // when extensions SQS confirmed were sent
 }
+
+// errStopped is what Hold returns for a lease its owner already stopped.
+var errStopped = errors.New("visibility: Hold on a stopped lease; the message is no longer tracked")
 
 // Stop stops tracking the message. It returns only after any
 // ChangeMessageVisibilityBatch call that includes the message has returned,
 // so a delete or a ChangeMessageVisibility made after Stop is never
 // overwritten by a late extension. Such a call is bounded by its timeout
-// (half the time left before the message's deadline, at most 30 s). Stop is
-// idempotent.
+// (half the time left before the message's deadline, at most
+// Options.CallTimeout). Stop is idempotent.
 //
 // Stop returns the cause onLost gets (or got) when the heartbeat ended the
 // lease before Stop did — an error wrapping ErrLost or ErrMaxVisibility —
@@ -326,6 +358,59 @@ func (l *Lease) Stop() error {
 	return l.cause
 }
 
+// Hold takes the message out of the heartbeat's hands for a call its owner
+// makes with the receipt handle — a delete, or a visibility change for a
+// retry delay — so that no extension can race with that call and overwrite
+// its effect. It waits until no extension call that includes the message is
+// in flight, and returns the message's deadline as far as known. While
+// held, the message is not extended; call Stop when the owner's call
+// succeeded (the message is settled), or Release when it failed, to have
+// the heartbeat keep the message invisible again while the owner retries.
+//
+// Hold returns the cause when the heartbeat already ended the lease (an
+// error wrapping ErrLost or ErrMaxVisibility): the receipt handle may be
+// stale. It returns an error, too, for a lease already stopped.
+func (l *Lease) Hold() (deadline time.Time, err error) {
+	h := l.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for l.inCall {
+		h.idle.Wait()
+	}
+	switch {
+	case l.cause != nil:
+		return l.deadline, l.cause
+	case l.ended:
+		return l.deadline, errStopped
+	}
+	if !l.held {
+		l.held = true
+		if l.index >= 0 {
+			heap.Remove(&h.queue, l.index)
+		}
+	}
+	return l.deadline, nil
+}
+
+// Release hands a held message back to the heartbeat, which extends it
+// again as usual (at once, if an extension fell due while it was held).
+// Release does nothing for a lease that is not held or has ended.
+func (l *Lease) Release() {
+	h := l.h
+	h.mu.Lock()
+	if l.ended || !l.held {
+		h.mu.Unlock()
+		return
+	}
+	l.held = false
+	heap.Push(&h.queue, l)
+	first := l.index == 0
+	h.mu.Unlock()
+	if first {
+		h.poke()
+	}
+}
+
 // Deadline returns when the message becomes visible again as far as the
 // heartbeat knows: receivedAt plus the visibility timeout, moved by each
 // successful extension (counted from when the call was sent, so SQS's own
@@ -334,6 +419,17 @@ func (l *Lease) Deadline() time.Time {
 	l.h.mu.Lock()
 	defer l.h.mu.Unlock()
 	return l.deadline
+}
+
+// Extensions returns when the heartbeat sent the extensions SQS confirmed
+// for this message, oldest first (a copy).
+func (l *Lease) Extensions() []time.Time {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	if len(l.extended) == 0 {
+		return nil
+	}
+	return append([]time.Time(nil), l.extended...)
 }
 
 // ReceivedAt returns the receive time given to Track.
@@ -364,16 +460,20 @@ type notice struct {
 }
 
 // Run keeps the tracked messages invisible until ctx ends; run it in one
-// goroutine per Heartbeat. It sleeps until the earliest message is due,
-// then extends every due message, ten per call. When ctx ends it returns
-// nil; messages still tracked are kept (a later Run resumes them) but are
-// not extended meanwhile, so keep Run going until every lease is stopped.
-// It returns an error at once if Run is already running on h.
+// goroutine per Heartbeat. It sleeps until the earliest message is due, then
+// extends every due message, ten per call, with up to Options.MaxCalls calls
+// in flight. When ctx ends it waits for the calls in flight (their contexts
+// end too) and returns nil; messages still tracked are kept (a later Run
+// resumes them) but are not extended meanwhile, so keep Run going until
+// every lease is stopped. It returns an error at once if Run is already
+// running on h.
 func (h *Heartbeat) Run(ctx context.Context) error {
 	if !h.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("visibility: Run is already running for %s; run it once per Heartbeat", h.queueURL)
 	}
 	defer h.running.Store(false)
+	var calls sync.WaitGroup
+	defer calls.Wait()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -381,17 +481,20 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		batch, notes, next := h.collect(time.Now())
+		batch, notes, next, full := h.collect(time.Now())
 		if len(batch) > 0 {
-			h.extend(ctx, batch)
+			calls.Go(func() {
+				h.extend(ctx, batch)
+				h.poke()
+			})
 		}
-		// Only now, with no lease in a call: an onLost may Stop any lease.
+		// Outside h.mu and outside any call: an onLost may Stop any lease.
 		h.deliver(notes)
-		if len(batch) > 0 {
+		if len(batch) > 0 && !full {
 			continue
 		}
 		var fire <-chan time.Time
-		if !next.IsZero() {
+		if !next.IsZero() && !full {
 			timer.Reset(time.Until(next))
 			fire = timer.C
 		}
@@ -405,16 +508,20 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 	}
 }
 
-// collect takes up to MaxBatchEntries due leases out of the queue for one
-// call: those due now, then, if the call has room, those due within the
-// window. A due lease the 12-hour limit leaves no extension for (its last
-// one is done, or none would move its deadline) is ended with an
-// ErrMaxVisibility notice instead. It returns when the next lease is due.
-func (h *Heartbeat) collect(now time.Time) (batch []*Lease, notes []notice, next time.Time) {
+// collect takes up to maxBatchEntries due leases out of the queue for one
+// call, when fewer than MaxCalls calls are in flight: those due now, then,
+// if the call has room, those due within the window. A due lease the
+// 12-hour limit leaves no extension for (its last one is done, or none
+// would move its deadline) is ended with an ErrMaxVisibility notice instead.
+// It returns when the next lease is due, and full when no call may start
+// until one in flight ends.
+func (h *Heartbeat) collect(now time.Time) (batch []*Lease, notes []notice, next time.Time, full bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	batch = h.batch[:0]
-	for len(batch) < MaxBatchEntries && len(h.queue) > 0 {
+	if h.calls >= h.cfg.maxCalls {
+		return nil, nil, time.Time{}, true
+	}
+	for len(batch) < maxBatchEntries && len(h.queue) > 0 {
 		l := h.queue[0]
 		early := l.at.After(now)
 		if early && (len(batch) == 0 || l.at.Sub(now) > h.cfg.window) {
@@ -434,12 +541,18 @@ func (h *Heartbeat) collect(now time.Time) (batch []*Lease, notes []notice, next
 		}
 		heap.Pop(&h.queue)
 		l.inCall, l.ask, l.last = true, ask, last
+		if batch == nil {
+			batch = make([]*Lease, 0, maxBatchEntries)
+		}
 		batch = append(batch, l)
+	}
+	if len(batch) > 0 {
+		h.calls++
 	}
 	if len(h.queue) > 0 {
 		next = h.queue[0].at
 	}
-	return batch, notes, next
+	return batch, notes, next, h.calls >= h.cfg.maxCalls
 }
 
 // askFor returns the visibility timeout to ask for l at now, and whether
@@ -457,25 +570,31 @@ func (h *Heartbeat) askFor(l *Lease, now time.Time) (ask time.Duration, last boo
 	return ask, last
 }
 
+// entryIDs are the batch entry IDs, one per index.
+var entryIDs = [maxBatchEntries]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+
 // extend makes one ChangeMessageVisibilityBatch call for batch and applies
 // its outcome.
 func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 	start := time.Now()
 	earliest := batch[0].deadline
-	entries := h.entries[:len(batch)]
+	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))
 	for i, l := range batch {
 		if l.deadline.Before(earliest) {
 			earliest = l.deadline
 		}
 		entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
-			Id:                &h.ids[i],
+			Id:                &entryIDs[i],
 			ReceiptHandle:     &l.handle,
 			VisibilityTimeout: int32(l.ask / time.Second),
 		}
 	}
-	timeout := min(max(earliest.Sub(start)/2, minCallTimeout), maxCallTimeout)
+	timeout := min(max(earliest.Sub(start)/2, minCallTimeout), h.cfg.callTimeout)
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	out, err := h.client.ChangeMessageVisibilityBatch(callCtx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &h.queueURL, Entries: entries})
+	// The heartbeat retries failed extensions itself, before the deadline:
+	// the SDK's own retries are off for this call.
+	out, err := h.client.ChangeMessageVisibilityBatch(callCtx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &h.queueURL, Entries: entries},
+		func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
 	cancel()
 	if err == nil && out == nil {
 		err = errors.New("ChangeMessageVisibilityBatch returned neither a result nor an error")
@@ -483,7 +602,7 @@ func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 	now := time.Now()
 	shutdown := err != nil && ctx.Err() != nil
 
-	var results [MaxBatchEntries]struct {
+	var results [maxBatchEntries]struct {
 		ok   bool
 		fail *types.BatchResultErrorEntry
 	}
@@ -502,31 +621,38 @@ func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 
 	var notes []notice
 	h.mu.Lock()
+	h.calls--
 	h.stats.Calls++
 	if err != nil && !shutdown {
 		h.stats.FailedCalls++
 		h.cfg.log.Warn("visibility: ChangeMessageVisibilityBatch failed; retrying before the deadline",
 			"queue", h.queueURL, "messages", len(batch), "deadline", earliest, "error", err)
 	}
-	extended, failed := 0, 0
+	extended, failed, late := 0, 0, 0
 	for i, l := range batch {
 		l.inCall = false
-		batch[i] = nil
 		if l.ended { // stopped while the call was in flight
 			continue
 		}
 		switch r := results[i]; {
 		case shutdown:
-			heap.Push(&h.queue, l) // unchanged: a later Run picks it up
+			h.requeueLocked(l) // unchanged: a later Run picks it up
 		case err != nil:
 			h.retryLocked(l, now, err, &notes)
 		case r.ok:
-			extended++
+			// Confirmed only after the deadline it was to move: for a while
+			// the message was visible and may have been delivered again.
+			if now.After(l.deadline) {
+				late++
+			} else {
+				extended++
+			}
 			l.deadline = start.Add(l.ask)
+			l.extended = append(l.extended, start)
 			l.failures = 0
 			l.final = l.last
 			l.at = l.deadline.Add(-h.cfg.threshold)
-			heap.Push(&h.queue, l)
+			h.requeueLocked(l)
 		case r.fail != nil:
 			failed++
 			h.entryFailedLocked(l, now, r.fail, &notes)
@@ -536,13 +662,26 @@ func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 		}
 	}
 	h.stats.Extended += int64(extended)
+	h.stats.Late += int64(late)
 	h.stats.FailedEntries += int64(failed)
 	h.mu.Unlock()
 	h.idle.Broadcast()
+	if late > 0 {
+		h.cfg.log.Warn("visibility: extensions confirmed after the messages' deadlines; they may have been delivered to another consumer meanwhile (the heartbeat is falling behind: raise Options.MaxCalls or the visibility timeout)",
+			"queue", h.queueURL, "late", late, "call", now.Sub(start))
+	}
 	if err == nil {
 		h.cfg.log.Debug("visibility: extended", "queue", h.queueURL, "extended", extended, "failed", failed)
 	}
+	// The call's leases are released: an onLost may Stop any of them.
 	h.deliver(notes)
+}
+
+// requeueLocked puts l back in the queue, unless its owner holds it.
+func (h *Heartbeat) requeueLocked(l *Lease) {
+	if !l.held {
+		heap.Push(&h.queue, l)
+	}
 }
 
 // entryIndex maps a batch entry ID back to its index.
@@ -572,7 +711,7 @@ func (h *Heartbeat) retryLocked(l *Lease, now time.Time, cause error, notes *[]n
 	exhausted := h.cfg.maxRetries < 0 || (h.cfg.maxRetries > 0 && l.failures > h.cfg.maxRetries)
 	if !exhausted && wait >= minRetryWait {
 		l.at = now.Add(wait)
-		heap.Push(&h.queue, l)
+		h.requeueLocked(l)
 		return
 	}
 	h.stats.Lost++
@@ -584,12 +723,12 @@ func (h *Heartbeat) retryLocked(l *Lease, now time.Time, cause error, notes *[]n
 
 // entryFailedLocked handles an entry SQS reported in Failed.
 func (h *Heartbeat) entryFailedLocked(l *Lease, now time.Time, f *types.BatchResultErrorEntry, notes *[]notice) {
-	cause := entryError(f)
-	switch classify(f) {
-	case entryMaxedOut:
+	cause := sqserr.EntryError(*f)
+	switch sqserr.OfEntry(*f) {
+	case sqserr.MaxedOut:
 		h.stats.MaxedOut++
 		h.endWithLocked(l, h.maxedOut(l, "SQS refused a further extension: "+cause.Error()), notes)
-	case entryLost:
+	case sqserr.Stale, sqserr.Invalid, sqserr.Fatal:
 		h.stats.Lost++
 		err := fmt.Errorf("%w: SQS refused to extend the visibility timeout of the message received at %s (%w): it was deleted, its visibility was changed and it was received again by another consumer, or it is no longer in flight; do not delete it or change its visibility with this receipt handle",
 			ErrLost, l.receivedAt.Format(time.RFC3339Nano), cause)
@@ -641,4 +780,12 @@ func (q *leaseHeap) Pop() any {
 	l.index = -1
 	*q = old[:n-1]
 	return l
+}
+
+// hint says what to do about a call error that retrying does not fix.
+func hint(err error) string {
+	if h := sqserr.Hint(err, "sqs:ChangeMessageVisibility"); h != "" {
+		return "; " + h
+	}
+	return ""
 }

@@ -180,3 +180,33 @@ func (l *losses) total() int {
 	}
 	return n
 }
+
+// newHB returns a heartbeat, failing tb on error.
+func newHB(tb testing.TB, client visibility.API, url string, vis time.Duration, optFns ...func(*visibility.Options)) *visibility.Heartbeat {
+	tb.Helper()
+	h, err := visibility.New(client, url, vis, optFns...)
+	if err != nil {
+		tb.Fatalf("visibility.New: %v", err)
+	}
+	return h
+}
+
+// track tracks a message, failing tb on error.
+func track(tb testing.TB, h *visibility.Heartbeat, handle string, receivedAt time.Time, onLost func(error)) *visibility.Lease {
+	tb.Helper()
+	l, err := h.Track(handle, receivedAt, onLost)
+	if err != nil {
+		tb.Fatalf("Track: %v", err)
+	}
+	return l
+}
+
+// trackUntil is track with a deadline.
+func trackUntil(tb testing.TB, h *visibility.Heartbeat, handle string, receivedAt, deadline time.Time, onLost func(error)) *visibility.Lease {
+	tb.Helper()
+	l, err := h.TrackUntil(handle, receivedAt, deadline, onLost)
+	if err != nil {
+		tb.Fatalf("TrackUntil: %v", err)
+	}
+	return l
+}

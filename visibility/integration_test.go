@@ -12,7 +12,6 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/sqstest"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // TestIntegrationKeepsLongJobInvisible runs against the local SQS emulator
@@ -39,7 +38,7 @@ func TestIntegrationKeepsLongJobInvisible(t *testing.T) {
 		t.Fatalf("SendMessage: %v", err)
 	}
 
-	hb := visibility.New(client, *url, 2*time.Second) // extend every 1 s, 1 s before the deadline
+	hb := newHB(t, client, *url, 2*time.Second) // extend every 1 s, 1 s before the deadline
 	hbCtx, stopHB := context.WithCancel(ctx)
 	hbDone := make(chan error, 1)
 	go func() { hbDone <- hb.Run(hbCtx) }()
@@ -64,7 +63,7 @@ func TestIntegrationKeepsLongJobInvisible(t *testing.T) {
 	}
 	var lostCause error
 	var mu sync.Mutex
-	lease := hb.Track(aws.ToString(m.ReceiptHandle), receivedAt, func(cause error) {
+	lease := track(t, hb, aws.ToString(m.ReceiptHandle), receivedAt, func(cause error) {
 		mu.Lock()
 		lostCause = cause
 		mu.Unlock()

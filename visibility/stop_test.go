@@ -30,13 +30,13 @@ func (okClient) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Change
 // in a call, so that Stop returns instead of deadlocking Run.
 func TestOnLostMayStopALeaseOfThePendingCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := visibility.New(okClient{}, "q", 30*time.Second)
+		h := newHB(t, okClient{}, "q", 30*time.Second)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		now := time.Now()
-		l2 := h.TrackUntil("h2", now, now.Add(time.Second), nil) // due first: in the next call
+		l2 := trackUntil(t, h, "h2", now, now.Add(time.Second), nil) // due first: in the next call
 		returned := make(chan struct{})
-		h.TrackUntil("h1", now.Add(-12*time.Hour), now.Add(5*time.Second), func(error) { // 12 h used up
+		trackUntil(t, h, "h1", now.Add(-12*time.Hour), now.Add(5*time.Second), func(error) { // 12 h used up
 			l2.Stop() // a job holding several messages gives them all up
 			close(returned)
 		})
@@ -62,12 +62,12 @@ func TestStopReturnsTheCauseOfALoss(t *testing.T) {
 			t.Fatalf("receive: %v, %d messages", err, len(out.Messages))
 		}
 		received := time.Now()
-		h := visibility.New(f, url, 30*time.Second)
+		h := newHB(t, f, url, 30*time.Second)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go func() { _ = h.Run(ctx) }()
-		lost := h.Track(aws.ToString(out.Messages[0].ReceiptHandle), received, nil)
-		kept := h.Track(aws.ToString(out.Messages[1].ReceiptHandle), received, nil)
+		lost := track(t, h, aws.ToString(out.Messages[0].ReceiptHandle), received, nil)
+		kept := track(t, h, aws.ToString(out.Messages[1].ReceiptHandle), received, nil)
 		if _, err := f.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: out.Messages[0].ReceiptHandle}); err != nil {
 			t.Fatal(err)
 		}

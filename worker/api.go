@@ -9,14 +9,21 @@ import (
 
 // API is the narrow set of SQS calls a Worker makes, with the SDK's exact
 // signatures. *sqs.Client and *sqstest.Fake satisfy it.
+//
+//   - GetQueueAttributes, GetQueueUrl: the queue's settings and its
+//     dead-letter queue, once, in New.
+//   - ReceiveMessage: the messages.
+//   - DeleteMessageBatch: successes, and messages whose dead-letter copy is
+//     confirmed.
+//   - ChangeMessageVisibilityBatch: the heartbeat, retry delays, releases.
+//   - SendMessageBatch: copies to the dead-letter queue.
 type API interface {
 	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 	DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
-	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 }
 
 var _ API = (*sqs.Client)(nil)
@@ -26,20 +33,19 @@ const (
 	apiGetQueueAttributes = iota
 	apiGetQueueURL
 	apiReceiveMessage
-	apiDeleteMessage
 	apiDeleteMessageBatch
 	apiChangeMessageVisibilityBatch
-	apiSendMessage
+	apiSendMessageBatch
 	numAPIs
 )
 
 var apiNames = [numAPIs]string{
-	"GetQueueAttributes", "GetQueueUrl", "ReceiveMessage", "DeleteMessage",
-	"DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessage",
+	"GetQueueAttributes", "GetQueueUrl", "ReceiveMessage",
+	"DeleteMessageBatch", "ChangeMessageVisibilityBatch", "SendMessageBatch",
 }
 
 // countingClient counts every call the worker and the packages it drives
-// (heartbeat, dead-letter moves) make.
+// (heartbeat, dead-letter copies) make.
 type countingClient struct {
 	next  API
 	calls [numAPIs]atomic.Int64
@@ -60,11 +66,6 @@ func (c *countingClient) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMess
 	return c.next.ReceiveMessage(ctx, in, optFns...)
 }
 
-func (c *countingClient) DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error) {
-	c.calls[apiDeleteMessage].Add(1)
-	return c.next.DeleteMessage(ctx, in, optFns...)
-}
-
 func (c *countingClient) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
 	c.calls[apiDeleteMessageBatch].Add(1)
 	return c.next.DeleteMessageBatch(ctx, in, optFns...)
@@ -75,24 +76,60 @@ func (c *countingClient) ChangeMessageVisibilityBatch(ctx context.Context, in *s
 	return c.next.ChangeMessageVisibilityBatch(ctx, in, optFns...)
 }
 
-func (c *countingClient) SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	c.calls[apiSendMessage].Add(1)
-	return c.next.SendMessage(ctx, in, optFns...)
+func (c *countingClient) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	c.calls[apiSendMessageBatch].Add(1)
+	return c.next.SendMessageBatch(ctx, in, optFns...)
 }
 
-// Stats is a snapshot of a Worker's counters since New.
+// Stats is a snapshot of a Worker's counters since New. The outcome
+// counters (Deleted, Retried, DeadLettered, Released) count what SQS
+// confirmed.
 type Stats struct {
 	Received     int64 // messages received
-	Succeeded    int64 // handler returned nil (deleted, or delete pending)
+	Succeeded    int64 // handler returned nil
 	Failed       int64 // handler returned an error, panicked or timed out
-	Retried      int64 // failed messages given a retry delay
-	DeadLettered int64 // messages moved to the dead-letter queue
+	Deleted      int64 // deletes SQS confirmed
+	Retried      int64 // retry delays SQS confirmed
+	DeadLettered int64 // dead-letter moves SQS confirmed (copy sent, source deleted)
 	Released     int64 // messages made visible again unprocessed (shutdown, FIFO order)
-	Lost         int64 // messages whose ownership was lost while running
-	DeleteFailed int64 // deletes that failed for good (the message will be received again)
-	InFlight     int64 // messages held right now
+	// Lost counts messages whose ownership was lost before they were
+	// settled (the heartbeat could not keep them invisible): SQS delivers
+	// them again.
+	Lost int64
+	// Abandoned counts settlements that could not be confirmed (the
+	// shutdown flush ended, or SQS refused them for good): SQS delivers
+	// those messages again.
+	Abandoned int64
+	// DeleteRetried counts deletes sent again after a failed call or entry
+	// (throttling, server errors, timeouts). The message stays owned, and
+	// invisible, meanwhile.
+	DeleteRetried int64
+	// SettledLate counts settlements SQS confirmed only after the message's
+	// visibility deadline: another consumer may have received the message
+	// meanwhile, so a duplicate is likely.
+	SettledLate int64
+	// InFlight is the number of messages held right now: received and not
+	// yet settled (running, waiting, or awaiting SQS's confirmation).
+	InFlight int64
+	// Settling is the number of messages whose handler is done and whose
+	// settlement SQS has not confirmed yet.
+	Settling int64
+	// HookDropped counts settlement events Options.OnSettled missed because
+	// it fell too far behind.
+	HookDropped int64
+	// Snoozed counts messages their handler snoozed (retry.Snooze), as SQS
+	// confirmed.
+	Snoozed int64
+	// Extensions counts heartbeat extensions SQS confirmed on time.
+	Extensions int64
+	// LateExtensions counts heartbeat extensions SQS confirmed only after
+	// the deadline they were meant to move.
+	LateExtensions int64
+	// ReceiveSizes counts receive calls by how many messages they returned:
+	// ReceiveSizes[n] is the number of receives that brought n (0 to 10).
+	ReceiveSizes [11]int64
 	// Requests counts SQS calls by API name, including the heartbeat's and
-	// dead-letter moves'.
+	// dead-letter copies'.
 	Requests map[string]int64
 }
 
@@ -115,5 +152,7 @@ func (s Stats) RequestsPerMessage() float64 {
 }
 
 type counters struct {
-	received, succeeded, failed, retried, deadLettered, released, lost, deleteFailed, inFlight atomic.Int64
+	received, succeeded, failed, deleted, retried, deadLettered, released,
+	lost, abandoned, deleteRetried, settledLate, inFlight, settling, snoozed atomic.Int64
+	receiveSizes [11]atomic.Int64
 }

@@ -1,14 +1,17 @@
 package worker
 
 import (
-	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
-// Message is one received SQS message, as a handler sees it.
+// Message is one received SQS message, as a handler sees it. The handler
+// may read and change it freely: the runtime settles the message from its
+// own copy, so nothing the handler does to its Message changes whether or
+// how the message is deleted, retried or dead-lettered.
 type Message struct {
 	// ID is the SQS message ID.
 	ID string
@@ -41,37 +44,12 @@ type Message struct {
 	// SNS is the SNS metadata of a message SNS delivered in its envelope,
 	// set by middleware that unwraps it (fanout.Unwrap); nil otherwise.
 	SNS *SNSMetadata
-	// Raw is the message as the SDK returned it.
+	// Raw is the message as the SDK returned it (a copy).
 	Raw types.Message
 }
 
-// NewMessage converts a received SDK message into a Message. Attempt is set
-// to the receive count; the worker replaces it when an exact counter is
-// configured. It is exported for adapters (such as Lambda) and tests.
-func NewMessage(raw types.Message, queueURL string, receivedAt time.Time) *Message {
-	m := &Message{
-		ID:                aws.ToString(raw.MessageId),
-		Body:              aws.ToString(raw.Body),
-		ReceiptHandle:     aws.ToString(raw.ReceiptHandle),
-		QueueURL:          queueURL,
-		Attributes:        raw.Attributes,
-		MessageAttributes: raw.MessageAttributes,
-		ReceivedAt:        receivedAt,
-		Raw:               raw,
-	}
-	m.ReceiveCount, _ = strconv.Atoi(raw.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-	m.Attempt = max(m.ReceiveCount, 1)
-	m.SentAt = millis(raw.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)])
-	m.FirstReceivedAt = millis(raw.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)])
-	m.GroupID = raw.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
-	return m
-}
-
-// millis parses an epoch-milliseconds attribute; zero time when absent.
-func millis(s string) time.Time {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(n)
-}
+// messageOf returns a handler's or a hook's copy of the runtime's message:
+// a *settle.Message and a *Message are the same struct (settle.Message
+// mirrors this type field for field; this conversion fails to compile if
+// they drift apart).
+func messageOf(m *settle.Message) *Message { return (*Message)(m.Copy()) }

@@ -7,14 +7,15 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // Options configures a Worker. Every field's zero value selects the
 // documented default; pass functions that set fields to New.
 type Options struct {
-	// Concurrency is how many handlers run at once, and so the most
-	// messages the worker holds at any time. Zero value: 10.
+	// Concurrency is how many handlers run at once. Zero value: 10.
 	Concurrency int
 
 	// RetryPolicy gives the delay before each retry and when to give up
@@ -31,11 +32,47 @@ type Options struct {
 	Logger *slog.Logger
 
 	// ShutdownTimeout is how long Run waits, once its context is cancelled,
-	// for running handlers to finish before cancelling them and releasing
-	// their messages. Run then still waits for those handlers to return: a
-	// handler that ignores its context delays Run (its message stays
-	// invisible, kept by the heartbeat). Zero value: 30 s.
+	// for running handlers to finish before cancelling them (cause
+	// ErrShutdown) and releasing their messages. Run then still waits for
+	// those handlers to return: a handler that ignores its context delays
+	// Run (its message stays invisible, kept by the heartbeat). Once every
+	// handler has returned, Run flushes pending settlements for at most
+	// FlushTimeout, so it returns within ShutdownTimeout + FlushTimeout
+	// whatever the network does. Zero value: 30 s.
 	ShutdownTimeout time.Duration
+
+	// FlushTimeout bounds the flush at the end of Run: deletes, retry
+	// delays, releases and dead-letter copies still pending are sent (and
+	// retried) until it passes; what is still unconfirmed then is counted in
+	// Stats.Abandoned and logged once — those messages are delivered again.
+	// Messages whose visibility deadline already passed are not sent. Zero
+	// value: 5 s.
+	FlushTimeout time.Duration
+
+	// CallTimeout bounds every SQS call the worker makes (a receive gets
+	// WaitTime on top); a call that times out is retried like any transient
+	// failure. Zero value: 10 s.
+	CallTimeout time.Duration
+
+	// MaxUnsettled bounds, with Concurrency, how many messages the worker
+	// holds: at most Concurrency + MaxUnsettled are received and not yet
+	// settled (running, or done and waiting for SQS to confirm their delete,
+	// retry delay or dead-letter move). When settlements are slow or failing
+	// the worker stops receiving at that bound instead of piling up held
+	// messages; the waiting ones stay owned, kept invisible by the heartbeat.
+	// Zero value: Concurrency.
+	MaxUnsettled int
+
+	// OnSettled, when set, is called once per message after SQS confirmed
+	// its fate (or it is clear it will not): deleted, retrying, dead-lettered,
+	// released, lost or abandoned, with the attempt, the timings and the
+	// handler's error. It runs on a goroutine of its own, one event at a
+	// time, in the order the settlements were confirmed, so it never delays
+	// settlement or the heartbeat; if it falls more than 4,096 events
+	// behind, newer events are dropped and counted in Stats.HookDropped. A
+	// panic in it is recovered and logged. Run waits for queued events
+	// within FlushTimeout before returning. Zero value: nil.
+	OnSettled func(Settlement)
 
 	// HandlerTimeout bounds each handler call; on expiry its context is
 	// cancelled (cause ErrHandlerTimeout) and the message is retried. Zero
@@ -114,8 +151,20 @@ func (o *Options) setDefaults() error {
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 30 * time.Second
 	}
-	if o.ShutdownTimeout < 0 || o.HandlerTimeout < 0 {
-		return fmt.Errorf("worker: ShutdownTimeout and HandlerTimeout must not be negative")
+	if o.ShutdownTimeout < 0 || o.HandlerTimeout < 0 || o.FlushTimeout < 0 || o.CallTimeout < 0 {
+		return fmt.Errorf("worker: Options.ShutdownTimeout, HandlerTimeout, FlushTimeout and CallTimeout must not be negative (zero selects the default)")
+	}
+	if o.FlushTimeout == 0 {
+		o.FlushTimeout = 5 * time.Second
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = 10 * time.Second
+	}
+	if o.MaxUnsettled < 0 {
+		return fmt.Errorf("worker: Options.MaxUnsettled is %d; use a positive number (or 0 for Concurrency)", o.MaxUnsettled)
+	}
+	if o.MaxUnsettled == 0 {
+		o.MaxUnsettled = o.Concurrency
 	}
 	if o.WaitTime == 0 {
 		o.WaitTime = 20 * time.Second
@@ -123,14 +172,14 @@ func (o *Options) setDefaults() error {
 	if o.WaitTime < time.Second || o.WaitTime > 20*time.Second {
 		return fmt.Errorf("worker: Options.WaitTime is %v; SQS long polling takes 1s to 20s", o.WaitTime)
 	}
-	if o.VisibilityTimeout < 0 || o.VisibilityTimeout > retry.MaxVisibilityTimeout {
+	if o.VisibilityTimeout < 0 || o.VisibilityTimeout > visibility.MaxVisibility {
 		return fmt.Errorf("worker: Options.VisibilityTimeout is %v; SQS allows 0 to 12h", o.VisibilityTimeout)
 	}
 	if o.Pollers < 0 {
 		return fmt.Errorf("worker: Options.Pollers is %d; use a positive number (or 0 for the default)", o.Pollers)
 	}
 	if o.Pollers == 0 {
-		o.Pollers = (o.Concurrency + maxBatch - 1) / maxBatch
+		o.Pollers = (o.Concurrency + sqslimit.MaxBatchEntries - 1) / sqslimit.MaxBatchEntries
 	}
 	if o.ReceiveBatchWait == 0 {
 		o.ReceiveBatchWait = 10 * time.Millisecond

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
 // rateLimiter is a token bucket over received messages: it refills at rate
@@ -40,7 +42,7 @@ func (l *rateLimiter) take(ctx context.Context, n int) int {
 		}
 		wait := time.Duration((1 - l.tokens) / l.rate * float64(time.Second))
 		l.mu.Unlock()
-		if !sleepCtx(ctx, max(wait, time.Millisecond)) {
+		if !settle.Sleep(ctx, max(wait, time.Millisecond)) {
 			return 0
 		}
 	}

@@ -139,7 +139,7 @@ func TestDeadLetterDeleteFailureRetriesTheDelete(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, dlqURL := newQueue(t, 10, "30")
 		f.MustSend(t, src, "poison")
-		f.InjectFault(sqstest.Fault{API: "DeleteMessage", Err: sqstest.ServerError(), Times: 1})
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError(), Times: 1})
 		var calls atomic.Int64
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			calls.Add(1)
@@ -189,6 +189,31 @@ func TestFIFONextWaitsForTheDelete(t *testing.T) {
 		}
 		if n := len(f.Messages(src)); n != 0 {
 			t.Errorf("%d messages left", n)
+		}
+	})
+}
+
+// A FIFO group waiting for a delete SQS never confirms does not hold up
+// shutdown: Run returns within ShutdownTimeout + FlushTimeout.
+func TestFIFOUnconfirmedDeleteDoesNotHangShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newFIFO(t)
+		for i := range 3 {
+			f.MustSend(t, src, fmt.Sprintf("m%d", i), sqstest.SendGroup("g", fmt.Sprint(i)))
+		}
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError()})
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { return nil }),
+			func(o *worker.Options) { o.ShutdownTimeout = 3 * time.Second; o.FlushTimeout = 2 * time.Second })
+		time.Sleep(5 * time.Second)
+		begin := time.Now()
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(begin); d > 5*time.Second {
+			t.Fatalf("Run took %v to return, want at most ShutdownTimeout + FlushTimeout (5s)", d)
+		}
+		if s := h.w.Stats(); s.Abandoned != 1 || s.Released != 2 || s.InFlight != 0 {
+			t.Fatalf("Stats = %+v, want m0's delete abandoned, m1 and m2 released, nothing held", s)
 		}
 	})
 }

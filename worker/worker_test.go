@@ -262,7 +262,7 @@ func TestPermanentMoveFailureKeepsMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, dlqURL := newQueue(t, 10, "30")
 		f.MustSend(t, src, "poison")
-		f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.ServerError()})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError()})
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			return retry.Permanent(errors.New("bad"))
 		}))

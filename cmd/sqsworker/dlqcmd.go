@@ -144,7 +144,9 @@ func dlqLsCommand() *command {
 		help: `Shows each QUEUE's dead-letter queue, maxReceiveCount and the dead-letter
 queue's approximate message counts, without receiving any message. With no
 QUEUE, lists every queue (whose name starts with --prefix) that has a
-RedrivePolicy.
+RedrivePolicy. Messages in flight in a dead-letter queue are hidden (a reader
+holds them, or a receive's response was lost): peek and redrive see them only
+once their visibility timeout ends.
 
 IAM: sqs:ListQueues (without QUEUE), sqs:GetQueueAttributes, sqs:GetQueueUrl.`,
 		run: runDLQLs,
@@ -245,6 +247,12 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 	}
 	tw.Flush()
 	for _, r := range rows {
+		if r.Messages != nil && r.Messages.InFlight > 0 {
+			fmt.Fprintf(a.stdout, "note: %s of %s are in flight (held by a reader, or by a receive whose response was lost); dlq peek and dlq redrive see them once their visibility timeout ends\n",
+				count(r.Messages.InFlight, "message"), r.DLQ)
+		}
+	}
+	for _, r := range rows {
 		if r.Error != "" {
 			fmt.Fprintf(a.stderr, "sqsworker dlq ls: %s\n", r.Error)
 		}
@@ -265,6 +273,11 @@ them hidden while it lists, then releases them all at once. Receiving is the
 only way SQS shows a message, so each shown message's receive count goes up by
 one, and other consumers of the dead-letter queue do not see the messages for
 up to --hold.
+
+When the listing goes through the whole dead-letter queue (fewer than -n
+messages) and sees fewer messages than it held at the start, visible or in
+flight, it says how many it did not see (hidden by another reader or by a
+receive whose response was lost) and exits with status 1.
 
 IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage,
 sqs:ChangeMessageVisibility.`,
@@ -347,24 +360,40 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 		return a.fail(cmd, err)
 	}
 	msgs, err := dlq.Inspect(ctx, c, t.QueueURL, dlq.InspectOptions{Max: *n, Hold: hold})
-	if err != nil {
+	var notSeen *dlq.NotSeenError
+	if err != nil && !errors.As(err, &notSeen) {
 		return a.fail(cmd, err)
 	}
+	// Not all seen: list what was seen, then say what was not (exit 1).
+	exit := exitOK
 	if *out == "json" {
 		list := make([]messageOut, len(msgs))
 		for i, m := range msgs {
 			list[i] = messageJSON(m)
+		}
+		var missed int
+		if notSeen != nil {
+			missed = notSeen.NotSeen()
 		}
 		a.writeJSON(struct {
 			DLQ          string               `json:"dlq"`
 			Subscription *fanout.Subscription `json:"subscription,omitempty"`
 			Counts       dlq.Counts           `json:"approximateCounts"`
 			Messages     []messageOut         `json:"messages"`
-		}{dlq.QueueName(t.QueueURL), t.sub, counts, list})
-		return exitOK
+			NotSeen      int                  `json:"notSeen,omitempty"`
+			Error        string               `json:"error,omitempty"`
+		}{dlq.QueueName(t.QueueURL), t.sub, counts, list, missed, errText(err)})
+		if err != nil {
+			exit = a.fail(cmd, err)
+		}
+		return exit
 	}
-	fmt.Fprintf(a.stdout, "dead-letter queue %s of %s: about %s; showing %d\n",
-		dlq.QueueName(t.QueueURL), t.of(), count(counts.Visible, "message"), len(msgs))
+	inFlight := ""
+	if counts.InFlight > 0 {
+		inFlight = fmt.Sprintf(" and %d in flight", counts.InFlight)
+	}
+	fmt.Fprintf(a.stdout, "dead-letter queue %s of %s: about %s%s; showing %d\n",
+		dlq.QueueName(t.QueueURL), t.of(), count(counts.Visible, "message"), inFlight, len(msgs))
 	if t.sub != nil {
 		fmt.Fprintf(a.stdout, "(messages SNS could not deliver; subscription %s; `sqsworker dlq redrive` moves them to %s, not back to the topic)\n",
 			t.sub.ARN, dlq.QueueName(t.sub.QueueARN))
@@ -376,7 +405,10 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 	if len(msgs) > 0 {
 		fmt.Fprintln(a.stdout, "\n(listing received each message once: their receive counts went up by one)")
 	}
-	return exitOK
+	if err != nil {
+		exit = a.fail(cmd, err)
+	}
+	return exit
 }
 
 // printMessage writes one dead-lettered message for people.
@@ -469,7 +501,12 @@ attributes or provenance attributes such as sqsworker.dlq.handler),
 --dry-run lists what would move.
 
 Exit status: 0 when everything selected was moved, 1 when some messages could
-not be moved (they stay in the dead-letter queue) or the redrive failed.
+not be moved (they stay in the dead-letter queue), when the manual move went
+through the dead-letter queue and did not see every message it held at the
+start (hidden by another reader or by a receive whose response was lost; run
+again once their visibility timeout ends), or when the redrive failed. An
+interrupt (Ctrl-C) lets the call in flight finish and releases every message
+received and not moved, so a run right after it sees them all.
 
 IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage,
 sqs:ChangeMessageVisibility, sqs:DeleteMessage (dead-letter queue),
@@ -615,6 +652,9 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	}
 	if res.Duplicated > 0 {
 		fmt.Fprintf(a.stdout, "; %d are in both queues (the delete failed)", res.Duplicated)
+	}
+	if res.NotSeen > 0 {
+		fmt.Fprintf(a.stdout, "; %d not seen (hidden: they stay in the dead-letter queue)", res.NotSeen)
 	}
 	fmt.Fprintln(a.stdout)
 	return exit

@@ -26,7 +26,10 @@ func deadLetter(t *testing.T, h *harness, name string, n int, errText func(i int
 		t.Fatal(err)
 	}
 	target := setup.Target()
-	mover := dlq.NewMover(h.fake, target)
+	mover, err := dlq.NewMover(h.fake, target)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range n {
 		h.fake.MustSend(t, target.SourceURL, fmt.Sprintf(`{"job":%d}`, i), func(in *sqs.SendMessageInput) {
 			in.MessageAttributes = map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}}
@@ -169,6 +172,61 @@ func TestDLQRedriveJSONAndFailureExit(t *testing.T) {
 		code, _, errOut := h.run(t, "dlq", "redrive", "nope")
 		if code != exitProblems || !strings.Contains(errOut, "queue nope does not exist") {
 			t.Errorf("missing queue: exit %d, stderr %q", code, errOut)
+		}
+	})
+}
+
+// hideSome receives n messages of the DLQ as another reader would, hiding
+// them for a minute.
+func hideSome(t *testing.T, h *harness, target dlq.Target, n int) {
+	t.Helper()
+	out, err := h.fake.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(target.QueueURL), MaxNumberOfMessages: int32(n), VisibilityTimeout: 60})
+	if err != nil || len(out.Messages) != n {
+		t.Fatalf("hiding %d messages: %v", n, err)
+	}
+}
+
+// peek, redrive and ls say when messages of the DLQ are hidden, and peek
+// and redrive exit 1 when they did not see every message.
+func TestDLQCommandsSayWhatTheyDidNotSee(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness()
+		target := deadLetter(t, h, "orders", 5, func(int) string { return "boom" })
+		hideSome(t, h, target, 2)
+		const notSeen = "2 messages of queue orders-dlq were not seen (it held about 5 at the start, 2 of them in flight): hidden by another reader or by a receive whose response was lost"
+
+		code, out, errOut := h.run(t, "dlq", "ls", "orders")
+		if code != exitOK || !strings.Contains(out, "note: 2 messages of orders-dlq are in flight") {
+			t.Errorf("ls: exit %d\n%s%s", code, out, errOut)
+		}
+
+		code, out, errOut = h.run(t, "dlq", "peek", "orders")
+		if code != exitProblems || !strings.Contains(out, "about 3 messages and 2 in flight; showing 3") || !strings.Contains(errOut, notSeen) {
+			t.Errorf("peek: exit %d\n%s%s", code, out, errOut)
+		}
+		code, out, _ = h.run(t, "dlq", "peek", "orders", "-o", "json")
+		var peek struct {
+			Messages []messageOut `json:"messages"`
+			NotSeen  int          `json:"notSeen"`
+			Error    string       `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(out), &peek); code != exitProblems || err != nil || len(peek.Messages) != 3 || peek.NotSeen != 2 || !strings.Contains(peek.Error, notSeen) {
+			t.Errorf("peek json: exit %d, %v\n%s", code, err, out)
+		}
+		// Fewer than asked for with -n 2: no report.
+		if code, _, errOut := h.run(t, "dlq", "peek", "orders", "-n", "2"); code != exitOK || errOut != "" {
+			t.Errorf("peek -n 2: exit %d, %s", code, errOut)
+		}
+
+		code, out, errOut = h.run(t, "dlq", "redrive", "orders", "--method", "manual")
+		if code != exitProblems || !strings.Contains(out, "moved 3 messages from orders-dlq to orders (manual); 2 not seen") || !strings.Contains(errOut, notSeen) {
+			t.Errorf("redrive: exit %d\n%s%s", code, out, errOut)
+		}
+
+		time.Sleep(time.Minute) // the other reader's hold ends
+		code, out, errOut = h.run(t, "dlq", "redrive", "orders", "--method", "manual", "-o", "json")
+		if code != exitOK || !strings.Contains(out, `"moved": 2`) || strings.Contains(out, "notSeen") {
+			t.Errorf("redrive after the hold: exit %d\n%s%s", code, out, errOut)
 		}
 	})
 }

@@ -72,7 +72,9 @@
 //
 //	0    success; doctor found no warning or error (info findings do not count)
 //	1    problems: doctor found a warning or an error, a queue could not be
-//	     read, a redrive left messages behind, or an AWS call failed
+//	     read, a redrive left messages behind, dlq peek or dlq redrive went
+//	     through a dead-letter queue without seeing every message it held (some
+//	     were hidden), or an AWS call failed
 //	2    usage error: unknown command, bad flag or argument, invalid policy file
 //	3    not confirmed: purge was declined or could not ask (no terminal, no --yes)
 //	130  interrupted (Ctrl-C)

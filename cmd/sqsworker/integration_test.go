@@ -31,7 +31,10 @@ func TestIntegrationCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mover := dlq.NewMover(c, target)
+	mover, err := dlq.NewMover(c, target)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 4 {
 		if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("job")}); err != nil {
 			t.Fatal(err)

@@ -129,20 +129,17 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 		s.Jobs, s.LongJob, len(flakyJobs), len(poisonJobs), s.Jobs-4-len(flakyJobs)-len(poisonJobs))
 	con.Printf("")
 
-	// The worker, on a client that reports heartbeat extensions and
-	// dead-letter moves as they happen.
-	obs := &observed{
-		sqsAPI:   client,
-		dlqURL:   target.QueueURL,
-		watched:  d.watchedHandle,
-		onExtend: d.extended,
-		onDeadLetter: func(in *sqs.SendMessageInput) {
-			id, _ := jobOf(in.MessageAttributes)
-			p, _ := dlq.ParseProvenance(in.MessageAttributes)
-			d.deadLettered(id, p.Error)
-		},
-	}
+	// The worker, on a client that reports heartbeat extensions as they
+	// happen; dead-letter moves come from its settlement hook once SQS has
+	// confirmed them.
+	obs := &observed{sqsAPI: client, watched: d.watchedHandle, onExtend: d.extended}
 	w, err := worker.New(obs, target.SourceURL, worker.HandlerFunc(d.handle), func(o *worker.Options) {
+		o.OnSettled = func(st worker.Settlement) {
+			if st.Outcome == worker.DeadLettered {
+				id, _ := jobOf(st.Message.MessageAttributes)
+				d.deadLettered(id, fmt.Sprintf("%s: %v", st.Reason, st.Err))
+			}
+		}
 		o.Concurrency = s.Concurrency
 		o.RetryPolicy = policy
 		o.WaitTime = s.WaitTime

@@ -21,19 +21,14 @@ type sqsAPI interface {
 var _ sqsAPI = (*sqs.Client)(nil)
 
 // observed is the client the demo gives its worker: it passes every call
-// through and reports two of them, so the demo can print what the worker
-// really did on the wire rather than what it intended:
-//
-//   - ChangeMessageVisibilityBatch entries that succeeded, for the receipt
-//     handles the demo watches (the long job's), are heartbeat extensions;
-//   - SendMessage calls to the dead-letter queue that succeeded are
-//     dead-letter moves, with the provenance attributes the worker wrote.
+// through and reports the ChangeMessageVisibilityBatch entries that
+// succeeded for the receipt handles the demo watches (the long job's): the
+// heartbeat's extensions, as they happen on the wire. (Dead-letter moves
+// come from the worker's settlement hook, Options.OnSettled.)
 type observed struct {
 	sqsAPI
-	dlqURL       string
-	watched      func(receiptHandle string) (job int, ok bool)
-	onExtend     func(job int, seconds int32)
-	onDeadLetter func(in *sqs.SendMessageInput)
+	watched  func(receiptHandle string) (job int, ok bool)
+	onExtend func(job int, seconds int32)
 }
 
 func (o *observed) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
@@ -54,12 +49,4 @@ func (o *observed) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Cha
 		}
 	}
 	return out, nil
-}
-
-func (o *observed) SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	out, err := o.sqsAPI.SendMessage(ctx, in, optFns...)
-	if err == nil && aws.ToString(in.QueueUrl) == o.dlqURL {
-		o.onDeadLetter(in)
-	}
-	return out, err
 }

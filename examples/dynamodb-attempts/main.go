@@ -78,8 +78,12 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 		}
 		return nil
 	})
+	counter, err := dynamocounter.New(db, table)
+	if err != nil {
+		return err
+	}
 	w, err := worker.New(client, target.SourceURL, h, func(o *worker.Options) {
-		o.AttemptCounter = dynamocounter.New(db, table)
+		o.AttemptCounter = counter
 		o.RetryPolicy = retry.PolicyFunc(func(attempt int) (time.Duration, bool) {
 			return time.Second, attempt <= 3 // three retries, a second apart: 4 attempts
 		})

@@ -51,7 +51,12 @@ func main() {
 
 	if os.Getenv("SQSWORKER_LOCAL") != "1" {
 		log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-		lambda.Start(newFunction(client, policy, log).Handle)
+		fn, err := newFunction(client, policy, log)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lambda:", err)
+			os.Exit(1)
+		}
+		lambda.Start(fn.Handle)
 		return
 	}
 
@@ -59,7 +64,10 @@ func main() {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: dropTime}))
 	if url := os.Getenv("SQSWORKER_QUEUE_URL"); url != "" {
-		err = runLocal(ctx, client, url, newFunction(client, policy, log), log)
+		var fn *sqslambda.Handler
+		if fn, err = newFunction(client, policy, log); err == nil {
+			err = runLocal(ctx, client, url, fn, log)
+		}
 	} else {
 		err = runDemo(ctx, os.Stdout, client, policy)
 	}
@@ -117,7 +125,7 @@ func logged(log *slog.Logger) worker.Middleware {
 // newFunction is the Lambda function: the job code with its middleware
 // (logging, then any extra), settled by sqslambda with the client for
 // backoff and dead-letter moves.
-func newFunction(client *sqs.Client, policy retry.Policy, log *slog.Logger, extra ...worker.Middleware) *sqslambda.Handler {
+func newFunction(client *sqs.Client, policy retry.Policy, log *slog.Logger, extra ...worker.Middleware) (*sqslambda.Handler, error) {
 	mw := append([]worker.Middleware{logged(log)}, extra...)
 	return sqslambda.New(worker.Chain(worker.HandlerFunc(processOrder), mw...), func(o *sqslambda.Options) {
 		o.Client = client
@@ -181,7 +189,10 @@ func runDemo(ctx context.Context, out io.Writer, client *sqs.Client, policy retr
 			return next.Handle(ctx, m)
 		})
 	}
-	fn := newFunction(client, policy, log, probe)
+	fn, err := newFunction(client, policy, log, probe)
+	if err != nil {
+		return err
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

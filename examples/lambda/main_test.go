@@ -51,7 +51,10 @@ func TestJobOnAnEvent(t *testing.T) {
 			EventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:orders",
 		})
 	}
-	h := sqslambda.New(worker.HandlerFunc(processOrder), func(o *sqslambda.Options) { o.Logger = quietLog() })
+	h, err := sqslambda.New(worker.HandlerFunc(processOrder), func(o *sqslambda.Options) { o.Logger = quietLog() })
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp, err := h.Handle(context.Background(), ev)
 	if err != nil {
 		t.Fatal(err)

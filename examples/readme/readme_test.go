@@ -74,12 +74,16 @@ func serve(ctx context.Context, queueURL string) error {
 
 // README: Running on AWS Lambda.
 
-func lambdaMain(cfg aws.Config, h worker.Handler, policy retry.Policy) {
-	fn := sqslambda.New(h, func(o *sqslambda.Options) {
+func lambdaMain(cfg aws.Config, h worker.Handler, policy retry.Policy) error {
+	fn, err := sqslambda.New(h, func(o *sqslambda.Options) {
 		o.Client = sqs.NewFromConfig(cfg) // backoff and dead-letter moves
 		o.RetryPolicy = policy            // the worker's policy
 	})
+	if err != nil {
+		return err // an option out of range; the error says which
+	}
 	lambda.Start(fn.Handle)
+	return nil
 }
 
 // README: Testing your handlers with sqstest.

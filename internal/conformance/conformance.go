@@ -68,6 +68,14 @@ type Backend struct {
 	// wait for minutes or hours are cheap and always run. False runs them
 	// only with SlowEnv=1.
 	Fast bool
+
+	// LoseResponse, when set, makes the next call named op ("ReceiveMessage")
+	// on api take effect and then fail as if its response were lost on the
+	// way back. Nil means the suite does it at the HTTP layer, with a
+	// per-call HTTP client that reads and drops the endpoint's response,
+	// which works for an *sqs.Client against any endpoint; a fake sets it
+	// (sqstest's fake injects an AfterEffect fault).
+	LoseResponse func(api API, op string)
 }
 
 // behaviour is one named SQS behaviour the library relies on.
@@ -136,6 +144,7 @@ func behaviours() []behaviour {
 	all = append(all, queueBehaviours()...)
 	all = append(all, messageBehaviours()...)
 	all = append(all, visibilityBehaviours()...)
+	all = append(all, readBehaviours()...)
 	all = append(all, batchBehaviours()...)
 	all = append(all, delayAndPollBehaviours()...)
 	all = append(all, dlqBehaviours()...)

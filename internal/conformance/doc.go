@@ -87,6 +87,10 @@
 //     "AWS.SimpleQueueService.InvalidParameterValue" (real SQS:
 //     "InvalidParameterValue"); compare codes with that prefix stripped.
 //   - NoRetention: MessageRetentionPeriod is not enforced (slow behaviour).
+//   - CountsIgnoreVisibilityExpiry: a message whose visibility timeout ended
+//     counts in ApproximateNumberOfMessagesNotVisible, not in
+//     ApproximateNumberOfMessages, until the next ReceiveMessage on the
+//     queue (their sum is right).
 //
 // Bare fauxqs 1.9.2 has one more difference, which its launcher
 // (localstack/fauxqs-server.mjs) corrects, so it is not declared: a long
@@ -114,6 +118,11 @@
 //     InvalidParameterValue; SQS does not clip it to the time left.
 //   - DeleteMessage with the handle of a message whose visibility ran out
 //     still deletes it; deleting twice is no error.
+//   - A receive takes effect when SQS answers it, whether or not the answer
+//     reaches the caller: a receive whose response is lost (or abandoned in
+//     flight) hides its messages for the visibility timeout and counts as a
+//     receive. A reader that must not strand messages never abandons a
+//     receive, and counts what it expects to see (dlq.Inspect, dlq.Redrive).
 //   - Redrive moves a message to the DLQ on the receive attempt after the
 //     maxReceiveCount-th (that receive returns nothing), keeping MessageId,
 //     body, attributes, SentTimestamp and ApproximateReceiveCount ("received

@@ -66,6 +66,13 @@ const (
 	// QuirkNoRetention: messages never expire; real SQS deletes a message
 	// once it is older than the queue's MessageRetentionPeriod.
 	QuirkNoRetention Quirk = "NoRetention"
+
+	// QuirkCountsIgnoreVisibilityExpiry: a message whose visibility timeout
+	// ended is still counted in ApproximateNumberOfMessagesNotVisible (and
+	// left out of ApproximateNumberOfMessages) until the next ReceiveMessage
+	// on the queue; real SQS counts it as visible again (within its counts'
+	// usual lag). Their sum stays right.
+	QuirkCountsIgnoreVisibilityExpiry Quirk = "CountsIgnoreVisibilityExpiry"
 )
 
 // Description says how a backend with the quirk differs from real SQS.
@@ -93,6 +100,8 @@ func (q Quirk) Description() string {
 		return `unmodelled error codes read "AWS.SimpleQueueService.InvalidParameterValue" (real SQS: "InvalidParameterValue")`
 	case QuirkNoRetention:
 		return "messages never expire (MessageRetentionPeriod is stored but not enforced)"
+	case QuirkCountsIgnoreVisibilityExpiry:
+		return "a message whose visibility timeout ended counts as not visible until the next ReceiveMessage on the queue (real SQS: visible again)"
 	}
 	return "undocumented quirk"
 }
@@ -115,6 +124,7 @@ func FauxqsQuirks() map[Quirk]bool {
 		QuirkPurgeNotRateLimited:             true,
 		QuirkPrefixedErrorCodes:              true,
 		QuirkNoRetention:                     true,
+		QuirkCountsIgnoreVisibilityExpiry:    true,
 	}
 }
 

@@ -221,6 +221,16 @@ func SNS(t testing.TB) *sns.Client {
 	return sns.NewFromConfig(AWSConfig(t, e.SNS), func(o *sns.Options) { o.BaseEndpoint = aws.String(e.SNS) })
 }
 
+// SQSAt returns an SQS client for endpoint, a loopback address in front of
+// the local SQS (a fault-injecting proxy), configured as SQS returns it.
+func SQSAt(t testing.TB, endpoint string) *sqs.Client {
+	t.Helper()
+	if !isLoopback(endpoint) {
+		t.Fatalf("testenv: %s is not a loopback address", endpoint)
+	}
+	return sqs.NewFromConfig(AWSConfig(t, endpoint), func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
+}
+
 // DynamoDB returns a DynamoDB client for the local AWS.
 func DynamoDB(t testing.TB) *dynamodb.Client {
 	t.Helper()

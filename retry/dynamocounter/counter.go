@@ -70,26 +70,29 @@ type Counter struct {
 }
 
 // New returns a Counter that keeps its counts in table through client. The
-// table must exist (see CreateTable). New panics if client is nil or table is
-// empty, which are programming errors.
-func New(client API, table string, optFns ...func(*Options)) *Counter {
+// table must exist (see CreateTable). New returns an error if client is nil
+// or table is empty.
+func New(client API, table string, optFns ...func(*Options)) (*Counter, error) {
 	if client == nil {
-		panic("dynamocounter.New: client is nil; pass a *dynamodb.Client")
+		return nil, errors.New("dynamocounter.New: client is nil; pass a *dynamodb.Client")
 	}
 	if table == "" {
-		panic("dynamocounter.New: table name is empty; pass the name of the counter table")
+		return nil, errors.New("dynamocounter.New: table name is empty; pass the name of the counter table")
 	}
 	var o Options
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.TTL <= 0 {
+	if o.TTL == 0 {
 		o.TTL = DefaultTTL
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Counter{client: client, table: table, ttl: o.TTL, now: o.Now}
+	if o.TTL < 0 {
+		return nil, fmt.Errorf("dynamocounter.New: Options.TTL is %v; use a positive duration (or 0 for the default)", o.TTL)
+	}
+	return &Counter{client: client, table: table, ttl: o.TTL, now: o.Now}, nil
 }
 
 // Attempt records one more handler start of the message and returns the new
@@ -127,6 +130,37 @@ func (c *Counter) Attempt(ctx context.Context, messageID string, _ int) (int, er
 		return 0, fmt.Errorf("dynamocounter: UpdateItem on table %q returned no positive %s number for message %s (got %v); check that nothing else writes that attribute", c.table, CountAttribute, messageID, out.Attributes[CountAttribute])
 	}
 	return n, nil
+}
+
+var _ retry.AttemptUncounter = (*Counter)(nil)
+
+// Uncount takes back one attempt of the message (after a handler snoozed
+// it, retry.Snooze), never below zero: one conditional UpdateItem.
+func (c *Counter) Uncount(ctx context.Context, messageID string) error {
+	if messageID == "" {
+		return errors.New("dynamocounter: empty message ID; pass the SQS message's MessageId")
+	}
+	_, err := c.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(c.table),
+		Key: map[string]types.AttributeValue{
+			KeyAttribute: &types.AttributeValueMemberS{Value: messageID},
+		},
+		UpdateExpression:         aws.String("ADD #attempts :minus"),
+		ConditionExpression:      aws.String("#attempts > :zero"),
+		ExpressionAttributeNames: map[string]string{"#attempts": CountAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":minus": &types.AttributeValueMemberN{Value: "-1"},
+			":zero":  &types.AttributeValueMemberN{Value: "0"},
+		},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return nil // nothing to take back
+	}
+	if err != nil {
+		return c.explain(err, messageID)
+	}
+	return nil
 }
 
 // explain wraps an UpdateItem error with what to do about it.

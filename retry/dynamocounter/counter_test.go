@@ -38,7 +38,7 @@ func countOutput(n string) *dynamodb.UpdateItemOutput {
 func TestAttemptRequest(t *testing.T) {
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	api := &fakeAPI{out: countOutput("7")}
-	c := dynamocounter.New(api, "attempts", func(o *dynamocounter.Options) {
+	c := mustCounter(t, api, "attempts", func(o *dynamocounter.Options) {
 		o.Now = func() time.Time { return now }
 		o.TTL = 48 * time.Hour
 	})
@@ -77,7 +77,7 @@ func TestAttemptRequest(t *testing.T) {
 func TestAttemptDefaultTTL(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	api := &fakeAPI{out: countOutput("1")}
-	c := dynamocounter.New(api, "t", func(o *dynamocounter.Options) { o.Now = func() time.Time { return now } })
+	c := mustCounter(t, api, "t", func(o *dynamocounter.Options) { o.Now = func() time.Time { return now } })
 	if _, err := c.Attempt(context.Background(), "m", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestAttemptErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := dynamocounter.New(&fakeAPI{out: tt.out, err: tt.err}, "jobs-attempts")
+			c := mustCounter(t, &fakeAPI{out: tt.out, err: tt.err}, "jobs-attempts")
 			n, err := c.Attempt(context.Background(), "msg-9", 1)
 			if err == nil || n != 0 {
 				t.Fatalf("Attempt = %d, %v; want an error", n, err)
@@ -135,7 +135,7 @@ func TestAttemptErrors(t *testing.T) {
 		})
 	}
 	var rnf *types.ResourceNotFoundException
-	_, err := dynamocounter.New(&fakeAPI{err: &types.ResourceNotFoundException{}}, "t").Attempt(context.Background(), "m", 1)
+	_, err := mustCounter(t, &fakeAPI{err: &types.ResourceNotFoundException{}}, "t").Attempt(context.Background(), "m", 1)
 	if !errors.As(err, &rnf) {
 		t.Errorf("errors.As(*types.ResourceNotFoundException) failed on %v", err)
 	}
@@ -143,7 +143,7 @@ func TestAttemptErrors(t *testing.T) {
 
 func TestAttemptRejectsEmptyMessageID(t *testing.T) {
 	api := &fakeAPI{out: countOutput("1")}
-	if _, err := dynamocounter.New(api, "t").Attempt(context.Background(), "", 1); err == nil || !strings.Contains(err.Error(), "MessageId") {
+	if _, err := mustCounter(t, api, "t").Attempt(context.Background(), "", 1); err == nil || !strings.Contains(err.Error(), "MessageId") {
 		t.Errorf("Attempt with an empty ID = %v", err)
 	}
 	if len(api.calls) != 0 {
@@ -151,18 +151,49 @@ func TestAttemptRejectsEmptyMessageID(t *testing.T) {
 	}
 }
 
-func TestNewPanicsOnProgrammingErrors(t *testing.T) {
-	for name, f := range map[string]func(){
-		"nil client":  func() { dynamocounter.New(nil, "t") },
-		"empty table": func() { dynamocounter.New(&fakeAPI{}, "") },
+func TestNewRefusesBadArguments(t *testing.T) {
+	for name, f := range map[string]func() (*dynamocounter.Counter, error){
+		"nil client":  func() (*dynamocounter.Counter, error) { return dynamocounter.New(nil, "t") },
+		"empty table": func() (*dynamocounter.Counter, error) { return dynamocounter.New(&fakeAPI{}, "") },
+		"negative TTL": func() (*dynamocounter.Counter, error) {
+			return dynamocounter.New(&fakeAPI{}, "t", func(o *dynamocounter.Options) { o.TTL = -time.Hour })
+		},
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: New did not panic", name)
-				}
-			}()
-			f()
-		}()
+		if c, err := f(); err == nil || c != nil {
+			t.Errorf("%s: New = %v, %v; want an error", name, c, err)
+		}
+	}
+}
+
+// mustCounter is New, failing t on error.
+func mustCounter(t *testing.T, client dynamocounter.API, table string, optFns ...func(*dynamocounter.Options)) *dynamocounter.Counter {
+	t.Helper()
+	c, err := dynamocounter.New(client, table, optFns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestUncountRequest(t *testing.T) {
+	api := &fakeAPI{out: &dynamodb.UpdateItemOutput{}}
+	c := mustCounter(t, api, "jobs-attempts")
+	if err := c.Uncount(context.Background(), "m-1"); err != nil {
+		t.Fatal(err)
+	}
+	in := api.calls[0]
+	if aws.ToString(in.UpdateExpression) != "ADD #attempts :minus" || aws.ToString(in.ConditionExpression) != "#attempts > :zero" {
+		t.Errorf("request %q if %q", aws.ToString(in.UpdateExpression), aws.ToString(in.ConditionExpression))
+	}
+	api.err = &types.ConditionalCheckFailedException{}
+	if err := c.Uncount(context.Background(), "m-1"); err != nil {
+		t.Errorf("Uncount at zero = %v, want nil", err)
+	}
+	api.err = &types.ResourceNotFoundException{}
+	if err := c.Uncount(context.Background(), "m-1"); !errors.Is(err, dynamocounter.ErrTableNotFound) {
+		t.Errorf("Uncount on a missing table = %v, want ErrTableNotFound", err)
+	}
+	if err := c.Uncount(context.Background(), ""); err == nil {
+		t.Error("Uncount of an empty ID succeeded")
 	}
 }

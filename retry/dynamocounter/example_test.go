@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/retry/dynamocounter"
 )
 
@@ -28,9 +27,12 @@ func Example() {
 	if err := dynamocounter.CreateTable(ctx, client, "orders-attempts"); err != nil {
 		log.Fatal(err)
 	}
-	var counter retry.AttemptCounter = dynamocounter.New(client, "orders-attempts", func(o *dynamocounter.Options) {
+	counter, err := dynamocounter.New(client, "orders-attempts", func(o *dynamocounter.Options) {
 		o.TTL = 20 * 24 * time.Hour // longer than the queue's retention period
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	// What the worker does as it starts a handler:
 	attempt, err := counter.Attempt(ctx, "6f2a0c9e-6a57-4f3c-9a3b-2f1b9e0c8d11", 1)

@@ -44,7 +44,7 @@ func TestCounterWithDynamoDB(t *testing.T) {
 	}
 
 	start := time.Now()
-	c := dynamocounter.New(client, table, func(o *dynamocounter.Options) {
+	c := mustCounter(t, client, table, func(o *dynamocounter.Options) {
 		o.Now = func() time.Time { return start }
 	})
 
@@ -57,6 +57,19 @@ func TestCounterWithDynamoDB(t *testing.T) {
 	}
 	if got, err := c.Attempt(ctx, "message-b", 1); err != nil || got != 1 {
 		t.Fatalf("Attempt(message-b) = %d, %v; want 1 (independent of message-a)", got, err)
+	}
+	// A snoozed attempt is taken back, never below zero.
+	if err := c.Uncount(ctx, "message-b"); err != nil {
+		t.Fatalf("Uncount: %v", err)
+	}
+	if err := c.Uncount(ctx, "message-b"); err != nil {
+		t.Fatalf("Uncount at zero: %v, want nothing to take back and no error", err)
+	}
+	if err := c.Uncount(ctx, "never-counted"); err != nil {
+		t.Fatalf("Uncount of an unknown message: %v", err)
+	}
+	if got, err := c.Attempt(ctx, "message-b", 1); err != nil || got != 1 {
+		t.Fatalf("Attempt(message-b) after Uncount = %d, %v; want 1 again", got, err)
 	}
 
 	item, err := client.GetItem(ctx, &dynamodb.GetItemInput{
@@ -103,7 +116,7 @@ func TestCounterWithDynamoDB(t *testing.T) {
 	}
 
 	// A missing table is reported as such, with what to do.
-	missing := dynamocounter.New(client, testenv.UniqueName("sqsworker-no-such-table"))
+	missing := mustCounter(t, client, testenv.UniqueName("sqsworker-no-such-table"))
 	if _, err := missing.Attempt(ctx, "message-a", 1); !errors.Is(err, dynamocounter.ErrTableNotFound) {
 		t.Errorf("Attempt on a missing table = %v, want ErrTableNotFound", err)
 	}

@@ -47,7 +47,7 @@ func TestFailedRecordComesBackAfterThePolicyDelay(t *testing.T) {
 		for _, b := range []string{"ok-1", "flaky-1", "later-1", "ok-2"} {
 			f.MustSend(t, src, b)
 		}
-		h := sqslambda.New(jobs, func(o *sqslambda.Options) {
+		h := mustNew(t, jobs, func(o *sqslambda.Options) {
 			o.Logger = quiet
 			o.Client = f
 			o.RetryPolicy = fixedPolicy(3, 2*time.Second)
@@ -91,7 +91,7 @@ func TestPermanentGoesToTheDLQAndIsNotReported(t *testing.T) {
 		f.MustSend(t, src, "poison-1", func(in *sqs.SendMessageInput) {
 			in.MessageAttributes = map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")}}
 		})
-		h := sqslambda.New(jobs, func(o *sqslambda.Options) {
+		h := mustNew(t, jobs, func(o *sqslambda.Options) {
 			o.Logger = quiet
 			o.Client = f
 			o.HandlerName = "orders-fn"
@@ -142,7 +142,7 @@ func TestExhaustedRetriesGoToTheDLQ(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, dlqURL := newFakeQueue(t, "orders")
 		f.MustSend(t, src, "flaky-doomed")
-		h := sqslambda.New(jobs, func(o *sqslambda.Options) {
+		h := mustNew(t, jobs, func(o *sqslambda.Options) {
 			o.Logger = quiet
 			o.Client = f
 			o.RetryPolicy = fixedPolicy(2, time.Second)
@@ -175,8 +175,8 @@ func TestFailedMoveIsReportedAndKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, dlqURL := newFakeQueue(t, "orders")
 		f.MustSend(t, src, "poison-1")
-		f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.ServerError()})
-		h := sqslambda.New(jobs, func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError()})
+		h := mustNew(t, jobs, func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })
 		ev := receiveEvent(t, f, src, 10)
 		resp, err := h.Handle(t.Context(), ev)
 		if err != nil {
@@ -196,7 +196,7 @@ func TestNoRedrivePolicyReportsInsteadOfMoving(t *testing.T) {
 		f := sqstest.New()
 		src := f.MustCreateQueue(t, "orders", map[string]string{"VisibilityTimeout": "30"})
 		f.MustSend(t, src, "poison-1")
-		h := sqslambda.New(jobs, func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })
+		h := mustNew(t, jobs, func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })
 		ev := receiveEvent(t, f, src, 10)
 		resp, err := h.Handle(t.Context(), ev)
 		if err != nil {
@@ -217,7 +217,7 @@ func TestVisibilityChangesGoInBatchesOfTen(t *testing.T) {
 		ev := receiveEvent(t, f, src, 10)
 		ev.Records = append(ev.Records, receiveEvent(t, f, src, 10).Records...)
 		ev.Records = append(ev.Records, receiveEvent(t, f, src, 10).Records...)
-		h := sqslambda.New(jobs, func(o *sqslambda.Options) {
+		h := mustNew(t, jobs, func(o *sqslambda.Options) {
 			o.Logger = quiet
 			o.Client = f
 			o.RetryPolicy = fixedPolicy(3, 4*time.Second)
@@ -246,7 +246,7 @@ func TestQueueURLResolvedOnceWithGetQueueUrl(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newFakeQueue(t, "orders")
 		var urls []string
-		probe := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		probe := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			urls = append(urls, m.QueueURL)
 			return nil
 		}), func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })

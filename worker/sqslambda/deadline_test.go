@@ -36,7 +36,7 @@ func TestDeadlineStopsStartingRecords(t *testing.T) {
 		}
 		ev := receiveEvent(t, f, src, 10)
 		causes := make(chan error, 5)
-		h := sqslambda.New(slow(causes), func(o *sqslambda.Options) {
+		h := mustNew(t, slow(causes), func(o *sqslambda.Options) {
 			o.Logger = quiet
 			o.Client = f
 			o.RetryPolicy = fixedPolicy(3, 3*time.Second)
@@ -86,7 +86,7 @@ func TestDeadlineWithConcurrency(t *testing.T) {
 		}
 		var mu sync.Mutex
 		started := 0
-		h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			mu.Lock()
 			started++
 			mu.Unlock()
@@ -122,7 +122,7 @@ func TestTooLittleTimeStartsNothing(t *testing.T) {
 		f.MustSend(t, src, "ok-2")
 		ev := receiveEvent(t, f, src, 10)
 		ran := false
-		h := sqslambda.New(worker.HandlerFunc(func(context.Context, *worker.Message) error {
+		h := mustNew(t, worker.HandlerFunc(func(context.Context, *worker.Message) error {
 			ran = true
 			return nil
 		}), func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })

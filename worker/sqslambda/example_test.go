@@ -34,9 +34,13 @@ var processOrder = worker.HandlerFunc(func(ctx context.Context, m *worker.Messag
 // Without Options.Client the Handler only reports failures: the bad record
 // is listed, and SQS's redrive will move it to the dead-letter queue.
 func ExampleHandler_Handle() {
-	h := sqslambda.New(processOrder, func(o *sqslambda.Options) {
+	h, err := sqslambda.New(processOrder, func(o *sqslambda.Options) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	record := func(id, body string) events.SQSMessage {
 		return events.SQSMessage{
 			MessageId:      id,
@@ -82,15 +86,19 @@ func ExampleRunLocal() {
 		_, _ = f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: src.QueueUrl, MessageBody: aws.String(body)})
 	}
 
-	h := sqslambda.New(processOrder, func(o *sqslambda.Options) {
+	h, err := sqslambda.New(processOrder, func(o *sqslambda.Options) {
 		o.Client = f
 		o.Logger = quiet
 	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fn := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		defer cancel() // one invocation is enough for this example
 		return h.Handle(ctx, ev)
 	}
-	err := sqslambda.RunLocal(ctx, f, *src.QueueUrl, fn, func(o *sqslambda.LocalOptions) {
+	err = sqslambda.RunLocal(ctx, f, *src.QueueUrl, fn, func(o *sqslambda.LocalOptions) {
 		o.ReportBatchItemFailures = true
 		o.Logger = quiet
 	})

@@ -23,7 +23,7 @@ func fifoRun(t *testing.T, optFns ...func(*sqslambda.Options)) (ran, failed []st
 	t.Helper()
 	ev := fixture(t, "fifo.json")
 	var mu sync.Mutex
-	h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		time.Sleep(time.Second)
 		mu.Lock()
 		ran = append(ran, m.Body)
@@ -112,7 +112,7 @@ func TestFIFOBackoffKeepsGroupOrder(t *testing.T) {
 		if len(ev.Records) != 4 {
 			t.Fatalf("received %d records, want 4", len(ev.Records))
 		}
-		h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			if m.Body == "A2" {
 				return errors.New("card declined")
 			}

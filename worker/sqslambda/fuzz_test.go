@@ -26,7 +26,7 @@ func FuzzHandleEvent(f *testing.F) {
 	}
 	f.Add([]byte(`{"Records":[{"messageId":"","attributes":{"ApproximateReceiveCount":"x"}}]}`))
 	f.Add([]byte(`{"Records":[{"messageId":"a","eventSourceARN":"arn:aws:sqs:::.fifo","attributes":{"MessageGroupId":""}}]}`))
-	h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	h := mustNew(f, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		if len(m.Body)%2 == 1 {
 			return context.Canceled
 		}

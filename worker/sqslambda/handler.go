@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -30,42 +30,47 @@ const settleTimeout = 30 * time.Second
 // received that long before the invocation started.
 const maxBatchingWindow = 5 * time.Minute
 
-// capMargin keeps a retry delay this far inside SQS's 12-hour limit.
-const capMargin = 5 * time.Second
-
 // Handler runs a worker.Handler on the records of Lambda SQS events and
-// settles each record as a worker.Worker would: success is left for Lambda
-// to delete, a failure is reported in the partial batch response with its
-// retry delay applied, and a permanent or exhausted failure is moved to the
-// dead-letter queue. Create one with New and pass its Handle method to
-// lambda.Start. A Handler is safe for concurrent use; it caches each
-// queue's URL and dead-letter queue for the life of the execution
+// settles each record as a worker.Worker would, through the same code:
+// success is left for Lambda to delete, a failure is reported in the
+// partial batch response with its retry delay applied, and a permanent or
+// exhausted failure is copied to the dead-letter queue (and, not being
+// reported, deleted by Lambda). Create one with New and pass its Handle
+// method to lambda.Start. A Handler is safe for concurrent use; it caches
+// each queue's URL and dead-letter queue for the life of the execution
 // environment.
 type Handler struct {
 	h    worker.Handler
 	opts Options
+	warn *settle.Warner
 
-	mu     sync.Mutex
-	queues map[string]*queueState // by eventSourceARN
+	mu    sync.Mutex
+	byARN map[string]*queueState
 }
 
 // New returns a Handler that runs h (wrap it with worker.Chain to add
-// middleware) on every record of an SQS event. New panics if h is nil or an
-// option is out of range: both are programming errors best caught when the
-// function starts.
-func New(h worker.Handler, optFns ...func(*Options)) *Handler {
+// middleware) on every record of an SQS event. It returns an error when h
+// is nil or an option is out of range.
+func New(h worker.Handler, optFns ...func(*Options)) (*Handler, error) {
 	if h == nil {
-		panic("sqslambda.New: the worker.Handler is nil; pass the handler that processes one message")
+		return nil, errors.New("sqslambda.New: the worker.Handler is nil; pass the handler that processes one message")
 	}
 	var o Options
 	for _, fn := range optFns {
 		fn(&o)
 	}
 	if err := o.setDefaults(); err != nil {
-		panic(err.Error())
+		return nil, err
 	}
-	return &Handler{h: h, opts: o, queues: map[string]*queueState{}}
+	return &Handler{h: h, opts: o, warn: settle.NewWarner(o.Logger), byARN: map[string]*queueState{}}, nil
 }
+
+func (h *Handler) batcherOptions() settle.BatcherOptions {
+	return settle.BatcherOptions{Senders: settleParallel, CallTimeout: h.opts.CallTimeout, Log: h.opts.Logger, Warn: h.warn}
+}
+
+// settleParallel is how many calls of one kind a batch may have in flight.
+const settleParallel = 8
 
 // Handle processes the records of one SQS event and returns the partial
 // batch response: the messageId of every record that did not succeed, in
@@ -113,16 +118,22 @@ const (
 // rec is one record of a batch.
 type rec struct {
 	ev   events.SQSMessage
-	q    *queueState
+	q    *invocationQueue
 	prev *rec // the previous record of the same FIFO message group, or nil
+	msg  settle.Message
 
 	// Guarded by batch.mu until the record is done.
 	state recState
 	ok    bool // done and succeeded: later records of its group may run
 
-	report     bool   // reported in batchItemFailures
-	visibility int32  // visibility to set before returning; -1: leave as it is
-	outcome    string // what became of it, for the batch's debug log
+	report            bool   // reported in batchItemFailures
+	visibility        int32  // visibility to set before returning; -1: leave as it is
+	outcome           string // what became of it, for the batch's debug log
+	result            settle.Result
+	reason            string
+	delay             time.Duration
+	herr              error
+	started, finished time.Time
 }
 
 // batch is one invocation's records and their scheduling.
@@ -136,6 +147,7 @@ type batch struct {
 	scncl  context.CancelFunc
 	fifo   bool
 	recs   []*rec
+	queues map[string]*invocationQueue
 
 	mu        sync.Mutex
 	cond      sync.Cond
@@ -158,22 +170,36 @@ func (h *Handler) newBatch(ctx context.Context, ev events.SQSEvent) *batch {
 		b.hctx, b.cancel = context.WithCancel(ctx)
 		b.sctx, b.scncl = context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	}
+	arns := make([]string, len(ev.Records))
+	for i, e := range ev.Records {
+		arns[i] = e.EventSourceARN
+	}
+	b.queues = h.queues(b.sctx, arns)
 	last := map[string]*rec{}
 	for i, e := range ev.Records {
-		r := &rec{ev: e, q: h.queue(b.sctx, e.EventSourceARN), visibility: -1}
+		r := &rec{ev: e, q: b.queues[e.EventSourceARN], visibility: -1}
+		r.msg = settle.Parse(RawMessage(e), r.q.q.url, b.start)
 		b.recs[i] = r
-		if r.q.fifo || (e.EventSourceARN == "" && groupID(e) != "") {
+		if r.q.q.fifo || (e.EventSourceARN == "" && r.msg.GroupID != "") {
 			b.fifo = true
 		}
 	}
 	if b.fifo {
 		for _, r := range b.recs {
-			g := groupID(r.ev)
+			g := r.msg.GroupID
 			r.prev = last[g]
 			last[g] = r
 		}
 	}
 	return b
+}
+
+// deadline is the records' visibility deadline as a handler sees it
+// (worker.VisibilityDeadline): the invocation's deadline, which AWS advises
+// to keep below the queue's visibility timeout; zero without one.
+func (b *batch) deadline() time.Time {
+	d, _ := b.sctx.Deadline()
+	return d
 }
 
 // run runs the records' handlers, Options.Concurrency at a time.
@@ -251,103 +277,163 @@ func (b *batch) skipRestLocked(why string) {
 // once, so it is delivered again without waiting for the visibility timeout
 // (on a FIFO queue, after the earlier records of its group).
 func (b *batch) skipLocked(r *rec, why string) {
-	r.state, r.ok, r.report, r.outcome = done, false, true, why
-	if b.h.opts.Client != nil && r.q.url != "" {
+	r.state, r.ok, r.report, r.outcome, r.result, r.reason = done, false, true, why, settle.Released, why
+	if b.h.opts.Client != nil && r.q.q.url != "" {
 		r.visibility = 0
 	}
 }
 
-// process runs the handler on one record and decides its fate.
+// process runs the handler on one record and decides its fate with the
+// worker's decision (settle.Decide).
 func (b *batch) process(r *rec) {
 	o := &b.h.opts
-	m := worker.NewMessage(RawMessage(r.ev), r.q.url, b.start)
-	if _, byReceives := o.AttemptCounter.(retry.ReceiveCount); !byReceives {
-		attempt, err := o.AttemptCounter.Attempt(b.sctx, m.ID, m.ReceiveCount)
-		if err != nil {
-			o.Logger.Warn("sqslambda: attempt counter failed; using the receive count", "message", m.ID, "err", err)
-			attempt = m.ReceiveCount
-		}
-		m.Attempt = max(attempt, 1)
+	settle.CountAttempt(b.sctx, o.AttemptCounter, &r.msg, o.Logger)
+	m := (*worker.Message)(r.msg.Copy())
+	hctx := settle.WithDeadline(b.hctx, b.deadline)
+	r.started = time.Now()
+	err := settle.Invoke(hctx, o.Logger, r.msg.ID, func(ctx context.Context) error { return b.h.h.Handle(ctx, m) })
+	r.finished = time.Now()
+	if errors.Is(context.Cause(b.hctx), ErrDeadline) {
+		err = settle.WithCause(err, ErrDeadline)
 	}
-	err := b.call(m)
-	if errors.Is(context.Cause(b.hctx), ErrDeadline) && err != nil && !errors.Is(err, ErrDeadline) && !retry.IsPermanent(err) {
-		err = fmt.Errorf("%w: %w", ErrDeadline, err)
-	}
-	d := worker.Decide(err, m.Attempt, o.RetryPolicy)
-	switch d.Outcome {
-	case worker.Delete:
-		r.ok, r.outcome = true, "succeeded"
-	case worker.RetryAfter:
-		r.report, r.outcome = true, "retry"
-		if o.Client != nil && r.q.url != "" {
-			delay := capDelay(d.Delay, b.start, time.Now())
-			r.visibility = retry.VisibilitySeconds(delay)
-			o.Logger.Debug("sqslambda: retry scheduled", "message", m.ID, "attempt", m.Attempt, "delay", delay, "err", err)
-		} else {
-			o.Logger.Debug("sqslambda: record failed; reported for Lambda to retry after the visibility timeout (no Options.Client, so no backoff)", "message", m.ID, "attempt", m.Attempt, "err", err)
+	r.herr = err
+	d := settle.Decide(err, r.msg.Attempt, o.RetryPolicy)
+	switch d.Action {
+	case settle.Delete:
+		r.ok, r.outcome, r.result = true, "succeeded", settle.Deleted
+	case settle.Retry:
+		r.report, r.outcome, r.result = true, "retry", settle.Retrying
+		if d.Snoozed {
+			r.outcome, r.result = "snoozed", settle.Snoozed
+			settle.Uncount(b.sctx, o.AttemptCounter, &r.msg, o.Logger)
 		}
-	case worker.DeadLetter:
-		if b.deadLetter(r, m, err, d.Reason) {
-			r.outcome = "dead-lettered"
+		if o.Client != nil && r.q.q.url != "" {
+			r.delay = settle.CapDelay(d.Delay, b.start.Add(-maxBatchingWindow), time.Now())
+			r.visibility = retry.VisibilitySeconds(r.delay)
+			o.Logger.Debug("sqslambda: retry scheduled", "message", r.msg.ID, "attempt", r.msg.Attempt, "delay", r.delay, "err", err)
 		} else {
-			r.report, r.outcome = true, "dead-letter failed"
+			r.reason = "no Options.Client: the record comes back when the queue's visibility timeout ends"
+			o.Logger.Debug("sqslambda: record failed; reported for Lambda to retry after the visibility timeout (no Options.Client, so no backoff)", "message", r.msg.ID, "attempt", r.msg.Attempt, "err", err)
 		}
+	case settle.DeadLetter:
+		r.outcome, r.result, r.reason = "dead-letter", settle.DeadLettered, d.Reason
+		b.deadLetter(r, err, d.Reason)
 	}
 }
 
-// call runs the handler, turning a panic into an error wrapping
-// worker.ErrPanic.
-func (b *batch) call(m *worker.Message) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			b.h.opts.Logger.Error("sqslambda: handler panicked", "message", m.ID, "panic", p, "stack", string(debug.Stack()))
-			err = fmt.Errorf("%w: %v", worker.ErrPanic, p)
-		}
-	}()
-	return b.h.h.Handle(b.hctx, m)
-}
-
-// deadLetter moves the record's message to the queue's dead-letter queue
-// and reports whether its copy there is confirmed. When it is not, the
-// record is reported as failed and stays in the queue.
-func (b *batch) deadLetter(r *rec, m *worker.Message, cause error, reason string) bool {
+// deadLetter queues the record's copy to the dead-letter queue, then its
+// delete from the source, as the worker does. The record is reported as
+// failed (and so stays in the queue) unless the copy is confirmed before
+// Handle returns; then it is not reported, so Lambda deletes it even if
+// the adapter's own delete failed.
+func (b *batch) deadLetter(r *rec, cause error, reason string) {
 	o := &b.h.opts
-	log := o.Logger.With("message", m.ID, "reason", reason, "err", cause)
+	r.report = true
+	fail := func(outcome string, problem error) {
+		r.outcome, r.result, r.reason = outcome, settle.Retrying, fmt.Sprintf("%s (%v); reported as failed, it comes back after the visibility timeout", reason, problem)
+		b.h.warn.Warn("dlq-"+outcome, "sqslambda: record should go to the dead-letter queue but cannot now; it is reported as failed and will be retried",
+			"message", r.msg.ID, "reason", reason, "problem", problem, "err", cause)
+	}
 	if o.Client == nil {
-		log.Warn("sqslambda: record should go to the dead-letter queue, but without Options.Client it can only be reported as failed; SQS's redrive moves it after maxReceiveCount receives, without provenance")
-		return false
+		fail("dead-letter: no client", errors.New("without Options.Client SQS's own redrive moves it after maxReceiveCount receives, without provenance"))
+		return
 	}
-	mover, err := b.h.mover(b.sctx, r.q)
+	c, err := r.q.dlq(b.sctx, b.h)
 	if err != nil {
-		log.Error("sqslambda: record should go to the dead-letter queue but none is available; it is reported as failed and will be retried", "queue", r.q.url, "problem", err)
-		return false
+		fail("dead-letter: no DLQ", err)
+		return
 	}
-	err = mover.Move(b.sctx, m.Raw, dlq.Provenance{
-		SourceQueue:   r.q.url,
+	in, err := c.Input(r.msg.Raw, dlq.Provenance{
+		SourceQueue:   r.q.q.url,
 		Error:         fmt.Sprintf("%s: %v", reason, cause),
-		Attempt:       m.Attempt,
-		FirstReceived: m.FirstReceivedAt,
+		Attempt:       r.msg.Attempt,
+		FirstReceived: r.msg.FirstReceivedAt,
 		FailedAt:      time.Now(),
 		Handler:       o.HandlerName,
 	})
-	switch {
-	case err == nil:
-		log.Info("sqslambda: record moved to the dead-letter queue", "dlq", mover.Target().QueueURL)
-		return true
-	case errors.Is(err, dlq.ErrNotDeleted):
-		// The copy is in the dead-letter queue; Lambda deletes the record
-		// from the source because it is not reported as failed.
-		log.Info("sqslambda: record copied to the dead-letter queue; Lambda deletes it from the source", "dlq", mover.Target().QueueURL, "deleteErr", err)
-		return true
-	default:
-		log.Error("sqslambda: moving the record to the dead-letter queue failed; it is reported as failed and comes back after the visibility timeout", "dlq", mover.Target().QueueURL, "problem", err)
-		return false
+	if err != nil {
+		fail("dead-letter: copy", err)
+		return
 	}
+	r.q.sender(b.h, c).Add(&settle.Entry{Send: settle.SendEntry(in), Urgent: true, Done: func(out settle.Outcome) {
+		if !out.OK {
+			fail("dead-letter failed", out.Err)
+			return
+		}
+		// Not reported: even if this delete fails, Lambda deletes it.
+		r.report, r.outcome = false, "dead-lettered"
+		o.Logger.Info("sqslambda: record copied to the dead-letter queue; deleting it from the source", "message", r.msg.ID, "dlq", c.Target().QueueURL, "copy", out.MessageID, "reason", reason)
+		r.q.deleter(b.h).Add(&settle.Entry{Handle: r.msg.ReceiptHandle, Urgent: true, Done: func(out settle.Outcome) {
+			if !out.OK {
+				o.Logger.Info("sqslambda: deleting the dead-lettered record failed; Lambda deletes it when the invocation returns", "message", r.msg.ID, "err", out.Err)
+			}
+		}})
+	}})
 }
 
-// capDelay limits d to what is surely left of SQS's 12-hour visibility
-// limit, counted from a receive at most maxBatchingWindow before start.
-func capDelay(d time.Duration, start, now time.Time) time.Duration {
-	left := start.Add(-maxBatchingWindow).Add(retry.MaxVisibilityTimeout - capMargin).Sub(now)
-	return max(min(retry.Cap(d), left), 0)
+// settle confirms the batch's dead-letter copies, then applies its
+// visibility changes (retry delays, releases) in batches of ten per queue,
+// before Handle returns, within the invocation's deadline; then reports
+// every record to the settlement hook.
+func (b *batch) settle() {
+	for _, iq := range b.queues {
+		if iq.sends != nil {
+			iq.sends.Close(b.sctx)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, iq := range b.queues {
+		if iq.deletes != nil {
+			wg.Go(func() { iq.deletes.Close(b.sctx) })
+		}
+	}
+	for _, r := range b.recs {
+		if r.visibility < 0 || b.h.opts.Client == nil {
+			continue
+		}
+		r.q.changer(b.h).Add(&settle.Entry{Handle: r.ev.ReceiptHandle, Timeout: r.visibility, Done: func(out settle.Outcome) {
+			if out.OK {
+				return
+			}
+			r.reason = fmt.Sprintf("visibility change failed (%v): the record comes back when its visibility timeout ends", out.Err)
+			b.h.warn.Warn("visibility-"+out.Class.String(), "sqslambda: visibility change failed; the record comes back when its visibility timeout ends (check sqs:ChangeMessageVisibility in the function's role)",
+				"queue", r.q.q.url, "message", r.msg.ID, "timeout", r.visibility, "class", out.Class.String(), "err", out.Err)
+		}})
+	}
+	for _, iq := range b.queues {
+		if iq.changes != nil {
+			wg.Go(func() { iq.changes.Close(b.sctx) })
+		}
+	}
+	wg.Wait()
+	b.notify()
+}
+
+// notify reports every record to Options.OnSettled and waits, within the
+// invocation's deadline, until the hook has seen them: the execution
+// environment may be frozen once Handle returns.
+func (b *batch) notify() {
+	if b.h.opts.OnSettled == nil {
+		return
+	}
+	n := settle.NewNotifier(func(ev *settle.Event) { b.h.opts.OnSettled(settlementOf(ev)) }, b.h.opts.Logger, b.h.warn)
+	now := time.Now()
+	for _, r := range b.recs {
+		ev := &settle.Event{Message: r.msg.Copy(), Result: r.result, Attempt: r.msg.Attempt, Delay: r.delay, Reason: r.reason, Err: r.herr,
+			ReceivedAt: b.start, Started: r.started, Finished: r.finished, Settled: now}
+		if r.started.IsZero() {
+			ev.Attempt = 0
+		}
+		n.Notify(ev)
+	}
+	n.Close(b.sctx)
+}
+
+// settlementOf is the public view of a settlement event.
+func settlementOf(ev *settle.Event) worker.Settlement {
+	return worker.Settlement{
+		Message: (*worker.Message)(ev.Message), Outcome: worker.Outcome(ev.Result), Attempt: ev.Attempt,
+		Delay: ev.Delay, Reason: ev.Reason, Err: ev.Err, Late: ev.Late,
+		ReceivedAt: ev.ReceivedAt, HandlerStart: ev.Started, HandlerEnd: ev.Finished, SettledAt: ev.Settled,
+	}
 }

@@ -24,7 +24,7 @@ func TestRecordsBecomeFaithfulMessages(t *testing.T) {
 	ev := fixture(t, "standard.json")
 	var mu sync.Mutex
 	got := map[string]*worker.Message{}
-	h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
 		got[m.ID] = m
@@ -103,7 +103,7 @@ func TestRecordsBecomeFaithfulMessages(t *testing.T) {
 func TestFIFORecordsCarryTheirGroup(t *testing.T) {
 	ev := fixture(t, "fifo.json")
 	var groups []string
-	h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		groups = append(groups, m.GroupID+"/"+m.Body)
 		return nil
 	}), func(o *sqslambda.Options) { o.Logger = quiet })
@@ -119,7 +119,7 @@ func TestFIFORecordsCarryTheirGroup(t *testing.T) {
 func TestResponseMarshalsAsLambdaExpects(t *testing.T) {
 	ev := fixture(t, "standard.json")
 	failOn := ""
-	h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		if m.Body == failOn {
 			return errors.New("downstream unavailable")
 		}
@@ -153,7 +153,7 @@ func TestResponseMarshalsAsLambdaExpects(t *testing.T) {
 
 func TestFailuresReportedInBatchOrder(t *testing.T) {
 	ev := fixture(t, "standard.json")
-	h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		if m.Body != `{"order":"A-1002","total":"5.00"}` {
 			return errors.New("fails")
 		}
@@ -170,7 +170,7 @@ func TestFailuresReportedInBatchOrder(t *testing.T) {
 }
 
 func TestEmptyEvent(t *testing.T) {
-	h := sqslambda.New(worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }))
+	h := mustNew(t, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }))
 	resp, err := h.Handle(t.Context(), events.SQSEvent{})
 	if err != nil || resp.BatchItemFailures == nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("Handle(empty) = %+v, %v; want an empty list", resp, err)
@@ -179,7 +179,7 @@ func TestEmptyEvent(t *testing.T) {
 
 func TestWithoutClientEveryFailureIsReported(t *testing.T) {
 	ev := fixture(t, "standard.json")
-	h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		switch m.Body {
 		case "not json at all":
 			return retry.Permanent(errors.New("cannot decode"))
@@ -201,7 +201,7 @@ func TestWithoutClientEveryFailureIsReported(t *testing.T) {
 func TestPanicIsAFailure(t *testing.T) {
 	ev := fixture(t, "standard.json")
 	var seen error
-	h := sqslambda.New(worker.Chain(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	h := mustNew(t, worker.Chain(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		if m.Body == "not json at all" {
 			panic("boom")
 		}
@@ -232,7 +232,7 @@ func TestPanicIsAFailure(t *testing.T) {
 func TestFailedRecordWithoutMessageIDFailsTheBatch(t *testing.T) {
 	ev := fixture(t, "standard.json")
 	ev.Records[2].MessageId = ""
-	h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		if m.Body == "not json at all" {
 			return errors.New("fails")
 		}
@@ -248,7 +248,7 @@ func TestAttemptCounterFeedsThePolicy(t *testing.T) {
 	ev.Records = ev.Records[:1]
 	var counted atomic.Int64
 	var asked atomic.Int64
-	h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+	h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		if m.Attempt != 7 {
 			t.Errorf("Attempt = %d, want the counter's 7", m.Attempt)
 		}
@@ -281,7 +281,7 @@ func TestConcurrencyWithinABatch(t *testing.T) {
 			ev.Records = append(ev.Records, r)
 		}
 		var running, peak atomic.Int64
-		h := sqslambda.New(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			n := running.Add(1)
 			for {
 				p := peak.Load()
@@ -327,18 +327,19 @@ func TestQueueURLFromARN(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	h := worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })
+	if l, err := sqslambda.New(nil); err == nil || l != nil {
+		t.Fatalf("New(nil) = %v, %v; want an error", l, err)
+	}
 	for name, fn := range map[string]func(*sqslambda.Options){
-		"negative concurrency": func(o *sqslambda.Options) { o.Concurrency = -1 },
-		"negative margin":      func(o *sqslambda.Options) { o.DeadlineMargin = -time.Second },
-		"unknown FIFO mode":    func(o *sqslambda.Options) { o.FIFO = 7 },
+		"negative call timeout": func(o *sqslambda.Options) { o.CallTimeout = -time.Second },
+		"negative concurrency":  func(o *sqslambda.Options) { o.Concurrency = -1 },
+		"negative margin":       func(o *sqslambda.Options) { o.DeadlineMargin = -time.Second },
+		"unknown FIFO mode":     func(o *sqslambda.Options) { o.FIFO = 7 },
 	} {
 		t.Run(name, func(t *testing.T) {
-			defer func() {
-				if recover() == nil {
-					t.Fatal("New accepted the option")
-				}
-			}()
-			sqslambda.New(h, fn)
+			if l, err := sqslambda.New(h, fn); err == nil || l != nil {
+				t.Fatalf("New accepted the option: %v, %v", l, err)
+			}
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
 )
 
@@ -123,4 +124,14 @@ func idsOf(ev events.SQSEvent) []string {
 		ids = append(ids, r.MessageId)
 	}
 	return ids
+}
+
+// mustNew returns a Handler, failing t on error.
+func mustNew(t testing.TB, h worker.Handler, optFns ...func(*sqslambda.Options)) *sqslambda.Handler {
+	t.Helper()
+	l, err := sqslambda.New(h, optFns...)
+	if err != nil {
+		t.Fatalf("sqslambda.New: %v", err)
+	}
+	return l
 }

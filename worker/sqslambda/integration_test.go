@@ -186,7 +186,7 @@ func TestEmulatorWorkerAndLambdaAgree(t *testing.T) {
 	}
 	go func() { errs <- w.Run(ctx) }()
 
-	fn := sqslambda.New(ls.handler(), func(o *sqslambda.Options) {
+	fn := mustNew(t, ls.handler(), func(o *sqslambda.Options) {
 		o.Logger = quiet
 		o.Client = client
 		o.RetryPolicy = scenarioPolicy()

@@ -7,18 +7,19 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 )
 
 // LocalAPI is the narrow set of SQS calls RunLocal makes, with the AWS SDK
@@ -98,7 +99,7 @@ const (
 
 func (o *LocalOptions) setDefaults(fifo bool) error {
 	if o.BatchSize == 0 {
-		o.BatchSize = maxBatch
+		o.BatchSize = sqslimit.MaxBatchEntries
 	}
 	if o.WaitTime == 0 {
 		o.WaitTime = 20 * time.Second
@@ -118,13 +119,13 @@ func (o *LocalOptions) setDefaults(fifo bool) error {
 	switch {
 	case o.BatchSize < 0 || o.BatchSize > maxStandardBatch:
 		return fmt.Errorf("sqslambda: LocalOptions.BatchSize is %d; Lambda takes 1 to 10,000 (1 to 10 for FIFO queues)", o.BatchSize)
-	case fifo && o.BatchSize > maxBatch:
+	case fifo && o.BatchSize > sqslimit.MaxBatchEntries:
 		return fmt.Errorf("sqslambda: LocalOptions.BatchSize is %d but the queue is a FIFO queue; Lambda takes 1 to 10 for FIFO queues", o.BatchSize)
 	case fifo && o.MaximumBatchingWindow > 0:
 		return errors.New("sqslambda: LocalOptions.MaximumBatchingWindow is set but the queue is a FIFO queue; Lambda has no batching window for FIFO queues: leave it 0")
 	case o.MaximumBatchingWindow < 0 || o.MaximumBatchingWindow > maxBatchingWindow:
 		return fmt.Errorf("sqslambda: LocalOptions.MaximumBatchingWindow is %v; Lambda takes 0 to 5m", o.MaximumBatchingWindow)
-	case o.BatchSize > maxBatch && o.MaximumBatchingWindow < time.Second:
+	case o.BatchSize > sqslimit.MaxBatchEntries && o.MaximumBatchingWindow < time.Second:
 		return fmt.Errorf("sqslambda: LocalOptions.BatchSize is %d; above 10 Lambda needs a MaximumBatchingWindow of at least 1s", o.BatchSize)
 	case o.WaitTime < time.Second || o.WaitTime > 20*time.Second:
 		return fmt.Errorf("sqslambda: LocalOptions.WaitTime is %v; SQS long polling takes 1s to 20s", o.WaitTime)
@@ -271,7 +272,7 @@ func (r *runner) gather(ctx context.Context) ([]types.Message, error) {
 		}
 		out, err := r.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(r.url),
-			MaxNumberOfMessages:         int32(min(maxBatch, r.o.BatchSize-len(got))),
+			MaxNumberOfMessages:         int32(min(sqslimit.MaxBatchEntries, r.o.BatchSize-len(got))),
 			WaitTimeSeconds:             int32(wait / time.Second),
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
@@ -280,13 +281,13 @@ func (r *runner) gather(ctx context.Context) ([]types.Message, error) {
 			if ctx.Err() != nil {
 				return got, nil
 			}
-			if fatal(err) {
+			if sqserr.Of(err) == sqserr.Fatal {
 				return got, fmt.Errorf("sqslambda: receiving from queue %s failed (Lambda would disable the mapping): check that the queue exists and that the role allows sqs:ReceiveMessage, sqs:DeleteMessage and sqs:GetQueueAttributes: %w", r.url, err)
 			}
 			failures++
 			wait := min(time.Duration(1<<min(failures, 7))*100*time.Millisecond, 20*time.Second)
 			r.o.Logger.Warn("sqslambda: receive failed; retrying", "queue", r.url, "in", wait, "err", err)
-			if !sleepCtx(ctx, wait) {
+			if !settle.Sleep(ctx, wait) {
 				return got, nil
 			}
 			continue
@@ -387,8 +388,8 @@ func (r *runner) deleteAll(msgs []types.Message) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	deleted := 0
-	for start := 0; start < len(msgs); start += maxBatch {
-		chunk := msgs[start:min(start+maxBatch, len(msgs))]
+	for start := 0; start < len(msgs); start += sqslimit.MaxBatchEntries {
+		chunk := msgs[start:min(start+sqslimit.MaxBatchEntries, len(msgs))]
 		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.url), Entries: make([]types.DeleteMessageBatchRequestEntry, len(chunk))}
 		for i, m := range chunk {
 			in.Entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
@@ -413,8 +414,8 @@ func (r *runner) release(msgs []types.Message) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	for start := 0; start < len(msgs); start += maxBatch {
-		chunk := msgs[start:min(start+maxBatch, len(msgs))]
+	for start := 0; start < len(msgs); start += sqslimit.MaxBatchEntries {
+		chunk := msgs[start:min(start+sqslimit.MaxBatchEntries, len(msgs))]
 		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(r.url), Entries: make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))}
 		for i, m := range chunk {
 			in.Entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}
@@ -423,26 +424,6 @@ func (r *runner) release(msgs []types.Message) {
 			r.o.Logger.Warn("sqslambda: releasing unprocessed records failed; they come back after the visibility timeout", "queue", r.url, "records", len(chunk), "err", err)
 		}
 	}
-}
-
-// fatal reports whether a receive error will not go away by retrying.
-func fatal(err error) bool {
-	var missing *types.QueueDoesNotExist
-	if errors.As(err, &missing) {
-		return true
-	}
-	var api smithy.APIError
-	if !errors.As(err, &api) {
-		return false
-	}
-	switch strings.TrimPrefix(api.ErrorCode(), "AWS.SimpleQueueService.") {
-	case "AccessDenied", "AccessDeniedException", "InvalidClientTokenId", "UnrecognizedClientException",
-		"SignatureDoesNotMatch", "IncompleteSignature", "MissingAuthenticationToken", "InvalidSecurity",
-		"ExpiredToken", "ExpiredTokenException", "NonExistentQueue", "QueueDoesNotExist", "InvalidAddress",
-		"KmsAccessDenied", "KmsDisabled", "KmsNotFound":
-		return true
-	}
-	return false
 }
 
 // newRequestID returns a random UUID, as Lambda request IDs are.

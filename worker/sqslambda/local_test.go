@@ -51,7 +51,7 @@ func TestRunLocalSettlesLikeLambda(t *testing.T) {
 		var mu sync.Mutex
 		attempts := map[string][]time.Duration{}
 		start := time.Now()
-		h := sqslambda.New(worker.Chain(jobs, func(next worker.Handler) worker.Handler {
+		h := mustNew(t, worker.Chain(jobs, func(next worker.Handler) worker.Handler {
 			return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				mu.Lock()
 				attempts[m.Body] = append(attempts[m.Body], time.Since(start))
@@ -362,7 +362,7 @@ func TestWithoutClientFailuresWaitForTheVisibilityTimeout(t *testing.T) {
 		f.MustSend(t, src, "flaky-1")
 		var at []time.Duration
 		start := time.Now()
-		h := sqslambda.New(worker.Chain(jobs, func(next worker.Handler) worker.Handler {
+		h := mustNew(t, worker.Chain(jobs, func(next worker.Handler) worker.Handler {
 			return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 				at = append(at, time.Since(start))
 				return next.Handle(ctx, m)

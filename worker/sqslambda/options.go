@@ -10,23 +10,27 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/worker"
 )
 
 // API is the narrow set of SQS calls the Handler makes, with the AWS SDK for
 // Go v2's exact signatures. *sqs.Client and *sqstest.Fake satisfy it.
 //
-//   - GetQueueUrl: the queue URL for a record's eventSourceARN, once per queue.
+//   - GetQueueUrl: the queue URL for a record's eventSourceARN, at most once
+//     per queue per invocation until it succeeds (then kept).
 //   - ChangeMessageVisibilityBatch: the retry delay of failed records, and
 //     the release of records that did not start.
 //   - GetQueueAttributes, GetQueueUrl: the dead-letter queue, discovered
-//     from the RedrivePolicy at the first move and cached.
-//   - SendMessage, DeleteMessage: the move to the dead-letter queue.
+//     from the RedrivePolicy at the first move and kept.
+//   - SendMessageBatch, DeleteMessageBatch: the move to the dead-letter
+//     queue (copy, then delete from the source; Lambda deletes the record
+//     too, since it is not reported).
 type API interface {
 	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
-	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 }
 
 var _ API = (*sqs.Client)(nil)
@@ -109,6 +113,21 @@ type Options struct {
 	// Zero value: StopOnFailure, AWS's documented behaviour.
 	FIFO FIFOMode
 
+	// CallTimeout bounds each SQS call the Handler makes (within the
+	// invocation's deadline). Zero value: 10 s.
+	CallTimeout time.Duration
+
+	// OnSettled, when set, is told what became of every record of a batch
+	// before Handle returns, as worker.Options.OnSettled is: succeeded
+	// records are reported as worker.Deleted (Lambda deletes them once
+	// Handle returns), failed ones as worker.Retrying, dead-letter copies
+	// as worker.DeadLettered, records that did not start as worker.Released.
+	// It runs on a goroutine of its own, so a slow hook does not delay
+	// settlement; Handle waits for it within the invocation's deadline,
+	// since the execution environment may be frozen afterwards. Zero value:
+	// nil.
+	OnSettled func(worker.Settlement)
+
 	// HandlerName names the handler in dead-letter provenance. Zero value:
 	// the AWS_LAMBDA_FUNCTION_NAME environment variable when New runs, else
 	// "sqslambda".
@@ -127,6 +146,12 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Concurrency == 0 {
 		o.Concurrency = 1
+	}
+	if o.CallTimeout < 0 {
+		return fmt.Errorf("sqslambda: Options.CallTimeout is %v; use a positive duration (or 0 for the default of 10s)", o.CallTimeout)
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = 10 * time.Second
 	}
 	if o.DeadlineMargin == 0 {
 		o.DeadlineMargin = time.Second

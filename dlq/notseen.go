@@ -1,0 +1,58 @@
+package dlq
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrNotAllSeen is what a *NotSeenError matches with errors.Is: Inspect or
+// Redrive went through a queue and received fewer messages than it held.
+var ErrNotAllSeen = errors.New("not every message of the queue was seen")
+
+// NotSeenError reports that Inspect or Redrive went through a queue and
+// received fewer distinct messages than the queue held when it began
+// (ApproximateNumberOfMessages plus ApproximateNumberOfMessagesNotVisible).
+// The messages it missed are still in the queue, hidden: another reader
+// holds them, or a receive took them but its response was lost (a lost
+// response that the SDK retried, or an earlier interrupted run). They
+// reappear when their visibility timeout ends — for this run's own receives,
+// within Hold — and a run after that sees them.
+//
+// On a FIFO queue, messages behind a held message of the same group are
+// not returned either, so a listing or a redrive that leaves messages in
+// place (a filter, a dry run) reports those too.
+type NotSeenError struct {
+	// Queue is the queue's URL.
+	Queue string
+	// Expected is how many messages the queue held at the start, visible
+	// or in flight (SQS's approximate counts).
+	Expected int
+	// InFlight is how many of them were already hidden at the start.
+	InFlight int
+	// Seen is how many distinct messages the run received.
+	Seen int
+	// Hold is the run's hold: the visibility timeout of its receives.
+	Hold time.Duration
+}
+
+// NotSeen returns how many messages the run did not see.
+func (e *NotSeenError) NotSeen() int { return e.Expected - e.Seen }
+
+func (e *NotSeenError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d messages of queue %s were not seen (it held about %d at the start", e.NotSeen(), QueueName(e.Queue), e.Expected)
+	if e.InFlight > 0 {
+		fmt.Fprintf(&b, ", %d of them in flight", e.InFlight)
+	}
+	b.WriteString("): hidden by another reader or by a receive whose response was lost")
+	if isFIFOName(e.Queue) {
+		b.WriteString(" (on a FIFO queue, also behind a held message of their group)")
+	}
+	fmt.Fprintf(&b, ", they stay in the queue and reappear when their visibility timeout ends — within the %s hold for this run's own receives; run again after that", humanDuration(e.Hold))
+	return b.String()
+}
+
+// Unwrap returns ErrNotAllSeen.
+func (e *NotSeenError) Unwrap() error { return ErrNotAllSeen }

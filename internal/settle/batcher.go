@@ -1,0 +1,577 @@
+package settle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
+)
+
+// The batch calls, one narrow interface each, with the SDK's signatures.
+type (
+	// DeleteAPI is what a delete Batcher calls.
+	DeleteAPI interface {
+		DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	}
+	// ChangeAPI is what a visibility Batcher calls.
+	ChangeAPI interface {
+		ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	}
+	// SendAPI is what a send Batcher calls.
+	SendAPI interface {
+		SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	}
+)
+
+// Lease is the part of a visibility lease a Batcher uses
+// (*visibility.Lease has it).
+type Lease interface {
+	Hold() (deadline time.Time, err error)
+	Release()
+	Stop() error
+}
+
+// Entry is one delete, visibility change or send waiting in a Batcher.
+type Entry struct {
+	// Handle is the receipt handle to delete or change.
+	Handle string
+	// Timeout is the visibility timeout a change sets, in seconds.
+	Timeout int32
+	// Send is the message a send Batcher sends (its Id is set by the
+	// Batcher).
+	Send types.SendMessageBatchRequestEntry
+	// Lease, when set, is the message's visibility lease: held for the
+	// call, stopped when SQS confirms the entry, released when the entry is
+	// retried.
+	Lease Lease
+	// Urgent sends the entry without lingering: someone waits for it.
+	Urgent bool
+	// Done receives the entry's final outcome, exactly once, from a
+	// Batcher goroutine. It must not block for long.
+	Done func(Outcome)
+
+	attempts int
+	deadline time.Time // the lease's deadline when the call went out
+	leased   bool      // the lease was held for the call
+}
+
+// Outcome is what became of one Entry.
+type Outcome struct {
+	// OK: SQS confirmed the entry.
+	OK bool
+	// Late: confirmed only after the lease's deadline had passed; another
+	// consumer may have received the message meanwhile.
+	Late bool
+	// Class says why the entry was not confirmed.
+	Class sqserr.Class
+	// Err is the last error.
+	Err error
+	// Attempts is how many calls carried the entry.
+	Attempts int
+	// MessageID is the new message's ID, for a confirmed send.
+	MessageID string
+}
+
+// ErrClosed is the Outcome.Err of an entry added after a Batcher closed or
+// still unconfirmed when its flush budget ran out.
+var ErrClosed = errors.New("sqsworker: settlement not confirmed before the shutdown flush ended; the message will be delivered again")
+
+// errHandleExpired is the Outcome.Err of an entry not sent at shutdown
+// because its receipt handle was no longer valid.
+var errHandleExpired = errors.New("sqsworker: the message's visibility deadline passed or its ownership was lost before the shutdown flush; not sent, the message will be delivered again")
+
+// Retry timing: one rule for every batch call.
+const (
+	retryMin = 100 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
+// BatcherOptions configures a Batcher.
+type BatcherOptions struct {
+	// Linger is how long the first entry of a batch waits for more before
+	// the batch goes out with fewer than ten. Zero: 20 ms.
+	Linger time.Duration
+	// Senders is how many calls may be in flight at once. Zero: 1.
+	Senders int
+	// CallTimeout bounds each call. Zero: 10 s.
+	CallTimeout time.Duration
+	// Log and Warn receive the Batcher's logs. Zero: discarded.
+	Log  *slog.Logger
+	Warn *Warner
+	// OnRetry, when set, is called with the number of entries about to be
+	// retried.
+	OnRetry func(n int)
+}
+
+// Batcher gathers one kind of settling call into batches of up to ten
+// entries (and, for sends, at most SQS's batch payload size), sends them
+// from a fixed set of goroutines with a per-call timeout, and retries what
+// may succeed later with one rule: exponential backoff with jitter, for as
+// long as the entry's lease holds the message (or, without a lease, until
+// Close's budget ends). Errors retrying cannot fix end the entry at once.
+type Batcher struct {
+	name string
+	call func(ctx context.Context, batch []*Entry) ([]result, error)
+	o    BatcherOptions
+
+	ctx    context.Context // cancelled when Close's budget ends
+	cancel context.CancelFunc
+
+	mu          sync.Mutex
+	cond        sync.Cond
+	pending     []*Entry
+	pendingSize int
+	ready       [][]*Entry
+	timer       *time.Timer
+	waiting     map[*Entry]*time.Timer // backing off before a retry
+	active      int                    // batches being sent
+	closing     bool                   // flush: no lingering; stale handles are not sent
+	stopped     bool                   // the budget ended: nothing more is sent
+	senders     sync.WaitGroup
+}
+
+// result is SQS's answer for one entry of a call.
+type result struct {
+	ok        bool
+	fail      *types.BatchResultErrorEntry
+	messageID string
+}
+
+// NewDeleter returns a Batcher of DeleteMessageBatch calls on queueURL.
+func NewDeleter(client DeleteAPI, queueURL string, o BatcherOptions) *Batcher {
+	return newBatcher("DeleteMessageBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
+		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.DeleteMessageBatchRequestEntry, len(batch))}
+		for i, e := range batch {
+			in.Entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(e.Handle)}
+		}
+		out, err := client.DeleteMessageBatch(ctx, in, noSDKRetry)
+		if err != nil {
+			return nil, err
+		}
+		res := make([]result, len(batch))
+		for _, s := range out.Successful {
+			if i, ok := index(s.Id, len(batch)); ok {
+				res[i].ok = true
+			}
+		}
+		failed(res, out.Failed)
+		return res, nil
+	})
+}
+
+// NewChanger returns a Batcher of ChangeMessageVisibilityBatch calls on
+// queueURL.
+func NewChanger(client ChangeAPI, queueURL string, o BatcherOptions) *Batcher {
+	return newBatcher("ChangeMessageVisibilityBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
+		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))}
+		for i, e := range batch {
+			in.Entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(e.Handle), VisibilityTimeout: e.Timeout}
+		}
+		out, err := client.ChangeMessageVisibilityBatch(ctx, in, noSDKRetry)
+		if err != nil {
+			return nil, err
+		}
+		res := make([]result, len(batch))
+		for _, s := range out.Successful {
+			if i, ok := index(s.Id, len(batch)); ok {
+				res[i].ok = true
+			}
+		}
+		failed(res, out.Failed)
+		return res, nil
+	})
+}
+
+// NewSender returns a Batcher of SendMessageBatch calls on queueURL.
+func NewSender(client SendAPI, queueURL string, o BatcherOptions) *Batcher {
+	return newBatcher("SendMessageBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
+		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.SendMessageBatchRequestEntry, len(batch))}
+		for i, e := range batch {
+			in.Entries[i] = e.Send
+			in.Entries[i].Id = aws.String(strconv.Itoa(i))
+		}
+		out, err := client.SendMessageBatch(ctx, in, noSDKRetry)
+		if err != nil {
+			return nil, err
+		}
+		res := make([]result, len(batch))
+		for _, s := range out.Successful {
+			if i, ok := index(s.Id, len(batch)); ok {
+				res[i].ok, res[i].messageID = true, aws.ToString(s.MessageId)
+			}
+		}
+		failed(res, out.Failed)
+		return res, nil
+	})
+}
+
+// SendEntry turns a SendMessage request into a batch entry (its Id is set
+// when the entry is sent).
+func SendEntry(in *sqs.SendMessageInput) types.SendMessageBatchRequestEntry {
+	return types.SendMessageBatchRequestEntry{
+		MessageBody:             in.MessageBody,
+		DelaySeconds:            in.DelaySeconds,
+		MessageAttributes:       in.MessageAttributes,
+		MessageSystemAttributes: in.MessageSystemAttributes,
+		MessageGroupId:          in.MessageGroupId,
+		MessageDeduplicationId:  in.MessageDeduplicationId,
+	}
+}
+
+// noSDKRetry turns the SDK's own retries off for one call: the Batcher
+// retries with its one rule, holding the message's lease in between, and
+// counts every retry.
+func noSDKRetry(o *sqs.Options) { o.RetryMaxAttempts = 1 }
+
+func failed(res []result, fails []types.BatchResultErrorEntry) {
+	for j := range fails {
+		if i, ok := index(fails[j].Id, len(res)); ok && !res[i].ok {
+			res[i].fail = &fails[j]
+		}
+	}
+}
+
+func index(id *string, n int) (int, bool) {
+	i, err := strconv.Atoi(aws.ToString(id))
+	return i, err == nil && i >= 0 && i < n
+}
+
+func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Entry) ([]result, error)) *Batcher {
+	if o.Linger <= 0 {
+		o.Linger = 20 * time.Millisecond
+	}
+	if o.Senders <= 0 {
+		o.Senders = 1
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 10 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Warn == nil {
+		o.Warn = NewWarner(o.Log)
+	}
+	b := &Batcher{name: name, call: call, o: o, waiting: map[*Entry]*time.Timer{}}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.cond.L = &b.mu
+	for range o.Senders {
+		b.senders.Go(b.sender)
+	}
+	return b
+}
+
+// size is what e counts against a batch's payload limit.
+func (e *Entry) size() int {
+	if e.Send.MessageBody == nil {
+		return 0
+	}
+	return sqslimit.MessageSize(*e.Send.MessageBody, e.Send.MessageAttributes)
+}
+
+// Add queues e. After the Batcher stopped, e ends at once with ErrClosed.
+func (b *Batcher) Add(e *Entry) {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		b.finish(e, Outcome{Class: sqserr.Canceled, Err: ErrClosed})
+		return
+	}
+	b.addLocked(e, e.Urgent || b.closing)
+	b.mu.Unlock()
+}
+
+// addLocked queues e, cutting a batch when it is full or now is set.
+func (b *Batcher) addLocked(e *Entry, now bool) {
+	size := e.size()
+	if len(b.pending) > 0 && b.pendingSize+size > sqslimit.MaxMessageSize {
+		b.cutLocked()
+	}
+	b.pending = append(b.pending, e)
+	b.pendingSize += size
+	if now || len(b.pending) >= sqslimit.MaxBatchEntries {
+		b.cutLocked()
+		return
+	}
+	if b.timer == nil {
+		b.timer = time.AfterFunc(b.o.Linger, func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.timer = nil
+			b.cutLocked()
+		})
+	}
+}
+
+// cutLocked turns what is pending into a ready batch.
+func (b *Batcher) cutLocked() {
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	if len(b.pending) == 0 {
+		return
+	}
+	b.ready = append(b.ready, b.pending)
+	b.pending, b.pendingSize = nil, 0
+	b.cond.Signal()
+}
+
+// sender sends ready batches until the Batcher is closed and drained.
+func (b *Batcher) sender() {
+	b.mu.Lock()
+	for {
+		for len(b.ready) == 0 && !b.drainedLocked() {
+			b.cond.Wait()
+		}
+		if len(b.ready) == 0 {
+			b.cond.Broadcast() // let the other senders see it too
+			b.mu.Unlock()
+			return
+		}
+		batch := b.ready[0]
+		b.ready[0] = nil
+		b.ready = b.ready[1:]
+		b.active++
+		closing := b.closing
+		b.mu.Unlock()
+		b.deliver(batch, closing)
+		b.mu.Lock()
+		b.active--
+		if b.drainedLocked() {
+			b.cond.Broadcast()
+		}
+	}
+}
+
+// drainedLocked reports whether nothing is left to send, nor can be.
+func (b *Batcher) drainedLocked() bool {
+	return (b.closing || b.stopped) && len(b.ready) == 0 && len(b.pending) == 0 && len(b.waiting) == 0 && b.active == 0
+}
+
+// deliver sends one batch and settles its entries.
+func (b *Batcher) deliver(batch []*Entry, closing bool) {
+	send := batch[:0:0]
+	now := time.Now()
+	for _, e := range batch {
+		if e.Lease == nil {
+			send = append(send, e)
+			continue
+		}
+		deadline, cause := e.Lease.Hold()
+		e.deadline, e.leased = deadline, cause == nil
+		switch {
+		case closing && (cause != nil || now.After(deadline)):
+			// Its handle may no longer be valid: it comes back anyway.
+			e.Lease.Stop()
+			b.finish(e, Outcome{Class: sqserr.Stale, Err: errHandleExpired, Attempts: e.attempts})
+		case cause != nil && b.name != "DeleteMessageBatch":
+			// Not ours any more: leave its visibility alone.
+			e.Lease.Stop()
+			b.finish(e, Outcome{Class: sqserr.Stale, Err: cause, Attempts: e.attempts})
+		default:
+			// A delete is worth trying even when the heartbeat gave the
+			// message up: if nobody received it since, it is deleted.
+			send = append(send, e)
+		}
+	}
+	if len(send) == 0 {
+		return
+	}
+	for _, e := range send {
+		e.attempts++
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, b.o.CallTimeout)
+	res, err := b.call(ctx, send)
+	cancel()
+	done := time.Now()
+	if err != nil {
+		class := sqserr.Of(err)
+		if b.ctx.Err() != nil {
+			class, err = sqserr.Canceled, fmt.Errorf("%w (last call: %w)", ErrClosed, err)
+		}
+		if class.Retryable() {
+			b.retry(send, err)
+			return
+		}
+		b.o.Warn.Warn(b.name+"-"+class.String(), "sqsworker: "+b.name+" failed and cannot be retried; the messages will be delivered again",
+			"class", class.String(), "entries", len(send), "err", err, "hint", sqserr.Hint(err, action(b.name)))
+		for _, e := range send {
+			b.end(e, Outcome{Class: class, Err: err, Attempts: e.attempts})
+		}
+		return
+	}
+	var again []*Entry
+	var againErr error
+	for i, e := range send {
+		r := res[i]
+		switch {
+		case r.ok:
+			b.end(e, Outcome{OK: true, Late: e.leased && done.After(e.deadline), Attempts: e.attempts, MessageID: r.messageID})
+		case r.fail != nil:
+			ferr := sqserr.EntryError(*r.fail)
+			if class := sqserr.OfEntry(*r.fail); class.Retryable() {
+				again, againErr = append(again, e), ferr
+			} else {
+				b.end(e, Outcome{Class: class, Err: ferr, Attempts: e.attempts})
+			}
+		default:
+			again, againErr = append(again, e), errors.New("SQS returned no result for the entry")
+		}
+	}
+	if len(again) > 0 {
+		b.retry(again, againErr)
+	}
+}
+
+// action is the IAM action a batch call needs.
+func action(name string) string {
+	switch name {
+	case "DeleteMessageBatch":
+		return "sqs:DeleteMessage"
+	case "ChangeMessageVisibilityBatch":
+		return "sqs:ChangeMessageVisibility"
+	}
+	return "sqs:SendMessage"
+}
+
+// end settles e: its lease is stopped, its owner told.
+func (b *Batcher) end(e *Entry, out Outcome) {
+	if e.Lease != nil {
+		e.Lease.Stop()
+	}
+	b.finish(e, out)
+}
+
+// retry hands the entries' leases back to the heartbeat and sends them
+// again after a backoff, unless the budget has ended.
+func (b *Batcher) retry(entries []*Entry, err error) {
+	if b.o.OnRetry != nil {
+		b.o.OnRetry(len(entries))
+	}
+	b.o.Warn.Warn(b.name+"-retry", "sqsworker: "+b.name+" failed; retrying (the messages stay invisible meanwhile)",
+		"entries", len(entries), "err", err)
+	var ended []*Entry
+	attempts := 0
+	b.mu.Lock()
+	group := make([]*Entry, 0, len(entries))
+	for _, e := range entries {
+		if e.Lease != nil {
+			e.Lease.Release()
+		}
+		if b.stopped {
+			ended = append(ended, e)
+			continue
+		}
+		group = append(group, e)
+		attempts = max(attempts, e.attempts)
+	}
+	// The entries of one failed call wait together and go out together.
+	if len(group) > 0 {
+		var t *time.Timer
+		t = time.AfterFunc(backoff(attempts), func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			now := b.closing
+			for _, e := range group {
+				if b.waiting[e] != t {
+					continue // taken by stop
+				}
+				delete(b.waiting, e)
+				b.addLocked(e, false)
+				now = now || e.Urgent
+			}
+			if now {
+				b.cutLocked()
+			}
+		})
+		for _, e := range group {
+			b.waiting[e] = t
+		}
+	}
+	b.mu.Unlock()
+	for _, e := range ended {
+		b.end(e, Outcome{Class: sqserr.Canceled, Err: fmt.Errorf("%w (last call: %w)", ErrClosed, err), Attempts: e.attempts})
+	}
+}
+
+// backoff is the wait before the n-th retry: 100 ms doubling up to 5 s,
+// half of it random.
+func backoff(n int) time.Duration {
+	d := retryMax
+	if n <= 6 {
+		d = min(retryMin<<(n-1), retryMax)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+func (b *Batcher) finish(e *Entry, out Outcome) {
+	if e.Done != nil {
+		e.Done(out)
+	}
+}
+
+// Close sends everything queued and waits until every entry has its
+// outcome. Entries are retried until ctx ends; then the calls in flight
+// are cancelled and what is left ends with ErrClosed. Leased entries whose
+// handle is no longer valid (deadline passed, ownership lost) are not sent.
+// Entries added after Close end with ErrClosed at once.
+func (b *Batcher) Close(ctx context.Context) {
+	b.mu.Lock()
+	b.closing = true
+	b.cutLocked()
+	b.cond.Broadcast()
+	b.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() {
+		b.senders.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		b.stop()
+		<-drained
+	}
+	b.stop() // anything added meanwhile ends at once
+}
+
+// stop ends the budget: calls in flight are cancelled, entries waiting
+// for a retry or a call end with ErrClosed.
+func (b *Batcher) stop() {
+	b.cancel()
+	b.mu.Lock()
+	b.stopped = true
+	var ended []*Entry
+	for e, t := range b.waiting {
+		t.Stop()
+		ended = append(ended, e)
+	}
+	clear(b.waiting)
+	for _, batch := range b.ready {
+		ended = append(ended, batch...)
+	}
+	ended = append(ended, b.pending...)
+	b.ready, b.pending, b.pendingSize = nil, nil, 0
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	b.cond.Broadcast()
+	b.mu.Unlock()
+	for _, e := range ended {
+		b.end(e, Outcome{Class: sqserr.Canceled, Err: ErrClosed, Attempts: e.attempts})
+	}
+}

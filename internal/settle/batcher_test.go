@@ -1,0 +1,334 @@
+package settle_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/sqstest"
+)
+
+// fakeLease records what a Batcher does with a lease.
+type fakeLease struct {
+	mu       sync.Mutex
+	deadline time.Time
+	cause    error
+	log      []string
+}
+
+func (l *fakeLease) Hold() (time.Time, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.log = append(l.log, "hold")
+	return l.deadline, l.cause
+}
+
+func (l *fakeLease) Release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.log = append(l.log, "release")
+}
+
+func (l *fakeLease) Stop() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.log = append(l.log, "stop")
+	return l.cause
+}
+
+func (l *fakeLease) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.log, ",")
+}
+
+// outcomes collects Done results by entry index.
+type outcomes struct {
+	mu  sync.Mutex
+	got map[int]settle.Outcome
+}
+
+func (o *outcomes) done(i int) func(settle.Outcome) {
+	return func(out settle.Outcome) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if _, dup := o.got[i]; dup {
+			panic(fmt.Sprintf("entry %d finished twice", i))
+		}
+		o.got[i] = out
+	}
+}
+
+func newOutcomes() *outcomes { return &outcomes{got: map[int]settle.Outcome{}} }
+
+// received sends n messages to a new queue and receives them all.
+func received(t *testing.T, f *sqstest.Fake, n int) (string, []types.Message) {
+	t.Helper()
+	url := f.MustCreateQueue(t, "q", map[string]string{"VisibilityTimeout": "300"})
+	for i := range n {
+		f.MustSend(t, url, fmt.Sprint(i))
+	}
+	var msgs []types.Message
+	for len(msgs) < n {
+		out, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, out.Messages...)
+	}
+	return url, msgs
+}
+
+func TestEveryTenthCallThrottledAllConfirmed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url, msgs := received(t, f, 300)
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.Throttled(), Every: 10})
+		var retried int
+		b := settle.NewDeleter(f, url, settle.BatcherOptions{Senders: 2, OnRetry: func(n int) { retried += n }})
+		o := newOutcomes()
+		leases := make([]*fakeLease, len(msgs))
+		for i, m := range msgs {
+			leases[i] = &fakeLease{deadline: time.Now().Add(time.Hour)}
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Lease: leases[i], Done: o.done(i)})
+		}
+		b.Close(context.Background())
+		for i := range msgs {
+			if out := o.got[i]; !out.OK || out.Late {
+				t.Fatalf("entry %d: %+v, want confirmed, not late", i, out)
+			}
+		}
+		if v, inflight, _ := f.Count(url); v+inflight != 0 {
+			t.Fatalf("%d messages left, want 0", v+inflight)
+		}
+		if calls := f.RequestCount("DeleteMessageBatch"); calls < 33 || calls > 40 || retried == 0 {
+			t.Fatalf("%d calls with %d entries retried; want 30 full calls plus a few retries", calls, retried)
+		}
+		// A throttled entry's lease went back to the heartbeat between tries.
+		var sawRetry bool
+		for _, l := range leases {
+			switch l.String() {
+			case "hold,stop":
+			case "hold,release,hold,stop":
+				sawRetry = true
+			default:
+				t.Fatalf("lease history %q", l)
+			}
+		}
+		if !sawRetry {
+			t.Fatal("no lease went through a retry")
+		}
+	})
+}
+
+func TestEntryFailuresRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url, msgs := received(t, f, 20)
+		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Err: sqstest.ServerError(), Entries: true, Every: 3})
+		b := settle.NewChanger(f, url, settle.BatcherOptions{})
+		o := newOutcomes()
+		for i, m := range msgs {
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Timeout: 0, Done: o.done(i)})
+		}
+		b.Close(context.Background())
+		for i := range msgs {
+			if !o.got[i].OK {
+				t.Fatalf("entry %d: %+v", i, o.got[i])
+			}
+		}
+		if v, _, _ := f.Count(url); v != 20 {
+			t.Fatalf("%d visible, want 20 released", v)
+		}
+	})
+}
+
+func TestHangingCallEndsWithTheBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url, msgs := received(t, f, 5)
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Hang: true})
+		b := settle.NewDeleter(f, url, settle.BatcherOptions{CallTimeout: time.Hour})
+		o := newOutcomes()
+		for i, m := range msgs {
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Lease: &fakeLease{deadline: time.Now().Add(time.Hour)}, Done: o.done(i)})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		start := time.Now()
+		b.Close(ctx)
+		if d := time.Since(start); d != 3*time.Second {
+			t.Fatalf("Close took %v, want the 3s budget", d)
+		}
+		for i := range msgs {
+			if out := o.got[i]; out.OK || !errors.Is(out.Err, settle.ErrClosed) {
+				t.Fatalf("entry %d: %+v, want ErrClosed", i, out)
+			}
+		}
+		// Added after Close: ends at once.
+		var late settle.Outcome
+		b.Add(&settle.Entry{Handle: "x", Done: func(out settle.Outcome) { late = out }})
+		if !errors.Is(late.Err, settle.ErrClosed) {
+			t.Fatalf("entry added after Close: %+v", late)
+		}
+	})
+}
+
+func TestPerCallTimeoutThenRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url, msgs := received(t, f, 1)
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Hang: true, Times: 1})
+		b := settle.NewDeleter(f, url, settle.BatcherOptions{CallTimeout: 2 * time.Second})
+		var out settle.Outcome
+		start := time.Now()
+		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Urgent: true, Done: func(o settle.Outcome) { out = o }})
+		b.Close(context.Background())
+		if !out.OK || out.Attempts != 2 {
+			t.Fatalf("outcome %+v, want confirmed on the second attempt", out)
+		}
+		if d := time.Since(start); d < 2*time.Second || d > 3*time.Second {
+			t.Fatalf("took %v, want the 2s call timeout plus a short backoff", d)
+		}
+	})
+}
+
+func TestFatalEndsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url, msgs := received(t, f, 3)
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: &smithy.GenericAPIError{Code: "AccessDenied", Message: "no", Fault: smithy.FaultClient}})
+		b := settle.NewDeleter(f, url, settle.BatcherOptions{})
+		o := newOutcomes()
+		for i, m := range msgs {
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Done: o.done(i)})
+		}
+		b.Close(context.Background())
+		for i := range msgs {
+			if out := o.got[i]; out.OK || out.Class != sqserr.Fatal || out.Attempts != 1 {
+				t.Fatalf("entry %d: %+v, want Fatal after one attempt", i, out)
+			}
+		}
+	})
+}
+
+func TestCloseSkipsInvalidHandles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url, msgs := received(t, f, 2)
+		b := settle.NewDeleter(f, url, settle.BatcherOptions{Linger: time.Minute})
+		o := newOutcomes()
+		expired := &fakeLease{deadline: time.Now().Add(-time.Second)}
+		lost := &fakeLease{deadline: time.Now().Add(time.Hour), cause: errors.New("lost")}
+		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Lease: expired, Done: o.done(0)})
+		b.Add(&settle.Entry{Handle: *msgs[1].ReceiptHandle, Lease: lost, Done: o.done(1)})
+		b.Close(context.Background())
+		if n := f.RequestCount("DeleteMessageBatch"); n != 0 {
+			t.Fatalf("%d calls; handles no longer valid must not be flushed", n)
+		}
+		for i := range 2 {
+			if out := o.got[i]; out.OK || out.Class != sqserr.Stale {
+				t.Fatalf("entry %d: %+v, want not sent (stale)", i, out)
+			}
+		}
+		if expired.String() != "hold,stop" || lost.String() != "hold,stop" {
+			t.Fatalf("leases %q %q", expired, lost)
+		}
+	})
+}
+
+func TestChangeLeavesLostMessageAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url, msgs := received(t, f, 1)
+		b := settle.NewChanger(f, url, settle.BatcherOptions{})
+		var out settle.Outcome
+		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Timeout: 60, Lease: &fakeLease{cause: errors.New("lost")}, Urgent: true, Done: func(o settle.Outcome) { out = o }})
+		b.Close(context.Background())
+		if out.OK || out.Class != sqserr.Stale || f.RequestCount("ChangeMessageVisibilityBatch") != 0 {
+			t.Fatalf("outcome %+v after %d calls; want the change not sent", out, f.RequestCount("ChangeMessageVisibilityBatch"))
+		}
+	})
+}
+
+func TestLateConfirmation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url, msgs := received(t, f, 1)
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Latency: 2 * time.Second})
+		b := settle.NewDeleter(f, url, settle.BatcherOptions{})
+		var out settle.Outcome
+		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Lease: &fakeLease{deadline: time.Now().Add(time.Second)}, Urgent: true, Done: func(o settle.Outcome) { out = o }})
+		b.Close(context.Background())
+		if !out.OK || !out.Late {
+			t.Fatalf("outcome %+v, want confirmed late", out)
+		}
+	})
+}
+
+func TestLingerAndFullBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url, msgs := received(t, f, 25)
+		b := settle.NewDeleter(f, url, settle.BatcherOptions{Linger: 50 * time.Millisecond})
+		o := newOutcomes()
+		start := time.Now()
+		for i, m := range msgs[:3] {
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Done: o.done(i)})
+		}
+		synctest.Wait()
+		if f.RequestCount("DeleteMessageBatch") != 0 {
+			t.Fatal("a partial batch went out before its linger")
+		}
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		if f.RequestCount("DeleteMessageBatch") != 1 || time.Since(start) != 50*time.Millisecond {
+			t.Fatalf("%d calls after the linger", f.RequestCount("DeleteMessageBatch"))
+		}
+		for i, m := range msgs[3:] {
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Done: o.done(3 + i)})
+		}
+		synctest.Wait()
+		if n := f.RequestCount("DeleteMessageBatch"); n != 3 {
+			t.Fatalf("%d calls, want 1 + 2 full batches before any linger", n)
+		}
+		b.Close(context.Background())
+		if n := f.RequestCount("DeleteMessageBatch"); n != 4 || len(o.got) != 25 {
+			t.Fatalf("%d calls, %d outcomes; want 4 and 25", n, len(o.got))
+		}
+	})
+}
+
+func TestSendsCutBySize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url := f.MustCreateQueue(t, "dlq", nil)
+		b := settle.NewSender(f, url, settle.BatcherOptions{Linger: time.Second})
+		o := newOutcomes()
+		body := strings.Repeat("x", 300<<10)
+		for i := range 10 {
+			b.Add(&settle.Entry{Send: types.SendMessageBatchRequestEntry{MessageBody: aws.String(body)}, Done: o.done(i)})
+		}
+		b.Close(context.Background())
+		for i := range 10 {
+			if out := o.got[i]; !out.OK || out.MessageID == "" {
+				t.Fatalf("send %d: %+v", i, out)
+			}
+		}
+		if n := f.RequestCount("SendMessageBatch"); n != 4 {
+			t.Fatalf("%d calls for 10 × 300 KiB, want 4 (3 per 1 MiB batch)", n)
+		}
+	})
+}

@@ -1,0 +1,194 @@
+// Package sqserr is sqsworker's one table of SQS error codes: which errors
+// retrying can fix, which mean a receipt handle no longer names a message
+// the caller holds, and which need a person (credentials, permissions, a
+// deleted queue). The worker, the Lambda adapter and the heartbeat all
+// classify errors here, in the spirit of go-cloud's errorCodeMap.
+package sqserr
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+)
+
+// Class is what an error means to the caller of an SQS call.
+type Class int
+
+const (
+	// Transient: throttling, a server fault, the network, a timeout; the
+	// same call may succeed later.
+	Transient Class = iota
+	// Throttled: SQS refused the call because of the request rate; retry
+	// later, more slowly. It is transient too.
+	Throttled
+	// Stale: the receipt handle no longer names a message this caller holds
+	// (it was deleted, received again by another consumer, or is not in
+	// flight): leave the message alone.
+	Stale
+	// MaxedOut: a visibility change would reach past SQS's 12-hour limit
+	// counted from the receive.
+	MaxedOut
+	// Fatal: retrying cannot help (access denied, bad credentials, a deleted
+	// queue, a KMS key the caller cannot use); a person must act.
+	Fatal
+	// Invalid: the request itself is wrong (a sender fault not listed above).
+	Invalid
+	// Canceled: the caller's context ended.
+	Canceled
+)
+
+var classNames = [...]string{"transient", "throttled", "stale", "maxed-out", "fatal", "invalid", "canceled"}
+
+// String returns the class's name.
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return "unknown"
+}
+
+// Retryable reports whether a call that failed with c may succeed later.
+func (c Class) Retryable() bool { return c == Transient || c == Throttled }
+
+// codes maps SQS error codes, with any "AWS.SimpleQueueService." prefix
+// removed, to their class.
+var codes = map[string]Class{
+	"RequestThrottled":       Throttled,
+	"ThrottlingException":    Throttled,
+	"Throttling":             Throttled,
+	"KmsThrottled":           Throttled,
+	"InternalError":          Transient,
+	"InternalFailure":        Transient,
+	"ServiceUnavailable":     Transient,
+	"RequestTimeout":         Transient,
+	"ReceiptHandleIsInvalid": Stale,
+	"MessageNotInflight":     Stale,
+	"InvalidIdFormat":        Stale,
+
+	"AccessDenied":                Fatal,
+	"AccessDeniedException":       Fatal,
+	"InvalidClientTokenId":        Fatal,
+	"UnrecognizedClientException": Fatal,
+	"SignatureDoesNotMatch":       Fatal,
+	"IncompleteSignature":         Fatal,
+	"MissingAuthenticationToken":  Fatal,
+	"InvalidSecurity":             Fatal,
+	"ExpiredToken":                Fatal,
+	"ExpiredTokenException":       Fatal,
+	"NonExistentQueue":            Fatal,
+	"QueueDoesNotExist":           Fatal,
+	"InvalidAddress":              Fatal,
+	"KmsAccessDenied":             Fatal,
+	"KmsDisabled":                 Fatal,
+	"KmsNotFound":                 Fatal,
+	"KmsInvalidState":             Fatal,
+	"KmsInvalidKeyUsage":          Fatal,
+	"KmsOptInRequired":            Fatal,
+}
+
+// Code returns err's SQS error code without the query-compatible prefix, or
+// "" when err carries none.
+func Code(err error) string {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return ""
+	}
+	return trim(api.ErrorCode())
+}
+
+func trim(code string) string { return strings.TrimPrefix(code, "AWS.SimpleQueueService.") }
+
+// Of classifies the error a whole SQS call returned.
+func Of(err error) Class {
+	if err == nil {
+		return Transient
+	}
+	var missing *types.QueueDoesNotExist
+	if errors.As(err, &missing) {
+		return Fatal
+	}
+	// A call's own timeout is transient; the caller's cancellation is not.
+	if errors.Is(err, context.DeadlineExceeded) {
+		return Transient
+	}
+	var canceled *smithy.CanceledError
+	if errors.Is(err, context.Canceled) || errors.As(err, &canceled) {
+		return Canceled
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return ofCode(trim(api.ErrorCode()), api.ErrorMessage(), api.ErrorFault() == smithy.FaultClient)
+	}
+	// No API error: the network, a timeout, the SDK's retry quota. All of
+	// them may go away.
+	return Transient
+}
+
+// OfEntry classifies one failed entry of a batch response.
+func OfEntry(e types.BatchResultErrorEntry) Class {
+	code, msg := "", ""
+	if e.Code != nil {
+		code = trim(*e.Code)
+	}
+	if e.Message != nil {
+		msg = *e.Message
+	}
+	return ofCode(code, msg, e.SenderFault)
+}
+
+func ofCode(code, msg string, senderFault bool) Class {
+	if strings.Contains(msg, "Total VisibilityTimeout") || strings.Contains(msg, "beyond the limit") {
+		return MaxedOut
+	}
+	if c, ok := codes[code]; ok {
+		return c
+	}
+	switch {
+	case strings.Contains(code, "Throttl"):
+		return Throttled
+	case code == "InvalidParameterValue" && (strings.Contains(msg, "ReceiptHandle") || strings.Contains(msg, "receipt handle") || strings.Contains(msg, "not available for visibility")):
+		return Stale
+	case senderFault:
+		return Invalid
+	}
+	return Transient
+}
+
+// EntryError turns a failed batch entry into an error that errors.As finds
+// as a smithy.APIError.
+func EntryError(e types.BatchResultErrorEntry) error {
+	fault := smithy.FaultServer
+	if e.SenderFault {
+		fault = smithy.FaultClient
+	}
+	code, msg := "", ""
+	if e.Code != nil {
+		code = *e.Code
+	}
+	if e.Message != nil {
+		msg = *e.Message
+	}
+	return &smithy.GenericAPIError{Code: code, Message: msg, Fault: fault}
+}
+
+// Hint says what a person should do about an error of class Fatal, for the
+// given SQS action (e.g. "sqs:DeleteMessage"); "" when there is nothing to add.
+func Hint(err error, action string) string {
+	code := Code(err)
+	switch {
+	case strings.Contains(code, "AccessDenied"):
+		return "grant the IAM action " + action + " on the queue to this role"
+	case strings.Contains(code, "NonExistentQueue"), strings.Contains(code, "QueueDoesNotExist"):
+		return "the queue does not exist (deleted, or a wrong queue URL)"
+	case strings.HasPrefix(code, "Kms"):
+		return "the queue's KMS key cannot be used by this role (grant kms:Decrypt and kms:GenerateDataKey, or check the key's state)"
+	case strings.Contains(code, "Token"), strings.Contains(code, "Signature"), strings.Contains(code, "Security"), strings.Contains(code, "Authentication"):
+		return "check the AWS credentials (expired, wrong account, or missing)"
+	case strings.Contains(code, "Throttl"):
+		return "SQS is throttling this consumer: lower its concurrency or receive rate"
+	}
+	return ""
+}

@@ -1,0 +1,68 @@
+package sqserr_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/sqstest"
+)
+
+func TestOf(t *testing.T) {
+	op := func(err error) error { return &smithy.OperationError{ServiceID: "SQS", OperationName: "X", Err: err} }
+	cases := []struct {
+		err  error
+		want sqserr.Class
+	}{
+		{op(sqstest.Throttled()), sqserr.Throttled},
+		{op(sqstest.ServerError()), sqserr.Transient},
+		{op(&types.QueueDoesNotExist{}), sqserr.Fatal},
+		{op(&smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue", Fault: smithy.FaultClient}), sqserr.Fatal},
+		{op(&smithy.GenericAPIError{Code: "AccessDenied", Fault: smithy.FaultClient}), sqserr.Fatal},
+		{op(&smithy.GenericAPIError{Code: "KmsAccessDenied", Fault: smithy.FaultClient}), sqserr.Fatal},
+		{op(&smithy.GenericAPIError{Code: "ReceiptHandleIsInvalid", Fault: smithy.FaultClient}), sqserr.Stale},
+		{op(&smithy.GenericAPIError{Code: "InvalidParameterValue", Message: "Value x for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", Fault: smithy.FaultClient}), sqserr.Stale},
+		{op(&smithy.GenericAPIError{Code: "InvalidParameterValue", Message: "Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", Fault: smithy.FaultClient}), sqserr.MaxedOut},
+		{op(&smithy.GenericAPIError{Code: "InvalidParameterValue", Message: "MaxNumberOfMessages", Fault: smithy.FaultClient}), sqserr.Invalid},
+		{op(&smithy.CanceledError{Err: context.Canceled}), sqserr.Canceled},
+		{fmt.Errorf("dial: %w", context.DeadlineExceeded), sqserr.Transient},
+		{errors.New("connection reset by peer"), sqserr.Transient},
+	}
+	for _, c := range cases {
+		if got := sqserr.Of(c.err); got != c.want {
+			t.Errorf("Of(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestOfEntry(t *testing.T) {
+	e := func(code, msg string, sender bool) types.BatchResultErrorEntry {
+		return types.BatchResultErrorEntry{Id: aws.String("0"), Code: aws.String(code), Message: aws.String(msg), SenderFault: sender}
+	}
+	cases := []struct {
+		e    types.BatchResultErrorEntry
+		want sqserr.Class
+	}{
+		{e("RequestThrottled", "Rate exceeded", false), sqserr.Throttled},
+		{e("InternalError", "oops", false), sqserr.Transient},
+		{e("ReceiptHandleIsInvalid", "", true), sqserr.Stale},
+		{e("AWS.SimpleQueueService.MessageNotInflight", "", true), sqserr.Stale},
+		{e("InvalidParameterValue", "Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", true), sqserr.MaxedOut},
+		{e("SomethingElse", "", true), sqserr.Invalid},
+	}
+	for _, c := range cases {
+		if got := sqserr.OfEntry(c.e); got != c.want {
+			t.Errorf("OfEntry(%s %q sender=%v) = %v, want %v", *c.e.Code, *c.e.Message, c.e.SenderFault, got, c.want)
+		}
+		if err := sqserr.EntryError(c.e); sqserr.Code(err) != strings.TrimPrefix(*c.e.Code, "AWS.SimpleQueueService.") {
+			t.Errorf("EntryError code %q", sqserr.Code(err))
+		}
+	}
+}
