@@ -22,7 +22,7 @@ test:
 # endpoint and prints one line per backend (the full log on failure).
 conformance:
 	@out=$$(mktemp); \
-	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./internal/conformance >"$$out" 2>&1; then \
+	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./sqstest/snstest ./internal/conformance >"$$out" 2>&1; then \
 		grep -E 'conformance suite:' "$$out" | sed -E 's/^ *[a-z_]+\.go:[0-9]+: //'; \
 		grep -E '^ok' "$$out"; rm -f "$$out"; \
 	else cat "$$out"; rm -f "$$out"; exit 1; fi
@@ -46,7 +46,7 @@ demo:
 # fuzz runs every fuzz target for FUZZTIME each (the parsers of outside input).
 FUZZTIME ?= 30s
 fuzz:
-	@set -e; for pkg in ./retry ./dlq ./worker/sqslambda; do \
+	@set -e; for pkg in ./retry ./dlq ./worker/sqslambda ./fanout ./internal/queuepolicy; do \
 		for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "== $$pkg $$fz"; $(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) $$pkg; \
 		done; \

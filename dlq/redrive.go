@@ -218,12 +218,21 @@ type RedriveOptions struct {
 	Now func() time.Time
 }
 
+// ErrNoMoveTask is wrapped by the error Redrive returns for MethodMoveTask
+// when a message move task cannot do the redrive: the endpoint does not
+// offer move tasks (local emulators), the queue is a FIFO queue, or the
+// dead-letter queue serves other queues too. MethodManual can.
+var ErrNoMoveTask = errors.New("dlq: a message move task cannot do this redrive")
+
 // errNoMoveTask says why a move task cannot do this redrive.
 type errNoMoveTask struct{ reason string }
 
 func (e *errNoMoveTask) Error() string {
 	return "a message move task cannot do this redrive: " + e.reason
 }
+
+// Is reports whether target is ErrNoMoveTask.
+func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 
 // Redrive moves the messages of t's dead-letter queue back to the source
 // queue, or to opts.Destination.

@@ -25,7 +25,7 @@ import (
 // emulatorQueue creates a source queue and its DLQ on the local SQS.
 func emulatorQueue(t *testing.T, client *sqs.Client, prefix string, visibility int) (src, dlqURL string) {
 	t.Helper()
-	target, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{
+	setup, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{
 		Name:              testenv.UniqueName(prefix),
 		MaxReceiveCount:   10,
 		VisibilityTimeout: time.Duration(visibility) * time.Second,
@@ -33,6 +33,7 @@ func emulatorQueue(t *testing.T, client *sqs.Client, prefix string, visibility i
 	if err != nil {
 		t.Fatalf("dlq.Setup: %v", err)
 	}
+	target := setup.Target()
 	return target.SourceURL, target.QueueURL
 }
 

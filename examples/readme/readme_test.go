@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -90,15 +91,15 @@ func lambdaMain(cfg aws.Config, h worker.Handler, policy retry.Policy) error {
 func TestPoisonGoesToTheDLQ(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { // virtual time: retries and long polls cost nothing
 		client := sqstest.New()
-		target, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: "orders"})
+		setup, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: "orders"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		client.SendMessage(t.Context(), &sqs.SendMessageInput{
-			QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(`{"order_id": 42`),
+			QueueUrl: aws.String(setup.QueueURL), MessageBody: aws.String(`{"order_id": 42`),
 		})
 
-		w, err := worker.New(client, target.SourceURL, handleOrder)
+		w, err := worker.New(client, setup.QueueURL, handleOrder)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +112,7 @@ func TestPoisonGoesToTheDLQ(t *testing.T) {
 		cancel()
 		<-done
 
-		dead := client.Messages(target.QueueURL)
+		dead := client.Messages(setup.DLQURL)
 		if len(dead) != 1 {
 			t.Fatalf("the DLQ holds %d messages, want the poison one", len(dead))
 		}
@@ -119,3 +120,15 @@ func TestPoisonGoesToTheDLQ(t *testing.T) {
 		t.Log("dead-lettered:", p.Error) // permanent failure: unexpected end of JSON input
 	})
 }
+
+// README: Fan-out with SNS.
+
+func consumeBilling(ctx context.Context, client *sqs.Client, queueURL string, h worker.Handler) error {
+	w, err := worker.New(client, queueURL, worker.Chain(h, fanout.Unwrap()))
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx) // on Lambda: sqslambda.New(worker.Chain(h, fanout.Unwrap()), …)
+}
+
+var _ = consumeBilling

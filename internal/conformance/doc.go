@@ -12,6 +12,19 @@
 // weakening the suite: the in-memory fake in sqstest has no quirks and must
 // behave as real SQS does.
 //
+// # The SNS suite
+//
+// RunSNS is the same idea for the SNS fan-out sqsworker relies on: enveloped
+// and raw delivery with message attributes, filter policies on attributes
+// and on the body, FIFO topics, idempotent subscribing, subscription
+// attributes, and subscription dead-letter queues for deliveries SNS cannot
+// make (a deleted queue, a queue policy refusing the topic). It runs
+// against sqstest/snstest's fake (TestConformanceFake there) and against the
+// emulator (TestConformanceEmulatorSNS). fauxqs 1.9.2's SNS declares two
+// quirks (FauxqsSNSQuirks): it ignores queue policies, and it drops a
+// delivery to a deleted queue instead of sending it to the subscription's
+// dead-letter queue.
+//
 // # Backends and runners
 //
 //   - sqstest's fake: TestConformanceFake in sqstest/conformance_test.go runs
@@ -74,13 +87,18 @@
 //     "AWS.SimpleQueueService.InvalidParameterValue" (real SQS:
 //     "InvalidParameterValue"); compare codes with that prefix stripped.
 //   - NoRetention: MessageRetentionPeriod is not enforced (slow behaviour).
-//   - AbortedLongPollConsumes: a long poll whose client disconnected still
-//     takes the next message sent, which then stays hidden for the
-//     visibility timeout (a worker aborts its polls when it shuts down).
 //   - CountsIgnoreVisibilityExpiry: a message whose visibility timeout ended
 //     counts in ApproximateNumberOfMessagesNotVisible, not in
 //     ApproximateNumberOfMessages, until the next ReceiveMessage on the
 //     queue (their sum is right).
+//
+// Bare fauxqs 1.9.2 has one more difference, which its launcher
+// (localstack/fauxqs-server.mjs) corrects, so it is not declared: a long
+// poll whose client disconnected stayed registered until its wait ended and
+// took the next message sent, hiding it for the visibility timeout (a worker
+// aborts its polls when it shuts down, so a second run of a program missed
+// jobs for a while). AbortedLongPollTakesNoLaterMessage checks the launched
+// emulator against real SQS's behaviour.
 //
 // # Real SQS semantics worth knowing
 //

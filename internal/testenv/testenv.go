@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -37,6 +38,7 @@ const BackendEnv = "SQSWORKER_SQS_BACKEND"
 // Endpoints is where the local AWS answers.
 type Endpoints struct {
 	SQS      string // SQS endpoint URL; empty when none is configured
+	SNS      string // SNS endpoint URL; fauxqs serves SNS on its SQS port
 	DynamoDB string // DynamoDB endpoint URL; empty when none is configured
 	Region   string
 	Backend  string // see BackendEnv
@@ -74,6 +76,10 @@ func find() (Endpoints, error) {
 				e.Backend = "aws"
 			}
 		}
+		e.SNS = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_SNS"), base)
+		if e.SNS == "" && e.Backend == "fauxqs" {
+			e.SNS = e.SQS
+		}
 		return e, nil
 	}
 	root, err := repoRoot()
@@ -90,7 +96,7 @@ func find() (Endpoints, error) {
 		return e, fmt.Errorf("no AWS endpoint is configured and %s failed: %v\n%s", script, err, strings.TrimSpace(stderr.String()))
 	}
 	vars := parseExports(stdout.String())
-	e.SQS, e.DynamoDB, e.Backend = vars["AWS_ENDPOINT_URL_SQS"], vars["AWS_ENDPOINT_URL_DYNAMODB"], vars[BackendEnv]
+	e.SQS, e.SNS, e.DynamoDB, e.Backend = vars["AWS_ENDPOINT_URL_SQS"], vars["AWS_ENDPOINT_URL_SNS"], vars["AWS_ENDPOINT_URL_DYNAMODB"], vars[BackendEnv]
 	e.Started = true
 	if e.SQS == "" || e.DynamoDB == "" {
 		return e, fmt.Errorf("%s printed no endpoints:\n%s", script, stdout.String())
@@ -203,6 +209,16 @@ func SQS(t testing.TB) *sqs.Client {
 		unavailable(t, "no SQS endpoint (set AWS_ENDPOINT_URL_SQS)")
 	}
 	return sqs.NewFromConfig(AWSConfig(t, e.SQS), func(o *sqs.Options) { o.BaseEndpoint = aws.String(e.SQS) })
+}
+
+// SNS returns an SNS client for the local AWS (fauxqs emulates SNS too).
+func SNS(t testing.TB) *sns.Client {
+	t.Helper()
+	e := Get(t)
+	if e.SNS == "" {
+		unavailable(t, "no SNS endpoint (set AWS_ENDPOINT_URL_SNS)")
+	}
+	return sns.NewFromConfig(AWSConfig(t, e.SNS), func(o *sns.Options) { o.BaseEndpoint = aws.String(e.SNS) })
 }
 
 // SQSAt returns an SQS client for endpoint, a loopback address in front of

@@ -149,12 +149,13 @@ func TestEmulatorWorkerAndLambdaAgree(t *testing.T) {
 	client := testenv.SQS(t)
 	bodies := scenarioBodies()
 	setup := func(prefix string) dlq.Target {
-		target, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{
+		setup, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{
 			Name: testenv.UniqueName(prefix), MaxReceiveCount: 10, VisibilityTimeout: 30 * time.Second,
 		})
 		if err != nil {
 			t.Fatalf("dlq.Setup: %v", err)
 		}
+		target := setup.Target()
 		for _, b := range bodies {
 			if _, err := client.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(b)}); err != nil {
 				t.Fatal(err)
