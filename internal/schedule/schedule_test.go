@@ -181,8 +181,8 @@ func TestScheduleProperties(t *testing.T) {
 		if i%4 == 0 {
 			delay = 15*time.Minute + time.Duration(rng.Int64N(int64(time.Hour))) // near the native limit
 		}
-		if s.retention < 24*time.Hour || s.noHide { // keep the step count sane
-			delay = min(delay, 60*24*time.Hour)
+		if s.retention < 24*time.Hour || s.noHide || (s.maxRecv > 0 && s.maxRecv <= 2) {
+			delay = min(delay, 20*24*time.Hour) // 15-minute hops: keep the step count sane
 		}
 		due := start.Add(delay)
 		name := fmt.Sprintf("job %d: delay %v, maxReceiveCount %d, retention %v, lag %v, lost %.2f, noHide %v",
