@@ -33,7 +33,7 @@ func TestDecideTable(t *testing.T) {
 		{"due: run", at(due, nil), Decision{Run, 0}},
 		{"overdue, first copy: run", at(due.Add(time.Hour), nil), Decision{Run, 0}},
 		{"retry of the due delivery: run", at(due.Add(time.Hour), func(in *Input) { in.ReceiveCount, in.FirstReceivedAt = 3, due }), Decision{Run, 0}},
-		{"late after hops: fresh copy runs as attempt 1", at(due.Add(time.Hour), func(in *Input) { in.ReceiveCount, in.FirstReceivedAt = 3, due.Add(-48 * time.Hour) }), Decision{Resend, 0}},
+		{"late after hops: fresh copy runs as attempt 1", at(due.Add(time.Hour), func(in *Input) { in.ReceiveCount, in.FirstReceivedAt = 3, due.Add(-48*time.Hour) }), Decision{Resend, 0}},
 		{"receive count near the limit: re-send", at(t0, func(in *Input) { in.ReceiveCount = 4 }), Decision{Resend, 15 * time.Minute}},
 		{"last hide the count allows", at(t0, func(in *Input) { in.ReceiveCount = 3 }), Decision{Hide, 12 * time.Hour}},
 		{"no redrive policy: hide at any count", at(t0, func(in *Input) { in.ReceiveCount, in.MaxReceiveCount = 400, 0 }), Decision{Hide, 12 * time.Hour}},
