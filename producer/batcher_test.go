@@ -222,3 +222,81 @@ func (u unencoded) MarshalJSON() ([]byte, error) {
 	}
 	return []byte("false"), nil
 }
+
+// TestEntryFaultsInTheFake injects per-entry failures with sqstest's
+// Fault.Entries while 1,000 jobs go through the batcher: every failed entry
+// is retried, every job arrives once, and the retries are counted.
+func TestEntryFaultsInTheFake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		url := f.MustCreateQueue(t, "jobs", nil)
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), Entries: true, Every: 7, Times: 40})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.Throttled(), Entries: true, Every: 11, Times: 20})
+		p := newProducer(t, f, url)
+		var pending []*producer.Pending
+		for i := range 1000 {
+			pd, err := p.Enqueue(t.Context(), producer.Message{Body: fmt.Sprint("job-", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending = append(pending, pd)
+		}
+		if err := p.Close(t.Context()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		retried := 0
+		for _, pd := range pending {
+			r, err := pd.Wait(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			retried += r.Attempts - 1
+		}
+		st := p.Stats()
+		if st.Sent != 1000 || st.Failed != 0 || st.Retried != 60 || retried != 60 {
+			t.Errorf("Stats %+v, %d retries in the results; want 1000 sent after 60 entry retries", st, retried)
+		}
+		seen := map[string]int{}
+		for _, m := range f.Messages(url) {
+			seen[m.Body]++
+		}
+		if len(seen) != 1000 {
+			t.Errorf("queue holds %d distinct jobs", len(seen))
+		}
+		for b, n := range seen {
+			if n != 1 {
+				t.Errorf("%s enqueued %d times", b, n)
+			}
+		}
+	})
+}
+
+// TestLostResponse documents what a lost response costs: the call took
+// effect, the producer cannot know, and its retry enqueues the messages
+// again on a standard queue; on a FIFO queue, deduplication IDs absorb it.
+func TestLostResponse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.New()
+		std := f.MustCreateQueue(t, "jobs", nil)
+		fifo := f.MustCreateQueue(t, "jobs.fifo", map[string]string{"FifoQueue": "true"})
+		lose := sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), AfterEffect: true, Times: 1}
+		f.InjectFault(lose)
+		if _, err := newProducer(t, f, std).SendBatch(t.Context(), bodies(3, "s")); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(f.Messages(std)); n != 6 {
+			t.Errorf("standard queue holds %d messages, want 6 (each sent twice)", n)
+		}
+		f.InjectFault(lose)
+		msgs := bodies(3, "f")
+		for i := range msgs {
+			msgs[i].GroupID, msgs[i].DeduplicationID = "g", msgs[i].Body
+		}
+		if _, err := newProducer(t, f, fifo).SendBatch(t.Context(), msgs); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(f.Messages(fifo)); n != 3 {
+			t.Errorf("FIFO queue holds %d messages, want 3 (deduplicated)", n)
+		}
+	})
+}
