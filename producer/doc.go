@@ -25,8 +25,8 @@
 // (throttling, a server error, the network, the call's timeout), is sent
 // again after an exponential backoff, up to Options.MaxAttempts calls per
 // message; only the failed entries are re-sent. An entry SQS refuses
-// (SenderFault true: an invalid attribute, say) fails at once with an
-// *EntryError. Messages that cannot be sent as they are (an empty body, a
+// (SenderFault true: an invalid attribute, say) fails at once; its error is
+// SQS's own (errors.As finds a smithy.APIError with SQS's code). Messages that cannot be sent as they are (an empty body, a
 // FIFO message without a group, more than 10 attributes, too large) fail
 // with ErrInvalid before any call. SendBatch returns a *BatchError when any
 // message failed; Close returns one for the messages given to Send and

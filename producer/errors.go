@@ -17,21 +17,6 @@ var ErrInvalid = errors.New("invalid message")
 // (Options.MaxMessageSize) that no Offloader took.
 var ErrTooLarge = errors.New("message too large")
 
-// EntryError is SQS's refusal of one entry of a SendMessageBatch call.
-type EntryError struct {
-	Code        string // SQS's error code, e.g. "InvalidParameterValue"
-	Message     string // SQS's explanation
-	SenderFault bool   // the entry itself is at fault; retrying it cannot help
-}
-
-func (e *EntryError) Error() string {
-	who := "SQS failed on its side"
-	if e.SenderFault {
-		who = "SQS refused the message"
-	}
-	return fmt.Sprintf("%s: %s: %s", who, e.Code, e.Message)
-}
-
 // BatchError is the error SendBatch and Close return when some messages
 // were not sent. Each message's own error is in its Result (or Pending).
 type BatchError struct {

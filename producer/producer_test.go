@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/sqsworker/sqsworker/internal/schedule"
@@ -102,11 +103,11 @@ func TestPerEntryFailuresAreRetriedAndReported(t *testing.T) {
 				t.Errorf("%s: sent %v after %d attempts (err %v); want sent %v after %d", msgs[i].Body, r.Err == nil, r.Attempts, r.Err, w.ok, w.attempts)
 			}
 		}
-		var ee *producer.EntryError
-		if !errors.As(res[2].Err, &ee) || !ee.SenderFault || ee.Code != "InvalidParameterValue" {
-			t.Errorf("refused: error %v, want an EntryError with SQS's code", res[2].Err)
+		var ae smithy.APIError
+		if !errors.As(res[2].Err, &ae) || ae.ErrorFault() != smithy.FaultClient || ae.ErrorCode() != "InvalidParameterValue" {
+			t.Errorf("refused: error %v, want an API error with SQS's code", res[2].Err)
 		}
-		if !errors.As(res[4].Err, &ee) || ee.Code != "ServiceUnavailable" {
+		if !errors.As(res[4].Err, &ae) || ae.ErrorFault() != smithy.FaultServer || ae.ErrorCode() != "ServiceUnavailable" {
 			t.Errorf("down: error %v, want SQS's last answer", res[4].Err)
 		}
 		// Only the failed entries are re-sent, with a backoff in between.

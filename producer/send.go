@@ -2,18 +2,16 @@ package producer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
@@ -174,7 +172,7 @@ func (p *Producer) call(ctx context.Context, batch []*item) (retry []*item) {
 		for _, it := range batch {
 			it.res.Err = err
 		}
-		if ctx.Err() == nil && retryable(err) {
+		if ctx.Err() == nil && sqserr.Of(err).Retryable() {
 			return batch
 		}
 		return nil
@@ -195,9 +193,8 @@ func (p *Producer) call(ctx context.Context, batch []*item) (retry []*item) {
 			continue
 		}
 		seen[i] = true
-		e := &EntryError{Code: aws.ToString(f.Code), Message: aws.ToString(f.Message), SenderFault: f.SenderFault}
-		batch[i].res.Err = e
-		if !e.SenderFault || throttleCode(e.Code) {
+		batch[i].res.Err = fmt.Errorf("producer: SQS did not take the message: %w", sqserr.EntryError(f))
+		if sqserr.OfEntry(f).Retryable() {
 			retry = append(retry, batch[i])
 		}
 	}
@@ -213,30 +210,4 @@ func (p *Producer) call(ctx context.Context, batch []*item) (retry []*item) {
 func entryIndex(id *string, n int) (int, bool) {
 	i, err := strconv.Atoi(aws.ToString(id))
 	return i, err == nil && i >= 0 && i < n
-}
-
-// retryable reports whether a failed call may succeed when made again:
-// throttling, server-side faults and network errors may; a refused request
-// (access denied, no such queue, invalid parameters) may not.
-func retryable(err error) bool {
-	if errors.Is(err, context.Canceled) {
-		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true // the call's own timeout
-	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return api.ErrorFault() == smithy.FaultServer || throttleCode(api.ErrorCode())
-	}
-	var invalid smithy.InvalidParamsError
-	return !errors.As(err, &invalid) // else the network, or a response that did not arrive
-}
-
-func throttleCode(code string) bool {
-	switch strings.TrimPrefix(code, "AWS.SimpleQueueService.") {
-	case "RequestThrottled", "ThrottlingException", "Throttling", "KmsThrottled", "ServiceUnavailable", "InternalError", "InternalFailure":
-		return true
-	}
-	return false
 }

@@ -169,9 +169,10 @@ func (s *Store) Offload(ctx context.Context, m *producer.Message) (bool, error) 
 // Middleware returns a worker.Middleware that gives the handler the
 // offloaded body of a message that carries a pointer (written by Offload or
 // by either extended client): m.Body becomes the object's content and the
-// size attribute is removed from m.MessageAttributes (on a copy: the
-// message as received, pointer and all, is what the runtime settles, moves
-// to the dead-letter queue or redrives). Other messages pass unchanged.
+// size attribute is removed from m.MessageAttributes; m.Raw keeps the
+// message as received, pointer and size attribute, as does the runtime,
+// which settles, dead-letters and redrives the message from its own copy.
+// Other messages pass unchanged.
 //
 // A pointer that does not parse, and an object that does not exist or is
 // larger than MaxPayloadSize, are permanent failures (retry.Permanent: the
@@ -198,6 +199,11 @@ func (s *Store) Middleware() worker.Middleware {
 					attrs[k] = v
 				}
 			}
+			// m.Raw stays the message as received, pointer and size
+			// attribute (its Body may point at m.Body: detach it first).
+			pointerBody := m.Body
+			m.Raw.Body = &pointerBody
+			m.Raw.MessageAttributes = m.MessageAttributes
 			m.Body, m.MessageAttributes = body, attrs
 			return next.Handle(ctx, m)
 		})

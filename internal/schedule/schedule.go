@@ -4,17 +4,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
-// Limits and choices the schedule works with.
+// Choices the schedule makes.
 const (
-	// MaxHide is the longest a received message can stay invisible,
-	// counted from the receive (SQS's 12-hour visibility limit).
-	MaxHide = 12 * time.Hour
-	// DefaultRetention is SQS's MessageRetentionPeriod when a queue sets
-	// none (4 days); Input.Retention's zero value.
-	DefaultRetention = 4 * 24 * time.Hour
 	// Reserve is how many receives Decide keeps spare below the queue's
 	// maxReceiveCount when it hides a message: a receive the library does
 	// not see (an abandoned long poll, a hide whose call failed, a release
@@ -69,7 +64,7 @@ type Input struct {
 	// value: the queue has no redrive policy, so receives are not limited.
 	MaxReceiveCount int
 	// Retention is the queue's MessageRetentionPeriod. Zero value:
-	// DefaultRetention (4 days).
+	// dlq.DefaultRetention (4 days, SQS's default).
 	Retention time.Duration
 	// NoHide parks the message by re-sending only, never by hiding it.
 	// Hidden messages count toward SQS's limit of in-flight messages per
@@ -141,7 +136,7 @@ func Decide(in Input) Decision {
 	}
 	retention := in.Retention
 	if retention <= 0 {
-		retention = DefaultRetention
+		retention = dlq.DefaultRetention
 	}
 	// hop is the longest a re-sent copy is delayed: SQS's 15 minutes, or
 	// less on a queue whose retention would not outlast it comfortably.
@@ -164,7 +159,7 @@ func Decide(in Input) Decision {
 		return Decision{Action: Resend, Delay: ceilSecond(r)}
 	}
 	wait := r - hop // until the final approach
-	limit := min(MaxHide-now.Sub(recv), sent.Add(retention/2).Sub(now))
+	limit := min(sqslimit.MaxVisibility-now.Sub(recv), sent.Add(retention/2).Sub(now))
 	countOK := in.MaxReceiveCount <= 0 || in.ReceiveCount+1+Reserve <= in.MaxReceiveCount
 	if !in.NoHide && countOK && limit >= min(wait, hop) {
 		d := ceilSecond(wait)

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -138,7 +140,7 @@ func (s *sqsModel) simulate(start, due time.Time) {
 			s.deletes++
 			return
 		case Hide:
-			if d.Delay <= 0 || d.Delay > MaxHide-now.Sub(now) {
+			if d.Delay <= 0 || d.Delay > sqslimit.MaxVisibility-now.Sub(now) {
 				s.t.Fatalf("hide of %v", d.Delay)
 			}
 			s.hides++
@@ -242,13 +244,13 @@ func costPerDay(maxRecv int, retention time.Duration, noHide bool) float64 {
 	// A copy's hides end at half its retention; a last, shorter hide is
 	// taken when at least hop long.
 	span := retention/2 - hop // from a copy's first receive to half its retention
-	kRet := int(span / MaxHide)
-	if span%MaxHide >= hop {
+	kRet := int(span / sqslimit.MaxVisibility)
+	if span%sqslimit.MaxVisibility >= hop {
 		kRet++
 	}
 	var cycle time.Duration
 	if k <= kRet {
-		cycle = hop + time.Duration(k)*MaxHide
+		cycle = hop + time.Duration(k)*sqslimit.MaxVisibility
 	} else {
 		k, cycle = kRet, retention/2
 	}
