@@ -7,6 +7,7 @@
 //	store, err := s3payload.New(s3.NewFromConfig(cfg), "my-payload-bucket")
 //	p, err := producer.New(sqsClient, queueURL, func(o *producer.Options) { o.Offloader = store })
 //	h := worker.Chain(handler, store.Middleware())
+//	w, err := worker.New(sqsClient, queueURL, h, func(o *worker.Options) { o.OnSettled = store.Settled })
 //
 // # Wire format
 //
@@ -46,13 +47,17 @@
 //
 // # Deleting objects
 //
-// An object is deleted only after its message: Store.Delete removes the
-// object of a message once SQS has confirmed the message's delete after its
-// job succeeded. A failed attempt, a retry, a dead-letter move and a
-// redrive leave it in place. Objects of messages that leave SQS otherwise
-// (a purge, retention expiry, a DLQ message deleted by hand) are not
-// deleted: give the bucket a lifecycle rule that expires objects some days
-// after the longest retention of the queues involved (14 days at most).
+// An object is deleted only after its message: Store.Settled, set as the
+// worker's settlement hook (worker.Options.OnSettled), deletes the object
+// of a message once SQS has confirmed the message's delete after its job
+// succeeded; Store.Delete does the same for a message given directly. A
+// failed attempt, a retry, a dead-letter move and a redrive leave the
+// object in place. Objects of messages that leave SQS otherwise (a purge,
+// retention expiry, a DLQ message deleted by hand, a failed DeleteObject,
+// and every message consumed on AWS Lambda, where the event source mapping
+// deletes records after the function returns) are not deleted: give the
+// bucket a lifecycle rule that expires objects some days after the longest
+// retention of the queues involved (14 days at most).
 //
 // # IAM
 //

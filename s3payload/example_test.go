@@ -48,7 +48,9 @@ func Example() {
 		fmt.Println("report of", len(m.Body), "bytes") // the original body
 		return nil
 	})
-	w, err := worker.New(client, queueURL, worker.Chain(handle, store.Middleware()))
+	w, err := worker.New(client, queueURL, worker.Chain(handle, store.Middleware()), func(o *worker.Options) {
+		o.OnSettled = store.Settled // deletes each object once its message is deleted
+	})
 	if err != nil {
 		log.Fatal(err)
 	}

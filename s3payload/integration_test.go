@@ -42,10 +42,11 @@ func integrationSetup(t *testing.T, name string) (context.Context, *sqs.Client, 
 }
 
 // runIntegrationWorker runs a worker over src until cond holds.
-func runIntegrationWorker(ctx context.Context, t *testing.T, c worker.API, src string, h worker.Handler, cond func(worker.Stats) bool) {
+func runIntegrationWorker(ctx context.Context, t *testing.T, c worker.API, src string, store *s3payload.Store, h worker.Handler, cond func(worker.Stats) bool) {
 	t.Helper()
 	w, err := worker.New(c, src, h, func(o *worker.Options) {
 		o.Logger = quiet
+		o.OnSettled = store.Settled
 		o.WaitTime = time.Second
 		o.RetryPolicy = retry.PolicyFunc(func(attempt int) (time.Duration, bool) { return time.Second, attempt < 3 })
 	})
@@ -84,8 +85,8 @@ func objectExists(ctx context.Context, t *testing.T, c *s3.Client, p s3payload.P
 
 // TestIntegrationTwoMiBRoundTrip sends a 2 MiB body through the producer
 // and S3, fails its first attempt, and reads it again on the retry: the
-// object outlives the failed attempt and is removed by Delete once the
-// message is deleted.
+// object outlives the failed attempt, and Settled (the worker's settlement
+// hook) removes it once SQS confirmed the message's delete.
 func TestIntegrationTwoMiBRoundTrip(t *testing.T) {
 	ctx, sqsc, s3c, target, bucket := integrationSetup(t, "s3payload")
 	store, err := s3payload.New(s3c, bucket, func(o *s3payload.Options) { o.KeyPrefix = "reports/" })
@@ -108,7 +109,7 @@ func TestIntegrationTwoMiBRoundTrip(t *testing.T) {
 	var mu sync.Mutex
 	var attempts []int
 	var pointer s3payload.Pointer
-	var raw types.Message
+	var afterFailure bool
 	h := worker.Chain(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -117,30 +118,24 @@ func TestIntegrationTwoMiBRoundTrip(t *testing.T) {
 		}
 		attempts = append(attempts, m.Attempt)
 		pointer, _, _, _ = s3payload.Lookup(aws.ToString(m.Raw.Body), m.Raw.MessageAttributes)
-		raw = m.Raw
+		if len(attempts) == 2 {
+			afterFailure = objectExists(ctx, t, s3c, pointer)
+		}
 		if len(attempts) == 1 {
 			return errors.New("first attempt fails")
 		}
 		return nil
 	}), store.Middleware())
-	runIntegrationWorker(ctx, t, sqsc, target.SourceURL, h, func(s worker.Stats) bool { return s.Succeeded == 1 })
+	runIntegrationWorker(ctx, t, sqsc, target.SourceURL, store, h, func(s worker.Stats) bool { return s.Succeeded == 1 })
 
-	if len(attempts) != 2 || attempts[1] != 2 {
-		t.Errorf("attempts %v, want [1 2]: the retry found the object", attempts)
+	if len(attempts) != 2 || attempts[1] != 2 || !afterFailure {
+		t.Errorf("attempts %v (object there after the failure: %v), want [1 2]: the retry found the object", attempts, afterFailure)
 	}
 	if !strings.HasPrefix(pointer.Key, "reports/") || pointer.Bucket != bucket {
 		t.Errorf("pointer %v", pointer)
 	}
-	// The runtime does not delete payload objects yet: the settlement core
-	// will call Delete once SQS confirms the message's delete. Do it here.
-	if !objectExists(ctx, t, s3c, pointer) {
-		t.Fatal("object gone before Delete")
-	}
-	if deleted, err := store.Delete(ctx, raw); !deleted || err != nil {
-		t.Fatalf("Delete = %v, %v", deleted, err)
-	}
 	if objectExists(ctx, t, s3c, pointer) {
-		t.Error("object still there after Delete")
+		t.Errorf("object %v still there after its message was deleted", pointer)
 	}
 	if c, err := dlq.Count(ctx, sqsc, target.QueueURL); err != nil || c.Total() != 0 {
 		t.Errorf("DLQ: %+v, %v", c, err)
@@ -174,7 +169,7 @@ func TestIntegrationJavaFixture(t *testing.T) {
 		got, attrs = m.Body, m.MessageAttributes
 		return nil
 	}), store.Middleware())
-	runIntegrationWorker(ctx, t, sqsc, target.SourceURL, h, func(s worker.Stats) bool { return s.Succeeded == 1 })
+	runIntegrationWorker(ctx, t, sqsc, target.SourceURL, store, h, func(s worker.Stats) bool { return s.Succeeded == 1 })
 	if got != f.payload() || len(got) != 2<<20 {
 		t.Errorf("handler got %d bytes, want the fixture's 2 MiB payload", len(got))
 	}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -75,6 +77,9 @@ type Options struct {
 	// made: server-side encryption (ServerSideEncryption, SSEKMSKeyId), a
 	// storage class, tags. Zero value: none.
 	PutObject func(*s3.PutObjectInput)
+	// Logger receives Settled's failures to delete an object. Zero value:
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Store offloads large message bodies to an S3 bucket and brings them
@@ -118,6 +123,9 @@ func New(client API, bucket string, optFns ...func(*Options)) (*Store, error) {
 	}
 	if o.SizeAttribute == "" {
 		o.SizeAttribute = AttrLegacySize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	return &Store{client: client, bucket: bucket, opts: o}, nil
 }
@@ -178,7 +186,7 @@ func (s *Store) Offload(ctx context.Context, m *producer.Message) (bool, error) 
 // larger than MaxPayloadSize, are permanent failures (retry.Permanent: the
 // message goes to the dead-letter queue with the reason); other S3 errors
 // are ordinary failures, retried. The middleware never deletes the object:
-// call Delete once the message itself is deleted.
+// Settled does, once the message itself is deleted.
 func (s *Store) Middleware() worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
@@ -235,11 +243,12 @@ func (s *Store) get(ctx context.Context, p Pointer) (string, error) {
 
 // Delete deletes the S3 object of a message whose body was offloaded, and
 // reports whether the message had one. msg is the message as received
-// (worker.Message.Raw): its body still the pointer. Call it only once SQS
-// has confirmed the message's delete after its job succeeded — never
-// before (a retry must still find the object), and not when the message
-// was moved to the dead-letter queue or re-sent (the copy points to the
-// same object). Deleting an object that is already gone is not an error.
+// (worker.Message.Raw, or a settlement's Message.Raw): its body still the
+// pointer. Call it only once SQS has confirmed the message's delete after
+// its job succeeded — never before (a retry must still find the object),
+// and not when the message was moved to the dead-letter queue or re-sent
+// (the copy points to the same object); Settled does exactly that.
+// Deleting an object that is already gone is not an error.
 func (s *Store) Delete(ctx context.Context, msg types.Message) (bool, error) {
 	p, _, offloaded, err := Lookup(aws.ToString(msg.Body), msg.MessageAttributes)
 	if !offloaded || err != nil {
@@ -249,6 +258,33 @@ func (s *Store) Delete(ctx context.Context, msg types.Message) (bool, error) {
 		return true, fmt.Errorf("s3payload: deleting the payload object %s of message %s: %w", p, aws.ToString(msg.MessageId), err)
 	}
 	return true, nil
+}
+
+// deleteTimeout bounds Settled's DeleteObject call.
+const deleteTimeout = 30 * time.Second
+
+// Settled deletes the payload object of a message whose job is done: a
+// settlement with Outcome worker.Deleted, which the worker reports only
+// once SQS has confirmed the message's delete. Every other outcome
+// (retrying, dead-lettered, released, lost, abandoned) keeps the object,
+// since the message will be read again. Use it as worker.Options.OnSettled,
+// or call it from yours; a failed delete is logged (Options.Logger) and
+// leaves the object to the bucket's lifecycle rule.
+//
+// Not on AWS Lambda: sqslambda reports a succeeded record as Deleted
+// before the event source mapping deletes it, so a record whose delete
+// then fails would come back without its object. There, leave objects to
+// the lifecycle rule.
+func (s *Store) Settled(st worker.Settlement) {
+	if st.Outcome != worker.Deleted || st.Message == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+	defer cancel()
+	if _, err := s.Delete(ctx, st.Message.Raw); err != nil {
+		s.opts.Logger.Warn("s3payload: the payload object of a deleted message was not deleted; the bucket's lifecycle rule will expire it",
+			"message_id", st.Message.ID, "error", err)
+	}
 }
 
 // missing reports whether err says the object or its bucket does not exist.

@@ -182,3 +182,26 @@ func TestMiddlewareFailures(t *testing.T) {
 		t.Errorf("Delete of an object already gone: %v, %v; want done, no error", deleted, err)
 	}
 }
+
+// TestSettledDeletesOnlyAfterTheDelete checks the settlement hook: the
+// object goes with a Deleted settlement, and stays for every other outcome.
+func TestSettledDeletesOnlyAfterTheDelete(t *testing.T) {
+	s3c := newMemS3()
+	store := newStore(t, s3c)
+	m := &producer.Message{Body: "x"}
+	force := newStore(t, s3c, func(o *s3payload.Options) { o.AlwaysOffload = true })
+	if _, err := force.Offload(t.Context(), m); err != nil {
+		t.Fatal(err)
+	}
+	msg := &worker.Message{Body: m.Body, MessageAttributes: m.Attributes, Raw: types.Message{Body: aws.String(m.Body), MessageAttributes: m.Attributes}}
+	for _, o := range []worker.Outcome{worker.Retrying, worker.DeadLettered, worker.Released, worker.Lost, worker.Abandoned} {
+		store.Settled(worker.Settlement{Message: msg, Outcome: o})
+		if s3c.count() != 1 {
+			t.Fatalf("outcome %v deleted the object", o)
+		}
+	}
+	store.Settled(worker.Settlement{Message: msg, Outcome: worker.Deleted})
+	if s3c.count() != 0 {
+		t.Error("a Deleted settlement left the object")
+	}
+}

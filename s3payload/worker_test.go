@@ -10,8 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
@@ -23,10 +21,11 @@ import (
 var quiet = slog.New(slog.DiscardHandler)
 
 // runWorker runs a worker over src until cond holds.
-func runWorker(t *testing.T, f *sqstest.Fake, src string, h worker.Handler, cond func(worker.Stats) bool) {
+func runWorker(t *testing.T, f *sqstest.Fake, src string, store *s3payload.Store, h worker.Handler, cond func(worker.Stats) bool) {
 	t.Helper()
 	w, err := worker.New(f, src, h, func(o *worker.Options) {
 		o.Logger = quiet
+		o.OnSettled = store.Settled // deletes an object once its message is deleted
 		o.RetryPolicy = retry.PolicyFunc(func(attempt int) (time.Duration, bool) { return 10 * time.Second, attempt < 3 })
 	})
 	if err != nil {
@@ -48,7 +47,8 @@ func runWorker(t *testing.T, f *sqstest.Fake, src string, h worker.Handler, cond
 // with a Store, and consumes them with the Store's middleware: the handler
 // sees the body; after a failed attempt the object is still there for the
 // retry; a dead-lettered message keeps its pointer, and so does its
-// redrive; Delete removes the object once the message is done.
+// redrive; Settled (the worker's settlement hook) removes the object once
+// SQS confirmed the message's delete.
 func TestLargePayloadThroughTheWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := sqstest.New()
@@ -72,7 +72,6 @@ func TestLargePayloadThroughTheWorker(t *testing.T) {
 
 		var mu sync.Mutex
 		attempts := map[string]int{}
-		var doneRaw []types.Message
 		h := worker.Chain(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			kind, rest, _ := strings.Cut(m.Body, ":")
 			mu.Lock()
@@ -83,14 +82,13 @@ func TestLargePayloadThroughTheWorker(t *testing.T) {
 			}
 			switch {
 			case kind == "flaky" && attempts[kind] == 1:
-				return errors.New("downstream unavailable")
+				return errors.New("downstream unavailable") // the retry must find the object
 			case kind == "poison":
 				return retry.Permanent(errors.New("report template missing"))
 			}
-			doneRaw = append(doneRaw, m.Raw)
 			return nil
 		}), store.Middleware())
-		runWorker(t, f, src, h, func(s worker.Stats) bool { return s.Succeeded == 2 && s.DeadLettered == 1 })
+		runWorker(t, f, src, store, h, func(s worker.Stats) bool { return s.Succeeded == 2 && s.DeadLettered == 1 })
 
 		if attempts["flaky"] != 2 {
 			t.Errorf("flaky ran %d times, want 2 (the retry found its object)", attempts["flaky"])
@@ -109,13 +107,6 @@ func TestLargePayloadThroughTheWorker(t *testing.T) {
 			t.Errorf("DLQ reason %q", prov.Error)
 		}
 
-		// Until the settlement core deletes objects itself, the test does
-		// what it will do once SQS confirmed the deletes: Delete.
-		for _, raw := range doneRaw {
-			if _, err := store.Delete(t.Context(), raw); err != nil {
-				t.Fatal(err)
-			}
-		}
 		if s3c.count() != 1 {
 			t.Errorf("%d objects left, want only the dead-lettered message's", s3c.count())
 		}
@@ -137,9 +128,12 @@ func TestLargePayloadThroughTheWorker(t *testing.T) {
 			got = m.Body
 			return nil
 		}), store.Middleware())
-		runWorker(t, f, src, fixed, func(s worker.Stats) bool { return s.Succeeded == 1 })
+		runWorker(t, f, src, store, fixed, func(s worker.Stats) bool { return s.Succeeded == 1 })
 		if got != "poison:"+big {
 			t.Errorf("redriven message read as %d bytes", len(got))
+		}
+		if s3c.count() != 0 {
+			t.Errorf("%d objects left after every message was deleted", s3c.count())
 		}
 	})
 }

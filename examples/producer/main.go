@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
@@ -102,7 +101,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, s3c *s3.Client)
 	// S3, worker.JSON decodes every body into a Job.
 	var mu sync.Mutex
 	handled := map[string]int{}
-	var reportRaw types.Message
+	var reportKey string
 	h := worker.Chain(worker.JSON(func(ctx context.Context, job Job, m *worker.Message) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -111,7 +110,8 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, s3c *s3.Client)
 			if job.Report != report {
 				return fmt.Errorf("report arrived with %d bytes, want %d", len(job.Report), len(report))
 			}
-			reportRaw = m.Raw
+			p, _, _, _ := s3payload.Lookup(aws.ToString(m.Raw.Body), m.Raw.MessageAttributes)
+			reportKey = p.String()
 			handled["report"]++
 			fmt.Fprintf(out, "handled the report: %d bytes, read back from S3\n", len(job.Report))
 		default:
@@ -119,7 +119,10 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, s3c *s3.Client)
 		}
 		return nil
 	}), store.Middleware())
-	w, err := worker.New(client, target.SourceURL, h, func(o *worker.Options) { o.Concurrency = 20 })
+	w, err := worker.New(client, target.SourceURL, h, func(o *worker.Options) {
+		o.Concurrency = 20
+		o.OnSettled = store.Settled // a payload object goes once SQS confirmed its message's delete
+	})
 	if err != nil {
 		return err
 	}
@@ -144,12 +147,6 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, s3c *s3.Client)
 	ws := w.Stats()
 	fmt.Fprintf(out, "worker: %d jobs handled (%.2f requests per job)\n", ws.Succeeded, ws.RequestsPerMessage())
 
-	// The report's message is deleted: now its object may go.
-	if _, err := store.Delete(ctx, reportRaw); err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "report's S3 object deleted after its message")
-
 	// Check: each due job once, the delayed one still waiting.
 	for job, n := range handled {
 		if n != 1 {
@@ -173,6 +170,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, s3c *s3.Client)
 	if n := aws.ToInt32(objs.KeyCount); n != 0 {
 		return fmt.Errorf("bucket still holds %d objects", n)
 	}
+	fmt.Fprintf(out, "the report's S3 object %s was deleted after its message\n", reportKey)
 	fmt.Fprintf(out, "ok: %d thumbnails and the report handled once; the delayed job waits in the queue (%d delayed, %d visible)\n",
 		thumbnails, c.Delayed, c.Visible)
 	return nil
