@@ -43,7 +43,10 @@ const thumbnails = 200
 
 func run(ctx context.Context, out io.Writer, client *sqs.Client, s3c *s3.Client) error {
 	name := "sqsworker-producer-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
+	// A short visibility timeout: a message hidden by a receive whose response
+	// was lost (a busy machine) comes back in seconds; the heartbeat extends
+	// it for running handlers.
+	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, VisibilityTimeout: 5 * time.Second})
 	if err != nil {
 		return err
 	}
