@@ -25,6 +25,7 @@ type BatchError struct {
 	First  error // the first failed message's error
 }
 
+// Error says how many messages were not sent, and why the first was not.
 func (e *BatchError) Error() string {
 	return fmt.Sprintf("producer: %d of %d messages not sent (each Result says why); first: %v", e.Failed, e.Total, e.First)
 }
