@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // Method is how Redrive moves messages.
@@ -548,15 +550,11 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 			fail(m, err)
 			continue
 		}
-		ready = append(ready, pending{m: m, entry: e, size: len(aws.ToString(e.MessageBody)) + attributesSize(e.MessageAttributes)})
+		ready = append(ready, pending{m: m, entry: e, size: sqslimit.MessageSize(aws.ToString(e.MessageBody), e.MessageAttributes)})
 	}
 	// Batches of up to ten entries and DefaultMaxMessageSize bytes in all.
 	for len(ready) > 0 {
-		n, size := 0, 0
-		for n < len(ready) && n < maxBatch && (n == 0 || size+ready[n].size <= DefaultMaxMessageSize) {
-			size += ready[n].size
-			n++
-		}
+		n := sqslimit.Fit(len(ready), DefaultMaxMessageSize, func(i int) int { return ready[i].size })
 		chunk := ready[:n]
 		ready = ready[n:]
 		if err := lim.wait(ctx, len(chunk)); err != nil {

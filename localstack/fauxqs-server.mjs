@@ -1,4 +1,4 @@
-// fauxqs-server.mjs starts the fauxqs SQS/SNS emulator bound to 127.0.0.1 only.
+// fauxqs-server.mjs starts the fauxqs emulator (SQS, SNS and S3 on one port) bound to 127.0.0.1 only.
 //
 // fauxqs's own CLI listens on every interface and logs each request; this
 // launcher uses its buildApp API instead so the emulator is reachable from

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -85,6 +87,29 @@ func lambdaMain(cfg aws.Config, h worker.Handler, policy retry.Policy) error {
 	lambda.Start(fn.Handle)
 	return nil
 }
+
+// README: Sending jobs.
+
+func enqueue(ctx context.Context, cfg aws.Config, queueURL string, batch []Job) error {
+	p, err := producer.New(sqs.NewFromConfig(cfg), queueURL)
+	if err != nil {
+		return err
+	}
+	jobs := producer.JSON[Job](p)
+	res, err := jobs.SendBatch(ctx, batch) // any number: 10 per call, failed entries retried
+	if err != nil {
+		return err // a *producer.BatchError: res[i].Err says which job was not sent, and why
+	}
+	log.Printf("sent %d jobs in %d calls", len(res), p.Stats().Requests)
+	// Send and Enqueue go through a background batcher (flushed by Close),
+	// so concurrent callers share calls; a delay may exceed SQS's 15 minutes.
+	_, err = jobs.Send(ctx, Job{OrderID: "A-7"}, producer.WithDelay(48*time.Hour))
+	return errors.Join(err, p.Close(ctx))
+}
+
+var typedHandler = worker.JSON(func(ctx context.Context, job Job, m *worker.Message) error {
+	return job.Process(ctx) // a body that is not a valid Job never gets here: DLQ, with the decode error
+})
 
 // README: Testing your handlers with sqstest.
 

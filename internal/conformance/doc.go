@@ -4,9 +4,9 @@
 //
 // It encodes what real Amazon SQS does — visibility expiry and extension,
 // receive counts, the 12 hour visibility cap counted from receipt, redrive
-// to the dead-letter queue, move tasks, batch partial failures, delays,
-// long polling, FIFO group locking and deduplication, purge and retention,
-// and the exact errors of each misuse — as the AWS documentation and
+// to the dead-letter queue, move tasks, batch partial failures and size
+// limits, delays, long polling, FIFO group locking and deduplication, purge
+// and retention, and the exact errors of each misuse — as the AWS documentation and
 // AWS-validated test suites describe it. Where the local emulator differs,
 // the difference is declared as a Quirk of that backend rather than
 // weakening the suite: the in-memory fake in sqstest has no quirks and must

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
@@ -40,6 +41,7 @@ type Endpoints struct {
 	SQS      string // SQS endpoint URL; empty when none is configured
 	SNS      string // SNS endpoint URL; fauxqs serves SNS on its SQS port
 	DynamoDB string // DynamoDB endpoint URL; empty when none is configured
+	S3       string // S3 endpoint URL; empty when none is configured
 	Region   string
 	Backend  string // see BackendEnv
 	Started  bool   // testenv started the emulators itself
@@ -68,6 +70,7 @@ func find() (Endpoints, error) {
 	base := os.Getenv("AWS_ENDPOINT_URL")
 	e.SQS = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_SQS"), base)
 	e.DynamoDB = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), base)
+	e.S3 = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_S3"), base)
 	if e.SQS != "" || e.DynamoDB != "" {
 		e.Backend = os.Getenv(BackendEnv)
 		if e.Backend == "" {
@@ -78,7 +81,10 @@ func find() (Endpoints, error) {
 		}
 		e.SNS = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_SNS"), base)
 		if e.SNS == "" && e.Backend == "fauxqs" {
-			e.SNS = e.SQS
+			e.SNS = e.SQS // fauxqs serves SNS and S3 on its SQS endpoint
+		}
+		if e.S3 == "" && e.Backend == "fauxqs" {
+			e.S3 = e.SQS
 		}
 		return e, nil
 	}
@@ -96,7 +102,7 @@ func find() (Endpoints, error) {
 		return e, fmt.Errorf("no AWS endpoint is configured and %s failed: %v\n%s", script, err, strings.TrimSpace(stderr.String()))
 	}
 	vars := parseExports(stdout.String())
-	e.SQS, e.SNS, e.DynamoDB, e.Backend = vars["AWS_ENDPOINT_URL_SQS"], vars["AWS_ENDPOINT_URL_SNS"], vars["AWS_ENDPOINT_URL_DYNAMODB"], vars[BackendEnv]
+	e.SQS, e.SNS, e.DynamoDB, e.S3, e.Backend = vars["AWS_ENDPOINT_URL_SQS"], vars["AWS_ENDPOINT_URL_SNS"], vars["AWS_ENDPOINT_URL_DYNAMODB"], vars["AWS_ENDPOINT_URL_S3"], vars[BackendEnv]
 	e.Started = true
 	if e.SQS == "" || e.DynamoDB == "" {
 		return e, fmt.Errorf("%s printed no endpoints:\n%s", script, stdout.String())
@@ -239,6 +245,22 @@ func DynamoDB(t testing.TB) *dynamodb.Client {
 		unavailable(t, "no DynamoDB endpoint (set AWS_ENDPOINT_URL_DYNAMODB)")
 	}
 	return dynamodb.NewFromConfig(AWSConfig(t, e.DynamoDB), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(e.DynamoDB) })
+}
+
+// S3 returns an S3 client for the local AWS, with path-style addressing
+// (bucket names in the path: a loopback endpoint has no per-bucket host
+// names).
+func S3(t testing.TB) *s3.Client {
+	t.Helper()
+	e := Get(t)
+	if e.S3 == "" {
+		unavailable(t, "no S3 endpoint (set AWS_ENDPOINT_URL_S3)")
+	}
+	return s3.NewFromConfig(AWSConfig(t, e.S3), func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(e.S3)
+		o.UsePathStyle = true
+		o.DisableLogOutputChecksumValidationSkipped = true // emulators return no checksums
+	})
 }
 
 // UniqueName returns a resource name unique to this test run and call, so
