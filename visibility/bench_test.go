@@ -199,10 +199,11 @@ func BenchmarkHeartbeat50000At20ms(b *testing.B) {
 	const n, periods = 50000, 2
 	var calls, extended, late, lost int64
 	for b.Loop() {
-		f := sqstest.New(func(o *sqstest.Options) { o.Latency = 20 * time.Millisecond })
+		f := sqstest.New()
 		url := f.MustCreateQueue(b, "jobs", map[string]string{"VisibilityTimeout": "30"})
 		e := &env{f: f, url: url, t0: time.Now()}
 		msgs, receivedAt := e.receive(b, n)
+		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Latency: 20 * time.Millisecond})
 		h := newHB(b, f, url, 30*time.Second)
 		for _, m := range msgs {
 			track(b, h, m.handle, receivedAt, nil)

@@ -126,6 +126,10 @@ type Stats struct {
 	// Snoozed counts messages their handler snoozed (retry.Snooze), as SQS
 	// confirmed.
 	Snoozed int64
+	// Delayed counts receives of jobs not yet due (sent with a delay beyond
+	// 15 minutes) that the worker hid or re-sent to wait, without running
+	// the handler or counting an attempt.
+	Delayed int64
 	// Extensions counts heartbeat extensions SQS confirmed on time.
 	Extensions int64
 	// LateExtensions counts heartbeat extensions SQS confirmed only after
@@ -159,6 +163,6 @@ func (s Stats) RequestsPerMessage() float64 {
 
 type counters struct {
 	received, succeeded, failed, deleted, retried, deadLettered, released,
-	lost, abandoned, deleteRetried, settledLate, inFlight, settling, snoozed atomic.Int64
+	lost, abandoned, deleteRetried, settledLate, inFlight, settling, snoozed, delayed atomic.Int64
 	receiveSizes [11]atomic.Int64
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/retry"
@@ -22,6 +23,19 @@ func (w *Worker) process(r *run, j *job) {
 	if w.stopping.Load() {
 		r.flow.unstarted()
 		w.release(r, j) // received but not started: let another consumer have it now
+		return
+	}
+	// A job sent with a delay beyond 15 minutes waits for its due time
+	// without running the handler or counting an attempt.
+	if d, ok, err := settle.Due(&j.msg, time.Now(), w.queueInfo); err != nil || (ok && d.Action != schedule.Run) {
+		r.flow.handled()
+		if err != nil {
+			w.c.failed.Add(1)
+			j.herr = err
+			w.settle(r, j, settle.Decision{Action: settle.DeadLetter, Reason: "invalid due time"})
+			return
+		}
+		w.wait(r, j, d)
 		return
 	}
 	settle.CountAttempt(r.bg, w.opts.CallTimeout, w.opts.AttemptCounter, &j.msg, log)
@@ -103,7 +117,23 @@ const (
 	stageDelete stage = iota // delete; then the job is settled
 	stageChange              // visibility change; then the job is settled
 	stageCopy                // dead-letter copy; then the delete
+	stageResend              // a fresh copy of a job not yet due; then the delete
 )
+
+// queueInfo is the queue's settings, for the schedule of delayed jobs.
+func (w *Worker) queueInfo() settle.Queue { return w.queue }
+
+// wait keeps a job that is not due yet waiting for its due time, as the
+// schedule decided: hidden, or re-sent as a fresh copy (send, then delete).
+func (w *Worker) wait(r *run, j *job, d schedule.Decision) {
+	w.c.settling.Add(1)
+	if d.Action == schedule.Hide {
+		j.hide(r, settle.Delayed, d.Delay)
+		return
+	}
+	in := schedule.ResendInput(w.queueURL, j.msg.Raw, d.Delay)
+	j.send(r.resends, stageResend, settle.Delayed, d.String(), d.Delay, settle.Entry{Send: settle.SendEntry(in)})
+}
 
 // send queues the job's entry for one settling call; result, reason and
 // delay are what a confirmed call means.
@@ -131,8 +161,18 @@ func (w *Worker) release(r *run, j *job) {
 // Settled is the job's entry's outcome (settle.Owner).
 func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
 	w, r := j.w, j.r
-	if j.stage != stageCopy {
+	switch j.stage {
+	case stageDelete, stageChange:
 		w.finish(r, j, j.result, o, j.reason, j.delay)
+		return
+	case stageResend:
+		if !o.OK {
+			// Not re-sent: it waits a visibility timeout and is tried again.
+			w.warn.Warn("resend", "sqsworker: re-sending a job that is not due yet failed; it is tried again after the visibility timeout", "message", j.msg.ID, "err", o.Err)
+			j.hide(r, settle.Delayed, w.visibility)
+			return
+		}
+		j.send(r.deletes, stageDelete, settle.Delayed, j.reason, j.delay, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease})
 		return
 	}
 	if !o.OK {
@@ -192,6 +232,8 @@ func (w *Worker) finish(r *run, j *job, result settle.Result, o settle.Outcome, 
 			w.c.released.Add(1)
 		case settle.Snoozed:
 			w.c.snoozed.Add(1)
+		case settle.Delayed:
+			w.c.delayed.Add(1)
 		}
 		if o.Late {
 			w.c.settledLate.Add(1)

@@ -35,6 +35,11 @@ const (
 	// Snoozed: the handler snoozed the message (retry.Snooze): SQS
 	// confirmed it hidden for Settlement.Delay; the attempt does not count.
 	Snoozed Outcome = Outcome(settle.Snoozed)
+	// Delayed: the message is a job not due yet (sent with a delay beyond
+	// SQS's 15 minutes, see package producer): it was hidden, or re-sent as
+	// a fresh copy, to wait for its due time; the handler did not run and
+	// no attempt was counted.
+	Delayed Outcome = Outcome(settle.Delayed)
 )
 
 // String returns the outcome's name.
@@ -54,6 +59,8 @@ func (o Outcome) String() string {
 		return "abandoned"
 	case Snoozed:
 		return "snoozed"
+	case Delayed:
+		return "delayed"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }

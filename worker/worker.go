@@ -48,8 +48,9 @@ type Worker struct {
 
 	visibility time.Duration // the queue's (or Options') visibility timeout
 	fifo       bool
-	target     *dlq.Target // nil without a DLQ (AllowNoDLQ)
-	copier     *dlq.Copier // builds dead-letter copies; nil without a DLQ
+	queue      settle.Queue // what the schedule of delayed jobs needs
+	target     *dlq.Target  // nil without a DLQ (AllowNoDLQ)
+	copier     *dlq.Copier  // builds dead-letter copies; nil without a DLQ
 	warn       *settle.Warner
 	notify     *settle.Notifier
 
@@ -98,7 +99,7 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	w.queueURL = queueURL
 	out, err := w.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queueURL),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameVisibilityTimeout, types.QueueAttributeNameFifoQueue},
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameVisibilityTimeout, types.QueueAttributeNameFifoQueue, types.QueueAttributeNameMessageRetentionPeriod},
 	})
 	if err != nil {
 		return nil, describeQueueError(queueURL, err)
@@ -109,6 +110,8 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 		w.visibility = o.VisibilityTimeout
 	}
 	w.fifo = out.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true"
+	retention, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMessageRetentionPeriod)])
+	w.queue = settle.Queue{FIFO: w.fifo, Retention: time.Duration(retention) * time.Second}
 	if w.visibility < time.Second {
 		return nil, fmt.Errorf("sqsworker: queue %s has VisibilityTimeout %v: a received message becomes visible to other consumers at once, so no job can be held while it runs; set the queue's VisibilityTimeout (30s is SQS's default) or Options.VisibilityTimeout", queueURL, w.visibility)
 	}
@@ -121,6 +124,7 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	switch {
 	case err == nil:
 		w.target = &target
+		w.queue.MaxReceiveCount = target.MaxReceiveCount
 		if w.copier, err = dlq.NewCopier(target, func(mo *dlq.MoverOptions) { mo.Logger = o.Logger }); err != nil {
 			return nil, fmt.Errorf("sqsworker: %w", err)
 		}
@@ -166,6 +170,7 @@ func (w *Worker) Stats() Stats {
 		Requests: make(map[string]int64, numAPIs),
 	}
 	s.Snoozed = w.c.snoozed.Load()
+	s.Delayed = w.c.delayed.Load()
 	if f := w.flow.Load(); f != nil {
 		s.Prefetched, s.PrefetchTarget = f.snapshot()
 	}
@@ -206,6 +211,7 @@ type run struct {
 	deletes  *settle.Batcher
 	changes  *settle.Batcher
 	sends    *settle.Batcher // dead-letter copies; nil without a DLQ
+	resends  *settle.Batcher // fresh copies of jobs not yet due (internal/schedule)
 }
 
 // Run receives and handles messages until ctx is cancelled, then shuts down:
@@ -248,6 +254,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	r.changes = settle.NewChanger(w.client, w.queueURL, bo)
 	if w.target != nil {
 		r.sends = settle.NewSender(w.client, w.target.QueueURL, bo)
+	}
+	if !w.fifo {
+		r.resends = settle.NewSender(w.client, w.queueURL, bo)
 	}
 
 	// Concurrency handler goroutines take the received messages from the
@@ -301,6 +310,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	before := w.c.abandoned.Load()
 	if r.sends != nil {
 		r.sends.Close(flushCtx)
+	}
+	if r.resends != nil {
+		r.resends.Close(flushCtx)
 	}
 	var flush sync.WaitGroup
 	flush.Go(func() { r.deletes.Close(flushCtx) })
