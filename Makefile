@@ -11,7 +11,7 @@ WITH_AWS  := bash localstack/with-aws.sh
 TESTFLAGS ?=
 BENCHTIME ?= 3x
 
-.PHONY: test conformance unit lint bench demo emulators-start emulators-stop fuzz
+.PHONY: test conformance unit lint bench bench-latency demo emulators-start emulators-stop fuzz
 
 # test prints the conformance suite's summary first (fake and emulator), then runs
 # every package. -count=1: integration results depend on the emulators, never cache them.
@@ -36,6 +36,11 @@ lint:
 	$(GO) vet ./...
 	@for f in localstack/*.sh localstack/init/ready.d/*.sh .ci/run; do bash -n "$$f" || exit 1; done
 	@echo "lint: ok"
+
+# bench-latency runs sqsworker next to a minimal SDK loop and gocloud's
+# awssnssqs driver (bench/, a Go module of its own) at 0 and 15 ms per call.
+bench-latency:
+	$(WITH_AWS) bash -c 'cd bench && $(GO) run ./latency -json latency.json'
 
 bench:
 	$(WITH_AWS) bash -c 'SQSWORKER_REQUIRE_INTEGRATION=1 $(GO) test -run "^$$" -bench . -benchmem -benchtime $(BENCHTIME) ./...'
