@@ -32,7 +32,8 @@ type flow struct {
 	fifo         bool
 
 	mu        sync.Mutex
-	cond      sync.Cond // broadcast on every change a poller or handler may wait for
+	handlers  sync.Cond // a job became ready (signalled once per job), or the flow stopped
+	pollers   sync.Cond // room for a receive (signalled, one poller at a time), or the flow stopped
 	requested int
 	buffered  int
 	running   int
@@ -67,7 +68,7 @@ func newFlow(o *Options, fifo bool) *flow {
 		empty:      true, // until a receive brings messages, one long poll
 
 	}
-	f.cond.L = &f.mu
+	f.handlers.L, f.pollers.L = &f.mu, &f.mu
 	// Until handler throughput is measured (within 100 ms of the first
 	// completions), aim for a second round of handlers' worth ahead.
 	f.target = min(f.maxPrefetch, max(f.fill(), f.concurrency))
@@ -83,7 +84,7 @@ func (f *flow) fill() int { return min(sqslimit.MaxBatchEntries, f.concurrency) 
 func (f *flow) reserve(ctx context.Context) int {
 	stop := context.AfterFunc(ctx, func() {
 		f.mu.Lock()
-		f.cond.Broadcast()
+		f.pollers.Broadcast()
 		f.mu.Unlock()
 	})
 	defer stop()
@@ -97,6 +98,7 @@ func (f *flow) reserve(ctx context.Context) int {
 		n := f.mayReceiveLocked()
 		if n >= sqslimit.MaxBatchEntries || (n > 0 && n >= f.concurrency+f.target) {
 			f.take(n)
+			f.wakePollerLocked() // room for another receive, perhaps
 			return n
 		}
 		if n > 0 && f.starvingLocked() {
@@ -111,15 +113,24 @@ func (f *flow) reserve(ctx context.Context) int {
 			}
 			t := time.AfterFunc(time.Until(waitUntil), func() {
 				f.mu.Lock()
-				f.cond.Broadcast()
+				f.pollers.Broadcast()
 				f.mu.Unlock()
 			})
-			f.cond.Wait()
+			f.pollers.Wait()
 			t.Stop()
 			continue
 		}
 		waitUntil = time.Time{}
-		f.cond.Wait()
+		f.pollers.Wait()
+	}
+}
+
+// wakePollerLocked wakes one waiting poller when a receive may go out now:
+// a full batch fits, or a handler starves. The woken poller wakes the next
+// if there is room for more, so pollers are not all woken at every change.
+func (f *flow) wakePollerLocked() {
+	if n := f.mayReceiveLocked(); n >= sqslimit.MaxBatchEntries || (n > 0 && (f.starvingLocked() || n >= f.concurrency+f.target)) {
+		f.pollers.Signal()
 	}
 }
 
@@ -154,7 +165,7 @@ func (f *flow) shrink(k int, none bool) {
 	if none {
 		f.receiving--
 	}
-	f.cond.Broadcast()
+	f.wakePollerLocked()
 	f.mu.Unlock()
 }
 
@@ -175,14 +186,14 @@ func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
 			f.latency = time.Duration((1-w)*float64(f.latency) + w*float64(latency))
 		}
 	}
-	f.cond.Broadcast()
+	defer f.wakePollerLocked()
 	if f.stopped {
 		return false
 	}
 	f.buffered += len(jobs)
 	for _, j := range jobs {
 		if !f.fifo {
-			f.ready.push(j)
+			f.push(j)
 			continue
 		}
 		g := f.groups[j.msg.GroupID]
@@ -195,9 +206,15 @@ func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
 			continue
 		}
 		g.active = true
-		f.ready.push(j)
+		f.push(j)
 	}
 	return true
+}
+
+// push makes a buffered job ready and wakes one handler for it.
+func (f *flow) push(j *job) {
+	f.ready.push(j)
+	f.handlers.Signal()
 }
 
 // next waits for a job for a free handler; nil once the flow has stopped.
@@ -205,7 +222,7 @@ func (f *flow) next() *job {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for f.ready.len() == 0 && !f.stopped {
-		f.cond.Wait()
+		f.handlers.Wait()
 	}
 	if f.stopped {
 		return nil
@@ -213,7 +230,6 @@ func (f *flow) next() *job {
 	j := f.ready.pop()
 	f.buffered--
 	f.running++
-	f.cond.Broadcast() // a buffer place is free
 	return j
 }
 
@@ -224,7 +240,7 @@ func (f *flow) handled() {
 	f.settling++
 	f.completed++
 	f.retargetLocked(time.Now())
-	f.cond.Broadcast()
+	f.wakePollerLocked()
 	f.mu.Unlock()
 }
 
@@ -234,7 +250,7 @@ func (f *flow) unstarted() {
 	f.mu.Lock()
 	f.running--
 	f.settling++
-	f.cond.Broadcast()
+	f.wakePollerLocked()
 	f.mu.Unlock()
 }
 
@@ -246,7 +262,7 @@ func (f *flow) settled(j *job, done bool) (release []*job) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.settling--
-	f.cond.Broadcast()
+	defer f.wakePollerLocked()
 	if !f.fifo {
 		return nil
 	}
@@ -257,7 +273,7 @@ func (f *flow) settled(j *job, done bool) (release []*job) {
 	if done && len(g.waiting) > 0 && !f.stopped {
 		next := g.waiting[0]
 		g.waiting = g.waiting[1:]
-		f.ready.push(next)
+		f.push(next)
 		return nil
 	}
 	release = g.waiting
@@ -282,7 +298,8 @@ func (f *flow) stop() (release []*job) {
 	}
 	f.buffered -= len(release)
 	f.settling += len(release)
-	f.cond.Broadcast()
+	f.handlers.Broadcast()
+	f.pollers.Broadcast()
 	return release
 }
 

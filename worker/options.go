@@ -102,8 +102,11 @@ type Options struct {
 	// most Concurrency, when that is under 10). Prefetched messages are
 	// leased from their receipt like running ones (the heartbeat keeps
 	// them invisible), counted in Stats.Prefetched, and released at once
-	// on shutdown. Zero value: 100. Negative: no prefetch, receive only for
-	// free handlers.
+	// on shutdown. The depth reaches the cap only when handlers outrun
+	// receiving (fast handlers, a distant SQS); the buffer then holds up to
+	// MaxPrefetch messages in memory, so lower it for very large bodies.
+	// Zero value: 300. Negative: no prefetch, receive only for free
+	// handlers.
 	MaxPrefetch int
 
 	// Pollers is how many receive calls may be in flight at once; how many
@@ -186,7 +189,7 @@ func (o *Options) setDefaults() error {
 	}
 	switch {
 	case o.MaxPrefetch == 0:
-		o.MaxPrefetch = 100
+		o.MaxPrefetch = 300
 	case o.MaxPrefetch < 0:
 		o.MaxPrefetch = 0
 	}

@@ -66,6 +66,9 @@ type result struct {
 	CPUus    float64            `json:"cpu_us_per_message"`
 	Dials    int64              `json:"tcp_connections"`
 	Dups     int                `json:"duplicates"`
+	// Steady is the throughput between the 5% and the 95% mark of the
+	// messages handled: without the start-up and the last deletes.
+	Steady float64 `json:"steady_msgs_per_s"`
 	Extra    map[string]float64 `json:"extra,omitempty"`
 }
 
@@ -123,8 +126,8 @@ func run(ctx context.Context, rounds int, only, out string) error {
 				if err != nil {
 					return fmt.Errorf("%s, round %d, %s: %w", sc.Name, r, name, err)
 				}
-				fmt.Printf("   round %d %-9s %8.0f msg/s  %.3f req/msg  %6.1f CPU µs/msg  %4d conns  %d dups %v\n",
-					r, name, res.MsgsPerS, res.ReqPer, res.CPUus, res.Dials, res.Dups, res.Extra)
+				fmt.Printf("   round %d %-9s %8.0f msg/s (steady %6.0f)  %.3f req/msg  %6.1f CPU µs/msg  %4d conns  %d dups %v\n",
+					r, name, res.MsgsPerS, res.Steady, res.ReqPer, res.CPUus, res.Dials, res.Dups, res.Extra)
 				all = append(all, res)
 			}
 		}
@@ -193,7 +196,13 @@ func measure(ctx context.Context, sc scenario, round int, name, endpoint string)
 		done <- err
 	}()
 	// Until every message is handled and gone from the queue.
+	var t5, t95 time.Time
 	for {
+		if n := j.handled.Load(); t5.IsZero() && n >= int64(sc.Messages/20) {
+			t5 = time.Now()
+		} else if t95.IsZero() && n >= int64(sc.Messages*19/20) {
+			t95 = time.Now()
+		}
 		if j.distinct() >= sc.Messages {
 			if c, err := dlq.Count(ctx, admin, target.SourceURL); err == nil && c.Visible+c.InFlight+c.Delayed == 0 {
 				break
@@ -214,6 +223,9 @@ func measure(ctx context.Context, sc scenario, round int, name, endpoint string)
 	}
 	res.Seconds = elapsed.Seconds()
 	res.MsgsPerS = float64(sc.Messages) / elapsed.Seconds()
+	if !t5.IsZero() && t95.After(t5) {
+		res.Steady = float64(sc.Messages*9/10) / t95.Sub(t5).Seconds()
+	}
 	res.CPUus = float64(cpu.Microseconds()) / float64(sc.Messages)
 	res.Dials = m.dials.Load()
 	res.Requests = m.snapshot()
@@ -313,8 +325,8 @@ func proxyMain(args []string) {
 // report prints medians per scenario and consumer, and each consumer's
 // throughput ratio to sqsworker's round by round.
 func report(w io.Writer, all []result) {
-	fmt.Fprintln(w, "\n| scenario | consumer | msg/s (median) | ratio to sqsworker, per round | req/msg | CPU µs/msg | TCP conns | duplicates |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "\n| scenario | consumer | msg/s (median) | steady msg/s | ratio to sqsworker, per round | req/msg | CPU µs/msg | TCP conns | duplicates |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	type key struct{ sc, c string }
 	by := map[key][]result{}
 	var order []key
@@ -334,8 +346,8 @@ func report(w io.Writer, all []result) {
 				ratios = append(ratios, fmt.Sprintf("%.2f", r.MsgsPerS/ws[i].MsgsPerS))
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %.3f | %.1f | %.0f | %.0f |\n", k.sc, k.c,
-			median(rs, func(r result) float64 { return r.MsgsPerS }), strings.Join(ratios, " "),
+		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %s | %.3f | %.1f | %.0f | %.0f |\n", k.sc, k.c,
+			median(rs, func(r result) float64 { return r.MsgsPerS }), median(rs, func(r result) float64 { return r.Steady }), strings.Join(ratios, " "),
 			median(rs, func(r result) float64 { return r.ReqPer }),
 			median(rs, func(r result) float64 { return r.CPUus }),
 			median(rs, func(r result) float64 { return float64(r.Dials) }),
