@@ -56,20 +56,20 @@ type scenario struct {
 }
 
 type result struct {
-	Scenario string             `json:"scenario"`
-	Round    int                `json:"round"`
-	Consumer string             `json:"consumer"`
-	Seconds  float64            `json:"seconds"`
-	MsgsPerS float64            `json:"msgs_per_s"`
-	Requests map[string]int64   `json:"requests"`
-	ReqPer   float64            `json:"requests_per_message"`
-	CPUus    float64            `json:"cpu_us_per_message"`
-	Dials    int64              `json:"tcp_connections"`
-	Dups     int                `json:"duplicates"`
+	Scenario string           `json:"scenario"`
+	Round    int              `json:"round"`
+	Consumer string           `json:"consumer"`
+	Seconds  float64          `json:"seconds"`
+	MsgsPerS float64          `json:"msgs_per_s"`
+	Requests map[string]int64 `json:"requests"`
+	ReqPer   float64          `json:"requests_per_message"`
+	CPUus    float64          `json:"cpu_us_per_message"`
+	Dials    int64            `json:"tcp_connections"`
+	Dups     int              `json:"duplicates"`
 	// Steady is the throughput between the 5% and the 95% mark of the
 	// messages handled: without the start-up and the last deletes.
-	Steady float64 `json:"steady_msgs_per_s"`
-	Extra    map[string]float64 `json:"extra,omitempty"`
+	Steady float64            `json:"steady_msgs_per_s"`
+	Extra  map[string]float64 `json:"extra,omitempty"`
 }
 
 var consumers = map[string]consumer{"sqsworker": runWorker, "sdk-loop": runLoop, "gocloud": runGocloud}
