@@ -215,6 +215,11 @@ func measure(ctx context.Context, sc scenario, round int, name, endpoint string)
 				break
 			}
 		}
+		if ctx.Err() != nil {
+			cancel()
+			<-done
+			return res, ctx.Err()
+		}
 		if time.Since(start) > sc.limit() {
 			// Recorded as it stands: a consumer that cannot finish (jobs
 			// run again and again) is a result, not a harness failure.
