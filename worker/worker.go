@@ -241,6 +241,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
+	w.client.health.running(time.Now())
+	defer func() { w.client.health.stopped(time.Now()) }()
 	log := w.opts.Logger
 	bg := context.WithoutCancel(ctx)
 	hard, hardCancel := context.WithCancelCause(bg)
@@ -296,6 +298,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Shutdown: what waits in the buffer is released at once; running
 	// handlers get ShutdownTimeout.
 	w.stopping.Store(true)
+	w.client.health.stopping(time.Now())
 	for _, j := range r.flow.stop() {
 		w.release(r, j)
 	}
