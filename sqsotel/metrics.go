@@ -64,9 +64,9 @@ type instruments struct {
 	process, inQueue, settling metric.Float64Histogram
 
 	consumed, receives, extensions, lateExtensions, late, deleteRetries, dropped, requests, billed, payload metric.Int64ObservableCounter
-	inFlight, settlingNow                                                                                    metric.Int64ObservableUpDownCounter
-	cost                                                                                                     metric.Float64ObservableCounter
-	costPerMillion, reqPerMessage                                                                            metric.Float64ObservableGauge
+	inFlight, settlingNow                                                                                   metric.Int64ObservableUpDownCounter
+	cost                                                                                                    metric.Float64ObservableCounter
+	costPerMillion, reqPerMessage                                                                           metric.Float64ObservableGauge
 }
 
 func (m *instruments) init(meter metric.Meter) error {

@@ -47,7 +47,7 @@ func (e *stuckMetrics) Export(ctx context.Context, _ *metricdata.ResourceMetrics
 	return nil
 }
 func (e *stuckMetrics) ForceFlush(context.Context) error { return nil }
-func (e *stuckMetrics) Shutdown(context.Context) error  { return nil }
+func (e *stuckMetrics) Shutdown(context.Context) error   { return nil }
 
 // panicky is a span processor that panics on every span, at its start (in
 // the handler's goroutine) and at its end (in the settlement hook's).
