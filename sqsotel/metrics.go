@@ -146,21 +146,21 @@ func (in *Instrumentation) record(s worker.Settlement) {
 		queue = queueName(url)
 	}
 	ctx := context.Background()
-	in.m.messages.Add(ctx, 1, in.attrs.get(queue, attrOutcome.String(s.Outcome.String())))
+	in.m.messages.Add(ctx, 1, in.attrs.get(queue, attrOutcome.String(s.Outcome.String())).add...)
 	if s.Outcome == worker.DeadLettered {
-		in.m.deadLetters.Add(ctx, 1, in.attrs.get(queue, attrReason.String(deadLetterReason(s.Reason))))
+		in.m.deadLetters.Add(ctx, 1, in.attrs.get(queue, attrReason.String(deadLetterReason(s.Reason))).add...)
 	}
 	if s.Message != nil && !s.Message.SentAt.IsZero() && !s.ReceivedAt.IsZero() {
-		in.m.inQueue.Record(ctx, max(s.ReceivedAt.Sub(s.Message.SentAt).Seconds(), 0), in.attrs.get(queue))
+		in.m.inQueue.Record(ctx, max(s.ReceivedAt.Sub(s.Message.SentAt).Seconds(), 0), in.attrs.get(queue).record...)
 	}
 	if !s.HandlerStart.IsZero() {
 		errType := attribute.KeyValue{}
 		if s.Err != nil {
 			errType = semconv.ErrorTypeKey.String(errorType(s.Err))
 		}
-		in.m.process.Record(ctx, s.HandlerEnd.Sub(s.HandlerStart).Seconds(), in.attrs.get(queue, semconv.MessagingOperationName("process"), errType))
+		in.m.process.Record(ctx, s.HandlerEnd.Sub(s.HandlerStart).Seconds(), in.attrs.get(queue, semconv.MessagingOperationName("process"), errType).record...)
 		if !s.SettledAt.IsZero() {
-			in.m.settling.Record(ctx, max(s.SettledAt.Sub(s.HandlerEnd).Seconds(), 0), in.attrs.get(queue))
+			in.m.settling.Record(ctx, max(s.SettledAt.Sub(s.HandlerEnd).Seconds(), 0), in.attrs.get(queue).record...)
 		}
 	}
 }
@@ -181,35 +181,35 @@ type StatsSource interface {
 func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, error) {
 	queue := queueName(w.QueueURL())
 	m := &in.m
-	base := in.attrs.get(queue)
+	base := in.attrs.get(queue).observe
 	return m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := w.Stats()
-		o.ObserveInt64(m.consumed, s.Received, in.attrs.get(queue, semconv.MessagingOperationName("receive")))
-		o.ObserveInt64(m.inFlight, s.InFlight, base)
-		o.ObserveInt64(m.settlingNow, s.Settling, base)
+		o.ObserveInt64(m.consumed, s.Received, in.attrs.get(queue, semconv.MessagingOperationName("receive")).observe...)
+		o.ObserveInt64(m.inFlight, s.InFlight, base...)
+		o.ObserveInt64(m.settlingNow, s.Settling, base...)
 		for n, calls := range s.ReceiveSizes {
-			o.ObserveInt64(m.receives, calls, in.attrs.get(queue, semconv.MessagingBatchMessageCount(n)))
+			o.ObserveInt64(m.receives, calls, in.attrs.get(queue, semconv.MessagingBatchMessageCount(n)).observe...)
 		}
-		o.ObserveInt64(m.extensions, s.Extensions, base)
-		o.ObserveInt64(m.lateExtensions, s.LateExtensions, base)
-		o.ObserveInt64(m.late, s.SettledLate, base)
-		o.ObserveInt64(m.deleteRetries, s.DeleteRetried, base)
-		o.ObserveInt64(m.dropped, s.HookDropped, base)
+		o.ObserveInt64(m.extensions, s.Extensions, base...)
+		o.ObserveInt64(m.lateExtensions, s.LateExtensions, base...)
+		o.ObserveInt64(m.late, s.SettledLate, base...)
+		o.ObserveInt64(m.deleteRetries, s.DeleteRetried, base...)
+		o.ObserveInt64(m.dropped, s.HookDropped, base...)
 		for api, results := range s.RequestResults {
 			for result, n := range results {
-				o.ObserveInt64(m.requests, n, in.attrs.get(queue, semconv.RPCMethod(api), attrResult.String(result)))
+				o.ObserveInt64(m.requests, n, in.attrs.get(queue, semconv.RPCMethod(api), attrResult.String(result)).observe...)
 			}
 		}
 		for api, n := range s.BilledRequests {
-			o.ObserveInt64(m.billed, n, in.attrs.get(queue, semconv.RPCMethod(api)))
+			o.ObserveInt64(m.billed, n, in.attrs.get(queue, semconv.RPCMethod(api)).observe...)
 		}
 		for api, n := range s.PayloadBytes {
-			o.ObserveInt64(m.payload, n, in.attrs.get(queue, semconv.RPCMethod(api)))
+			o.ObserveInt64(m.payload, n, in.attrs.get(queue, semconv.RPCMethod(api)).observe...)
 		}
 		c := s.Cost(in.opts.Pricing)
-		o.ObserveFloat64(m.cost, c.USD, base)
-		o.ObserveFloat64(m.costPerMillion, c.USDPerMillionMessages, base)
-		o.ObserveFloat64(m.reqPerMessage, c.RequestsPerMessage, base)
+		o.ObserveFloat64(m.cost, c.USD, base...)
+		o.ObserveFloat64(m.costPerMillion, c.USDPerMillionMessages, base...)
+		o.ObserveFloat64(m.reqPerMessage, c.RequestsPerMessage, base...)
 		return nil
 	}, m.consumed, m.inFlight, m.settlingNow, m.receives, m.extensions, m.lateExtensions, m.late, m.deleteRetries,
 		m.dropped, m.requests, m.billed, m.payload, m.cost, m.costPerMillion, m.reqPerMessage)
@@ -219,16 +219,35 @@ func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, er
 // recording allocates no attribute set.
 type attrCache struct {
 	mu sync.Mutex
-	m  map[string]metric.MeasurementOption
+	m  map[attrKey]*attrOpts
 }
 
-// get returns the option for the queue's base attributes plus extra (an
-// empty KeyValue is skipped).
-func (c *attrCache) get(queue string, extra ...attribute.KeyValue) metric.MeasurementOption {
-	key := queue
-	for _, kv := range extra {
-		if kv.Key != "" {
-			key += "\x00" + string(kv.Key) + "=" + kv.Value.Emit()
+// attrOpts holds one attribute set as the option lists Add and Record
+// take, so passing them allocates nothing.
+type attrOpts struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+	// observe is the option for observable instruments.
+	observe []metric.ObserveOption
+}
+
+// attrKey is a queue and up to two extra attributes.
+type attrKey struct {
+	queue  string
+	k1, k2 attribute.Key
+	v1, v2 string
+}
+
+// get returns the option for the queue's base attributes plus extra (at
+// most two; an empty KeyValue is skipped).
+func (c *attrCache) get(queue string, extra ...attribute.KeyValue) *attrOpts {
+	key := attrKey{queue: queue}
+	for i, kv := range extra {
+		switch i {
+		case 0:
+			key.k1, key.v1 = kv.Key, kv.Value.Emit()
+		case 1:
+			key.k2, key.v2 = kv.Key, kv.Value.Emit()
 		}
 	}
 	c.mu.Lock()
@@ -246,9 +265,10 @@ func (c *attrCache) get(queue string, extra ...attribute.KeyValue) metric.Measur
 		}
 	}
 	opt := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	o := &attrOpts{add: []metric.AddOption{opt}, record: []metric.RecordOption{opt}, observe: []metric.ObserveOption{opt}}
 	if c.m == nil {
-		c.m = map[string]metric.MeasurementOption{}
+		c.m = map[attrKey]*attrOpts{}
 	}
-	c.m[key] = opt
-	return opt
+	c.m[key] = o
+	return o
 }

@@ -68,6 +68,7 @@ type Instrumentation struct {
 	mu           sync.Mutex
 	pending      map[string]*pendingSpan // by receipt handle, until settled
 	inserts      int
+	queues       map[string]*queueInfo // by queue URL
 }
 
 // pendingSpan is a process span whose handler has returned and whose
@@ -128,7 +129,9 @@ func (in *Instrumentation) Middleware() worker.Middleware {
 }
 
 // start opens the process span; on a panic in the SDK it returns ctx
-// without a span.
+// without a span. The attributes a sampler may look at are given at the
+// start (prebuilt per queue); the per-message ones only to a span that
+// records.
 func (in *Instrumentation) start(parent context.Context, m *worker.Message) (ctx context.Context, span trace.Span) {
 	defer func() {
 		if recover() != nil {
@@ -136,32 +139,63 @@ func (in *Instrumentation) start(parent context.Context, m *worker.Message) (ctx
 		}
 	}()
 	ctx = parent
-	queue := queueName(m.QueueURL)
-	attrs := make([]attribute.KeyValue, 0, 8)
-	attrs = append(attrs,
+	q := in.queueOf(m.QueueURL)
+	opts := q.startOptions
+	producers := producerContexts(in.opts.Propagator, m.MessageAttributes, m.Attributes)
+	if len(producers) > 0 {
+		opts = append(opts[:len(opts):len(opts)], trace.WithLinks(links(producers)...))
+		if in.opts.ParentFromMessage {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, producers[0])
+		}
+	}
+	ctx, span = in.tracer.Start(ctx, q.spanName, opts...)
+	if span.IsRecording() {
+		span.SetAttributes(
+			semconv.MessagingMessageID(m.ID),
+			semconv.MessagingMessageBodySize(len(m.Body)),
+			attribute.Int("sqsworker.attempt", m.Attempt),
+		)
+	}
+	return ctx, span
+}
+
+func links(scs []trace.SpanContext) []trace.Link {
+	out := make([]trace.Link, len(scs))
+	for i, sc := range scs {
+		out[i] = trace.Link{SpanContext: sc}
+	}
+	return out
+}
+
+// queueInfo is what the spans of one queue share.
+type queueInfo struct {
+	spanName     string
+	startOptions []trace.SpanStartOption
+}
+
+// queueOf returns the queue's shared span name and start options.
+func (in *Instrumentation) queueOf(url string) *queueInfo {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if q, ok := in.queues[url]; ok {
+		return q
+	}
+	attrs := []attribute.KeyValue{
 		semconv.MessagingSystemAWSSQS,
 		semconv.MessagingOperationTypeProcess,
 		semconv.MessagingOperationName("process"),
-		semconv.MessagingMessageID(m.ID),
-		semconv.MessagingMessageBodySize(len(m.Body)),
-		attribute.Int("sqsworker.attempt", m.Attempt),
-	)
-	if queue != "" {
-		attrs = append(attrs, semconv.MessagingDestinationName(queue), semconv.AWSSQSQueueURL(m.QueueURL))
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
-	producers := producerContexts(in.opts.Propagator, m.MessageAttributes, m.Attributes)
-	for _, sc := range producers {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	q := &queueInfo{spanName: "process"}
+	if name := queueName(url); name != "" {
+		attrs = append(attrs, semconv.MessagingDestinationName(name), semconv.AWSSQSQueueURL(url))
+		q.spanName = "process " + name
 	}
-	if in.opts.ParentFromMessage && len(producers) > 0 {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, producers[0])
+	q.startOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
+	if in.queues == nil {
+		in.queues = map[string]*queueInfo{}
 	}
-	name := "process"
-	if queue != "" {
-		name = "process " + queue
-	}
-	return in.tracer.Start(ctx, name, opts...)
+	in.queues[url] = q
+	return q
 }
 
 // handlerDone records the handler's result and hands the span to the
@@ -176,7 +210,7 @@ func (in *Instrumentation) handlerDone(span trace.Span, handle string, err error
 		span.SetStatus(codes.Error, err.Error())
 		span.RecordError(err)
 	}
-	if !in.settledWired.Load() || handle == "" {
+	if !in.settledWired.Load() || handle == "" || !span.IsRecording() {
 		span.End()
 		return
 	}
