@@ -86,28 +86,27 @@ func Inject(ctx context.Context, attrs map[string]types.MessageAttributeValue) b
 // X-Ray SDK may have set it). It returns in, for chaining; without a valid
 // span context in ctx it changes nothing.
 func InjectInput(ctx context.Context, in *sqs.SendMessageInput) *sqs.SendMessageInput {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return in
-	}
-	if in.MessageAttributes == nil {
-		in.MessageAttributes = map[string]types.MessageAttributeValue{}
-	}
-	Inject(ctx, in.MessageAttributes)
-	in.MessageSystemAttributes = withXRay(ctx, in.MessageSystemAttributes)
+	injectMessage(ctx, &in.MessageAttributes, &in.MessageSystemAttributes)
 	return in
 }
 
 // InjectEntry is InjectInput for an entry of SendMessageBatch.
 func InjectEntry(ctx context.Context, e *types.SendMessageBatchRequestEntry) *types.SendMessageBatchRequestEntry {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return e
-	}
-	if e.MessageAttributes == nil {
-		e.MessageAttributes = map[string]types.MessageAttributeValue{}
-	}
-	Inject(ctx, e.MessageAttributes)
-	e.MessageSystemAttributes = withXRay(ctx, e.MessageSystemAttributes)
+	injectMessage(ctx, &e.MessageAttributes, &e.MessageSystemAttributes)
 	return e
+}
+
+// injectMessage is InjectInput on a message's two attribute maps, made when
+// nil.
+func injectMessage(ctx context.Context, attrs *map[string]types.MessageAttributeValue, sys *map[string]types.MessageSystemAttributeValue) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	if *attrs == nil {
+		*attrs = map[string]types.MessageAttributeValue{}
+	}
+	Inject(ctx, *attrs)
+	*sys = withXRay(ctx, *sys)
 }
 
 func withXRay(ctx context.Context, sys map[string]types.MessageSystemAttributeValue) map[string]types.MessageSystemAttributeValue {
