@@ -2,13 +2,13 @@ package sqsotel_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sqsworker/sqsworker/sqsotel"
@@ -43,7 +43,7 @@ func TestProcessSpansLinkedWithEvents(t *testing.T) {
 				}
 				for k, v := range map[string]string{
 					"messaging.system": "aws_sqs", "messaging.operation.type": "process", "messaging.operation.name": "process",
-					"messaging.destination.name": "jobs", "sqsworker.attempt": itoa(i + 1),
+					"messaging.destination.name": "jobs", "sqsworker.attempt": strconv.Itoa(i + 1),
 				} {
 					if got := attr(s.Attributes(), k); got != v {
 						t.Errorf("%s #%d: %s = %q, want %q", job, i+1, k, got, v)
@@ -169,6 +169,3 @@ func sameSpan(a, b trace.SpanContext) bool {
 	return a.TraceID() == b.TraceID() && a.SpanID() == b.SpanID()
 }
 
-func itoa(i int) string { return string(rune('0' + i)) }
-
-var _ sdktrace.ReadOnlySpan
