@@ -168,4 +168,3 @@ func TestHandlerPanicRecorded(t *testing.T) {
 func sameSpan(a, b trace.SpanContext) bool {
 	return a.TraceID() == b.TraceID() && a.SpanID() == b.SpanID()
 }
-
