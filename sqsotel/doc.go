@@ -42,6 +42,7 @@
 //	sqsworker.delete             the delete is confirmed
 //	sqsworker.retry              the retry delay is set (sqsworker.delay in seconds, sqsworker.attempt)
 //	sqsworker.snooze             the handler snoozed it (sqsworker.delay)
+//	sqsworker.delayed            a job not due yet, hidden until its due time (sqsworker.delay)
 //	sqsworker.dead_letter        moved to the dead-letter queue (sqsworker.reason)
 //	sqsworker.release            made visible again unprocessed (shutdown, FIFO order)
 //	sqsworker.lost, .abandoned   ownership lost, settlement not confirmed (sqsworker.reason)
@@ -85,7 +86,7 @@
 // settlement hook (a worker and a Lambda function alike), the rest from
 // ObserveWorker, read from worker.Stats at each collection:
 //
-//	sqsworker.messages{sqsworker.outcome}          sqsworker_messages_total                   deleted, retrying, dead-lettered, released, lost, abandoned, snoozed
+//	sqsworker.messages{sqsworker.outcome}          sqsworker_messages_total                   deleted, retrying, dead-lettered, released, lost, abandoned, snoozed, delayed
 //	sqsworker.dead_letters{sqsworker.reason}       sqsworker_dead_letters_total               permanent, exhausted, other
 //	messaging.process.duration{error.type}         messaging_process_duration_seconds         the handler's run
 //	sqsworker.time_in_queue                        sqsworker_time_in_queue_seconds            receive − SentTimestamp
@@ -93,6 +94,8 @@
 //	messaging.client.consumed.messages             messaging_client_consumed_messages_total   messages received
 //	sqsworker.messages.in_flight                   sqsworker_messages_in_flight               held now (includes prefetched)
 //	sqsworker.messages.settling                    sqsworker_messages_settling                awaiting SQS's confirmation now
+//	sqsworker.messages.prefetched                  sqsworker_messages_prefetched              received ahead of a free handler now
+//	sqsworker.prefetch.target                      sqsworker_prefetch_target                  the adaptive prefetch's aim now
 //	sqsworker.receives{messaging.batch.message_count} sqsworker_receives_total                receive calls by messages returned (0–10)
 //	sqsworker.heartbeat.extensions                 sqsworker_heartbeat_extensions_total       extensions confirmed on time
 //	sqsworker.heartbeat.late_extensions            sqsworker_heartbeat_late_extensions_total  extensions confirmed too late

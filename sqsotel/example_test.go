@@ -39,7 +39,7 @@ func Example() {
 
 	// The producer: its span context travels in the message.
 	sendCtx, send := tp.Tracer("shop").Start(ctx, "send orders", trace.WithSpanKind(trace.SpanKindProducer))
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(queues.SourceURL), MessageBody: aws.String(`{"order":42}`)}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(queues.QueueURL), MessageBody: aws.String(`{"order":42}`)}
 	if _, err := client.SendMessage(sendCtx, sqsotel.InjectInput(sendCtx, in)); err != nil {
 		log.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func Example() {
 	// The consumer: middleware around the handler, the settlement hook,
 	// and the worker's counters as metrics.
 	handler := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { return nil })
-	w, err := worker.New(client, queues.SourceURL, worker.Chain(handler, ins.Middleware()), func(o *worker.Options) {
+	w, err := worker.New(client, queues.QueueURL, worker.Chain(handler, ins.Middleware()), func(o *worker.Options) {
 		o.OnSettled = ins.OnSettled(nil) // or ins.OnSettled(yourHook)
 	})
 	if err != nil {

@@ -24,6 +24,8 @@ const (
 	metricConsumed       = "messaging.client.consumed.messages"
 	metricInFlight       = "sqsworker.messages.in_flight"
 	metricSettling       = "sqsworker.messages.settling"
+	metricPrefetched     = "sqsworker.messages.prefetched"
+	metricPrefetchTarget = "sqsworker.prefetch.target"
 	metricReceives       = "sqsworker.receives"
 	metricExtensions     = "sqsworker.heartbeat.extensions"
 	metricLateExtensions = "sqsworker.heartbeat.late_extensions"
@@ -64,7 +66,7 @@ type instruments struct {
 	process, inQueue, settling metric.Float64Histogram
 
 	consumed, receives, extensions, lateExtensions, late, deleteRetries, dropped, requests, billed, payload metric.Int64ObservableCounter
-	inFlight, settlingNow                                                                                   metric.Int64ObservableUpDownCounter
+	inFlight, settlingNow, prefetched, prefetchTarget                                                       metric.Int64ObservableUpDownCounter
 	cost                                                                                                    metric.Float64ObservableCounter
 	costPerMillion, reqPerMessage                                                                           metric.Float64ObservableGauge
 }
@@ -75,7 +77,7 @@ func (m *instruments) init(meter metric.Meter) error {
 	add := func(err error) { errs = append(errs, err) }
 	var err error
 	m.messages, err = meter.Int64Counter(metricMessages, metric.WithUnit("{message}"),
-		metric.WithDescription("Messages settled, by outcome (sqsworker.outcome: deleted, retrying, dead-lettered, released, lost, abandoned, snoozed), as SQS confirmed them."))
+		metric.WithDescription("Messages settled, by outcome (sqsworker.outcome: deleted, retrying, dead-lettered, released, lost, abandoned, snoozed, delayed), as SQS confirmed them."))
 	add(err)
 	m.deadLetters, err = meter.Int64Counter(metricDeadLetters, metric.WithUnit("{message}"),
 		metric.WithDescription("Messages moved to the dead-letter queue, by reason (sqsworker.reason: permanent, exhausted, other)."))
@@ -128,6 +130,12 @@ func (m *instruments) init(meter metric.Meter) error {
 	add(err)
 	m.settlingNow, err = meter.Int64ObservableUpDownCounter(metricSettling, metric.WithUnit("{message}"),
 		metric.WithDescription("Messages whose handler is done and whose settlement SQS has not confirmed yet."))
+	add(err)
+	m.prefetched, err = meter.Int64ObservableUpDownCounter(metricPrefetched, metric.WithUnit("{message}"),
+		metric.WithDescription("Messages received ahead of a free handler now: leased, waiting in the worker's buffer (counted in sqsworker.messages.in_flight too)."))
+	add(err)
+	m.prefetchTarget, err = meter.Int64ObservableUpDownCounter(metricPrefetchTarget, metric.WithUnit("{message}"),
+		metric.WithDescription("How many messages the worker aims to hold ahead of its handlers now (adaptive, at most Options.MaxPrefetch)."))
 	add(err)
 	m.costPerMillion, err = meter.Float64ObservableGauge(metricCostPerMillion, metric.WithUnit("{USD}"),
 		metric.WithDescription("Estimated price of a million messages at the worker's rate of requests so far, in US dollars."))
@@ -187,6 +195,8 @@ func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, er
 		o.ObserveInt64(m.consumed, s.Received, in.attrs.get(queue, semconv.MessagingOperationName("receive")).observe...)
 		o.ObserveInt64(m.inFlight, s.InFlight, base...)
 		o.ObserveInt64(m.settlingNow, s.Settling, base...)
+		o.ObserveInt64(m.prefetched, int64(s.Prefetched), base...)
+		o.ObserveInt64(m.prefetchTarget, int64(s.PrefetchTarget), base...)
 		for n, calls := range s.ReceiveSizes {
 			o.ObserveInt64(m.receives, calls, in.attrs.get(queue, semconv.MessagingBatchMessageCount(n)).observe...)
 		}
@@ -211,7 +221,7 @@ func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, er
 		o.ObserveFloat64(m.costPerMillion, c.USDPerMillionMessages, base...)
 		o.ObserveFloat64(m.reqPerMessage, c.RequestsPerMessage, base...)
 		return nil
-	}, m.consumed, m.inFlight, m.settlingNow, m.receives, m.extensions, m.lateExtensions, m.late, m.deleteRetries,
+	}, m.consumed, m.inFlight, m.settlingNow, m.prefetched, m.prefetchTarget, m.receives, m.extensions, m.lateExtensions, m.late, m.deleteRetries,
 		m.dropped, m.requests, m.billed, m.payload, m.cost, m.costPerMillion, m.reqPerMessage)
 }
 

@@ -36,7 +36,7 @@ func TestMetricsMatchStats(t *testing.T) {
 		}
 		for outcome, n := range map[worker.Outcome]int64{
 			worker.Deleted: s.Deleted, worker.Retrying: s.Retried, worker.DeadLettered: s.DeadLettered,
-			worker.Released: s.Released, worker.Lost: s.Lost, worker.Abandoned: s.Abandoned, worker.Snoozed: s.Snoozed,
+			worker.Released: s.Released, worker.Lost: s.Lost, worker.Abandoned: s.Abandoned, worker.Snoozed: s.Snoozed, worker.Delayed: s.Delayed,
 		} {
 			check("sqsworker.messages{"+outcome.String()+"}", value(t, rm, "sqsworker.messages", with("sqsworker.outcome", outcome.String())), n)
 		}
@@ -51,6 +51,8 @@ func TestMetricsMatchStats(t *testing.T) {
 		check("messaging.client.consumed.messages", value(t, rm, "messaging.client.consumed.messages", q), s.Received)
 		check("sqsworker.messages.in_flight", value(t, rm, "sqsworker.messages.in_flight", q), s.InFlight)
 		check("sqsworker.messages.settling", value(t, rm, "sqsworker.messages.settling", q), s.Settling)
+		check("sqsworker.messages.prefetched", value(t, rm, "sqsworker.messages.prefetched", q), int64(s.Prefetched))
+		check("sqsworker.prefetch.target", value(t, rm, "sqsworker.prefetch.target", q), int64(s.PrefetchTarget))
 		for n, calls := range s.ReceiveSizes {
 			check("sqsworker.receives{"+strconv.Itoa(n)+"}", value(t, rm, "sqsworker.receives", with("messaging.batch.message_count", strconv.Itoa(n))), calls)
 		}

@@ -314,6 +314,8 @@ func settlementEvent(s worker.Settlement) (string, []attribute.KeyValue) {
 		return "sqsworker.retry", append(attrs, attribute.Float64("sqsworker.delay", s.Delay.Seconds()), attribute.Int("sqsworker.attempt", s.Attempt))
 	case worker.Snoozed:
 		return "sqsworker.snooze", append(attrs, attribute.Float64("sqsworker.delay", s.Delay.Seconds()))
+	case worker.Delayed:
+		return "sqsworker.delayed", append(attrs, attribute.Float64("sqsworker.delay", s.Delay.Seconds()))
 	case worker.DeadLettered:
 		return "sqsworker.dead_letter", append(attrs, attribute.String("sqsworker.reason", s.Reason))
 	case worker.Released:

@@ -35,7 +35,7 @@ func ExampleWorker_HealthHandler() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w, err := worker.New(client, q.SourceURL, noop, func(o *worker.Options) { o.Logger = quiet })
+	w, err := worker.New(client, q.QueueURL, noop, func(o *worker.Options) { o.Logger = quiet })
 	if err != nil {
 		log.Fatal(err)
 	}

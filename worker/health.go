@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,8 +31,9 @@ type HealthOptions struct {
 	// StuckAfter is how long the run loop may stall before the worker is
 	// reported stuck (not live): a receive call still running that long
 	// past its own timeout (Options.WaitTime + Options.CallTimeout), or no
-	// receive started for that long while a handler slot is free and the
-	// last receive did not fail, or a shutdown still draining that long past
+	// receive started for that long while a handler slot is free, the last
+	// receive did not fail and settlements do not hold receiving back
+	// (Options.MaxUnsettled), or a shutdown still draining that long past
 	// Options.ShutdownTimeout + Options.FlushTimeout (a handler ignoring its
 	// context). Zero value: 1 minute, plus the time MaxReceivesPerSecond
 	// takes to allow ten messages when a rate is set.
@@ -259,9 +261,13 @@ func (h *health) status(now time.Time, o HealthOptions, w *Worker) HealthStatus 
 			problems = append(problems, "stuck: a receive call has run for "+now.Sub(oldest).Round(time.Second).String())
 		}
 		// Able to receive (a handler slot free, no receive under way, the
-		// last receive not failed) yet not receiving: stuck once no receive
-		// starts for StuckAfter.
-		if len(h.inflight) == 0 && st.FailingSince.IsZero() && st.InFlight < int64(w.opts.Concurrency) {
+		// last receive not failed, settlements not holding receiving back)
+		// yet not receiving: stuck once no receive starts for StuckAfter.
+		settling := w.c.settling.Load()
+		if settling >= int64(w.opts.MaxUnsettled) {
+			problems = append(problems, "receiving paused: "+strconv.FormatInt(settling, 10)+" settlements await SQS's confirmation (Options.MaxUnsettled)")
+		}
+		if len(h.inflight) == 0 && st.FailingSince.IsZero() && st.InFlight < int64(w.opts.Concurrency) && settling < int64(w.opts.MaxUnsettled) {
 			gen := h.receives.Load()
 			if h.idleSince.IsZero() || h.idleGen != gen {
 				h.idleSince, h.idleGen = now, gen

@@ -88,7 +88,7 @@ func run(ctx context.Context, out io.Writer, c client, addr string, hold time.Du
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		for _, u := range []string{target.SourceURL, target.QueueURL} {
+		for _, u := range []string{target.QueueURL, target.DLQURL} {
 			_, _ = c.DeleteQueue(dctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 		}
 	}()
@@ -105,7 +105,7 @@ func run(ctx context.Context, out io.Writer, c client, addr string, hold time.Du
 		return nil
 	})
 	policy := retry.PolicyFunc(func(attempt int) (time.Duration, bool) { return time.Second, attempt < 3 })
-	w, err := worker.New(c, target.SourceURL, worker.Chain(h, ins.Middleware()), func(o *worker.Options) {
+	w, err := worker.New(c, target.QueueURL, worker.Chain(h, ins.Middleware()), func(o *worker.Options) {
 		o.OnSettled = ins.OnSettled(nil)
 		o.RetryPolicy = policy
 		o.WaitTime = time.Second
@@ -140,7 +140,7 @@ func run(ctx context.Context, out io.Writer, c client, addr string, hold time.Du
 	go func() { done <- w.Run(runCtx) }()
 
 	for first := 0; first < jobs; first += 10 {
-		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
+		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.QueueURL)}
 		for i := first; i < first+10; i++ {
 			in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(strconv.Itoa(i))})
 		}
