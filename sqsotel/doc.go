@@ -66,9 +66,10 @@
 //
 // # Producing: Inject and SQS's 10 attributes
 //
-// A producer calls InjectInput or InjectEntry on each message it sends
-// (another package's producer takes them as a hook), or Inject on a
-// message's attributes. They write traceparent, then tracestate, as String
+// The library's producer takes BeforeSend as a hook
+// (producer.Options.BeforeSend); a producer on the SDK calls InjectInput or
+// InjectEntry on each message it sends, or Inject on a message's
+// attributes. They write traceparent, then tracestate, as String
 // message attributes — but SQS allows 10 message attributes per message,
 // and these never take a message past it: with 10 already, neither is
 // written (Inject returns false); with 9, only traceparent. InjectInput and

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sqsworker/sqsworker/producer"
 )
 
 // maxAttributes is SQS's limit on message attributes per message.
@@ -68,14 +70,8 @@ func Inject(ctx context.Context, attrs map[string]types.MessageAttributeValue) b
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return false
 	}
-	fields := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, fields)
 	c := MessageAttributeCarrier(attrs)
-	for _, k := range []string{"traceparent", "tracestate"} { // traceparent first: it matters more
-		if v := fields.Get(k); v != "" {
-			c.Set(k, v)
-		}
-	}
+	traceFields(ctx, func(k, v string) { c.Set(k, v) })
 	_, ok := attrs["traceparent"]
 	return ok
 }
@@ -120,6 +116,43 @@ func withXRay(ctx context.Context, sys map[string]types.MessageSystemAttributeVa
 		DataType: aws.String("String"), StringValue: aws.String(FormatXRay(trace.SpanContextFromContext(ctx))),
 	}
 	return sys
+}
+
+// BeforeSend is a producer.Options.BeforeSend hook that adds the span
+// context of ctx to every message the producer sends, as InjectInput does:
+// traceparent, then tracestate, as message attributes through
+// Message.SetAttribute (which adds them only while SQS's 10 attributes
+// leave room, counting the ones the producer still needs), and the
+// AWSTraceHeader system attribute (Message.TraceHeader) unless already
+// set. It never fails a message.
+//
+//	p, err := producer.New(client, queueURL, func(o *producer.Options) {
+//		o.BeforeSend = append(o.BeforeSend, sqsotel.BeforeSend)
+//	})
+func BeforeSend(ctx context.Context, m *producer.Message) error {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return nil
+	}
+	traceFields(ctx, func(k, v string) {
+		m.SetAttribute(k, types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)})
+	})
+	if m.TraceHeader == "" {
+		m.TraceHeader = FormatXRay(sc)
+	}
+	return nil
+}
+
+// traceFields passes the W3C Trace Context fields of ctx to set:
+// traceparent first, since it matters more when only one fits.
+func traceFields(ctx context.Context, set func(k, v string)) {
+	fields := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, fields)
+	for _, k := range []string{"traceparent", "tracestate"} {
+		if v := fields.Get(k); v != "" {
+			set(k, v)
+		}
+	}
 }
 
 // FormatXRay writes sc as an AWS X-Ray trace header, the format of the
