@@ -106,6 +106,19 @@
 //	})
 //	client := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.HTTPClient = httpClient })
 //
+// # Observing a worker
+//
+// Stats counts messages by fate, what is held now, heartbeat extensions,
+// receives by batch size, and every SQS call by API, result class and
+// billed payload; Stats.Cost prices those calls (Pricing: 64 KiB billing
+// chunks, dollars per million requests) per message and per million
+// messages. Health says whether the worker is live and ready (receiving,
+// not failing, not stuck), HealthHandler serves it to liveness and
+// readiness probes, and StatsHandler serves Stats as JSON for
+// `sqsworker cost`. Options.OnSettled reports each message's confirmed fate;
+// the OpenTelemetry module github.com/sqsworker/sqsworker/sqsotel builds
+// traces and metrics on it and on Middleware.
+//
 // # IAM
 //
 // The worker needs sqs:GetQueueAttributes, sqs:ReceiveMessage,

@@ -181,9 +181,23 @@ func (w *Worker) Stats() Stats {
 		hs := hb.Stats()
 		s.Extensions, s.LateExtensions = hs.Extended, hs.Late
 	}
+	s.RequestResults = make(map[string]map[string]int64, numAPIs)
+	s.PayloadBytes = make(map[string]int64, numAPIs)
+	s.BilledRequests = make(map[string]int64, numAPIs)
 	for i, name := range apiNames {
 		if n := w.client.calls[i].Load(); n > 0 {
 			s.Requests[name] = n
+			s.BilledRequests[name] = w.client.billed[i].Load()
+			results := make(map[string]int64, 1)
+			for r := range numResults {
+				if k := w.client.results[i][r].Load(); k > 0 {
+					results[resultName(r)] = k
+				}
+			}
+			s.RequestResults[name] = results
+		}
+		if b := w.client.bytes[i].Load(); b > 0 {
+			s.PayloadBytes[name] = b
 		}
 	}
 	return s
@@ -227,6 +241,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
+	w.client.health.running(time.Now())
+	defer func() { w.client.health.stopped(time.Now()) }()
 	log := w.opts.Logger
 	bg := context.WithoutCancel(ctx)
 	hard, hardCancel := context.WithCancelCause(bg)
@@ -282,6 +298,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Shutdown: what waits in the buffer is released at once; running
 	// handlers get ShutdownTimeout.
 	w.stopping.Store(true)
+	w.client.health.stopping(time.Now())
 	for _, j := range r.flow.stop() {
 		w.release(r, j)
 	}

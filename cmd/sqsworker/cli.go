@@ -175,6 +175,7 @@ func commands() []*command {
 		policyPreviewCommand(),
 		templateCommand(),
 		versionCommand(),
+		costCommand(),
 	}
 }
 

@@ -46,6 +46,11 @@
 //	                      --topic the fan-out chain), with an alarm on every DLQ
 //	version               the module version and the commit it was built from
 //	                      (also --version)
+//	cost SOURCE           what a worker's SQS requests cost: requests and billed
+//	                      requests per message, dollars so far and per million
+//	                      messages, from a worker.Stats JSON (a file, "-", or the
+//	                      URL of a running worker's StatsHandler); --interval
+//	                      polls the URL and prints each interval's live rate
 //
 // QUEUE is a queue name, URL or ARN. The dlq commands take the source queue,
 // whose dead-letter queue is found from its RedrivePolicy, or the
@@ -67,6 +72,7 @@
 // LocalStack or a local emulator; it applies to SNS as well, else
 // AWS_ENDPOINT_URL_SNS). policy preview, template and version call no AWS
 // API.
+// LocalStack or a local emulator). policy preview and cost call no AWS API.
 //
 // # Exit codes
 //

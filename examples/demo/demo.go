@@ -64,6 +64,10 @@ type summary struct {
 	DLQCount       int     // dlq.Count's total for the dead-letter queue
 	WorkerRequests int64   // SQS calls the worker made (receive, delete, heartbeat, retries, DLQ moves)
 	RequestsPerJob float64 // WorkerRequests / Sent
+	// CostPerMillionJobs is what a million jobs would cost in SQS requests
+	// at this run's rate, in US dollars (worker.Stats.Cost, standard-queue
+	// pricing): the worker's requests, billed in 64 KiB chunks, per job sent.
+	CostPerMillionJobs float64
 
 	LongJobRuns       int // handler starts of the long job
 	LongJobExtensions int // heartbeat extensions of the long job seen on the wire
@@ -254,6 +258,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	}
 	sum.WorkerRequests = st.TotalRequests()
 	sum.RequestsPerJob = float64(sum.WorkerRequests) / float64(sum.Sent)
+	sum.CostPerMillionJobs = st.Cost(worker.Pricing{}).PerMillion(int64(sum.Sent))
 	sum.Elapsed = con.since()
 	printSummary(con, sum, st)
 
@@ -449,6 +454,8 @@ func printSummary(con *console, sum summary, st worker.Stats) {
 		parts = append(parts, fmt.Sprintf("%s %d", n, st.Requests[n]))
 	}
 	con.Printf("  the worker's %d SQS requests: %s", sum.WorkerRequests, strings.Join(parts, ", "))
+	con.Printf("  SQS cost per million jobs $%.2f (the worker's requests at $%.2f per million, 64 KiB chunks; the producer's sends come on top)",
+		sum.CostPerMillionJobs, worker.PriceStandard)
 	con.Printf("  finished in %.1fs", sum.Elapsed.Seconds())
 }
 

@@ -65,6 +65,7 @@ func checkSummary(t *testing.T, sum summary, s settings, out string) {
 		"job 37 moved back to",
 		"job 37 done by handler v2",
 		"lost 0, duplicates 0, SQS requests per job",
+		"SQS cost per million jobs $",
 	} {
 		if !strings.Contains(out, line) {
 			t.Errorf("output lacks %q", line)
@@ -87,6 +88,9 @@ func TestDemoFake(t *testing.T) {
 		want := summary{Sent: s.Jobs, Done: s.Jobs - 3, InDLQ: 3}
 		if sum.Sent != want.Sent || sum.Done != want.Done || sum.InDLQ != want.InDLQ || sum.Lost != 0 || sum.Duplicates != 0 {
 			t.Errorf("summary %+v; want sent %d = done %d + in DLQ %d", sum, want.Sent, want.Done, want.InDLQ)
+		}
+		if want := sum.RequestsPerJob * 0.40; sum.CostPerMillionJobs < want*0.99 || sum.CostPerMillionJobs > want*1.5 {
+			t.Errorf("cost per million jobs $%.3f; want about %.2f requests per job × $0.40 = $%.3f", sum.CostPerMillionJobs, sum.RequestsPerJob, want)
 		}
 		if sum.LongJobRuns != 1 || sum.LongJobExtensions < 2 {
 			t.Errorf("long job ran %d times with %d extensions; want once, extended at least twice (12 s on a 5 s timeout)", sum.LongJobRuns, sum.LongJobExtensions)

@@ -113,6 +113,16 @@ var typedHandler = worker.JSON(func(ctx context.Context, job Job, m *worker.Mess
 	return job.Process(ctx) // a body that is not a valid Job never gets here: DLQ, with the decode error
 })
 
+// README: Observability.
+
+func serveHealth(w *worker.Worker) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /livez", w.HealthHandler(worker.Liveness))   // not live: Run returned or stuck, receives failing > 1 min
+	mux.Handle("GET /readyz", w.HealthHandler(worker.Readiness)) // ready: running and receiving
+	mux.Handle("GET /debug/sqsworker/stats", w.StatsHandler())   // for sqsworker cost
+	go http.ListenAndServe("127.0.0.1:8080", mux)
+}
+
 // README: Testing your handlers with sqstest.
 
 func TestPoisonGoesToTheDLQ(t *testing.T) {

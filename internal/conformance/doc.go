@@ -91,6 +91,9 @@
 //     counts in ApproximateNumberOfMessagesNotVisible, not in
 //     ApproximateNumberOfMessages, until the next ReceiveMessage on the
 //     queue (their sum is right).
+//   - NoAWSTraceHeader: the AWSTraceHeader system attribute of a send is
+//     accepted but not returned on receive (sqsotel's links through it are
+//     tested on the fake).
 //
 // Bare fauxqs 1.9.2 has one more difference, which its launcher
 // (localstack/fauxqs-server.mjs) corrects, so it is not declared: a long

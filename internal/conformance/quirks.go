@@ -73,6 +73,11 @@ const (
 	// on the queue; real SQS counts it as visible again (within its counts'
 	// usual lag). Their sum stays right.
 	QuirkCountsIgnoreVisibilityExpiry Quirk = "CountsIgnoreVisibilityExpiry"
+
+	// QuirkNoAWSTraceHeader: the AWSTraceHeader system attribute set on a
+	// send is accepted but never returned by ReceiveMessage; real SQS
+	// returns it among the message's system attributes.
+	QuirkNoAWSTraceHeader Quirk = "NoAWSTraceHeader"
 )
 
 // Description says how a backend with the quirk differs from real SQS.
@@ -102,6 +107,8 @@ func (q Quirk) Description() string {
 		return "messages never expire (MessageRetentionPeriod is stored but not enforced)"
 	case QuirkCountsIgnoreVisibilityExpiry:
 		return "a message whose visibility timeout ended counts as not visible until the next ReceiveMessage on the queue (real SQS: visible again)"
+	case QuirkNoAWSTraceHeader:
+		return "the AWSTraceHeader system attribute of a send is accepted but not returned on receive (real SQS: returned)"
 	}
 	return "undocumented quirk"
 }
@@ -125,6 +132,7 @@ func FauxqsQuirks() map[Quirk]bool {
 		QuirkPrefixedErrorCodes:              true,
 		QuirkNoRetention:                     true,
 		QuirkCountsIgnoreVisibilityExpiry:    true,
+		QuirkNoAWSTraceHeader:                true,
 	}
 }
 
