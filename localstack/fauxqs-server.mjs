@@ -27,6 +27,13 @@ if (!Number.isInteger(port) || port <= 0 || port > 65535) {
 }
 
 const app = buildApp({ logger: false, defaultRegion: process.env.AWS_REGION || "us-east-1" });
+// Keep idle connections open longer than clients keep them idle (Go's HTTP
+// client: 90 s). With Fastify's default (72 s) the server can close a
+// connection just as a client sends its next request on it; the request
+// then fails in flight, and a client that retries it may repeat a receive
+// that had taken effect, hiding its messages until their visibility ends.
+app.server.keepAliveTimeout = 120_000;
+app.server.headersTimeout = 121_000;
 abandonedPollsTakeNothing(app);
 
 // abandonedPollsTakeNothing makes a ReceiveMessage whose client

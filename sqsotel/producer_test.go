@@ -3,6 +3,7 @@ package sqsotel_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -47,11 +48,11 @@ func TestProducerBeforeSendLinks(t *testing.T) {
 		if err := p.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		var carried map[string]bool
+		var mu sync.Mutex // handlers run concurrently
+		carried := map[string]bool{}
 		h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-			if carried == nil {
-				carried = map[string]bool{}
-			}
+			mu.Lock()
+			defer mu.Unlock()
 			_, carried[m.Body] = m.MessageAttributes["traceparent"]
 			return nil
 		})

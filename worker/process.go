@@ -253,12 +253,12 @@ func (w *Worker) finish(r *run, j *job, result settle.Result, o settle.Outcome, 
 			"queue", w.queueURL, "message", j.msg.ID, "wanted", wanted, "attempts", o.Attempts, "err", o.Err)
 	}
 	w.c.settling.Add(-1)
-	w.done(r, j, result, reason, delay, o.Late)
 	// On a FIFO queue the group goes on only after a confirmed delete or
 	// dead-letter move; otherwise the rest of it is released, in order.
 	for _, rest := range r.flow.settled(j, o.OK && (result == settle.Deleted || result == settle.DeadLettered)) {
 		w.release(r, rest)
 	}
+	w.done(r, j, result, reason, delay, o.Late) // last: the hook may have the job's message
 }
 
 // drop accounts for a message that ends without a settlement call.
@@ -266,15 +266,17 @@ func (w *Worker) drop(r *run, j *job, result settle.Result, reason string) {
 	if result == settle.Lost {
 		w.c.lost.Add(1)
 	}
-	w.done(r, j, result, reason, 0, false)
 	if j.lease != nil { // it was in the flow: running, now done
 		for _, rest := range r.flow.settled(j, false) {
 			w.release(r, rest)
 		}
 	}
+	w.done(r, j, result, reason, 0, false) // last: the hook may have the job's message
 }
 
-// done frees the message's held place and reports it to the hook.
+// done accounts for a settled message and reports it to the hook. The
+// runtime touches the job no more: the hook gets the job's own message,
+// which nothing else holds (with a hook, handlers get copies of their own).
 func (w *Worker) done(r *run, j *job, result settle.Result, reason string, delay time.Duration, late bool) {
 	w.c.inFlight.Add(-1)
 	if w.notify == nil {
@@ -288,8 +290,9 @@ func (w *Worker) done(r *run, j *job, result settle.Result, reason string, delay
 	if j.lease != nil {
 		extensions = j.lease.Extensions()
 	}
-	w.notify.Notify(&settle.Event{
-		Message: j.msg.Copy(), Result: result, Attempt: attempt, Delay: delay, Reason: reason, Err: j.herr, Late: late, Extensions: extensions,
+	j.event = settle.Event{
+		Message: &j.msg, Result: result, Attempt: attempt, Delay: delay, Reason: reason, Err: j.herr, Late: late, Extensions: extensions,
 		ReceivedAt: j.msg.ReceivedAt, Started: j.started, Finished: j.finished, Settled: time.Now(),
-	})
+	}
+	w.notify.Notify(&j.event)
 }

@@ -148,6 +148,7 @@ type job struct {
 	userAttrs   map[string]types.MessageAttributeValue
 
 	dctx   settle.DeadlineContext // the handler context's parent: carries the lease's deadline
+	event  settle.Event           // the settlement event, for the hook
 	mu     sync.Mutex
 	cancel context.CancelCauseFunc // the handler's, once it starts
 	cause  error                   // the heartbeat's reason for giving the message up
