@@ -10,37 +10,49 @@
 
 GO        ?= go
 WITH_AWS  := bash localstack/with-aws.sh
+# NESTED lists the modules inside the repository besides the root one (they
+# keep their dependencies out of the library's go.mod); test, unit, lint,
+# bench and fuzz cover them too.
+NESTED    := sqsotel
+# in_nested runs a go command in every nested module: $(call in_nested,vet ./...).
+in_nested  = for m in $(NESTED); do (cd $$m && $(GO) $(1)) || exit 1; done
 TESTFLAGS ?=
 BENCHTIME ?= 3x
 
-.PHONY: test conformance unit lint bench demo chaos emulators-start emulators-stop fuzz
+.PHONY: test conformance unit lint bench bench-latency demo chaos emulators-start emulators-stop fuzz
 
 # test prints the conformance suite's summary first (fake and emulator), then runs
 # every package. -count=1: integration results depend on the emulators, never cache them.
 test:
-	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 && $(GO) vet ./... && $(MAKE) --no-print-directory conformance && $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./...'
+	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 && $(GO) vet ./... && $(call in_nested,vet ./...) && $(MAKE) --no-print-directory conformance && $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./... && $(call in_nested,test -race -count=1 -timeout 15m $(TESTFLAGS) ./...)'
 
 # conformance runs the SQS conformance suite against the fake and the configured
 # endpoint and prints one line per backend (the full log on failure).
 conformance:
 	@out=$$(mktemp); \
-	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./internal/conformance >"$$out" 2>&1; then \
+	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./sqstest/snstest ./internal/conformance >"$$out" 2>&1; then \
 		grep -E 'conformance suite:' "$$out" | sed -E 's/^ *[a-z_]+\.go:[0-9]+: //'; \
 		grep -E '^ok' "$$out"; rm -f "$$out"; \
 	else cat "$$out"; rm -f "$$out"; exit 1; fi
 
 # unit runs the tests that need no emulator (integration tests skip with a visible reason).
 unit:
-	$(GO) vet ./... && SQSWORKER_REQUIRE_INTEGRATION=0 AWS_ENDPOINT_URL_SQS= $(GO) test -race -short ./...
+	$(GO) vet ./... && $(call in_nested,vet ./...) && export SQSWORKER_REQUIRE_INTEGRATION=0 AWS_ENDPOINT_URL_SQS= && $(GO) test -race -short ./... && $(call in_nested,test -race -short ./...)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@$(call in_nested,vet ./...)
 	@for f in localstack/*.sh localstack/init/ready.d/*.sh .ci/run; do bash -n "$$f" || exit 1; done
 	@echo "lint: ok"
 
+# bench-latency runs sqsworker next to a minimal SDK loop and gocloud's
+# awssnssqs driver (bench/, a Go module of its own) at 0 and 15 ms per call.
+bench-latency:
+	$(WITH_AWS) bash -c 'cd bench && $(GO) run ./latency -json latency.json'
+
 bench:
-	$(WITH_AWS) bash -c 'SQSWORKER_REQUIRE_INTEGRATION=1 $(GO) test -run "^$$" -bench . -benchmem -benchtime $(BENCHTIME) ./...'
+	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 && $(GO) test -run "^$$" -bench . -benchmem -benchtime $(BENCHTIME) ./... && $(call in_nested,test -run "^$$" -bench . -benchmem -benchtime $(BENCHTIME) ./...)'
 
 demo:
 	$(WITH_AWS) $(GO) run ./examples/demo
@@ -62,9 +74,10 @@ chaos:
 # fuzz runs every fuzz target for FUZZTIME each (the parsers of outside input).
 FUZZTIME ?= 30s
 fuzz:
-	@set -e; for pkg in ./retry ./dlq ./worker/sqslambda ./internal/faultproxy; do \
-		for fz in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			echo "== $$pkg $$fz"; $(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	@set -e; for pkg in ./retry ./dlq ./worker/sqslambda ./fanout ./internal/queuepolicy ./internal/schedule ./s3payload ./internal/faultproxy ./sqsotel; do \
+		dir=.; case $$pkg in ./sqsotel) dir=sqsotel; pkg=.;; esac; \
+		for fz in $$(cd $$dir && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$dir $$pkg $$fz"; (cd $$dir && $(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) $$pkg); \
 		done; \
 	done
 

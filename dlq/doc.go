@@ -19,8 +19,23 @@
 //   - [Redrive] moves them back to the source queue (or elsewhere), by a
 //     server-side message move task or by a filtered, rate-limited manual
 //     move.
-//   - [Setup] creates a queue, its dead-letter queue and the RedrivePolicy
-//     idempotently, with the recommended retentions.
+//   - [Setup] creates what is missing of a queue, its dead-letter queue and
+//     the RedrivePolicy, with the recommended retentions; it keeps existing
+//     settings unless asked to change one, reports each [Change], and
+//     refuses to lower maxReceiveCount or a retention unless allowed
+//     ([ErrWouldLower]).
+//   - [SourcesOf] finds the queues a dead-letter queue serves, so tools can
+//     take a dead-letter queue by its own name.
+//
+// # maxReceiveCount
+//
+// SQS dead-letters a message itself, without provenance, once it has been
+// received maxReceiveCount times, so maxReceiveCount must let the retry
+// policy finish: [RecommendedMaxReceiveCount] is the rule — the policy's
+// attempts on a standard queue, ten times them ([FIFOReceiveFactor]) on a
+// FIFO queue, where a receive is also counted for each message released
+// unprocessed behind a failed one of its group. Setup's defaults, Lint's
+// findings and the worker's start-up warning all follow it.
 //
 // # Provenance attributes
 //
@@ -96,9 +111,12 @@
 // those, sqs:SendMessage on the destination, sqs:DeleteMessage on the
 // dead-letter queue, and for move tasks sqs:ListDeadLetterSourceQueues,
 // sqs:StartMessageMoveTask, sqs:ListMessageMoveTasks,
-// sqs:CancelMessageMoveTask. Setup: sqs:CreateQueue, sqs:SetQueueAttributes.
+// sqs:CancelMessageMoveTask. Setup: sqs:CreateQueue, sqs:SetQueueAttributes,
+// sqs:GetQueueAttributes, sqs:GetQueueUrl. SourcesOf:
+// sqs:ListDeadLetterSourceQueues, or sqs:ListQueues and
+// sqs:GetQueueAttributes where the endpoint lacks it.
 //
 // Each function takes the narrowest client interface it needs ([QueueAPI],
-// [API], [InspectAPI], [RedriveAPI], [SetupAPI]); *sqs.Client and
+// [API], [InspectAPI], [RedriveAPI], [SetupAPI], [SourcesAPI]); *sqs.Client and
 // sqstest's Fake satisfy them all.
 package dlq

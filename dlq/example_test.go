@@ -17,11 +17,11 @@ func ExampleDiscover() {
 	ctx := context.Background()
 	client := sqstest.New() // or sqs.NewFromConfig(cfg)
 
-	t, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders", MaxReceiveCount: 5})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders", MaxReceiveCount: 5})
 	if err != nil {
 		panic(err)
 	}
-	target, err := dlq.Discover(ctx, client, t.SourceURL)
+	target, err := dlq.Discover(ctx, client, setup.QueueURL)
 	if err != nil {
 		panic(err)
 	}
@@ -41,10 +41,11 @@ func ExampleDiscover() {
 func ExampleMover_Move() {
 	ctx := context.Background()
 	client := sqstest.New()
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders"})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders"})
 	if err != nil {
 		panic(err)
 	}
+	target := setup.Target()
 	_, _ = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(`{"order":42}`)})
 
 	// Receive as the worker does: with every attribute, so that the move
@@ -85,4 +86,28 @@ func ExampleMover_Move() {
 	// attempt: 4 handler: billing.Charge
 	// failed at: 2025-03-01T12:00:00Z
 	// from: orders
+}
+
+func ExampleSetup() {
+	ctx := context.Background()
+	client := sqstest.New()
+
+	res, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders", MaxReceiveCount: 8})
+	if err != nil {
+		panic(err)
+	}
+	for _, c := range res.Changes {
+		fmt.Println(c)
+	}
+	// Again without options: existing settings are kept, nothing changes.
+	res, _ = dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders"})
+	fmt.Println("changes:", len(res.Changes), "maxReceiveCount:", res.MaxReceiveCount)
+	// Lowering maxReceiveCount needs AllowLowering.
+	_, err = dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders", MaxReceiveCount: 3})
+	fmt.Println(errors.Is(err, dlq.ErrWouldLower))
+	// Output:
+	// created dead-letter queue orders-dlq
+	// created queue orders
+	// changes: 0 maxReceiveCount: 8
+	// true
 }

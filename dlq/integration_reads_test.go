@@ -70,10 +70,11 @@ func spoiledClient(t *testing.T) (*sqs.Client, *spoilReceive) {
 func readsQueue(t *testing.T, n int) (*sqs.Client, *spoilReceive, Target) {
 	t.Helper()
 	c, spoil := spoiledClient(t)
-	target, err := Setup(integrationContext(t), c, SetupOptions{Name: testenv.UniqueName("dlq-reads")})
+	setup, err := Setup(integrationContext(t), c, SetupOptions{Name: testenv.UniqueName("dlq-reads")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	target := setup.Target()
 	fillDLQDirect(t, c, target.QueueURL, n)
 	return c, spoil, target
 }

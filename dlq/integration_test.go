@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -26,35 +27,62 @@ func TestIntegrationSetup(t *testing.T) {
 	c := testenv.SQS(t)
 	ctx := integrationContext(t)
 	name := testenv.UniqueName("dlq-setup")
-	opts := SetupOptions{Name: name, MaxReceiveCount: 6, VisibilityTimeout: 45 * time.Second}
+	opts := SetupOptions{Name: name, MaxReceiveCount: 60, Retention: 7 * 24 * time.Hour, VisibilityTimeout: 45 * time.Second}
 	first, err := Setup(ctx, c, opts)
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
-	if QueueName(first.SourceURL) != name || QueueName(first.QueueURL) != name+"-dlq" || first.MaxReceiveCount != 6 || first.FIFO {
+	if QueueName(first.QueueURL) != name || QueueName(first.DLQURL) != name+"-dlq" || first.MaxReceiveCount != 60 || first.FIFO {
 		t.Errorf("Setup = %+v", first)
 	}
-	// Again, with a change: the same queues, brought to the new settings.
-	opts.MaxReceiveCount, opts.Retention = 8, 2*24*time.Hour
-	again, err := Setup(ctx, c, opts)
+	if len(first.Changes) != 2 || !first.Changes[0].Created() || !first.Changes[1].Created() {
+		t.Errorf("first Setup changes = %v, want the two queues created", first.Changes)
+	}
+	attrs := func() (src, dlq map[string]string) {
+		t.Helper()
+		var err error
+		if src, err = getAttributes(ctx, c, first.QueueURL, string(types.QueueAttributeNameAll)); err != nil {
+			t.Fatal(err)
+		}
+		if dlq, err = getAttributes(ctx, c, first.DLQURL, string(types.QueueAttributeNameAll)); err != nil {
+			t.Fatal(err)
+		}
+		return src, dlq
+	}
+	src1, dlq1 := attrs()
+
+	// The report: a second setup without flags kept nothing of
+	// the first. Now it changes nothing and says so.
+	again, err := Setup(ctx, c, SetupOptions{Name: name})
 	if err != nil {
 		t.Fatalf("second Setup: %v", err)
 	}
-	if again.SourceURL != first.SourceURL || again.QueueURL != first.QueueURL || again.MaxReceiveCount != 8 {
-		t.Errorf("second Setup = %+v, first %+v", again, first)
+	if len(again.Changes) != 0 || again.MaxReceiveCount != 60 || again.Retention != 7*24*time.Hour || again.DLQRetention != MaxRetention {
+		t.Errorf("second Setup = %+v, want no changes and the first settings", again)
 	}
-	src, err := getAttributes(ctx, c, again.SourceURL, attrRetention, attrVisibilityTimeout)
-	if err != nil {
-		t.Fatal(err)
+	src2, dlq2 := attrs()
+	for _, k := range []string{attrRedrivePolicy, attrRetention, attrVisibilityTimeout} {
+		if src1[k] != src2[k] {
+			t.Errorf("queue %s changed from %q to %q", k, src1[k], src2[k])
+		}
 	}
-	dlq, err := getAttributes(ctx, c, again.QueueURL, attrRetention)
-	if err != nil {
-		t.Fatal(err)
+	if dlq1[attrRetention] != dlq2[attrRetention] {
+		t.Errorf("DLQ retention changed from %s to %s", dlq1[attrRetention], dlq2[attrRetention])
 	}
-	if src[attrRetention] != "172800" || src[attrVisibilityTimeout] != "45" || dlq[attrRetention] != "1209600" {
-		t.Errorf("source %v, DLQ %v", src, dlq)
+
+	// Lowering is refused and changes nothing.
+	if _, err := Setup(ctx, c, SetupOptions{Name: name, MaxReceiveCount: 5}); !errors.Is(err, ErrWouldLower) {
+		t.Errorf("lowering maxReceiveCount: err = %v, want ErrWouldLower", err)
 	}
-	if fs, err := Lint(ctx, c, again.SourceURL, LintOptions{Attempts: 4}); err != nil || len(fs) != 0 {
+	if src3, _ := attrs(); src3[attrRedrivePolicy] != src1[attrRedrivePolicy] {
+		t.Errorf("refused Setup changed the RedrivePolicy to %s", src3[attrRedrivePolicy])
+	}
+	// Raising is a change, reported.
+	raised, err := Setup(ctx, c, SetupOptions{Name: name, MaxReceiveCount: 80})
+	if err != nil || len(raised.Changes) != 1 || raised.Changes[0].String() != "queue "+name+": maxReceiveCount 60 → 80" {
+		t.Errorf("raising: %v, changes %v", err, raised.Changes)
+	}
+	if fs, err := Lint(ctx, c, again.QueueURL, LintOptions{Attempts: 4}); err != nil || len(fs) != 0 {
 		t.Errorf("Lint on a fresh setup = %+v, %v", fs, err)
 	}
 
@@ -62,7 +90,7 @@ func TestIntegrationSetup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FIFO Setup: %v", err)
 	}
-	if !fifo.FIFO || !strings.HasSuffix(fifo.SourceURL, ".fifo") || !strings.HasSuffix(fifo.QueueURL, "-dlq.fifo") || fifo.MaxReceiveCount != DefaultMaxReceiveCount {
+	if !fifo.FIFO || !strings.HasSuffix(fifo.QueueURL, ".fifo") || !strings.HasSuffix(fifo.DLQURL, "-dlq.fifo") || fifo.MaxReceiveCount != DefaultFIFOMaxReceiveCount {
 		t.Errorf("FIFO Setup = %+v", fifo)
 	}
 }
@@ -70,10 +98,11 @@ func TestIntegrationSetup(t *testing.T) {
 func TestIntegrationMove(t *testing.T) {
 	c := testenv.SQS(t)
 	ctx := integrationContext(t)
-	target, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-move")})
+	setup, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-move")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	target := setup.Target()
 	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("pay 42"), MessageAttributes: userAttrs(3)})
 	if err != nil {
 		t.Fatal(err)
@@ -105,10 +134,11 @@ func TestIntegrationMove(t *testing.T) {
 func TestIntegrationMoveFIFO(t *testing.T) {
 	c := testenv.SQS(t)
 	ctx := integrationContext(t)
-	target, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-move"), FIFO: true})
+	setup, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-move"), FIFO: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	target := setup.Target()
 	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("x"),
 		MessageGroupId: aws.String("customer-1"), MessageDeduplicationId: aws.String("d1")})
 	if err != nil {
@@ -148,10 +178,11 @@ func fillDLQ(t *testing.T, c *sqs.Client, target Target, n int, errText func(i i
 func TestIntegrationInspect(t *testing.T) {
 	c := testenv.SQS(t)
 	ctx := integrationContext(t)
-	target, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-inspect")})
+	setup, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-inspect")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	target := setup.Target()
 	fillDLQ(t, c, target, 12, func(int) string { return "db down" })
 	msgs, err := Inspect(ctx, c, target.QueueURL, InspectOptions{})
 	if err != nil {
@@ -178,10 +209,11 @@ func TestIntegrationInspect(t *testing.T) {
 func TestIntegrationRedriveManual(t *testing.T) {
 	c := testenv.SQS(t)
 	ctx := integrationContext(t)
-	target, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-redrive")})
+	setup, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-redrive")})
 	if err != nil {
 		t.Fatal(err)
 	}
+	target := setup.Target()
 	fillDLQ(t, c, target, 14, func(i int) string {
 		if i%2 == 0 {
 			return "timeout"

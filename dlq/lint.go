@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // Severity ranks a Finding.
@@ -72,6 +74,9 @@ const (
 	CodeLambdaVisibility      = "lambda-visibility"        // warning: visibility under 6 × the Lambda timeout
 	CodeLambdaMaxReceiveCount = "lambda-max-receive-count" // warning: maxReceiveCount under 5 with Lambda
 	CodeDLQNotEmpty           = "dlq-not-empty"            // info: the dead-letter queue holds messages
+	CodeFIFOMaxReceiveCount   = "fifo-max-receive-count"   // warning: a FIFO queue's maxReceiveCount under RecommendedMaxReceiveCount
+	CodeHandlerTimeoutOver12h = "handler-timeout-over-12h" // warning: SQS cannot keep a message invisible that long
+	CodeIsDeadLetterQueue     = "is-dead-letter-queue"     // info: the queue is another queue's DLQ and needs no RedrivePolicy
 )
 
 // MinVisibilityTimeout is the shortest visibility timeout Lint accepts: below
@@ -118,7 +123,12 @@ type LintOptions struct {
 // is for failures to read the configuration (for example the queue does
 // not exist), not for findings.
 //
-// Lint needs sqs:GetQueueAttributes on both queues and sqs:GetQueueUrl.
+// A queue without a RedrivePolicy that is the dead-letter queue of other
+// queues gets an info finding (CodeIsDeadLetterQueue) instead of an error,
+// when client also implements SourcesAPI (*sqs.Client and sqstest's Fake do).
+//
+// Lint needs sqs:GetQueueAttributes on both queues and sqs:GetQueueUrl
+// (and, for a queue without a RedrivePolicy, what SourcesOf needs).
 func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOptions) ([]Finding, error) {
 	name := QueueName(queueURL)
 	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout)
@@ -181,6 +191,12 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 			fmt.Sprintf("%s is %s: %s, and another consumer runs the job at the same time", visWhere, humanDuration(visibility), why),
 			fmt.Sprintf(visFix, int64(floor/time.Second)))
 	}
+	if opts.HandlerTimeout > sqslimit.MaxVisibility {
+		add(SeverityWarning, CodeHandlerTimeoutOver12h,
+			fmt.Sprintf("the handler timeout of %s is longer than 12 hours, the longest SQS keeps a received message invisible (counted from the receive): the heartbeat cannot extend it further, so a handler still running then is cancelled and its message retried",
+				humanDuration(opts.HandlerTimeout)),
+			"keep each attempt under 12 hours: lower the handler timeout, or split the job into steps that each send the next one")
+	}
 	if opts.LambdaTimeout > 0 && visibility < 6*opts.LambdaTimeout {
 		want := min(6*opts.LambdaTimeout, 12*time.Hour)
 		add(SeverityWarning, CodeLambdaVisibility,
@@ -191,12 +207,33 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 
 	// The RedrivePolicy.
 	raw := src[attrRedrivePolicy]
-	suggested := fmt.Sprintf(`{"deadLetterTargetArn":%s,"maxReceiveCount":%d}`, strconv.Quote(suggestDLQARN(src[attrQueueArn], name, fifo)), suggestMaxReceive(opts))
+	suggested := fmt.Sprintf(`{"deadLetterTargetArn":%s,"maxReceiveCount":%d}`, strconv.Quote(suggestDLQARN(src[attrQueueArn], name, fifo)), suggestMaxReceive(opts, fifo))
 	if raw == "" {
+		if sc, ok := client.(SourcesAPI); ok {
+			sources, err := SourcesOf(ctx, sc, queueURL)
+			if err != nil {
+				return fs, err
+			}
+			if len(sources) > 0 {
+				names := make([]string, len(sources))
+				for i, s := range sources {
+					names[i] = QueueName(s)
+				}
+				add(SeverityInfo, CodeIsDeadLetterQueue,
+					fmt.Sprintf("queue %s is the dead-letter queue of %s; a dead-letter queue needs no RedrivePolicy of its own", name, strings.Join(names, ", ")),
+					fmt.Sprintf("nothing to change here; check the queue it serves with `sqsworker doctor %s`", names[0]))
+				if n, err := Count(ctx, client, queueURL); err == nil && n.Visible > 0 {
+					add(SeverityInfo, CodeDLQNotEmpty,
+						fmt.Sprintf("dead-letter queue %s holds about %s", name, plural(n.Visible, "message")),
+						fmt.Sprintf("look at them with `sqsworker dlq peek %s`, then move them back with `sqsworker dlq redrive %s` once the cause is fixed, or drop them with `sqsworker dlq purge %s`", name, name, name))
+				}
+				return fs, nil
+			}
+		}
 		add(SeverityError, CodeNoRedrivePolicy,
 			fmt.Sprintf("queue %s has no RedrivePolicy: a job that keeps failing is retried until retention expires (%s) and then lost", name, humanDuration(retention)),
 			fmt.Sprintf("create a dead-letter queue and set the RedrivePolicy, e.g. `sqsworker setup %s --max-receive-count %d`, or set RedrivePolicy to %s",
-				name, suggestMaxReceive(opts), suggested))
+				name, suggestMaxReceive(opts, fifo), suggested))
 		return fs, nil
 	}
 	p, err := parseRedrivePolicy(raw)
@@ -209,10 +246,20 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 		return fmt.Sprintf(`{"deadLetterTargetArn":%s,"maxReceiveCount":%d}`, strconv.Quote(p.TargetARN), count)
 	}
 	if opts.Attempts > 0 && p.MaxReceiveCount < opts.Attempts {
+		want := RecommendedMaxReceiveCount(opts.Attempts, fifo)
+		why := fmt.Sprintf("maxReceiveCount at least the attempts, %d", opts.Attempts)
+		if fifo {
+			why = fmt.Sprintf("on a FIFO queue %d × the attempts, see fifo-max-receive-count", FIFOReceiveFactor)
+		}
 		add(SeverityError, CodeMaxReceiveCountLow,
 			fmt.Sprintf("queue %s's maxReceiveCount is %d but the retry policy makes %d attempts: SQS moves a message to the dead-letter queue after %d receives, cutting its last %s",
 				name, p.MaxReceiveCount, opts.Attempts, p.MaxReceiveCount, lastRetries(opts.Attempts-p.MaxReceiveCount)),
-			fmt.Sprintf("set queue %s's RedrivePolicy to %s (maxReceiveCount at least the attempts, %d)", name, policy(opts.Attempts), opts.Attempts))
+			fmt.Sprintf("set queue %s's RedrivePolicy to %s (%s)", name, policy(want), why))
+	} else if want := RecommendedMaxReceiveCount(opts.Attempts, true); fifo && opts.Attempts > 0 && p.MaxReceiveCount < want {
+		add(SeverityWarning, CodeFIFOMaxReceiveCount,
+			fmt.Sprintf("FIFO queue %s's maxReceiveCount is %d for a retry policy of %d attempts: when a message of a group fails, the ones received behind it are released unprocessed to keep the order, and each release counts as a receive, so SQS can dead-letter a message that never ran (without provenance)",
+				name, p.MaxReceiveCount, opts.Attempts),
+			fmt.Sprintf("set queue %s's RedrivePolicy to %s (%d × the attempts, at most %d), e.g. `sqsworker setup %s --max-receive-count %d`", name, policy(want), FIFOReceiveFactor, MaxMaxReceiveCount, name, want))
 	}
 	if opts.LambdaTimeout > 0 && p.MaxReceiveCount < 5 {
 		add(SeverityWarning, CodeLambdaMaxReceiveCount,
@@ -288,8 +335,12 @@ func suggestDLQARN(queueARN, name string, fifo bool) string {
 	return "arn:aws:sqs:REGION:ACCOUNT:" + dlqName
 }
 
-// suggestMaxReceive is the maxReceiveCount Lint proposes.
-func suggestMaxReceive(opts LintOptions) int {
+// suggestMaxReceive is the maxReceiveCount Lint proposes for a queue
+// without a RedrivePolicy: Setup's default, or more for the policy.
+func suggestMaxReceive(opts LintOptions, fifo bool) int {
+	if fifo {
+		return max(RecommendedMaxReceiveCount(opts.Attempts, true), DefaultFIFOMaxReceiveCount)
+	}
 	return max(opts.Attempts, DefaultMaxReceiveCount)
 }
 

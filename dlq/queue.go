@@ -191,7 +191,7 @@ func ResolveQueueURL(ctx context.Context, client QueueAPI, queue string) (string
 	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
 	if err != nil {
 		if isNotExist(err) {
-			return "", fmt.Errorf("queue %s does not exist in this account and region; check the name, --region and --profile: %w", queue, err)
+			return "", fmt.Errorf("queue %s does not exist in this account and region; check the name, the region and the account (the CLI's --region and --profile): %w", queue, err)
 		}
 		return "", fmt.Errorf("finding queue %s: %w", queue, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // Method is how Redrive moves messages.
@@ -218,12 +220,21 @@ type RedriveOptions struct {
 	Now func() time.Time
 }
 
+// ErrNoMoveTask is wrapped by the error Redrive returns for MethodMoveTask
+// when a message move task cannot do the redrive: the endpoint does not
+// offer move tasks (local emulators), the queue is a FIFO queue, or the
+// dead-letter queue serves other queues too. MethodManual can.
+var ErrNoMoveTask = errors.New("dlq: a message move task cannot do this redrive")
+
 // errNoMoveTask says why a move task cannot do this redrive.
 type errNoMoveTask struct{ reason string }
 
 func (e *errNoMoveTask) Error() string {
 	return "a message move task cannot do this redrive: " + e.reason
 }
+
+// Is reports whether target is ErrNoMoveTask.
+func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 
 // Redrive moves the messages of t's dead-letter queue back to the source
 // queue, or to opts.Destination.
@@ -539,15 +550,11 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 			fail(m, err)
 			continue
 		}
-		ready = append(ready, pending{m: m, entry: e, size: len(aws.ToString(e.MessageBody)) + attributesSize(e.MessageAttributes)})
+		ready = append(ready, pending{m: m, entry: e, size: sqslimit.MessageSize(aws.ToString(e.MessageBody), e.MessageAttributes)})
 	}
 	// Batches of up to ten entries and DefaultMaxMessageSize bytes in all.
 	for len(ready) > 0 {
-		n, size := 0, 0
-		for n < len(ready) && n < maxBatch && (n == 0 || size+ready[n].size <= DefaultMaxMessageSize) {
-			size += ready[n].size
-			n++
-		}
+		n := sqslimit.Fit(len(ready), DefaultMaxMessageSize, func(i int) int { return ready[i].size })
 		chunk := ready[:n]
 		ready = ready[n:]
 		if err := lim.wait(ctx, len(chunk)); err != nil {

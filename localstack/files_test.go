@@ -46,7 +46,7 @@ func TestDockerComposeParsesAndIsPinned(t *testing.T) {
 		}
 	}
 	services := ls.Environment["SERVICES"]
-	for _, want := range []string{"sqs", "dynamodb"} {
+	for _, want := range []string{"sqs", "sns", "dynamodb"} {
 		if !strings.Contains(services, want) {
 			t.Errorf("SERVICES=%q lacks %s", services, want)
 		}
@@ -92,7 +92,8 @@ func TestInitHookCreatesExampleResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(data)
-	for _, want := range []string{"create_pair sqsworker-jobs", "create_pair sqsworker-orders fifo", "RedrivePolicy", "sqsworker-attempts", "update-time-to-live"} {
+	for _, want := range []string{"create_pair sqsworker-jobs", "create_pair sqsworker-orders fifo", "RedrivePolicy", "sqsworker-attempts", "update-time-to-live",
+		"sns create-topic --name sqsworker-rental-orders", "sns subscribe", "sqsworker-jobs-fanout-dlq", "sns.amazonaws.com"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("init hook lacks %q", want)
 		}

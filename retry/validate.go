@@ -39,16 +39,24 @@ type PolicyError struct {
 	Problem string
 	// Err is the underlying error, such as a *json.SyntaxError, or nil.
 	Err error
+	// SQSAllows is set when only SNS's stricter limits refuse the value:
+	// what SQS's limits allow instead, e.g. "up to 999" or "any total".
+	SQSAllows string
 }
 
 // Error returns "retry: delivery policy: <field>: <problem>", or
-// "retry: delivery policy: malformed JSON: <problem>" when Field is empty.
+// "retry: delivery policy: malformed JSON: <problem>" when Field is empty,
+// and for a value only SNS's limits refuse, how to validate with SQS's.
 func (e *PolicyError) Error() string {
 	where := e.Field
 	if where == "" {
 		where = "malformed JSON"
 	}
-	return "retry: delivery policy: " + where + ": " + e.Problem
+	msg := "retry: delivery policy: " + where + ": " + e.Problem
+	if e.SQSAllows != "" {
+		msg += ", or validate with SQS's limits (ParseDeliveryPolicySQS, DeliveryPolicy.ValidateSQS), which allow " + e.SQSAllows
+	}
+	return msg
 }
 
 // Unwrap returns the underlying error, if any.
@@ -72,6 +80,9 @@ func (p DeliveryPolicy) validate(sqs bool) error {
 	bad := func(field, format string, args ...any) error {
 		return &PolicyError{Field: "healthyRetryPolicy." + field, Problem: fmt.Sprintf(format, args...)}
 	}
+	snsOnly := func(field, sqsAllows, format string, args ...any) error {
+		return &PolicyError{Field: "healthyRetryPolicy." + field, Problem: fmt.Sprintf(format, args...), SQSAllows: sqsAllows}
+	}
 	if _, ok := h.BackoffFunction.canonical(); !ok {
 		return bad("backoffFunction", "%q is not a backoff function; use linear, arithmetic, geometric or exponential (any case)", string(h.BackoffFunction))
 	}
@@ -82,7 +93,7 @@ func (p DeliveryPolicy) validate(sqs bool) error {
 		return bad("maxDelayTarget", "%d is above %d seconds, the longest SQS can keep a message invisible (12 h); lower it", h.MaxDelayTarget, SQSMaxDelayTarget)
 	}
 	if !sqs && h.MaxDelayTarget > SNSMaxDelayTarget {
-		return bad("maxDelayTarget", "%d is above SNS's limit of %d seconds; lower it, or validate with SQS's limits (ParseDeliveryPolicySQS, DeliveryPolicy.ValidateSQS), which allow up to %d seconds (12 h)", h.MaxDelayTarget, SNSMaxDelayTarget, SQSMaxDelayTarget)
+		return snsOnly("maxDelayTarget", fmt.Sprintf("up to %d seconds (12 h)", SQSMaxDelayTarget), "%d is above SNS's limit of %d seconds; lower it", h.MaxDelayTarget, SNSMaxDelayTarget)
 	}
 	if h.MinDelayTarget > h.MaxDelayTarget {
 		return bad("minDelayTarget", "%d is above maxDelayTarget (%d); lower minDelayTarget or raise maxDelayTarget", h.MinDelayTarget, h.MaxDelayTarget)
@@ -94,7 +105,7 @@ func (p DeliveryPolicy) validate(sqs bool) error {
 		return bad("numRetries", "%d is above %d, the most SQS can honour (a redrive policy's maxReceiveCount is at most 1000); lower it", h.NumRetries, SQSMaxRetries)
 	}
 	if !sqs && h.NumRetries > SNSMaxRetries {
-		return bad("numRetries", "%d is above SNS's limit of %d; lower it, or validate with SQS's limits (ParseDeliveryPolicySQS, DeliveryPolicy.ValidateSQS), which allow up to %d", h.NumRetries, SNSMaxRetries, SQSMaxRetries)
+		return snsOnly("numRetries", fmt.Sprintf("up to %d", SQSMaxRetries), "%d is above SNS's limit of %d; lower it", h.NumRetries, SNSMaxRetries)
 	}
 	counts := []struct {
 		name string
@@ -116,7 +127,7 @@ func (p DeliveryPolicy) validate(sqs bool) error {
 	}
 	if !sqs {
 		if total := p.Total(); total > SNSMaxTotal {
-			return bad("numRetries", "the retries wait %v in total, above SNS's limit of %v for one message; lower numRetries, numMaxDelayRetries or maxDelayTarget, or validate with SQS's limits (ParseDeliveryPolicySQS, DeliveryPolicy.ValidateSQS), which have no total limit", total, SNSMaxTotal)
+			return snsOnly("numRetries", "any total", "the retries wait %v in total, above SNS's limit of %v for one message; lower numRetries, numMaxDelayRetries or maxDelayTarget", total, SNSMaxTotal)
 		}
 	}
 	if r := p.ThrottlePolicy.MaxReceivesPerSecond; r < 0 {

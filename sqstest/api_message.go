@@ -118,7 +118,7 @@ func (f *Fake) sendLocked(q *queue, e sendEntry, now time.Time) (sendResult, err
 		return sendResult{}, invalidParameter("Value %s for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.", *e.dedupID)
 	}
 	m.visibleAt = now.Add(delay)
-	q.msgs = append(q.msgs, m)
+	q.add(m)
 	f.notifyLocked()
 	return sendResult{id: m.id, md5Body: m.md5Body, md5Attrs: m.md5Attrs, seq: m.seq}, nil
 }
@@ -378,7 +378,7 @@ func (f *Fake) deadLetterLocked(src, dlq *queue, m *message, now time.Time) {
 	if dlq.fifo {
 		m.seq = dlq.nextSeq()
 	}
-	dlq.msgs = append(dlq.msgs, m)
+	dlq.add(m)
 	f.notifyLocked()
 }
 
@@ -390,12 +390,7 @@ func findLocked(q *queue, handle string) (*message, error) {
 	if !ok || name != q.name {
 		return nil, errReceiptHandleIsInvalid(handle)
 	}
-	for _, m := range q.msgs {
-		if m.id == id {
-			return m, nil
-		}
-	}
-	return nil, nil
+	return q.byID[id], nil
 }
 
 // deleteLocked deletes the message a receipt handle names. As in SQS,

@@ -250,8 +250,7 @@ func (f *Fake) PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optF
 		return nil, opError(op, errPurgeInProgress(q.name))
 	}
 	q.lastPurge = now
-	clear(q.msgs)
-	q.msgs = q.msgs[:0]
+	q.clearMessages()
 	return &sqs.PurgeQueueOutput{}, nil
 }
 

@@ -16,6 +16,8 @@
 //
 // The same conformance suite (internal/conformance) runs against the Fake
 // and against a real SQS emulator, so the Fake cannot drift from SQS.
+// Package snstest adds an in-memory SNS that delivers into a Fake's
+// queues, for testing SNS fan-out.
 //
 // # Time
 //

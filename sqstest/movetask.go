@@ -130,7 +130,7 @@ func (f *Fake) advanceTasksLocked(now time.Time) {
 				id: f.newID(), body: m.body, attrs: m.attrs, md5Body: m.md5Body, md5Attrs: m.md5Attrs,
 				trace: m.trace, sent: now, visibleAt: now, groupID: m.groupID,
 			}
-			dest.msgs = append(dest.msgs, moved)
+			dest.add(moved)
 			t.moved++
 			allowed--
 		}

@@ -52,6 +52,7 @@ type queue struct {
 	extra        map[string]string // other settable attributes, kept verbatim
 
 	msgs      []*message          // in arrival order
+	byID      map[string]*message // msgs by ID
 	dedup     map[string]dedupRec // FIFO deduplication IDs seen
 	seq       uint64              // FIFO sequence numbers
 	lastPurge time.Time
@@ -288,6 +289,8 @@ func (q *queue) expireLocked(now time.Time) {
 	for _, m := range q.msgs {
 		if now.Sub(m.sent) < q.retention {
 			kept = append(kept, m)
+		} else {
+			delete(q.byID, m.id)
 		}
 	}
 	for i := len(kept); i < len(q.msgs); i++ {
@@ -301,8 +304,25 @@ func (q *queue) expireLocked(now time.Time) {
 	}
 }
 
+// add appends m to the queue.
+func (q *queue) add(m *message) {
+	if q.byID == nil {
+		q.byID = map[string]*message{}
+	}
+	q.msgs = append(q.msgs, m)
+	q.byID[m.id] = m
+}
+
+// clearMessages empties the queue.
+func (q *queue) clearMessages() {
+	clear(q.msgs)
+	q.msgs = q.msgs[:0]
+	clear(q.byID)
+}
+
 // remove deletes m from the queue.
 func (q *queue) remove(m *message) {
+	delete(q.byID, m.id)
 	for i, x := range q.msgs {
 		if x == m {
 			copy(q.msgs[i:], q.msgs[i+1:])

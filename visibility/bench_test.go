@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/visibility"
 )
 
@@ -188,4 +189,39 @@ func newOKStub() *okStub {
 
 func (s *okStub) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	return s.outs[len(in.Entries)], nil
+}
+
+// BenchmarkHeartbeat50000At20ms holds 50,000 messages received together
+// (30 s visibility, so all due at 20 s) through two extension periods in
+// real time, with every ChangeMessageVisibilityBatch taking 20 ms: several
+// calls in flight keep every extension before its deadline.
+func BenchmarkHeartbeat50000At20ms(b *testing.B) {
+	const n, periods = 50000, 2
+	var calls, extended, late, lost int64
+	for b.Loop() {
+		f := sqstest.New()
+		url := f.MustCreateQueue(b, "jobs", map[string]string{"VisibilityTimeout": "30"})
+		e := &env{f: f, url: url, t0: time.Now()}
+		msgs, receivedAt := e.receive(b, n)
+		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Latency: 20 * time.Millisecond})
+		h := newHB(b, f, url, 30*time.Second)
+		for _, m := range msgs {
+			track(b, h, m.handle, receivedAt, nil)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- h.Run(ctx) }()
+		time.Sleep(receivedAt.Add(periods*20*time.Second + 9*time.Second).Sub(time.Now()))
+		cancel()
+		<-done
+		s := h.Stats()
+		calls += s.Calls
+		extended += s.Extended
+		late += s.Late
+		lost += s.Lost
+	}
+	b.ReportMetric(float64(calls)/float64(b.N*periods), "calls/period")
+	b.ReportMetric(float64(extended)/float64(calls), "entries/call")
+	b.ReportMetric(float64(late)/float64(b.N), "late/op")
+	b.ReportMetric(float64(lost)/float64(b.N), "lost/op")
 }

@@ -3,8 +3,13 @@ package worker
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // API is the narrow set of SQS calls a Worker makes, with the SDK's exact
@@ -45,40 +50,90 @@ var apiNames = [numAPIs]string{
 }
 
 // countingClient counts every call the worker and the packages it drives
-// (heartbeat, dead-letter copies) make.
+// (heartbeat, dead-letter copies) make: by API, by result class, and by the
+// payload SQS bills for. It also tells the worker's health (health.go) how
+// its receives fare.
 type countingClient struct {
-	next  API
-	calls [numAPIs]atomic.Int64
+	next    API
+	calls   [numAPIs]atomic.Int64
+	results [numAPIs][numResults]atomic.Int64
+	bytes   [numAPIs]atomic.Int64 // message payload sent and received
+	billed  [numAPIs]atomic.Int64 // requests as SQS bills them (64 KiB chunks)
+	health  health
+}
+
+// The result classes of Stats.RequestResults: "ok", then sqserr's classes.
+const numResults = 1 + int(sqserr.Canceled) + 1
+
+// resultName names result class i of countingClient.results.
+func resultName(i int) string {
+	if i == 0 {
+		return "ok"
+	}
+	return sqserr.Class(i - 1).String()
+}
+
+// count accounts for one call of api that returned err and carried payload
+// bytes of messages.
+func (c *countingClient) count(api int, err error, payload int) {
+	c.calls[api].Add(1)
+	res := 0
+	if err != nil {
+		res = 1 + int(sqserr.Of(err))
+	}
+	c.results[api][res].Add(1)
+	if payload > 0 {
+		c.bytes[api].Add(int64(payload))
+	}
+	c.billed[api].Add(BilledRequests(payload, BillingChunk))
 }
 
 func (c *countingClient) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	c.calls[apiGetQueueAttributes].Add(1)
-	return c.next.GetQueueAttributes(ctx, in, optFns...)
+	out, err := c.next.GetQueueAttributes(ctx, in, optFns...)
+	c.count(apiGetQueueAttributes, err, 0)
+	return out, err
 }
 
 func (c *countingClient) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
-	c.calls[apiGetQueueURL].Add(1)
-	return c.next.GetQueueUrl(ctx, in, optFns...)
+	out, err := c.next.GetQueueUrl(ctx, in, optFns...)
+	c.count(apiGetQueueURL, err, 0)
+	return out, err
 }
 
 func (c *countingClient) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	c.calls[apiReceiveMessage].Add(1)
-	return c.next.ReceiveMessage(ctx, in, optFns...)
+	id := c.health.receiveStarted(time.Now())
+	out, err := c.next.ReceiveMessage(ctx, in, optFns...)
+	c.health.receiveDone(id, time.Now(), err)
+	payload := 0
+	if err == nil && out != nil {
+		for _, m := range out.Messages {
+			payload += sqslimit.MessageSize(aws.ToString(m.Body), m.MessageAttributes)
+		}
+	}
+	c.count(apiReceiveMessage, err, payload)
+	return out, err
 }
 
 func (c *countingClient) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
-	c.calls[apiDeleteMessageBatch].Add(1)
-	return c.next.DeleteMessageBatch(ctx, in, optFns...)
+	out, err := c.next.DeleteMessageBatch(ctx, in, optFns...)
+	c.count(apiDeleteMessageBatch, err, 0)
+	return out, err
 }
 
 func (c *countingClient) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	c.calls[apiChangeMessageVisibilityBatch].Add(1)
-	return c.next.ChangeMessageVisibilityBatch(ctx, in, optFns...)
+	out, err := c.next.ChangeMessageVisibilityBatch(ctx, in, optFns...)
+	c.count(apiChangeMessageVisibilityBatch, err, 0)
+	return out, err
 }
 
 func (c *countingClient) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	c.calls[apiSendMessageBatch].Add(1)
-	return c.next.SendMessageBatch(ctx, in, optFns...)
+	out, err := c.next.SendMessageBatch(ctx, in, optFns...)
+	payload := 0
+	for _, e := range in.Entries {
+		payload += sqslimit.MessageSize(aws.ToString(e.MessageBody), e.MessageAttributes)
+	}
+	c.count(apiSendMessageBatch, err, payload)
+	return out, err
 }
 
 // Stats is a snapshot of a Worker's counters since New. The outcome
@@ -114,12 +169,22 @@ type Stats struct {
 	// Settling is the number of messages whose handler is done and whose
 	// settlement SQS has not confirmed yet.
 	Settling int64
+	// Prefetched is the number of messages received ahead of a free
+	// handler right now: leased, waiting in the worker's buffer.
+	Prefetched int
+	// PrefetchTarget is how many messages the worker currently aims to
+	// hold ahead of its handlers (it adapts; at most Options.MaxPrefetch).
+	PrefetchTarget int
 	// HookDropped counts settlement events Options.OnSettled missed because
 	// it fell too far behind.
 	HookDropped int64
 	// Snoozed counts messages their handler snoozed (retry.Snooze), as SQS
 	// confirmed.
 	Snoozed int64
+	// Delayed counts receives of jobs not yet due (sent with a delay beyond
+	// 15 minutes) that the worker hid or re-sent to wait, without running
+	// the handler or counting an attempt.
+	Delayed int64
 	// Extensions counts heartbeat extensions SQS confirmed on time.
 	Extensions int64
 	// LateExtensions counts heartbeat extensions SQS confirmed only after
@@ -131,6 +196,24 @@ type Stats struct {
 	// Requests counts SQS calls by API name, including the heartbeat's and
 	// dead-letter copies'.
 	Requests map[string]int64
+	// RequestResults counts the same calls by API name and by result:
+	// "ok", or the class of the error the call returned — "throttled",
+	// "transient" (server faults, the network, timeouts), "stale" (a receipt
+	// handle no longer held), "maxed-out" (past the 12-hour limit), "fatal"
+	// (access, credentials, a deleted queue), "invalid" (a malformed
+	// request) or "canceled" (the worker's own context ended, as at
+	// shutdown). A batch call counts as "ok" when SQS answered it, even if
+	// some of its entries failed: the outcome counters account for those.
+	RequestResults map[string]map[string]int64
+	// PayloadBytes counts, by API name, the message payload the calls
+	// carried: the bodies and message attributes (names, types, values) of
+	// the messages received (ReceiveMessage) and of the dead-letter copies
+	// sent (SendMessageBatch). Other calls carry no message payload.
+	PayloadBytes map[string]int64
+	// BilledRequests counts the calls by API name as SQS bills them: each
+	// call is one request per started 64 KiB (BillingChunk) of its payload,
+	// and at least one. See Cost.
+	BilledRequests map[string]int64
 }
 
 // TotalRequests is the sum of Requests.
@@ -153,6 +236,6 @@ func (s Stats) RequestsPerMessage() float64 {
 
 type counters struct {
 	received, succeeded, failed, deleted, retried, deadLettered, released,
-	lost, abandoned, deleteRetried, settledLate, inFlight, settling, snoozed atomic.Int64
+	lost, abandoned, deleteRetried, settledLate, inFlight, settling, snoozed, delayed atomic.Int64
 	receiveSizes [11]atomic.Int64
 }

@@ -23,9 +23,7 @@ import (
 
 // Each benchmark op processes benchMessages messages with a no-op handler
 // at benchConcurrency, on a queue of its own; the custom metrics are per
-// message. A fresh queue per op matters on fauxqs, whose aborted long polls
-// (a worker aborts its polls when it stops) take the next messages sent to
-// their queue (conformance quirk AbortedLongPollConsumes).
+// message. Each op has a fresh queue, so no op sees another's messages.
 const (
 	benchMessages    = 5000
 	benchConcurrency = 50

@@ -25,7 +25,7 @@ import (
 // emulatorQueue creates a source queue and its DLQ on the local SQS.
 func emulatorQueue(t *testing.T, client *sqs.Client, prefix string, visibility int) (src, dlqURL string) {
 	t.Helper()
-	target, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{
+	setup, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{
 		Name:              testenv.UniqueName(prefix),
 		MaxReceiveCount:   10,
 		VisibilityTimeout: time.Duration(visibility) * time.Second,
@@ -33,6 +33,7 @@ func emulatorQueue(t *testing.T, client *sqs.Client, prefix string, visibility i
 	if err != nil {
 		t.Fatalf("dlq.Setup: %v", err)
 	}
+	target := setup.Target()
 	return target.SourceURL, target.QueueURL
 }
 
@@ -59,29 +60,13 @@ func sendBodies(t *testing.T, client *sqs.Client, url string, n int) {
 	}
 }
 
-// drain receives every message of a queue (deleting them) and returns the bodies.
+// drain receives every message of a queue (deleting them) and returns the
+// bodies, once each (testenv.Drain).
 func drain(t *testing.T, client *sqs.Client, url string) []string {
 	t.Helper()
 	var bodies []string
-	empty := 0
-	for empty < 2 {
-		out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-		if err != nil {
-			t.Fatalf("draining %s: %v", url, err)
-		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		empty = 0
-		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url)}
-		for i, m := range out.Messages {
-			bodies = append(bodies, aws.ToString(m.Body))
-			in.Entries = append(in.Entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
-		}
-		if _, err := client.DeleteMessageBatch(context.Background(), in); err != nil {
-			t.Fatalf("deleting drained messages: %v", err)
-		}
+	for _, m := range testenv.Drain(t, client, url) {
+		bodies = append(bodies, aws.ToString(m.Body))
 	}
 	return bodies
 }

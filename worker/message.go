@@ -41,6 +41,9 @@ type Message struct {
 	ReceivedAt time.Time
 	// GroupID is the FIFO message group ID, or "".
 	GroupID string
+	// SNS is the SNS metadata of a message SNS delivered in its envelope,
+	// set by middleware that unwraps it (fanout.Unwrap); nil otherwise.
+	SNS *SNSMetadata
 	// Raw is the message as the SDK returned it (a copy).
 	Raw types.Message
 }

@@ -54,13 +54,12 @@ type Options struct {
 	// failure. Zero value: 10 s.
 	CallTimeout time.Duration
 
-	// MaxUnsettled bounds, with Concurrency, how many messages the worker
-	// holds: at most Concurrency + MaxUnsettled are received and not yet
-	// settled (running, or done and waiting for SQS to confirm their delete,
-	// retry delay or dead-letter move). When settlements are slow or failing
-	// the worker stops receiving at that bound instead of piling up held
-	// messages; the waiting ones stay owned, kept invisible by the heartbeat.
-	// Zero value: Concurrency.
+	// MaxUnsettled is how many messages whose handler is done may wait for
+	// SQS to confirm their settlement (delete, retry delay, dead-letter
+	// move) before the worker stops receiving: a slow or failing settlement
+	// path slows receiving instead of letting held messages pile up. The
+	// waiting messages stay owned, kept invisible by the heartbeat. Zero
+	// value: Concurrency + MaxPrefetch.
 	MaxUnsettled int
 
 	// OnSettled, when set, is called once per message after SQS confirmed
@@ -96,15 +95,30 @@ type Options struct {
 	// VisibilityTimeout.
 	VisibilityTimeout time.Duration
 
-	// Pollers is how many receive calls run at once. Zero value:
-	// Concurrency/10 rounded up, so that receives can keep every handler slot
-	// busy.
+	// MaxPrefetch caps how many messages the worker receives ahead of a
+	// free handler, so handlers never wait for a receive's round trip. The
+	// depth adapts between a full receive batch and this cap: twice the
+	// measured handler throughput × receive latency, plus one batch (at
+	// most Concurrency, when that is under 10). Prefetched messages are
+	// leased from their receipt like running ones (the heartbeat keeps
+	// them invisible), counted in Stats.Prefetched, and released at once
+	// on shutdown. The depth reaches the cap only when handlers outrun
+	// receiving (fast handlers, a distant SQS); the buffer then holds up to
+	// MaxPrefetch messages in memory, so lower it for very large bodies.
+	// Zero value: 300. Negative: no prefetch, receive only for free
+	// handlers.
+	MaxPrefetch int
+
+	// Pollers is how many receive calls may be in flight at once; how many
+	// are, the flow control decides (full batches only, one long poll while
+	// the queue is empty). Zero value: enough for Concurrency + MaxPrefetch
+	// messages, ten per receive (at least 2).
 	Pollers int
 
-	// ReceiveBatchWait is how long a poller waits for more free handler slots
-	// (up to 10) before it receives with fewer, so receives carry full
-	// batches when handlers finish in quick succession. Zero value: 10 ms.
-	// Negative: do not wait.
+	// ReceiveBatchWait is how long a poller, with a handler free and
+	// nothing received ahead or on its way, waits for room for a fuller
+	// batch before it receives fewer than 10. Zero value: 10 ms. Negative:
+	// do not wait.
 	ReceiveBatchWait time.Duration
 
 	// MaxReceivesPerSecond limits how many messages per second the worker
@@ -161,11 +175,9 @@ func (o *Options) setDefaults() error {
 		o.CallTimeout = 10 * time.Second
 	}
 	if o.MaxUnsettled < 0 {
-		return fmt.Errorf("worker: Options.MaxUnsettled is %d; use a positive number (or 0 for Concurrency)", o.MaxUnsettled)
+		return fmt.Errorf("worker: Options.MaxUnsettled is %d; use a positive number (or 0 for Concurrency + MaxPrefetch)", o.MaxUnsettled)
 	}
-	if o.MaxUnsettled == 0 {
-		o.MaxUnsettled = o.Concurrency
-	}
+
 	if o.WaitTime == 0 {
 		o.WaitTime = 20 * time.Second
 	}
@@ -175,14 +187,23 @@ func (o *Options) setDefaults() error {
 	if o.VisibilityTimeout < 0 || o.VisibilityTimeout > visibility.MaxVisibility {
 		return fmt.Errorf("worker: Options.VisibilityTimeout is %v; SQS allows 0 to 12h", o.VisibilityTimeout)
 	}
+	switch {
+	case o.MaxPrefetch == 0:
+		o.MaxPrefetch = 300
+	case o.MaxPrefetch < 0:
+		o.MaxPrefetch = 0
+	}
 	if o.Pollers < 0 {
 		return fmt.Errorf("worker: Options.Pollers is %d; use a positive number (or 0 for the default)", o.Pollers)
 	}
 	if o.Pollers == 0 {
-		o.Pollers = (o.Concurrency + sqslimit.MaxBatchEntries - 1) / sqslimit.MaxBatchEntries
+		o.Pollers = max(2, (o.Concurrency+o.MaxPrefetch+sqslimit.MaxBatchEntries-1)/sqslimit.MaxBatchEntries)
 	}
 	if o.ReceiveBatchWait == 0 {
 		o.ReceiveBatchWait = 10 * time.Millisecond
+	}
+	if o.MaxUnsettled == 0 {
+		o.MaxUnsettled = o.Concurrency + o.MaxPrefetch
 	}
 	if o.MaxReceivesPerSecond == 0 {
 		o.MaxReceivesPerSecond = throttleOf(o.RetryPolicy)

@@ -7,24 +7,36 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/visibility"
 )
 
-// process runs the handler on one message, on a handler slot acquired
-// before the receive, and settles it. It reports whether the message is
-// settled — deleted or dead-lettered, as SQS confirmed — so a FIFO group
-// may go on with its next message. more says that such a message follows:
-// then process waits for SQS's confirmation, so the group's order holds
-// even when a delete fails.
-func (w *Worker) process(r *run, j *job, more bool) bool {
+// process runs the handler on one message, on one of the handler
+// goroutines, and starts its settlement. On a FIFO queue the next message
+// of its group runs only once SQS confirmed this one's delete (or
+// dead-letter move): see flow.settled.
+func (w *Worker) process(r *run, j *job) {
 	log := w.opts.Logger
 	if w.stopping.Load() {
-		r.slots.Release(1)
+		r.flow.unstarted()
 		w.release(r, j) // received but not started: let another consumer have it now
-		return false
+		return
+	}
+	// A job sent with a delay beyond 15 minutes waits for its due time
+	// without running the handler or counting an attempt.
+	if d, ok, err := settle.Due(&j.msg, time.Now(), w.queueInfo); err != nil || (ok && d.Action != schedule.Run) {
+		r.flow.handled()
+		if err != nil {
+			w.c.failed.Add(1)
+			j.herr = err
+			w.settle(r, j, settle.Decision{Action: settle.DeadLetter, Reason: "invalid due time"})
+			return
+		}
+		w.wait(r, j, d)
+		return
 	}
 	settle.CountAttempt(r.bg, w.opts.CallTimeout, w.opts.AttemptCounter, &j.msg, log)
 
@@ -40,17 +52,18 @@ func (w *Worker) process(r *run, j *job, more bool) bool {
 	j.finished = time.Now()
 	cause := context.Cause(hctx)
 	cancelHandler(nil)
-	r.slots.Release(1)
+	r.flow.handled()
 
 	if herr == nil {
 		w.c.succeeded.Add(1)
-		return w.settle(r, j, settle.Decision{Action: settle.Delete}, more)
+		w.settle(r, j, settle.Decision{Action: settle.Delete})
+		return
 	}
 	j.herr = herr
 	if errors.Is(cause, ErrShutdown) {
 		log.Info("sqsworker: handler cancelled at the shutdown deadline; message released", "message", j.msg.ID, "err", herr)
 		w.release(r, j)
-		return false
+		return
 	}
 	w.c.failed.Add(1)
 	if lost := j.lostCause(); lost != nil {
@@ -58,13 +71,13 @@ func (w *Worker) process(r *run, j *job, more bool) bool {
 		j.lease.Stop()
 		w.warn.Warn("lost-running", "sqsworker: lost the message while its handler ran; SQS will deliver it again", "message", j.msg.ID, "cause", lost, "err", herr)
 		w.drop(r, j, settle.Lost, lost.Error())
-		return false
+		return
 	}
 	if errors.Is(cause, ErrHandlerTimeout) {
 		herr = settle.WithCause(herr, ErrHandlerTimeout)
 		j.herr = herr
 	}
-	return w.settle(r, j, settle.Decide(herr, j.msg.Attempt, w.opts.RetryPolicy), more)
+	w.settle(r, j, settle.Decide(herr, j.msg.Attempt, w.opts.RetryPolicy))
 }
 
 // lostCause returns the heartbeat's reason for giving the message up when
@@ -79,19 +92,12 @@ func (j *job) lostCause() error {
 	return nil
 }
 
-// settle starts the calls that make decision real. When wait is set it
-// returns, once SQS has confirmed them, whether the message is done with
-// (deleted or dead-lettered); otherwise it returns at once.
-func (w *Worker) settle(r *run, j *job, d settle.Decision, wait bool) bool {
-	var res chan bool
-	if wait && d.Action != settle.Retry {
-		res = make(chan bool, 1)
-		j.res = res
-	}
+// settle starts the calls that make decision real.
+func (w *Worker) settle(r *run, j *job, d settle.Decision) {
 	w.c.settling.Add(1)
 	switch d.Action {
 	case settle.Delete:
-		j.send(r.deletes, stageDelete, settle.Deleted, "", 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: res != nil})
+		j.send(r.deletes, stageDelete, settle.Deleted, "", 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: w.fifo})
 	case settle.Retry:
 		if d.Snoozed {
 			settle.Uncount(r.bg, w.opts.CallTimeout, w.opts.AttemptCounter, &j.msg, w.opts.Logger)
@@ -102,17 +108,6 @@ func (w *Worker) settle(r *run, j *job, d settle.Decision, wait bool) bool {
 	case settle.DeadLetter:
 		w.deadLetter(r, j, d.Reason)
 	}
-	if res == nil {
-		return false
-	}
-	select {
-	case ok := <-res:
-		return ok
-	case <-r.hard.Done():
-		// The shutdown deadline passed: the group stops here; the settlement
-		// goes on within the flush.
-		return false
-	}
 }
 
 // stage is what the call of a job's entry does.
@@ -122,7 +117,23 @@ const (
 	stageDelete stage = iota // delete; then the job is settled
 	stageChange              // visibility change; then the job is settled
 	stageCopy                // dead-letter copy; then the delete
+	stageResend              // a fresh copy of a job not yet due; then the delete
 )
+
+// queueInfo is the queue's settings, for the schedule of delayed jobs.
+func (w *Worker) queueInfo() settle.Queue { return w.queue }
+
+// wait keeps a job that is not due yet waiting for its due time, as the
+// schedule decided: hidden, or re-sent as a fresh copy (send, then delete).
+func (w *Worker) wait(r *run, j *job, d schedule.Decision) {
+	w.c.settling.Add(1)
+	if d.Action == schedule.Hide {
+		j.hide(r, settle.Delayed, d.Delay)
+		return
+	}
+	in := schedule.ResendInput(w.queueURL, j.msg.Raw, d.Delay)
+	j.send(r.resends, stageResend, settle.Delayed, d.String(), d.Delay, settle.Entry{Send: settle.SendEntry(in)})
+}
 
 // send queues the job's entry for one settling call; result, reason and
 // delay are what a confirmed call means.
@@ -150,11 +161,18 @@ func (w *Worker) release(r *run, j *job) {
 // Settled is the job's entry's outcome (settle.Owner).
 func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
 	w, r := j.w, j.r
-	if j.stage != stageCopy {
+	switch j.stage {
+	case stageDelete, stageChange:
 		w.finish(r, j, j.result, o, j.reason, j.delay)
-		if j.res != nil {
-			j.res <- o.OK && (j.result == settle.Deleted || j.result == settle.DeadLettered)
+		return
+	case stageResend:
+		if !o.OK {
+			// Not re-sent: it waits a visibility timeout and is tried again.
+			w.warn.Warn("resend", "sqsworker: re-sending a job that is not due yet failed; it is tried again after the visibility timeout", "message", j.msg.ID, "err", o.Err)
+			j.hide(r, settle.Delayed, w.visibility)
+			return
 		}
+		j.send(r.deletes, stageDelete, settle.Delayed, j.reason, j.delay, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease})
 		return
 	}
 	if !o.OK {
@@ -162,7 +180,7 @@ func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
 		return
 	}
 	w.opts.Logger.Info("sqsworker: message copied to the dead-letter queue; deleting it from the source", "message", j.msg.ID, "dlq", w.target.QueueURL, "copy", o.MessageID, "reason", j.reason, "err", j.herr)
-	j.send(r.deletes, stageDelete, settle.DeadLettered, j.reason, 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: j.res != nil})
+	j.send(r.deletes, stageDelete, settle.DeadLettered, j.reason, 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: w.fifo})
 }
 
 // retryLater leaves a message that should go to the dead-letter queue but
@@ -170,10 +188,6 @@ func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
 func (j *job) retryLater(why string, problem error) {
 	j.w.warn.Warn("dlq-"+why, "sqsworker: the message should go to the dead-letter queue but cannot now; it stays in the queue and will be tried again",
 		"message", j.msg.ID, "reason", j.reason, "problem", problem, "err", j.herr)
-	if j.res != nil {
-		j.res <- false
-		j.res = nil
-	}
 	j.hide(j.r, settle.Retrying, j.w.visibility)
 }
 
@@ -199,7 +213,7 @@ func (w *Worker) deadLetter(r *run, j *job, reason string) {
 		j.retryLater("copy", err)
 		return
 	}
-	j.send(r.sends, stageCopy, settle.DeadLettered, reason, 0, settle.Entry{Send: settle.SendEntry(in), Urgent: j.res != nil})
+	j.send(r.sends, stageCopy, settle.DeadLettered, reason, 0, settle.Entry{Send: settle.SendEntry(in), Urgent: w.fifo})
 }
 
 // finish accounts for a settled message: counters, logs, the held place,
@@ -218,6 +232,8 @@ func (w *Worker) finish(r *run, j *job, result settle.Result, o settle.Outcome, 
 			w.c.released.Add(1)
 		case settle.Snoozed:
 			w.c.snoozed.Add(1)
+		case settle.Delayed:
+			w.c.delayed.Add(1)
 		}
 		if o.Late {
 			w.c.settledLate.Add(1)
@@ -237,7 +253,12 @@ func (w *Worker) finish(r *run, j *job, result settle.Result, o settle.Outcome, 
 			"queue", w.queueURL, "message", j.msg.ID, "wanted", wanted, "attempts", o.Attempts, "err", o.Err)
 	}
 	w.c.settling.Add(-1)
-	w.done(r, j, result, reason, delay, o.Late)
+	// On a FIFO queue the group goes on only after a confirmed delete or
+	// dead-letter move; otherwise the rest of it is released, in order.
+	for _, rest := range r.flow.settled(j, o.OK && (result == settle.Deleted || result == settle.DeadLettered)) {
+		w.release(r, rest)
+	}
+	w.done(r, j, result, reason, delay, o.Late) // last: the hook may have the job's message
 }
 
 // drop accounts for a message that ends without a settlement call.
@@ -245,13 +266,19 @@ func (w *Worker) drop(r *run, j *job, result settle.Result, reason string) {
 	if result == settle.Lost {
 		w.c.lost.Add(1)
 	}
-	w.done(r, j, result, reason, 0, false)
+	if j.lease != nil { // it was in the flow: running, now done
+		for _, rest := range r.flow.settled(j, false) {
+			w.release(r, rest)
+		}
+	}
+	w.done(r, j, result, reason, 0, false) // last: the hook may have the job's message
 }
 
-// done frees the message's held place and reports it to the hook.
+// done accounts for a settled message and reports it to the hook. The
+// runtime touches the job no more: the hook gets the job's own message,
+// which nothing else holds (with a hook, handlers get copies of their own).
 func (w *Worker) done(r *run, j *job, result settle.Result, reason string, delay time.Duration, late bool) {
 	w.c.inFlight.Add(-1)
-	r.held.Release(1)
 	if w.notify == nil {
 		return
 	}
@@ -263,8 +290,9 @@ func (w *Worker) done(r *run, j *job, result settle.Result, reason string, delay
 	if j.lease != nil {
 		extensions = j.lease.Extensions()
 	}
-	w.notify.Notify(&settle.Event{
-		Message: j.msg.Copy(), Result: result, Attempt: attempt, Delay: delay, Reason: reason, Err: j.herr, Late: late, Extensions: extensions,
+	j.event = settle.Event{
+		Message: &j.msg, Result: result, Attempt: attempt, Delay: delay, Reason: reason, Err: j.herr, Late: late, Extensions: extensions,
 		ReceivedAt: j.msg.ReceivedAt, Started: j.started, Finished: j.finished, Settled: time.Now(),
-	})
+	}
+	w.notify.Notify(&j.event)
 }

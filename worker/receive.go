@@ -4,7 +4,6 @@ import (
 	"context"
 	"maps"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,24 +12,25 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // poll is one receive loop. It stops asking for messages when ctx ends; a
-// receive already in flight runs on recvCtx, and whatever it returns after
-// ctx ended is released at once.
+// receive already in flight runs on recvCtx, and whatever it returns once
+// the worker is stopping is released at once.
 func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 	bo := w.opts.ReceiveBackOff()
 	bo.Reset()
 	for {
-		n := w.acquire(ctx, r)
+		n := r.flow.reserve(ctx)
 		if n == 0 {
-			return nil // ctx done
+			return nil // ctx done, or stopping
 		}
 		if w.limiter != nil {
 			k := w.limiter.take(ctx, n)
-			w.give(r, n-k)
+			if k < n {
+				r.flow.shrink(n-k, k == 0)
+			}
 			if k == 0 {
 				return nil
 			}
@@ -47,11 +47,12 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			in.VisibilityTimeout = int32((w.opts.VisibilityTimeout + time.Second - 1) / time.Second)
 		}
 		callCtx, cancel := context.WithTimeout(recvCtx, w.opts.WaitTime+w.opts.CallTimeout)
+		began := time.Now()
 		out, err := w.client.ReceiveMessage(callCtx, in)
 		cancel()
 		receivedAt := time.Now()
 		if err != nil {
-			w.give(r, n)
+			r.flow.received(n, nil, 0)
 			if w.limiter != nil {
 				w.limiter.refund(n)
 			}
@@ -71,79 +72,28 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		bo.Reset()
 		got := len(out.Messages)
 		w.c.receiveSizes[min(got, len(w.c.receiveSizes)-1)].Add(1)
-		w.give(r, n-got)
 		if w.limiter != nil {
 			w.limiter.refund(n - got)
 		}
-		if got > 0 {
-			w.c.received.Add(int64(got))
-			w.c.inFlight.Add(int64(got))
-			w.dispatch(r, out.Messages, receivedAt)
+		jobs := w.track(r, out.Messages, receivedAt)
+		if !r.flow.received(n, jobs, receivedAt.Sub(began)) {
+			// Received by a call that finished during shutdown.
+			for _, j := range jobs {
+				w.release(r, j)
+			}
 		}
 	}
 }
 
-// acquire takes between 1 and 10 handler slots, and as many places in the
-// budget of held messages: it blocks for the first, then waits up to
-// ReceiveBatchWait for more so receives carry full batches. It returns 0
-// when ctx ends first.
-func (w *Worker) acquire(ctx context.Context, r *run) int {
-	if r.held.Acquire(ctx, 1) != nil {
-		return 0
+// track starts holding a receive's messages: each is leased (kept
+// invisible by the heartbeat) from its receipt until SQS confirms its
+// settlement.
+func (w *Worker) track(r *run, msgs []types.Message, receivedAt time.Time) []*job {
+	if len(msgs) == 0 {
+		return nil
 	}
-	if r.slots.Acquire(ctx, 1) != nil {
-		r.held.Release(1)
-		return 0
-	}
-	n, want := 1, min(sqslimit.MaxBatchEntries, w.opts.Concurrency)
-	for n < want && tryBoth(r) {
-		n++
-	}
-	if n < want && w.opts.ReceiveBatchWait > 0 {
-		wctx, cancel := context.WithTimeout(ctx, w.opts.ReceiveBatchWait)
-		for n < want {
-			if r.held.Acquire(wctx, 1) != nil {
-				break
-			}
-			if r.slots.Acquire(wctx, 1) != nil {
-				r.held.Release(1)
-				break
-			}
-			n++
-		}
-		cancel()
-	}
-	return n
-}
-
-// tryBoth takes a handler slot and a held place, or neither.
-func tryBoth(r *run) bool {
-	if !r.held.TryAcquire(1) {
-		return false
-	}
-	if !r.slots.TryAcquire(1) {
-		r.held.Release(1)
-		return false
-	}
-	return true
-}
-
-// give returns n handler slots and held places taken for a receive that
-// brought fewer messages.
-func (w *Worker) give(r *run, n int) {
-	if n > 0 {
-		r.slots.Release(int64(n))
-		r.held.Release(int64(n))
-	}
-}
-
-// dispatch starts the handlers for one receive's messages, each on a slot
-// acquired before the receive. Every message is kept invisible by the
-// heartbeat from the moment it is received until its settlement is
-// confirmed. On a FIFO queue the messages of one group run one after
-// another, in order; when one of them is not settled (done or
-// dead-lettered), the rest of its group is released.
-func (w *Worker) dispatch(r *run, msgs []types.Message, receivedAt time.Time) {
+	w.c.received.Add(int64(len(msgs)))
+	w.c.inFlight.Add(int64(len(msgs)))
 	jobs := make([]*job, 0, len(msgs))
 	for _, raw := range msgs {
 		j := &job{w: w, r: r, msg: settle.Parse(raw, w.queueURL, receivedAt)}
@@ -156,60 +106,20 @@ func (w *Worker) dispatch(r *run, msgs []types.Message, receivedAt time.Time) {
 			// A message without a receipt handle cannot be settled; SQS
 			// never sends one.
 			w.warn.Warn("no-handle", "sqsworker: received a message without a receipt handle; it cannot be settled and is left to SQS", "message", j.msg.ID, "err", err)
-			r.slots.Release(1)
 			w.drop(r, j, settle.Lost, err.Error())
 			continue
 		}
 		j.lease = lease
 		jobs = append(jobs, j)
 	}
-	if w.stopping.Load() {
-		// Received by a call that finished during shutdown.
-		for _, j := range jobs {
-			r.slots.Release(1)
-			w.release(r, j)
-		}
-		return
-	}
-	if !w.fifo {
-		r.handlers.Add(len(jobs))
-		for _, j := range jobs {
-			j.state.Store(jobStarted)
-			go j.run()
-		}
-		return
-	}
-	var order []string
-	groups := map[string][]*job{}
-	for _, j := range jobs {
-		g := j.msg.GroupID
-		if _, ok := groups[g]; !ok {
-			order = append(order, g)
-		}
-		groups[g] = append(groups[g], j)
-		r.addPending(j)
-	}
-	for _, g := range order {
-		group := groups[g]
-		r.handlers.Go(func() {
-			for i, j := range group {
-				if !j.state.CompareAndSwap(jobWaiting, jobStarted) {
-					continue // released by the shutdown, which also freed its slot
-				}
-				r.removePending(j)
-				if w.process(r, j, i < len(group)-1) {
-					continue
-				}
-				for _, rest := range group[i+1:] {
-					if rest.state.CompareAndSwap(jobWaiting, jobReleased) {
-						r.removePending(rest)
-						r.slots.Release(1)
-						w.release(r, rest)
-					}
-				}
-				return
-			}
-		})
+	return jobs
+}
+
+// handle is one of the Concurrency handler goroutines: it runs the jobs
+// the flow hands out until the flow stops.
+func (w *Worker) handle(r *run) {
+	for j := r.flow.next(); j != nil; j = r.flow.next() {
+		w.process(r, j)
 	}
 }
 
@@ -220,7 +130,6 @@ type job struct {
 	r     *run
 	msg   settle.Message // the runtime's own copy: settlement reads only this
 	lease *visibility.Lease
-	state atomic.Int32 // FIFO: waiting, then started or released
 
 	started, finished time.Time // the handler's run
 	herr              error     // the handler's error
@@ -232,7 +141,6 @@ type job struct {
 	result settle.Result
 	reason string
 	delay  time.Duration
-	res    chan<- bool // FIFO: told whether the message is done with
 
 	// What the dead-letter copy needs, taken at receipt: the handler may
 	// change the maps it shares with the runtime's copy.
@@ -240,21 +148,10 @@ type job struct {
 	userAttrs   map[string]types.MessageAttributeValue
 
 	dctx   settle.DeadlineContext // the handler context's parent: carries the lease's deadline
+	event  settle.Event           // the settlement event, for the hook
 	mu     sync.Mutex
 	cancel context.CancelCauseFunc // the handler's, once it starts
 	cause  error                   // the heartbeat's reason for giving the message up
-}
-
-const (
-	jobWaiting int32 = iota
-	jobStarted
-	jobReleased
-)
-
-// run processes a message of a standard queue on its own goroutine.
-func (j *job) run() {
-	defer j.r.handlers.Done()
-	j.w.process(j.r, j, false)
 }
 
 // handlerMessage returns the handler's copy of the message. Its strings
@@ -310,34 +207,4 @@ func (j *job) handlerContext(parent context.Context) (context.Context, context.C
 		cancel(cause)
 	}
 	return ctx, cancel
-}
-
-func (r *run) addPending(j *job) {
-	r.mu.Lock()
-	r.pending[j] = struct{}{}
-	r.mu.Unlock()
-}
-
-func (r *run) removePending(j *job) {
-	r.mu.Lock()
-	delete(r.pending, j)
-	r.mu.Unlock()
-}
-
-// releasePending releases, at shutdown, every received message that has
-// not started, so another consumer can take it at once.
-func (w *Worker) releasePending(r *run) {
-	r.mu.Lock()
-	waiting := make([]*job, 0, len(r.pending))
-	for j := range r.pending {
-		waiting = append(waiting, j)
-	}
-	clear(r.pending)
-	r.mu.Unlock()
-	for _, j := range waiting {
-		if j.state.CompareAndSwap(jobWaiting, jobReleased) {
-			r.slots.Release(1)
-			w.release(r, j)
-		}
-	}
 }

@@ -15,26 +15,31 @@ type Outcome int
 // The outcomes a Settlement reports.
 const (
 	// Deleted: the handler succeeded and SQS confirmed the delete.
-	Deleted Outcome = Outcome(settle.Deleted)
+	Deleted Outcome = iota + 1
 	// Retrying: the handler failed; SQS confirmed the retry delay
 	// (Settlement.Delay), after which the message is delivered again.
-	Retrying Outcome = Outcome(settle.Retrying)
+	Retrying
 	// DeadLettered: the message's copy in the dead-letter queue is
 	// confirmed and the message is deleted from the source
 	// (Settlement.Reason says why).
-	DeadLettered Outcome = Outcome(settle.DeadLettered)
+	DeadLettered
 	// Released: the message was made visible again without being handled
 	// to the end (shutdown, FIFO order).
-	Released Outcome = Outcome(settle.Released)
+	Released
 	// Lost: the runtime lost ownership of the message before it could
 	// settle it (its visibility could not be kept); SQS delivers it again.
-	Lost Outcome = Outcome(settle.Lost)
+	Lost
 	// Abandoned: the settlement could not be confirmed (the shutdown flush
 	// ended, or SQS refused it for good); SQS delivers the message again.
-	Abandoned Outcome = Outcome(settle.Abandoned)
+	Abandoned
 	// Snoozed: the handler snoozed the message (retry.Snooze): SQS
 	// confirmed it hidden for Settlement.Delay; the attempt does not count.
-	Snoozed Outcome = Outcome(settle.Snoozed)
+	Snoozed
+	// Delayed: the message is a job not due yet (sent with a delay beyond
+	// SQS's 15 minutes, see package producer): it was hidden, or re-sent as
+	// a fresh copy, to wait for its due time; the handler did not run and
+	// no attempt was counted.
+	Delayed
 )
 
 // String returns the outcome's name.
@@ -54,6 +59,8 @@ func (o Outcome) String() string {
 		return "abandoned"
 	case Snoozed:
 		return "snoozed"
+	case Delayed:
+		return "delayed"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }

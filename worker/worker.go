@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/settle"
@@ -49,8 +48,9 @@ type Worker struct {
 
 	visibility time.Duration // the queue's (or Options') visibility timeout
 	fifo       bool
-	target     *dlq.Target // nil without a DLQ (AllowNoDLQ)
-	copier     *dlq.Copier // builds dead-letter copies; nil without a DLQ
+	queue      settle.Queue // what the schedule of delayed jobs needs
+	target     *dlq.Target  // nil without a DLQ (AllowNoDLQ)
+	copier     *dlq.Copier  // builds dead-letter copies; nil without a DLQ
 	warn       *settle.Warner
 	notify     *settle.Notifier
 
@@ -59,6 +59,7 @@ type Worker struct {
 	stopping atomic.Bool
 	limiter  *rateLimiter
 	hb       atomic.Pointer[visibility.Heartbeat]
+	flow     atomic.Pointer[flow]
 }
 
 // New checks the queue and returns a Worker for it. queue is the queue's
@@ -98,7 +99,7 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	w.queueURL = queueURL
 	out, err := w.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queueURL),
-		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameVisibilityTimeout, types.QueueAttributeNameFifoQueue},
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameVisibilityTimeout, types.QueueAttributeNameFifoQueue, types.QueueAttributeNameMessageRetentionPeriod},
 	})
 	if err != nil {
 		return nil, describeQueueError(queueURL, err)
@@ -109,6 +110,8 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 		w.visibility = o.VisibilityTimeout
 	}
 	w.fifo = out.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true"
+	retention, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMessageRetentionPeriod)])
+	w.queue = settle.Queue{FIFO: w.fifo, Retention: time.Duration(retention) * time.Second}
 	if w.visibility < time.Second {
 		return nil, fmt.Errorf("sqsworker: queue %s has VisibilityTimeout %v: a received message becomes visible to other consumers at once, so no job can be held while it runs; set the queue's VisibilityTimeout (30s is SQS's default) or Options.VisibilityTimeout", queueURL, w.visibility)
 	}
@@ -121,6 +124,7 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	switch {
 	case err == nil:
 		w.target = &target
+		w.queue.MaxReceiveCount = target.MaxReceiveCount
 		if w.copier, err = dlq.NewCopier(target, func(mo *dlq.MoverOptions) { mo.Logger = o.Logger }); err != nil {
 			return nil, fmt.Errorf("sqsworker: %w", err)
 		}
@@ -166,6 +170,10 @@ func (w *Worker) Stats() Stats {
 		Requests: make(map[string]int64, numAPIs),
 	}
 	s.Snoozed = w.c.snoozed.Load()
+	s.Delayed = w.c.delayed.Load()
+	if f := w.flow.Load(); f != nil {
+		s.Prefetched, s.PrefetchTarget = f.snapshot()
+	}
 	for i := range s.ReceiveSizes {
 		s.ReceiveSizes[i] = w.c.receiveSizes[i].Load()
 	}
@@ -173,9 +181,23 @@ func (w *Worker) Stats() Stats {
 		hs := hb.Stats()
 		s.Extensions, s.LateExtensions = hs.Extended, hs.Late
 	}
+	s.RequestResults = make(map[string]map[string]int64, numAPIs)
+	s.PayloadBytes = make(map[string]int64, numAPIs)
+	s.BilledRequests = make(map[string]int64, numAPIs)
 	for i, name := range apiNames {
 		if n := w.client.calls[i].Load(); n > 0 {
 			s.Requests[name] = n
+			s.BilledRequests[name] = w.client.billed[i].Load()
+			results := make(map[string]int64, 1)
+			for r := range numResults {
+				if k := w.client.results[i][r].Load(); k > 0 {
+					results[resultName(r)] = k
+				}
+			}
+			s.RequestResults[name] = results
+		}
+		if b := w.client.bytes[i].Load(); b > 0 {
+			s.PayloadBytes[name] = b
 		}
 	}
 	return s
@@ -197,16 +219,13 @@ func (w *Worker) DeadLetterQueue() (dlq.Target, bool) {
 type run struct {
 	hard     context.Context // handlers' parent: cancelled at the shutdown deadline
 	bg       context.Context // calls that settle messages (attempt counting)
-	slots    *semaphore.Weighted
-	held     *semaphore.Weighted // messages held: running, waiting or settling
+	flow     *flow
 	handlers sync.WaitGroup
 	hb       *visibility.Heartbeat
 	deletes  *settle.Batcher
 	changes  *settle.Batcher
 	sends    *settle.Batcher // dead-letter copies; nil without a DLQ
-
-	mu      sync.Mutex
-	pending map[*job]struct{} // FIFO messages received but not started
+	resends  *settle.Batcher // fresh copies of jobs not yet due (internal/schedule)
 }
 
 // Run receives and handles messages until ctx is cancelled, then shuts down:
@@ -222,6 +241,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
+	w.client.health.running(time.Now())
+	defer func() { w.client.health.stopped(time.Now()) }()
 	log := w.opts.Logger
 	bg := context.WithoutCancel(ctx)
 	hard, hardCancel := context.WithCancelCause(bg)
@@ -232,11 +253,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("sqsworker: %w", err)
 	}
 	w.hb.Store(hb)
-	r := &run{
-		hard: hard, bg: bg, hb: hb, pending: map[*job]struct{}{},
-		slots: semaphore.NewWeighted(int64(w.opts.Concurrency)),
-		held:  semaphore.NewWeighted(int64(w.opts.Concurrency + w.opts.MaxUnsettled)),
-	}
+	r := &run{hard: hard, bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo)}
+	w.flow.Store(r.flow)
 	hbCtx, stopHB := context.WithCancel(bg)
 	hbDone := make(chan struct{})
 	go func() {
@@ -253,10 +271,22 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.target != nil {
 		r.sends = settle.NewSender(w.client, w.target.QueueURL, bo)
 	}
+	if !w.fifo {
+		r.resends = settle.NewSender(w.client, w.queueURL, bo)
+	}
 
-	// Receiving stops when ctx ends (or a fatal error); receives in flight
-	// may finish while the handlers do (their messages are released at
-	// once), so as few messages as possible stay hidden by an aborted call.
+	// Concurrency handler goroutines take the received messages from the
+	// flow; the pollers receive as the flow allows. Receiving stops when
+	// ctx ends (or a fatal error); receives in flight may finish while the
+	// handlers do (their messages are released at once), so as few
+	// messages as possible stay hidden by an aborted call.
+	r.handlers.Add(w.opts.Concurrency)
+	for range w.opts.Concurrency {
+		go func() {
+			defer r.handlers.Done()
+			w.handle(r)
+		}()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	recvCtx, cancelRecv := context.WithCancel(bg)
 	defer cancelRecv()
@@ -265,9 +295,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	<-gctx.Done()
 
-	// Shutdown.
+	// Shutdown: what waits in the buffer is released at once; running
+	// handlers get ShutdownTimeout.
 	w.stopping.Store(true)
-	w.releasePending(r)
+	w.client.health.stopping(time.Now())
+	for _, j := range r.flow.stop() {
+		w.release(r, j)
+	}
 	done := make(chan struct{})
 	go func() {
 		r.handlers.Wait()
@@ -278,14 +312,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-done:
 	case <-t.C:
 		log.Warn("sqsworker: shutdown timeout passed; cancelling running handlers and releasing their messages",
-			"queue", w.queueURL, "running", w.opts.Concurrency-w.freeSlots(r))
+			"queue", w.queueURL, "running", w.c.inFlight.Load()-w.c.settling.Load())
 		hardCancel(ErrShutdown)
 		<-done
 	}
 	t.Stop()
 	cancelRecv()
 	runErr := g.Wait()
-	r.handlers.Wait() // FIFO groups that a late receive started (they release at once)
 
 	// Flush, within one budget: dead-letter copies first (a confirmed copy
 	// adds its delete), then deletes and visibility changes together.
@@ -294,6 +327,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	before := w.c.abandoned.Load()
 	if r.sends != nil {
 		r.sends.Close(flushCtx)
+	}
+	if r.resends != nil {
+		r.resends.Close(flushCtx)
 	}
 	var flush sync.WaitGroup
 	flush.Go(func() { r.deletes.Close(flushCtx) })
@@ -307,18 +343,6 @@ func (w *Worker) Run(ctx context.Context) error {
 			"queue", w.queueURL, "flushTimeout", w.opts.FlushTimeout)
 	}
 	return runErr
-}
-
-// freeSlots is how many handler slots are free (for a log line).
-func (w *Worker) freeSlots(r *run) int {
-	n := 0
-	for r.slots.TryAcquire(1) {
-		n++
-	}
-	if n > 0 {
-		r.slots.Release(int64(n))
-	}
-	return n
 }
 
 // retryable reports whether a receive error may go away by retrying.

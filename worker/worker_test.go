@@ -442,6 +442,8 @@ func TestBadOptionsRefused(t *testing.T) {
 	}
 }
 
+// With prefetch off (MaxPrefetch < 0), a receive never asks for more
+// messages than there are free handlers.
 func TestNeverReceivesMoreThanFreeSlots(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newQueue(t, 5, "60")
@@ -462,7 +464,7 @@ func TestNeverReceivesMoreThanFreeSlots(t *testing.T) {
 			running.Add(-1)
 			return nil
 		})
-		w, err := worker.New(spy, src, h, func(o *worker.Options) { o.Logger = quiet; o.Concurrency = 7 })
+		w, err := worker.New(spy, src, h, func(o *worker.Options) { o.Logger = quiet; o.Concurrency = 7; o.MaxPrefetch = -1 })
 		if err != nil {
 			t.Fatal(err)
 		}

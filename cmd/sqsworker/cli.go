@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,9 +16,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
 )
 
 // Exit codes; the package documentation explains them.
@@ -40,6 +43,14 @@ type client interface {
 
 var _ client = (*sqs.Client)(nil)
 
+// snsClient is every SNS call the commands make. *sns.Client satisfies it,
+// and so does snstest's Fake in the tests.
+type snsClient interface {
+	fanout.SetupAPI
+}
+
+var _ snsClient = (*sns.Client)(nil)
+
 // awsFlags are the AWS connection flags every command that calls SQS takes.
 // Each is optional: the SDK's standard configuration (AWS_PROFILE,
 // AWS_REGION, AWS_ENDPOINT_URL_SQS, ~/.aws/config…) applies otherwise.
@@ -53,21 +64,54 @@ type app struct {
 	stdout, stderr io.Writer
 	// newClient connects to SQS.
 	newClient func(ctx context.Context, f awsFlags) (client, error)
+	// newSNS connects to SNS (the same account, region and endpoint).
+	newSNS func(ctx context.Context, f awsFlags) (snsClient, error)
 	// isTerminal reports whether a stream is an interactive terminal.
 	isTerminal func(v any) bool
 	// now is the clock for ages shown to the user.
 	now func() time.Time
+	// buildInfo returns the build information (debug.ReadBuildInfo).
+	buildInfo func() (*debug.BuildInfo, bool)
 }
 
 // run is the program: it parses args, runs the command and returns the exit
 // code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, newClient: connect, isTerminal: isTerminal, now: time.Now}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, newClient: connect, newSNS: connectSNS, isTerminal: isTerminal, now: time.Now, buildInfo: debug.ReadBuildInfo}
 	return a.run(ctx, args)
 }
 
 // connect builds an SQS client from the standard AWS configuration.
 func connect(ctx context.Context, f awsFlags) (client, error) {
+	cfg, err := loadConfig(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		if f.endpoint != "" {
+			o.BaseEndpoint = aws.String(f.endpoint)
+		}
+	}), nil
+}
+
+// connectSNS builds an SNS client from the standard AWS configuration;
+// --endpoint-url applies to it too (LocalStack and fauxqs serve both on one
+// port), and AWS_ENDPOINT_URL_SNS otherwise.
+func connectSNS(ctx context.Context, f awsFlags) (snsClient, error) {
+	cfg, err := loadConfig(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return sns.NewFromConfig(cfg, func(o *sns.Options) {
+		if f.endpoint != "" {
+			o.BaseEndpoint = aws.String(f.endpoint)
+		}
+	}), nil
+}
+
+// loadConfig loads the AWS configuration and checks that it has a region
+// and credentials.
+func loadConfig(ctx context.Context, f awsFlags) (aws.Config, error) {
 	var opts []func(*config.LoadOptions) error
 	if f.region != "" {
 		opts = append(opts, config.WithRegion(f.region))
@@ -77,16 +121,21 @@ func connect(ctx context.Context, f awsFlags) (client, error) {
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration (check --profile, AWS_PROFILE and ~/.aws/config): %w", err)
+		return cfg, fmt.Errorf("loading the AWS configuration (check --profile, AWS_PROFILE and ~/.aws/config): %w", err)
 	}
 	if cfg.Region == "" {
-		return nil, errors.New("no AWS region is configured; pass --region, or set AWS_REGION or a region in your AWS profile")
+		return cfg, errors.New("no AWS region is configured; pass --region, or set AWS_REGION or a region in your AWS profile")
 	}
-	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		if f.endpoint != "" {
-			o.BaseEndpoint = aws.String(f.endpoint)
+	// Credentials first: without them every call fails, each with the
+	// SDK's long chain of reasons.
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		if ctx.Err() != nil {
+			return cfg, err
 		}
-	}), nil
+		msg, _ := awsProblem(fmt.Errorf("get credentials: %w", err))
+		return cfg, errors.New(msg)
+	}
+	return cfg, nil
 }
 
 // isTerminal reports whether v is an interactive terminal: a character
@@ -124,6 +173,9 @@ func commands() []*command {
 		dlqRedriveCommand(),
 		dlqPurgeCommand(),
 		policyPreviewCommand(),
+		templateCommand(),
+		versionCommand(),
+		costCommand(),
 	}
 }
 
@@ -159,6 +211,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "--version", "-version":
+		return a.run(ctx, append([]string{"version"}, args[1:]...))
 	case "-h", "-help", "--help", "help":
 		if len(args) > 1 && args[0] == "help" {
 			return a.run(ctx, append(args[1:], "--help"))
@@ -288,7 +342,7 @@ func awsFlagsOn(fs *flag.FlagSet) *awsFlags {
 	f := &awsFlags{}
 	fs.StringVar(&f.region, "region", "", "AWS region (default: AWS_REGION or the profile's region)")
 	fs.StringVar(&f.profile, "profile", "", "AWS shared-config profile (default: AWS_PROFILE or default)")
-	fs.StringVar(&f.endpoint, "endpoint-url", "", "SQS endpoint, e.g. http://localhost:4566 for LocalStack (default: AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL)")
+	fs.StringVar(&f.endpoint, "endpoint-url", "", "SQS (and SNS) endpoint, e.g. http://localhost:4566 for LocalStack (default: AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SNS / AWS_ENDPOINT_URL)")
 	return f
 }
 
@@ -301,26 +355,19 @@ func outputFlag(fs *flag.FlagSet) *string {
 	return o
 }
 
-// parseWithOutput is parse followed by checkOutput of the -o value o (read
-// it after parsing): the positional arguments, or the exit code and false.
-func (a *app) parseWithOutput(cmd *command, fs *flag.FlagSet, args []string, minArgs, maxArgs int, o string) ([]string, int, bool) {
+// parseWithOutput is parse followed by a check of the -o flag's value,
+// which it reads through o after parsing: the positional arguments, or the
+// exit code and false.
+func (a *app) parseWithOutput(cmd *command, fs *flag.FlagSet, args []string, minArgs, maxArgs int, o *string) ([]string, int, bool) {
 	pos, code, ok := a.parse(cmd, fs, args, minArgs, maxArgs)
 	if !ok {
 		return nil, code, false
 	}
-	if !a.checkOutput(cmd, fs, o) {
+	if *o != "text" && *o != "json" {
+		fmt.Fprintf(a.stderr, "sqsworker %s: -o %q: use text or json\n", cmd.path, *o)
 		return nil, exitUsage, false
 	}
 	return pos, 0, true
-}
-
-// checkOutput validates the -o value.
-func (a *app) checkOutput(cmd *command, fs *flag.FlagSet, o string) bool {
-	if o == "text" || o == "json" {
-		return true
-	}
-	fmt.Fprintf(a.stderr, "sqsworker %s: -o %q: use text or json\n", cmd.path, o)
-	return false
 }
 
 // connect makes the SQS client, reporting a failure.
@@ -333,13 +380,39 @@ func (a *app) connect(ctx context.Context, cmd *command, f *awsFlags) (client, b
 	return c, true
 }
 
-// fail reports an error and returns the exit code for it.
+// connectSNS makes the SNS client, reporting a failure.
+func (a *app) connectSNS(ctx context.Context, cmd *command, f *awsFlags) (snsClient, bool) {
+	c, err := a.newSNS(ctx, *f)
+	if err != nil {
+		a.fail(cmd, err)
+		return nil, false
+	}
+	return c, true
+}
+
+// fail reports an error and returns the exit code for it. An error about
+// reaching AWS at all (see awsProblem) is reported as its one cause.
 func (a *app) fail(cmd *command, err error) int {
-	fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
 	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
 		return exitInterrupted
 	}
+	if msg, ok := awsProblem(err); ok {
+		fmt.Fprintf(a.stderr, "sqsworker %s: %s\n", cmd.path, msg)
+		return exitProblems
+	}
+	fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
 	return exitProblems
+}
+
+// abortsAll reports whether err ends the whole command rather than one
+// queue's part of it: an interruption, or a failure to reach AWS at all.
+func abortsAll(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	_, ok := awsProblem(err)
+	return ok
 }
 
 // writeJSON writes v as indented JSON to stdout.

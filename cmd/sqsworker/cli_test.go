@@ -6,11 +6,13 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/sqstest/snstest"
 )
 
 var update = flag.Bool("update", false, "rewrite the testdata/*.golden files with the current output")
@@ -18,13 +20,17 @@ var update = flag.Bool("update", false, "rewrite the testdata/*.golden files wit
 // harness runs the command line against a Fake.
 type harness struct {
 	fake  *sqstest.Fake
+	sns   *snstest.Fake // delivers into fake
 	stdin string
 	tty   bool // stdin and stderr are terminals
 	now   time.Time
+	// client, when set, is the client the commands get instead of fake.
+	client client
 }
 
 func newHarness() *harness {
-	return &harness{fake: sqstest.New(), now: time.Date(2025, 3, 1, 14, 0, 0, 0, time.UTC)}
+	f := sqstest.New()
+	return &harness{fake: f, sns: snstest.New(f), now: time.Date(2025, 3, 1, 14, 0, 0, 0, time.UTC)}
 }
 
 func (h *harness) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -32,9 +38,16 @@ func (h *harness) run(t *testing.T, args ...string) (code int, stdout, stderr st
 	var out, errOut bytes.Buffer
 	a := &app{
 		stdin: strings.NewReader(h.stdin), stdout: &out, stderr: &errOut,
-		newClient:  func(context.Context, awsFlags) (client, error) { return h.fake, nil },
+		newClient: func(context.Context, awsFlags) (client, error) {
+			if h.client != nil {
+				return h.client, nil
+			}
+			return h.fake, nil
+		},
+		newSNS:     func(context.Context, awsFlags) (snsClient, error) { return h.sns, nil },
 		isTerminal: func(any) bool { return h.tty },
 		now:        func() time.Time { return h.now },
+		buildInfo:  debug.ReadBuildInfo,
 	}
 	code = a.run(context.Background(), args)
 	return code, out.String(), errOut.String()

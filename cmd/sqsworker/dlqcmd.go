@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -16,29 +17,121 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
 )
 
-// target resolves QUEUE (a source queue's name, URL or ARN) to its DLQ.
-func (a *app) target(ctx context.Context, c client, queue string) (dlq.Target, error) {
+// resolved is what a QUEUE argument of the dlq commands names: a
+// dead-letter queue and the queue it serves.
+type resolved struct {
+	dlq.Target
+	// byDLQ reports that QUEUE named the dead-letter queue itself.
+	byDLQ bool
+	// sources are the queues the dead-letter queue serves, when QUEUE named
+	// the dead-letter queue (Target is the first one's).
+	sources []string
+	// sub is the SNS subscription whose dead-letter queue this is, for a
+	// subscription's dead-letter queue (then Target.SourceURL is the
+	// subscribed queue).
+	sub *fanout.Subscription
+}
+
+// fanoutFlags are the flags that pick a subscription's dead-letter queue.
+type fanoutFlags struct {
+	fanout bool
+	topic  string
+}
+
+func fanoutFlagsOn(fs *flag.FlagSet) *fanoutFlags {
+	f := &fanoutFlags{}
+	fs.BoolVar(&f.fanout, "fanout", false, "QUEUE is a subscribed queue: act on its SNS subscription's dead-letter queue instead of its own")
+	fs.StringVar(&f.topic, "topic", "", "with --fanout: the topic whose subscription to take, when the queue has several (implies --fanout)")
+	return f
+}
+
+// target resolves QUEUE (a queue's name, URL or ARN, or those of a
+// dead-letter queue) to a dead-letter queue and the queue it serves. A
+// queue without a RedrivePolicy that is the RedrivePolicy target of other
+// queues is taken for their dead-letter queue; one that an SNS
+// subscription's RedrivePolicy names, for that subscription's. With
+// --fanout, QUEUE's subscription's dead-letter queue is taken.
+func (a *app) target(ctx context.Context, conn *awsFlags, c client, queue string, ff *fanoutFlags) (resolved, error) {
 	url, err := dlq.ResolveQueueURL(ctx, c, queue)
 	if err != nil {
-		return dlq.Target{}, err
+		return resolved{}, err
 	}
-	return dlq.Discover(ctx, c, url)
+	if ff != nil && (ff.fanout || ff.topic != "") {
+		sc, err := a.newSNS(ctx, *conn)
+		if err != nil {
+			return resolved{}, err
+		}
+		t, err := dlq.Discover(ctx, c, url)
+		if err != nil && !errors.Is(err, dlq.ErrNoRedrivePolicy) {
+			return resolved{}, err
+		}
+		sub, err := fanout.FindSubscription(ctx, sc, t.SourceARN, ff.topic)
+		if err != nil {
+			return resolved{}, err
+		}
+		ft, err := fanout.Target(ctx, c, sub)
+		return resolved{Target: ft, sub: &sub}, err
+	}
+	t, err := dlq.Discover(ctx, c, url)
+	if !errors.Is(err, dlq.ErrNoRedrivePolicy) {
+		return resolved{Target: t}, err
+	}
+	sources, serr := dlq.SourcesOf(ctx, c, url)
+	if serr == nil && len(sources) > 0 {
+		st, err := dlq.Discover(ctx, c, sources[0])
+		if err != nil {
+			return resolved{}, err
+		}
+		return resolved{Target: st, byDLQ: true, sources: sources}, nil
+	}
+	// A subscription's dead-letter queue? Without SNS access, the
+	// no-RedrivePolicy error stands.
+	if ff != nil {
+		if sc, serr := a.newSNS(ctx, *conn); serr == nil {
+			if subs, serr := fanout.ServedBy(ctx, sc, t.SourceARN); serr == nil && len(subs) > 0 {
+				ft, err := fanout.Target(ctx, c, subs[0])
+				return resolved{Target: ft, sub: &subs[0], byDLQ: true}, err
+			}
+		}
+	}
+	return resolved{Target: t}, err // the no-RedrivePolicy error says what to do
 }
 
 // connectTarget makes the SQS client and resolves QUEUE to its DLQ,
 // reporting a failure: the client and target, or the exit code and false.
-func (a *app) connectTarget(ctx context.Context, cmd *command, conn *awsFlags, queue string) (client, dlq.Target, int, bool) {
+func (a *app) connectTarget(ctx context.Context, cmd *command, conn *awsFlags, queue string, ff *fanoutFlags) (client, resolved, int, bool) {
 	c, ok := a.connect(ctx, cmd, conn)
 	if !ok {
-		return nil, dlq.Target{}, exitProblems, false
+		return nil, resolved{}, exitProblems, false
 	}
-	t, err := a.target(ctx, c, queue)
+	t, err := a.target(ctx, conn, c, queue, ff)
 	if err != nil {
-		return nil, dlq.Target{}, a.fail(cmd, err), false
+		return nil, resolved{}, a.fail(cmd, err), false
 	}
 	return c, t, 0, true
+}
+
+// of says whose dead-letter queue it is, for people.
+func (r resolved) of() string {
+	switch {
+	case r.sub != nil:
+		return fmt.Sprintf("the subscription of %s to topic %s", dlq.QueueName(r.sub.QueueARN), topicNameOf(r.sub.TopicARN))
+	case r.byDLQ:
+		return r.sourceNames()
+	}
+	return dlq.QueueName(r.SourceURL)
+}
+
+// sourceNames lists the queues a dead-letter queue serves, by name.
+func (r resolved) sourceNames() string {
+	names := make([]string, len(r.sources))
+	for i, s := range r.sources {
+		names[i] = dlq.QueueName(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 // ---- dlq ls
@@ -75,12 +168,10 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
 	prefix := fs.String("prefix", "", "with no QUEUE: only queues whose name starts with this")
-	queues, code, ok := a.parse(cmd, fs, args, 0, -1)
+	ls := fanoutFlagsOn(fs)
+	queues, code, ok := a.parseWithOutput(cmd, fs, args, 0, -1, out)
 	if !ok {
 		return code
-	}
-	if !a.checkOutput(cmd, fs, *out) {
-		return exitUsage
 	}
 	c, ok := a.connect(ctx, cmd, conn)
 	if !ok {
@@ -108,8 +199,17 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 	rows := []lsRow{}
 	for _, q := range queues {
 		row := lsRow{Queue: dlq.QueueName(q)}
-		t, err := a.target(ctx, c, q)
-		row.QueueURL = t.SourceURL
+		var t resolved
+		var err error
+		if listed {
+			t.Target, err = dlq.Discover(ctx, c, q) // a listing shows dead-letter queues beside their sources
+		} else {
+			t, err = a.target(ctx, conn, c, q, ls)
+		}
+		row.Queue, row.QueueURL = dlq.QueueName(t.SourceURL), t.SourceURL
+		if row.Queue == "" {
+			row.Queue = dlq.QueueName(q)
+		}
 		if err == nil {
 			row.DLQ, row.DLQURL, row.MaxReceiveCount = dlq.QueueName(t.QueueURL), t.QueueURL, t.MaxReceiveCount
 			var n dlq.Counts
@@ -120,7 +220,7 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 			if listed && errors.Is(err, dlq.ErrNoRedrivePolicy) {
 				continue // listing: only queues with a DLQ
 			}
-			if ctx.Err() != nil {
+			if abortsAll(ctx, err) {
 				return a.fail(cmd, err)
 			}
 			row.Error, row.Messages = err.Error(), nil
@@ -243,14 +343,15 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
 	n := fs.Int("n", 10, "how many messages to show (0: all)")
+	ff := fanoutFlagsOn(fs)
 	hold := dlq.DefaultHold
 	fs.Var(durationValue{&hold}, "hold", "how long the listed messages stay hidden at most (they are released as soon as the listing ends)")
 	fullBody := fs.Bool("body", false, "show whole bodies (default: the first 200 characters)")
-	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, *out)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
 		return code
 	}
-	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0])
+	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0], ff)
 	if !ok {
 		return code
 	}
@@ -275,12 +376,13 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 			missed = notSeen.NotSeen()
 		}
 		a.writeJSON(struct {
-			DLQ      string       `json:"dlq"`
-			Counts   dlq.Counts   `json:"approximateCounts"`
-			Messages []messageOut `json:"messages"`
-			NotSeen  int          `json:"notSeen,omitempty"`
-			Error    string       `json:"error,omitempty"`
-		}{dlq.QueueName(t.QueueURL), counts, list, missed, errText(err)})
+			DLQ          string               `json:"dlq"`
+			Subscription *fanout.Subscription `json:"subscription,omitempty"`
+			Counts       dlq.Counts           `json:"approximateCounts"`
+			Messages     []messageOut         `json:"messages"`
+			NotSeen      int                  `json:"notSeen,omitempty"`
+			Error        string               `json:"error,omitempty"`
+		}{dlq.QueueName(t.QueueURL), t.sub, counts, list, missed, errText(err)})
 		if err != nil {
 			exit = a.fail(cmd, err)
 		}
@@ -291,7 +393,11 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 		inFlight = fmt.Sprintf(" and %d in flight", counts.InFlight)
 	}
 	fmt.Fprintf(a.stdout, "dead-letter queue %s of %s: about %s%s; showing %d\n",
-		dlq.QueueName(t.QueueURL), dlq.QueueName(t.SourceURL), count(counts.Visible, "message"), inFlight, len(msgs))
+		dlq.QueueName(t.QueueURL), t.of(), count(counts.Visible, "message"), inFlight, len(msgs))
+	if t.sub != nil {
+		fmt.Fprintf(a.stdout, "(messages SNS could not deliver; subscription %s; `sqsworker dlq redrive` moves them to %s, not back to the topic)\n",
+			t.sub.ARN, dlq.QueueName(t.sub.QueueARN))
+	}
 	for i, m := range msgs {
 		fmt.Fprintln(a.stdout)
 		a.printMessage(a.stdout, i+1, m, *fullBody)
@@ -416,7 +522,8 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
 	var o dlq.RedriveOptions
-	to := fs.String("to", "", "destination queue (name, URL or ARN); default: QUEUE")
+	ff := fanoutFlagsOn(fs)
+	to := fs.String("to", "", "destination queue (name, URL or ARN); default: QUEUE (for a subscription's dead-letter queue: the subscribed queue)")
 	method := fs.String("method", string(dlq.MethodAuto), "auto, move-task or manual")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be moved; move nothing")
 	fs.IntVar(&o.Max, "max", 0, "move at most this many messages (manual move; 0: all)")
@@ -429,7 +536,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	fs.BoolVar(&o.KeepProvenance, "keep-provenance", false, "keep the provenance attributes on moved messages")
 	fs.Var(durationValue{&o.Hold}, "hold", "how long messages being worked on stay hidden at most (default 1m)")
 	quiet := fs.Bool("quiet", false, "no progress display")
-	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, *out)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
 		return code
 	}
@@ -451,9 +558,14 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 		}
 		o.Filter.Attributes[k] = v
 	}
-	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0])
+	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0], ff)
 	if !ok {
 		return code
+	}
+	if len(t.sources) > 1 && *to == "" {
+		fmt.Fprintf(a.stderr, "sqsworker %s: dead-letter queue %s serves queues %s; name the queue to move messages back to (e.g. sqsworker dlq redrive %s: only the messages that came from it move), or give --to\n",
+			cmd.path, dlq.QueueName(t.QueueURL), t.sourceNames(), dlq.QueueName(t.sources[0]))
+		return exitUsage
 	}
 	dest := t.SourceURL
 	if *to != "" {
@@ -462,6 +574,15 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 			return a.fail(cmd, err)
 		}
 		o.Destination = dest
+		// A FIFO queue takes only messages with a group, and a standard
+		// dead-letter queue's messages have none: refuse before receiving.
+		if destFIFO, err := isFIFOQueue(ctx, c, dest); err != nil {
+			return a.fail(cmd, err)
+		} else if destFIFO != t.FIFO {
+			fmt.Fprintf(a.stderr, "sqsworker %s: --to %s is %s but dead-letter queue %s is %s; redrive to a queue of the same type\n",
+				cmd.path, dlq.QueueName(dest), kind(destFIFO), dlq.QueueName(t.QueueURL), kind(t.FIFO))
+			return exitUsage
+		}
 	}
 
 	var listed []messageOut
@@ -481,8 +602,20 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	if !*quiet && *out == "text" && !o.DryRun {
 		o.Progress = prog.update
 	}
-	res, err := dlq.Redrive(ctx, c, t, o)
+	var res dlq.RedriveResult
+	var err error
+	if t.sub != nil {
+		res, err = fanout.Redrive(ctx, c, *t.sub, o)
+		if errors.Is(err, fanout.ErrMoveTaskUnsupported) {
+			err = fmt.Errorf("%w; use --method manual (or auto)", err)
+		}
+	} else {
+		res, err = dlq.Redrive(ctx, c, t.Target, o)
+	}
 	prog.finish()
+	if errors.Is(err, dlq.ErrNoMoveTask) {
+		err = fmt.Errorf("%w; use --method manual (or auto, which falls back to it)", err)
+	}
 
 	exit := exitOK
 	if err != nil {
@@ -525,6 +658,22 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	}
 	fmt.Fprintln(a.stdout)
 	return exit
+}
+
+// isFIFOQueue reads whether the queue at url is a FIFO queue.
+func isFIFOQueue(ctx context.Context, c client, url string) (bool, error) {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameFifoQueue}})
+	if err != nil {
+		return false, fmt.Errorf("reading queue %s: %w", dlq.QueueName(url), err)
+	}
+	return out.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true", nil
+}
+
+func kind(fifo bool) string {
+	if fifo {
+		return "a FIFO queue"
+	}
+	return "a standard queue"
 }
 
 func errText(err error) string {
@@ -617,12 +766,13 @@ func runDLQPurge(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs := a.flags(cmd)
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
+	ff := fanoutFlagsOn(fs)
 	yes := fs.Bool("yes", false, "do not ask for confirmation")
-	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, *out)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
 		return code
 	}
-	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0])
+	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0], ff)
 	if !ok {
 		return code
 	}

@@ -21,10 +21,11 @@ import (
 func deadLetter(t *testing.T, h *harness, name string, n int, errText func(i int) string) dlq.Target {
 	t.Helper()
 	ctx := context.Background()
-	target, err := dlq.Setup(ctx, h.fake, dlq.SetupOptions{Name: name})
+	setup, err := dlq.Setup(ctx, h.fake, dlq.SetupOptions{Name: name})
 	if err != nil {
 		t.Fatal(err)
 	}
+	target := setup.Target()
 	mover, err := dlq.NewMover(h.fake, target)
 	if err != nil {
 		t.Fatal(err)
@@ -270,16 +271,67 @@ func TestSetupCommand(t *testing.T) {
 	if code != exitOK || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	golden(t, "setup", out)
-	// Again: same result.
-	if code, again, _ := h.run(t, args...); code != exitOK || again != out {
-		t.Errorf("second setup: exit %d\n%s", code, again)
+	golden(t, "setup-created", out)
+
+	// Again, with or without the flags: no change, and it says so.
+	for _, again := range [][]string{args, {"setup", "orders"}} {
+		code, out, _ := h.run(t, again...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d", again, code)
+		}
+		golden(t, "setup-unchanged", out)
 	}
+
+	// A change: only what the flag asks for.
+	code, out, _ = h.run(t, "setup", "orders", "--max-receive-count", "8")
+	if code != exitOK {
+		t.Fatalf("raise: exit %d", code)
+	}
+	golden(t, "setup-changed", out)
+
+	// Lowering needs --force.
+	code, _, errOut = h.run(t, "setup", "orders", "--max-receive-count", "5", "--retention", "2d")
+	if code != exitProblems || !strings.Contains(errOut, "refusing to lower queue orders's maxReceiveCount from 8 to 5 and queue orders's MessageRetentionPeriod from 3 days to 2 days") || !strings.Contains(errOut, "--force") {
+		t.Errorf("lowering: exit %d, stderr %q", code, errOut)
+	}
+	code, out, _ = h.run(t, "setup", "orders", "--max-receive-count", "5", "--force", "-o", "json")
+	var res setupOut
+	if err := json.Unmarshal([]byte(out), &res); code != exitOK || err != nil || res.MaxReceiveCount != 5 || !res.Changed ||
+		len(res.Changes) != 1 || res.Changes[0].Attribute != "maxReceiveCount" || res.Changes[0].From != "8" || res.Changes[0].To != "5" {
+		t.Errorf("--force: exit %d, %v\n%s", code, err, out)
+	}
+	code, out, _ = h.run(t, "setup", "orders", "-o", "json")
+	if err := json.Unmarshal([]byte(out), &res); code != exitOK || err != nil || res.Changed || res.Changes == nil || len(res.Changes) != 0 {
+		t.Errorf("no-op json: exit %d, %v\n%s", code, err, out)
+	}
+
 	code, out, _ = h.run(t, "setup", "events", "--fifo", "-o", "json")
-	if code != exitOK || !strings.Contains(out, `"dlq": "events-dlq.fifo"`) || !strings.Contains(out, `"fifo": true`) {
+	if code != exitOK || !strings.Contains(out, `"dlq": "events-dlq.fifo"`) || !strings.Contains(out, `"fifo": true`) || !strings.Contains(out, `"maxReceiveCount": 40`) {
 		t.Errorf("fifo: exit %d\n%s", code, out)
 	}
-	if code, _, errOut := h.run(t, "doctor", "orders", "--attempts", "6"); code != exitOK {
-		t.Errorf("doctor after setup: exit %d, %s", code, errOut)
+	if code, out, errOut := h.run(t, "doctor", "orders", "events.fifo"); code != exitOK {
+		t.Errorf("doctor after setup: exit %d, %s%s", code, out, errOut)
+	}
+}
+
+// TestEveryCommandRejectsUnknownOutput checks -o for every command: an
+// unknown format is a usage error, before anything is done.
+func TestEveryCommandRejectsUnknownOutput(t *testing.T) {
+	for _, c := range commands() {
+		h := newHarness()
+		args := append(strings.Fields(c.path), "x")
+		switch c.path {
+		case "policy preview", "version", "dlq ls":
+			args = args[:len(args)-1]
+		}
+		for _, o := range [][]string{{"-o", "yaml"}, {"--output", "xml"}} {
+			code, out, errOut := h.run(t, append(args, o...)...)
+			if code != exitUsage || out != "" || !strings.Contains(errOut, "use text or json") {
+				t.Errorf("%v %v: exit %d, stdout %q, stderr %q; want exit %d and the accepted formats", args, o, code, out, errOut, exitUsage)
+			}
+		}
+		if n := h.fake.TotalRequests(); n != 0 {
+			t.Errorf("%s with a bad -o made %d SQS calls", c.path, n)
+		}
 	}
 }

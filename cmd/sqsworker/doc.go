@@ -11,13 +11,22 @@
 //
 // # Commands
 //
-//	setup NAME            create queue NAME and NAME-dlq with a RedrivePolicy, or
-//	                      bring them to the given settings (idempotent); the DLQ
-//	                      keeps messages 14 days
+//	setup NAME            create what is missing of queue NAME, NAME-dlq and the
+//	                      RedrivePolicy; change only what a flag asks for and
+//	                      print what changed ("no changes" the second time);
+//	                      lowering maxReceiveCount or a retention needs --force;
+//	                      the DLQ keeps messages 14 days. With --topic TOPIC, the
+//	                      SNS fan-out chain too: topic, subscription (--raw,
+//	                      --filter-policy), the subscription's DLQ
+//	                      NAME-fanout-dlq and the queue policies
 //	doctor QUEUE...       check each queue's dead-letter setup against the retry
-//	                      policy (--policy FILE, or --attempts/--schedule-total),
-//	                      the handler, heartbeat and Lambda timeouts; every
-//	                      finding says what to change
+//	                      policy (--policy FILE, or --attempts/--schedule-total;
+//	                      by default the worker's default policy), the handler,
+//	                      heartbeat and Lambda timeouts and, for FIFO queues,
+//	                      ten times the attempts as maxReceiveCount, and its SNS
+//	                      subscriptions (DLQ, queue policies, KMS, raw delivery
+//	                      against --delivery envelope|raw); every finding says
+//	                      what to change
 //	dlq ls [QUEUE...]     each queue's DLQ, maxReceiveCount and approximate message
 //	                      counts (no message is received); without QUEUE, every
 //	                      queue with a RedrivePolicy (--prefix to narrow)
@@ -33,9 +42,26 @@
 //	policy preview [FILE] a delivery policy's schedule: retry, phase, delay,
 //	                      cumulative time, total and a chart; --compare shows the
 //	                      four backoff functions side by side
+//	template QUEUE        a CloudFormation template for the queue pair (and with
+//	                      --topic the fan-out chain), with an alarm on every DLQ
+//	version               the module version and the commit it was built from
+//	                      (also --version)
+//	cost SOURCE           what a worker's SQS requests cost: requests and billed
+//	                      requests per message, dollars so far and per million
+//	                      messages, from a worker.Stats JSON (a file, "-", or the
+//	                      URL of a running worker's StatsHandler); --interval
+//	                      polls the URL and prints each interval's live rate
 //
-// QUEUE is a queue name, URL or ARN. The dlq commands name the source queue;
-// its dead-letter queue is found from its RedrivePolicy.
+// QUEUE is a queue name, URL or ARN. The dlq commands take the source queue,
+// whose dead-letter queue is found from its RedrivePolicy, or the
+// dead-letter queue itself (a queue other queues' RedrivePolicies name, or
+// an SNS subscription's RedrivePolicy names). With --fanout (and --topic
+// when there are several), QUEUE's subscription's dead-letter queue is
+// taken; its messages are redriven to the subscribed queue, never to the
+// topic.
+//
+// A failure to reach AWS at all — nothing listening at the endpoint, no
+// credentials — ends a command with one line saying what to do.
 //
 // # AWS configuration
 //
@@ -43,7 +69,10 @@
 // the environment, ~/.aws/config and ~/.aws/credentials, the profile in
 // --profile or AWS_PROFILE, the region in --region or AWS_REGION, and the
 // endpoint in --endpoint-url, AWS_ENDPOINT_URL_SQS or AWS_ENDPOINT_URL (for
-// LocalStack or a local emulator). policy preview calls no AWS API.
+// LocalStack or a local emulator; it applies to SNS as well, else
+// AWS_ENDPOINT_URL_SNS). policy preview, template and version call no AWS
+// API.
+// LocalStack or a local emulator). policy preview and cost call no AWS API.
 //
 // # Exit codes
 //
@@ -58,8 +87,12 @@
 //
 // # IAM actions
 //
-//	setup        sqs:CreateQueue, sqs:SetQueueAttributes, sqs:GetQueueAttributes, sqs:GetQueueUrl
-//	doctor       sqs:GetQueueAttributes, sqs:GetQueueUrl
+//	setup        sqs:CreateQueue, sqs:SetQueueAttributes, sqs:GetQueueAttributes, sqs:GetQueueUrl;
+//	             with --topic also sns:CreateTopic, sns:GetTopicAttributes, sns:Subscribe,
+//	             sns:ListSubscriptionsByTopic, sns:GetSubscriptionAttributes, sns:SetSubscriptionAttributes
+//	doctor       sqs:GetQueueAttributes, sqs:GetQueueUrl; for a queue without a RedrivePolicy also
+//	             sqs:ListDeadLetterSourceQueues (or sqs:ListQueues where the endpoint lacks it);
+//	             sns:ListSubscriptions, sns:GetSubscriptionAttributes (else a note)
 //	dlq ls       sqs:GetQueueAttributes, sqs:GetQueueUrl (sqs:ListQueues without QUEUE)
 //	dlq peek     sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage, sqs:ChangeMessageVisibility
 //	dlq redrive  sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:ReceiveMessage, sqs:ChangeMessageVisibility,
@@ -67,4 +100,6 @@
 //	             sqs:ListDeadLetterSourceQueues, sqs:StartMessageMoveTask,
 //	             sqs:ListMessageMoveTasks, sqs:CancelMessageMoveTask
 //	dlq purge    sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:PurgeQueue
+//	dlq *        given a dead-letter queue's name: also sqs:ListDeadLetterSourceQueues (or sqs:ListQueues),
+//	             and for a subscription's DLQ (or --fanout) sns:ListSubscriptions, sns:GetSubscriptionAttributes
 package main

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/retry"
 )
 
@@ -25,12 +28,29 @@ and, with --lambda-timeout, against AWS's advice for Lambda consumers. Each
 finding says what to change.
 
 Give the retry policy with --policy (an SNS-style delivery policy JSON file, as
-the worker uses) or with --attempts and --schedule-total.
+the worker uses) or with --attempts and --schedule-total, not both; without
+either, the worker's default policy is assumed (SNS's default: 4 deliveries,
+20 s apart).
+
+A FIFO queue's maxReceiveCount should be ten times the policy's attempts (at
+most 1000): a receive is counted for each message released behind a failed
+one of its group. A queue that is other queues' dead-letter queue is
+recognised as such.
+
+The SNS side is checked too, for each subscription of the queue to a topic:
+the subscription's dead-letter queue (RedrivePolicy present, the queue
+existing in the same account and region, FIFO when the topic is), the queue
+policies on the queue and on that dead-letter queue (they must let the topic
+send), KMS keys SNS cannot use or must be granted, its retention, and raw
+delivery against --delivery: envelope when the handler uses fanout.Unwrap,
+raw when it expects the published message. --no-subscriptions skips it.
 
 Exit status: 0 when no queue has a warning or an error (info findings do not
 count), 1 otherwise or when a queue cannot be read, 2 for a usage error.
 
-IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl.`,
+IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl; sns:ListSubscriptions,
+sns:GetSubscriptionAttributes (without them, a note says the subscriptions
+were not checked).`,
 		run: runDoctor,
 	}
 }
@@ -55,29 +75,55 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.Var(durationValue{&opts.Visibility}, "visibility", "the visibility timeout the consumer asks for when it receives (default: the queue's)")
 	fs.Var(durationValue{&opts.HeartbeatThreshold}, "heartbeat-threshold", "how long before the visibility deadline the heartbeat extends a message")
 	fs.Var(durationValue{&opts.LambdaTimeout}, "lambda-timeout", "the function timeout, when AWS Lambda consumes the queue")
-	queues, code, ok := a.parse(cmd, fs, args, 1, -1)
+	delivery := fs.String("delivery", "", "what the handler expects from SNS: envelope (it uses fanout.Unwrap) or raw (default: not known; an enveloped subscription gets a note)")
+	noSubs := fs.Bool("no-subscriptions", false, "do not check the queue's SNS subscriptions")
+	queues, code, ok := a.parseWithOutput(cmd, fs, args, 1, -1, out)
 	if !ok {
 		return code
 	}
-	if !a.checkOutput(cmd, fs, *out) {
+	var fopts fanout.LintOptions
+	switch *delivery {
+	case "":
+	case "envelope":
+		fopts.Delivery = fanout.DeliveryEnvelope
+	case "raw":
+		fopts.Delivery = fanout.DeliveryRaw
+	default:
+		fmt.Fprintf(a.stderr, "sqsworker doctor: --delivery %q: use envelope or raw\n", *delivery)
 		return exitUsage
 	}
-	if *policyFile != "" {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if *policyFile != "" && (given["attempts"] || given["schedule-total"]) {
+		fmt.Fprintf(a.stderr, "sqsworker doctor: give the retry policy either with --policy or with --attempts and --schedule-total, not both\n")
+		return exitUsage
+	}
+	assumed := ""
+	switch {
+	case *policyFile != "":
 		p, err := readPolicy(a.stdin, *policyFile)
 		if err != nil {
 			fmt.Fprintf(a.stderr, "sqsworker doctor: %v\n", err)
 			return exitUsage
 		}
-		if opts.Attempts == 0 {
-			opts.Attempts = p.HealthyRetryPolicy.NumRetries + 1
-		}
-		if opts.ScheduleTotal == 0 {
-			opts.ScheduleTotal = p.MaxTotal()
-		}
+		opts.Attempts = p.HealthyRetryPolicy.NumRetries + 1
+		opts.ScheduleTotal = p.MaxTotal()
+	case !given["attempts"] && !given["schedule-total"]:
+		p := retry.DefaultDeliveryPolicy()
+		opts.Attempts = p.HealthyRetryPolicy.NumRetries + 1
+		opts.ScheduleTotal = p.MaxTotal()
+		assumed = fmt.Sprintf("(checked against the worker's default retry policy, %d deliveries over up to %s; give yours with --policy FILE)",
+			opts.Attempts, formatDuration(opts.ScheduleTotal))
 	}
 	c, ok := a.connect(ctx, cmd, conn)
 	if !ok {
 		return exitProblems
+	}
+	var sc snsClient
+	if !*noSubs {
+		if sc, ok = a.connectSNS(ctx, cmd, conn); !ok {
+			return exitProblems
+		}
 	}
 	exit := exitOK
 	var reports []doctorReport
@@ -87,11 +133,16 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 		if err == nil {
 			r.URL = url
 			var fs []dlq.Finding
-			fs, err = dlq.Lint(ctx, c, url, opts)
+			if sc != nil {
+				fopts.Queue = opts
+				fs, err = fanout.Lint(ctx, sc, c, url, fopts)
+			} else {
+				fs, err = dlq.Lint(ctx, c, url, opts)
+			}
 			r.Findings = append(r.Findings, fs...)
 		}
 		if err != nil {
-			if ctx.Err() != nil {
+			if abortsAll(ctx, err) {
 				return a.fail(cmd, err)
 			}
 			r.Error = err.Error()
@@ -107,6 +158,10 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 	if *out == "json" {
 		a.writeJSON(reports)
 		return exit
+	}
+	if assumed != "" {
+		fmt.Fprintln(a.stdout, assumed)
+		fmt.Fprintln(a.stdout)
 	}
 	for i, r := range reports {
 		if i > 0 {
@@ -179,21 +234,61 @@ func wrapText(s string, width int, indent string) string {
 }
 
 // readPolicy reads a delivery policy file ("-" for stdin), checked against
-// SQS's limits.
+// SQS's limits. Its errors name the file and say what is wrong in one
+// sentence.
 func readPolicy(stdin io.Reader, name string) (retry.DeliveryPolicy, error) {
-	var data []byte
-	var err error
+	source := name
 	if name == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(name)
+		source = "stdin"
 	}
+	data, err := readInput(stdin, name)
 	if err != nil {
 		return retry.DeliveryPolicy{}, fmt.Errorf("reading the delivery policy: %w", err)
 	}
 	p, err := retry.ParseDeliveryPolicySQS(data)
 	if err != nil {
-		return retry.DeliveryPolicy{}, fmt.Errorf("delivery policy %s: %w", name, err)
+		return retry.DeliveryPolicy{}, errors.New(source + ": " + policyProblem(err, nil))
 	}
 	return p, nil
+}
+
+// policyFlagNames maps delivery policy fields to the policy preview flags
+// that set them.
+var policyFlagNames = map[string]string{
+	"minDelayTarget": "--min-delay", "maxDelayTarget": "--max-delay", "numRetries": "--retries",
+	"numNoDelayRetries": "--no-delay-retries", "numMinDelayRetries": "--min-delay-retries",
+	"numMaxDelayRetries": "--max-delay-retries", "backoffFunction": "--backoff",
+}
+
+// policyProblem says what is wrong with a delivery policy in one sentence
+// for people: "healthyRetryPolicy.numRetries: 101 is above SNS's limit of
+// 100; lower it, or drop --sns: SQS's limits allow up to 999". When
+// flagsSet is not nil, a field set by a flag is named by the flag too.
+func policyProblem(err error, flagsSet map[string]bool) string {
+	var pe *retry.PolicyError
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	where := pe.Field
+	if where == "" {
+		where = "malformed JSON"
+	}
+	if i := strings.LastIndexByte(where, '.'); flagsSet != nil {
+		if f := policyFlagNames[where[i+1:]]; f != "" && flagsSet[strings.TrimPrefix(f, "--")] {
+			where += " (" + f + ")"
+		}
+	}
+	msg := where + ": " + pe.Problem
+	if pe.SQSAllows != "" {
+		msg += ", or drop --sns: SQS's limits allow " + pe.SQSAllows
+	}
+	return msg
+}
+
+// readInput reads a file, or stdin for "-".
+func readInput(stdin io.Reader, name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(stdin)
+	}
+	return os.ReadFile(name)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -58,7 +59,7 @@ func runPolicyPreview(a *app, ctx context.Context, cmd *command, args []string) 
 	compare := fs.Bool("compare", false, "compare the four backoff functions side by side")
 	sns := fs.Bool("sns", false, "check against SNS's limits instead of SQS's")
 	width := fs.Int("width", 50, "chart width in columns")
-	pos, code, ok := a.parseWithOutput(cmd, fs, args, 0, 1, *out)
+	pos, code, ok := a.parseWithOutput(cmd, fs, args, 0, 1, out)
 	if !ok {
 		return code
 	}
@@ -114,7 +115,31 @@ func buildPolicy(stdin io.Reader, pos []string, fs *flag.FlagSet, pf policyFlags
 	} else {
 		err = p.ValidateSQS()
 	}
+	if err != nil {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		source := "the policy"
+		if len(pos) == 1 {
+			source = pos[0]
+			if source == "-" {
+				source = "stdin"
+			}
+		}
+		err = errors.New(source + ": " + policyProblem(err, set))
+	}
 	return p, err
+}
+
+// snsProblem says why SNS would refuse a policy SQS accepts.
+func snsProblem(err error) string {
+	var pe *retry.PolicyError
+	if err == nil {
+		return ""
+	}
+	if errors.As(err, &pe) {
+		return pe.Field + ": " + pe.Problem
+	}
+	return err.Error()
 }
 
 // phases splits numRetries as the delivery policy does.
@@ -180,7 +205,7 @@ func (a *app) previewOne(p retry.DeliveryPolicy, out string, width int) int {
 			MaxTotal     float64              `json:"maxTotalSeconds"`
 			SNSCompliant bool                 `json:"snsCompliant"`
 			SNSError     string               `json:"snsError,omitempty"`
-		}{p, len(delays) + 1, rows, seconds(p.Total()), seconds(p.MaxTotal()), snsErr == nil, errText(snsErr)})
+		}{p, len(delays) + 1, rows, seconds(p.Total()), seconds(p.MaxTotal()), snsErr == nil, snsProblem(snsErr)})
 		return exitOK
 	}
 	w := a.stdout
@@ -206,7 +231,7 @@ func (a *app) previewOne(p retry.DeliveryPolicy, out string, width int) int {
 		fmt.Fprintf(w, "jitter: %s, up to %s in all\n", p.Jitter, formatDuration(p.MaxTotal()))
 	}
 	if snsErr != nil {
-		fmt.Fprintf(w, "note: within SQS's limits, but SNS would refuse it:\n  %v\n", snsErr)
+		fmt.Fprintf(w, "note: within SQS's limits, but SNS would refuse it: %s\n", snsProblem(snsErr))
 	}
 	fmt.Fprintf(w, "check the queue: maxReceiveCount ≥ %d, MessageRetentionPeriod > %s (sqsworker doctor --policy FILE QUEUE)\n",
 		len(delays)+1, formatDuration(p.MaxTotal()))

@@ -30,10 +30,11 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	// A queue and its dead-letter queue, linked by a RedrivePolicy: the
 	// worker refuses a queue without one.
 	name := "sqsworker-basic-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
 	if err != nil {
 		return err
 	}
+	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	fmt.Fprintf(out, "queue %s, dead-letter queue %s\n", dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL))
 

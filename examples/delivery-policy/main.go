@@ -51,10 +51,11 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	fmt.Fprintf(out, "after attempt %d fails: the dead-letter queue\n", len(delays)+1)
 
 	name := "sqsworker-policy-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, MaxReceiveCount: len(delays) + 2})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, MaxReceiveCount: len(delays) + 2})
 	if err != nil {
 		return err
 	}
+	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	findings, err := dlq.Lint(ctx, client, target.SourceURL, dlq.LintOptions{Schedule: policy})
 	if err != nil {

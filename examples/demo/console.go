@@ -19,7 +19,7 @@ type console struct {
 	w      io.Writer
 	tty    bool
 	start  time.Time
-	status string // the progress line on screen (terminal only)
+	status string // the progress line on screen, without its stamp (terminal only)
 }
 
 func newConsole(w io.Writer) *console {
@@ -40,9 +40,15 @@ func isTerminal(w io.Writer) bool {
 func (c *console) since() time.Duration { return time.Since(c.start) }
 
 // line writes text as whole lines, above the progress line on a terminal.
-func (c *console) line(text string) {
+// With stamped set, the text is stamped with the time since the start,
+// taken while the console is held, so stamps never go back in time down
+// the output.
+func (c *console) line(text string, stamped bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if stamped {
+		text = c.stamped(text)
+	}
 	if c.tty && c.status != "" {
 		io.WriteString(c.w, "\r\x1b[K") // clear the progress line
 	}
@@ -51,32 +57,36 @@ func (c *console) line(text string) {
 		io.WriteString(c.w, "\n")
 	}
 	if c.tty && c.status != "" {
-		io.WriteString(c.w, c.status) // and draw it again below
+		io.WriteString(c.w, c.stamped(c.status)) // and draw it again below, as of now
 	}
+}
+
+// stamped prefixes text with the time since the start. c.mu must be held.
+func (c *console) stamped(text string) string {
+	return fmt.Sprintf("%7s  %s", stamp(c.since()), text)
 }
 
 // Printf writes a plain line.
 func (c *console) Printf(format string, args ...any) {
-	c.line(fmt.Sprintf(format, args...))
+	c.line(fmt.Sprintf(format, args...), false)
 }
 
 // Eventf writes a line stamped with the time since the start.
 func (c *console) Eventf(format string, args ...any) {
-	c.line(fmt.Sprintf("%7s  %s", stamp(c.since()), fmt.Sprintf(format, args...)))
+	c.line(fmt.Sprintf(format, args...), true)
 }
 
-// Status shows the progress line: redrawn in place on a terminal, printed
-// as a line elsewhere.
+// Status shows the progress line: redrawn in place on a terminal (and
+// stamped afresh whenever it is redrawn), printed as a line elsewhere.
 func (c *console) Status(s string) {
-	s = fmt.Sprintf("%7s  %s", stamp(c.since()), s)
 	if !c.tty {
-		c.line(s)
+		c.line(s, true)
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.status = s
-	io.WriteString(c.w, "\r\x1b[K"+s)
+	io.WriteString(c.w, "\r\x1b[K"+c.stamped(s))
 }
 
 // EndStatus leaves the last progress line on screen as an ordinary line.
@@ -96,7 +106,7 @@ func (c *console) logWriter() io.Writer { return logWriter{c} }
 type logWriter struct{ c *console }
 
 func (l logWriter) Write(p []byte) (int, error) {
-	l.c.line("         worker log: " + string(bytes.TrimRight(p, "\n")))
+	l.c.line("         worker log: "+string(bytes.TrimRight(p, "\n")), false)
 	return len(p), nil
 }
 

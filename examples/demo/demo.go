@@ -64,6 +64,10 @@ type summary struct {
 	DLQCount       int     // dlq.Count's total for the dead-letter queue
 	WorkerRequests int64   // SQS calls the worker made (receive, delete, heartbeat, retries, DLQ moves)
 	RequestsPerJob float64 // WorkerRequests / Sent
+	// CostPerMillionJobs is what a million jobs would cost in SQS requests
+	// at this run's rate, in US dollars (worker.Stats.Cost, standard-queue
+	// pricing): the worker's requests, billed in 64 KiB chunks, per job sent.
+	CostPerMillionJobs float64
 
 	LongJobRuns       int // handler starts of the long job
 	LongJobExtensions int // heartbeat extensions of the long job seen on the wire
@@ -94,7 +98,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 
 	// Queues: fresh names, so no earlier run (or aborted long poll) is in the way.
 	name := "sqsworker-demo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{
 		Name:              name,
 		VisibilityTimeout: s.Visibility,
 		// Above the policy's attempts, so the worker (not SQS) decides when
@@ -104,6 +108,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	if err != nil {
 		return sum, err
 	}
+	target := setup.Target()
 	keep := false
 	defer func() {
 		if keep || (err != nil && !errors.Is(err, context.Canceled)) {
@@ -211,7 +216,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	if err != nil {
 		return sum, err
 	}
-	con.Printf("The dead-letter queue holds %d messages (dlq.Count); dlq.Inspect reads their provenance:", counts.Total())
+	con.Printf("The dead-letter queue holds %d messages; read back, each says where and why it failed:", counts.Total())
 	printDead(con, dead)
 	con.Printf("")
 
@@ -223,8 +228,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 		OnMessage: func(m dlq.Message, a dlq.Action, err error) {
 			id, _ := jobOf(m.Attributes)
 			if a == dlq.ActionMoved {
-				d.markRedriven(id)
-				con.Eventf("dlq.Redrive: job %d moved back to %s", id, dlq.QueueName(target.SourceURL))
+				d.redrivenTo(id, dlq.QueueName(target.SourceURL))
 			}
 		},
 	})
@@ -232,8 +236,8 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 		return sum, err
 	}
 	sum.Redriven = res.Moved
-	con.Eventf("dlq.Redrive (%s, filter: error contains \"unsupported currency\"): scanned %d, moved %d, left %d in the DLQ",
-		res.Method, res.Scanned, res.Moved, res.Skipped)
+	con.Eventf("redrive of the jobs whose error contains \"unsupported currency\": looked at %d, moved %d back, left %d in the dead-letter queue",
+		res.Scanned, res.Moved, res.Skipped)
 	fixedDone := func() (bool, error) { return d.isDone(fixableJob) && w.Stats().InFlight == 0, nil }
 	if err := await(ctx, con, runExited, &runErr, s, nil, fixedDone); err != nil {
 		return sum, fmt.Errorf("waiting for the redriven job: %w", err)
@@ -254,6 +258,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	}
 	sum.WorkerRequests = st.TotalRequests()
 	sum.RequestsPerJob = float64(sum.WorkerRequests) / float64(sum.Sent)
+	sum.CostPerMillionJobs = st.Cost(worker.Pricing{}).PerMillion(int64(sum.Sent))
 	sum.Elapsed = con.since()
 	printSummary(con, sum, st)
 
@@ -434,7 +439,7 @@ func reconcile(ctx context.Context, client sqsAPI, target dlq.Target, d *demo, s
 
 // printSummary prints the reconciliation.
 func printSummary(con *console, sum summary, st worker.Stats) {
-	con.Printf("Reconciliation (jobs sent; jobs whose handler succeeded; jobs dlq.Inspect finds in the DLQ, dlq.Count %d):", sum.DLQCount)
+	con.Printf("Reconciliation: every job sent is done (its handler succeeded) or in the dead-letter queue (read back there, one by one; the queue counts %d messages)", sum.DLQCount)
 	waiting := ""
 	if sum.Waiting > 0 {
 		waiting = fmt.Sprintf(" + waiting %d", sum.Waiting)
@@ -449,6 +454,8 @@ func printSummary(con *console, sum summary, st worker.Stats) {
 		parts = append(parts, fmt.Sprintf("%s %d", n, st.Requests[n]))
 	}
 	con.Printf("  the worker's %d SQS requests: %s", sum.WorkerRequests, strings.Join(parts, ", "))
+	con.Printf("  SQS cost per million jobs $%.2f (the worker's requests at $%.2f per million, 64 KiB chunks; the producer's sends come on top)",
+		sum.CostPerMillionJobs, worker.PriceStandard)
 	con.Printf("  finished in %.1fs", sum.Elapsed.Seconds())
 }
 

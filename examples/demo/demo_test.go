@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -44,14 +45,27 @@ func checkSummary(t *testing.T, sum summary, s settings, out string) {
 	if len(sum.Retries) != 8 {
 		t.Errorf("%d retries recorded, want 8: %+v", len(sum.Retries), sum.Retries)
 	}
+	// What the output says reads in order: the redrive's move of job 37
+	// before the worker receiving it again, and stamps never going back.
+	moved, again := strings.Index(out, "job 37 moved back to"), strings.Index(out, "job 37 received again")
+	if moved < 0 || again < 0 || again < moved {
+		t.Errorf("\"job 37 received again\" (at %d) printed before \"moved back\" (at %d)", again, moved)
+	}
+	checkStampsInOrder(t, out)
+	for _, jargon := range []string{"dlq.Inspect", "dlq.Count", "dlq.Redrive"} {
+		if strings.Contains(out, jargon) {
+			t.Errorf("output speaks of %s; say it in words", jargon)
+		}
+	}
 	for _, line := range []string{
 		"job 0 heartbeat: visibility extended",
 		"job 17 retry 2 at +",
 		"job 23 -> dead-letter queue: retries exhausted after 3 attempts",
 		"job 31 -> dead-letter queue: permanent failure",
-		"dlq.Redrive: job 37 moved back",
+		"job 37 moved back to",
 		"job 37 done by handler v2",
 		"lost 0, duplicates 0, SQS requests per job",
+		"SQS cost per million jobs $",
 	} {
 		if !strings.Contains(out, line) {
 			t.Errorf("output lacks %q", line)
@@ -74,6 +88,9 @@ func TestDemoFake(t *testing.T) {
 		want := summary{Sent: s.Jobs, Done: s.Jobs - 3, InDLQ: 3}
 		if sum.Sent != want.Sent || sum.Done != want.Done || sum.InDLQ != want.InDLQ || sum.Lost != 0 || sum.Duplicates != 0 {
 			t.Errorf("summary %+v; want sent %d = done %d + in DLQ %d", sum, want.Sent, want.Done, want.InDLQ)
+		}
+		if want := sum.RequestsPerJob * 0.40; sum.CostPerMillionJobs < want*0.99 || sum.CostPerMillionJobs > want*1.5 {
+			t.Errorf("cost per million jobs $%.3f; want about %.2f requests per job × $0.40 = $%.3f", sum.CostPerMillionJobs, sum.RequestsPerJob, want)
 		}
 		if sum.LongJobRuns != 1 || sum.LongJobExtensions < 2 {
 			t.Errorf("long job ran %d times with %d extensions; want once, extended at least twice (12 s on a 5 s timeout)", sum.LongJobRuns, sum.LongJobExtensions)
@@ -131,4 +148,40 @@ func TestBodiesMatchKinds(t *testing.T) {
 	if b := body(fixableJob, s); !strings.Contains(b, `"CHF"`) {
 		t.Errorf("fixable job body %s", b)
 	}
+}
+
+// checkStampsInOrder checks that the "+12.3s" stamps of out's lines never
+// decrease.
+func checkStampsInOrder(t *testing.T, out string) {
+	t.Helper()
+	last := -1.0
+	for _, line := range strings.Split(out, "\n") {
+		var secs float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "+%fs", &secs); err != nil {
+			continue
+		}
+		if secs < last {
+			t.Errorf("line %q is stamped before the line above it (+%.1fs)", line, last)
+		}
+		last = secs
+	}
+}
+
+// TestConsoleRedrawsTheProgressLineAsOfNow: on a terminal, an event printed
+// above the progress line redraws it with the current time, not the time
+// it was first drawn, which would be older than the event above it.
+func TestConsoleRedrawsTheProgressLineAsOfNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf bytes.Buffer
+		c := newConsole(&buf)
+		c.tty = true
+		time.Sleep(time.Second)
+		c.Status("sent 10")
+		time.Sleep(2 * time.Second)
+		c.Eventf("job 3 done")
+		want := "\r\x1b[K  +1.0s  sent 10" + "\r\x1b[K  +3.0s  job 3 done\n" + "  +3.0s  sent 10"
+		if got := buf.String(); got != want {
+			t.Errorf("terminal output %q, want %q", got, want)
+		}
+	})
 }

@@ -126,10 +126,14 @@ type demo struct {
 	handles map[string]int     // receipt handle → job, for the jobs whose heartbeat is shown
 	retries []retryRecord      // in the order they came
 	dead    map[int]string     // job → reason, as the worker sent it to the DLQ
+
+	redriven     map[int]bool   // jobs the redrive moved back
+	afterRedrive map[int]string // a line to print once the job's redrive is reported
 }
 
 func newDemo(con *console, policy retry.DeliveryPolicy) *demo {
-	d := &demo{con: con, jobs: map[int]*jobRecord{}, handles: map[string]int{}, dead: map[int]string{}}
+	d := &demo{con: con, jobs: map[int]*jobRecord{}, handles: map[string]int{}, dead: map[int]string{},
+		redriven: map[int]bool{}, afterRedrive: map[int]string{}}
 	var total time.Duration
 	for _, delay := range policy.Delays() {
 		total += delay
@@ -226,7 +230,15 @@ func (d *demo) started(id int, m *worker.Message) {
 		d.handles[m.ReceiptHandle] = id
 		d.con.Eventf("job %d started: it runs %v, longer than the queue's visibility timeout", id, longDuration(m.Body))
 	case kindOf(id) == fixable && d.fixed:
-		d.con.Eventf("job %d received again after the redrive (a new message: attempt %d)", id, m.Attempt)
+		line := fmt.Sprintf("job %d received again after the redrive (a new message: attempt %d)", id, m.Attempt)
+		if !d.redriven[id] {
+			// The worker can receive the job before the redrive has
+			// deleted it from the dead-letter queue and reported the move:
+			// print it after the move.
+			d.afterRedrive[id] = line
+			break
+		}
+		d.con.Eventf("%s", line)
 	case !r.firstFail.IsZero() && m.Attempt > 1 && m.Attempt-1 <= len(d.schedule):
 		n := m.Attempt - 1
 		rr := retryRecord{Job: id, Retry: n, At: now.Sub(r.firstFail), Schedule: d.schedule[n-1]}
@@ -290,11 +302,18 @@ func (d *demo) deadLettered(id int, reason string) {
 	d.con.Eventf("job %d -> dead-letter queue: %s", id, reason)
 }
 
-// markRedriven notes that a job was moved back from the DLQ.
-func (d *demo) markRedriven(id int) {
+// redrivenTo notes and prints that a job was moved back from the DLQ to
+// queue, then what happened to it meanwhile.
+func (d *demo) redrivenTo(id int, queue string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.dead, id)
+	d.redriven[id] = true
+	d.con.Eventf("job %d moved back to %s by the redrive", id, queue)
+	if line, ok := d.afterRedrive[id]; ok {
+		delete(d.afterRedrive, id)
+		d.con.Eventf("%s", line)
+	}
 }
 
 // counts returns how many jobs are done, waiting for a retry, and

@@ -62,12 +62,13 @@ func (c *catalogue) add(p string) {
 }
 
 func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
-	out := &lockedWriter{w: w} // the handlers print while the main flow does
+	out := exampleutil.LockedWriter(w) // the handlers print while the main flow does
 	name := "sqsworker-redrive-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
 	if err != nil {
 		return err
 	}
+	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
 	for i, body := range orders {
@@ -192,16 +193,4 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 	}
 	fmt.Fprintln(out, "ok: the fixed orders were redriven and completed; the malformed ones wait in the dead-letter queue")
 	return nil
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

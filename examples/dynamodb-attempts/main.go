@@ -43,10 +43,11 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 	}()
 	fmt.Fprintf(out, "DynamoDB table %s: key %s, TTL on %s\n", table, dynamocounter.KeyAttribute, dynamocounter.TTLAttribute)
 
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "sqsworker-attempts-" + suffix, MaxReceiveCount: 10})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "sqsworker-attempts-" + suffix, MaxReceiveCount: 10})
 	if err != nil {
 		return err
 	}
+	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	sent, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("sync invoice 7")})
 	if err != nil {

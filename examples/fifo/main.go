@@ -38,12 +38,17 @@ const flakyEntry = "account-b/2"
 func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	start := time.Now()
 	name := "sqsworker-fifo-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, FIFO: true})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, FIFO: true})
 	if err != nil {
 		return err
 	}
+	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	fmt.Fprintf(out, "FIFO queue %s, dead-letter queue %s\n", dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL))
+	// The FIFO rule: a receive counts for every message released behind a
+	// failed one of its group, so maxReceiveCount is ten times the attempts.
+	fmt.Fprintf(out, "maxReceiveCount %d: %d × the default policy's 4 attempts (dlq.RecommendedMaxReceiveCount(4, true) = %d)\n",
+		setup.MaxReceiveCount, dlq.FIFOReceiveFactor, dlq.RecommendedMaxReceiveCount(4, true))
 
 	// One batch per account: a batch keeps its order within a group.
 	for _, acct := range accounts {

@@ -18,6 +18,9 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(out.String(), "maxReceiveCount 40: 10 × the default policy's 4 attempts") {
+		t.Errorf("the example does not apply the FIFO rule:\n%s", out.String())
+	}
 	if !strings.Contains(out.String(), "account-b: applied in order [1 2 3 4]") {
 		t.Error("output lacks account-b's order")
 	}

@@ -39,10 +39,11 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	}
 
 	name := "sqsworker-heartbeat-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, VisibilityTimeout: visibilityTimeout})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, VisibilityTimeout: visibilityTimeout})
 	if err != nil {
 		return err
 	}
+	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:    aws.String(target.SourceURL),

@@ -161,10 +161,11 @@ var samples = []string{
 // locally until every sample is settled, and checks where each ended.
 func runDemo(ctx context.Context, out io.Writer, client *sqs.Client, policy retry.Policy) error {
 	name := "sqsworker-lambda-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, VisibilityTimeout: 6 * functionTimeout, MaxReceiveCount: 10})
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name, VisibilityTimeout: 6 * functionTimeout, MaxReceiveCount: 10})
 	if err != nil {
 		return err
 	}
+	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
 	fmt.Fprintf(out, "queue %s (visibility timeout %v), dead-letter queue %s\n", dlq.QueueName(target.SourceURL), 6*functionTimeout, dlq.QueueName(target.QueueURL))
 	for _, body := range samples {

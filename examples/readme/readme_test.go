@@ -4,16 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log"
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -85,20 +90,53 @@ func lambdaMain(cfg aws.Config, h worker.Handler, policy retry.Policy) error {
 	return nil
 }
 
+// README: Sending jobs.
+
+func enqueue(ctx context.Context, cfg aws.Config, queueURL string, batch []Job) error {
+	p, err := producer.New(sqs.NewFromConfig(cfg), queueURL)
+	if err != nil {
+		return err
+	}
+	jobs := producer.JSON[Job](p)
+	res, err := jobs.SendBatch(ctx, batch) // any number: 10 per call, failed entries retried
+	if err != nil {
+		return err // a *producer.BatchError: res[i].Err says which job was not sent, and why
+	}
+	log.Printf("sent %d jobs in %d calls", len(res), p.Stats().Requests)
+	// Send and Enqueue go through a background batcher (flushed by Close),
+	// so concurrent callers share calls; a delay may exceed SQS's 15 minutes.
+	_, err = jobs.Send(ctx, Job{OrderID: "A-7"}, producer.WithDelay(48*time.Hour))
+	return errors.Join(err, p.Close(ctx))
+}
+
+var typedHandler = worker.JSON(func(ctx context.Context, job Job, m *worker.Message) error {
+	return job.Process(ctx) // a body that is not a valid Job never gets here: DLQ, with the decode error
+})
+
+// README: Observability.
+
+func serveHealth(w *worker.Worker) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /livez", w.HealthHandler(worker.Liveness))   // not live: Run returned or stuck, receives failing > 1 min
+	mux.Handle("GET /readyz", w.HealthHandler(worker.Readiness)) // ready: running and receiving
+	mux.Handle("GET /debug/sqsworker/stats", w.StatsHandler())   // for sqsworker cost
+	go http.ListenAndServe("127.0.0.1:8080", mux)
+}
+
 // README: Testing your handlers with sqstest.
 
 func TestPoisonGoesToTheDLQ(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { // virtual time: retries and long polls cost nothing
 		client := sqstest.New()
-		target, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: "orders"})
+		setup, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: "orders"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		client.SendMessage(t.Context(), &sqs.SendMessageInput{
-			QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(`{"order_id": 42`),
+			QueueUrl: aws.String(setup.QueueURL), MessageBody: aws.String(`{"order_id": 42`),
 		})
 
-		w, err := worker.New(client, target.SourceURL, handleOrder)
+		w, err := worker.New(client, setup.QueueURL, handleOrder)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +149,7 @@ func TestPoisonGoesToTheDLQ(t *testing.T) {
 		cancel()
 		<-done
 
-		dead := client.Messages(target.QueueURL)
+		dead := client.Messages(setup.DLQURL)
 		if len(dead) != 1 {
 			t.Fatalf("the DLQ holds %d messages, want the poison one", len(dead))
 		}
@@ -119,3 +157,26 @@ func TestPoisonGoesToTheDLQ(t *testing.T) {
 		t.Log("dead-lettered:", p.Error) // permanent failure: unexpected end of JSON input
 	})
 }
+
+// README: Fan-out with SNS.
+
+func consumeBilling(ctx context.Context, client *sqs.Client, queueURL string, h worker.Handler) error {
+	w, err := worker.New(client, queueURL, worker.Chain(h, fanout.Unwrap()))
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx) // on Lambda: sqslambda.New(worker.Chain(h, fanout.Unwrap()), …)
+}
+
+var _ = consumeBilling
+
+// README: Performance.
+
+func newSQSClient(cfg aws.Config) *sqs.Client {
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConnsPerHost = 100 // at least the calls the worker keeps in flight
+	})
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.HTTPClient = httpClient })
+}
+
+var _ = newSQSClient

@@ -91,11 +91,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	jobs := MakeJobs(cfg.Jobs, cfg.Mix, groups, cfg.Seed)
 	var timing Timing
 	begin := time.Now()
-	if err := sendJobs(ctx, direct, target.SourceURL, jobs, cfg.FIFO); err != nil {
+	if err := sendJobs(ctx, direct, target.QueueURL, jobs, cfg.FIFO); err != nil {
 		return nil, err
 	}
 	timing.Send = time.Since(begin)
-	logf("sent %d jobs to %s in %v", len(jobs), target.SourceURL, timing.Send.Round(time.Millisecond))
+	logf("sent %d jobs to %s in %v", len(jobs), target.QueueURL, timing.Send.Round(time.Millisecond))
 
 	obs := newObserver()
 	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer proxy.Close()
 
 	wc := cfg.Worker
-	wc.Endpoint, wc.Region, wc.Queue, wc.Dir = proxy.URL, cfg.Region, target.SourceURL, cfg.Dir
+	wc.Endpoint, wc.Region, wc.Queue, wc.Dir = proxy.URL, cfg.Region, target.QueueURL, cfg.Dir
 	wcPath := filepath.Join(cfg.Dir, "worker.json")
 	if err := writeJSON(wcPath, wc); err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	chaosEnd := time.After(cfg.Duration)
 	empty, lastLog := 0, time.Now()
 	progress := func(phase string) error {
-		n, err := queueTotal(ctx, direct, target.SourceURL)
+		n, err := queueTotal(ctx, direct, target.QueueURL)
 		if err != nil {
 			return err
 		}
@@ -250,7 +250,7 @@ drain:
 		}
 	}
 
-	dead, _, err := readQueue(ctx, direct, target.QueueURL, 0)
+	dead, _, err := readQueue(ctx, direct, target.DLQURL, 0)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: reading the DLQ: %w", err)
 	}
@@ -258,7 +258,7 @@ drain:
 	if !timing.Drained {
 		wait = cfg.Visibility + cfg.Worker.RetryDelay + 2*time.Second
 	}
-	left, unread, err := readQueue(ctx, direct, target.SourceURL, wait)
+	left, unread, err := readQueue(ctx, direct, target.QueueURL, wait)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: reading what is left in the queue: %w", err)
 	}

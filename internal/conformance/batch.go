@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,6 +19,7 @@ func batchBehaviours() []behaviour {
 		{name: "TooManyEntriesInBatchRequest", run: batchTooManyEntries},
 		{name: "EmptyBatchRequest", run: batchEmpty},
 		{name: "InvalidBatchEntryId", run: batchInvalidID},
+		{name: "SendMessageBatchSizeLimit", run: sendMessageBatchSizeLimit},
 	}
 }
 
@@ -222,5 +224,31 @@ func batchInvalidID(e *env) {
 	url := e.createQueue("badid", nil)
 	for what, err := range batchCalls(e, url, []string{"ok", "not:valid"}) {
 		wantError[*types.InvalidBatchEntryId](e.t, err, what+` with entry Id "not:valid"`)
+	}
+}
+
+// A SendMessageBatch may carry up to 1 MiB in all (bodies and attributes,
+// since August 2025; the producer packs batches by it): three 300 KiB
+// messages go in one call, four fail the whole request with
+// BatchRequestTooLong and nothing is enqueued.
+func sendMessageBatchSizeLimit(e *env) {
+	url := e.createQueue("batchbytes", nil)
+	body := strings.Repeat("x", 300<<10)
+	batch := func(n int) *sqs.SendMessageBatchInput {
+		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
+		for i := range n {
+			in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint("e", i)), MessageBody: aws.String(body)})
+		}
+		return in
+	}
+	_, err := e.api.SendMessageBatch(e.ctx(), batch(4))
+	wantError[*types.BatchRequestTooLong](e.t, err, "SendMessageBatch of 4 × 300 KiB")
+	e.wantEmpty(url, 1, "after a SendMessageBatch refused as too long")
+	out, err := e.api.SendMessageBatch(e.ctx(), batch(3))
+	if err != nil {
+		e.t.Fatalf("SendMessageBatch of 3 × 300 KiB (under 1 MiB): %v", err)
+	}
+	if len(out.Successful) != 3 || len(out.Failed) != 0 {
+		e.t.Errorf("SendMessageBatch of 3 × 300 KiB: %d sent, failed %v; want all 3", len(out.Successful), describeFailures(out.Failed))
 	}
 }

@@ -4,13 +4,26 @@
 //
 // It encodes what real Amazon SQS does — visibility expiry and extension,
 // receive counts, the 12 hour visibility cap counted from receipt, redrive
-// to the dead-letter queue, move tasks, batch partial failures, delays,
-// long polling, FIFO group locking and deduplication, purge and retention,
-// and the exact errors of each misuse — as the AWS documentation and
+// to the dead-letter queue, move tasks, batch partial failures and size
+// limits, delays, long polling, FIFO group locking and deduplication, purge
+// and retention, and the exact errors of each misuse — as the AWS documentation and
 // AWS-validated test suites describe it. Where the local emulator differs,
 // the difference is declared as a Quirk of that backend rather than
 // weakening the suite: the in-memory fake in sqstest has no quirks and must
 // behave as real SQS does.
+//
+// # The SNS suite
+//
+// RunSNS is the same idea for the SNS fan-out sqsworker relies on: enveloped
+// and raw delivery with message attributes, filter policies on attributes
+// and on the body, FIFO topics, idempotent subscribing, subscription
+// attributes, and subscription dead-letter queues for deliveries SNS cannot
+// make (a deleted queue, a queue policy refusing the topic). It runs
+// against sqstest/snstest's fake (TestConformanceFake there) and against the
+// emulator (TestConformanceEmulatorSNS). fauxqs 1.9.2's SNS declares two
+// quirks (FauxqsSNSQuirks): it ignores queue policies, and it drops a
+// delivery to a deleted queue instead of sending it to the subscription's
+// dead-letter queue.
 //
 // # Backends and runners
 //
@@ -74,13 +87,21 @@
 //     "AWS.SimpleQueueService.InvalidParameterValue" (real SQS:
 //     "InvalidParameterValue"); compare codes with that prefix stripped.
 //   - NoRetention: MessageRetentionPeriod is not enforced (slow behaviour).
-//   - AbortedLongPollConsumes: a long poll whose client disconnected still
-//     takes the next message sent, which then stays hidden for the
-//     visibility timeout (a worker aborts its polls when it shuts down).
 //   - CountsIgnoreVisibilityExpiry: a message whose visibility timeout ended
 //     counts in ApproximateNumberOfMessagesNotVisible, not in
 //     ApproximateNumberOfMessages, until the next ReceiveMessage on the
 //     queue (their sum is right).
+//   - NoAWSTraceHeader: the AWSTraceHeader system attribute of a send is
+//     accepted but not returned on receive (sqsotel's links through it are
+//     tested on the fake).
+//
+// Bare fauxqs 1.9.2 has one more difference, which its launcher
+// (localstack/fauxqs-server.mjs) corrects, so it is not declared: a long
+// poll whose client disconnected stayed registered until its wait ended and
+// took the next message sent, hiding it for the visibility timeout (a worker
+// aborts its polls when it shuts down, so a second run of a program missed
+// jobs for a while). AbortedLongPollTakesNoLaterMessage checks the launched
+// emulator against real SQS's behaviour.
 //
 // # Real SQS semantics worth knowing
 //

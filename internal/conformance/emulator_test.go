@@ -24,3 +24,17 @@ func TestConformanceEmulator(t *testing.T) {
 		Quirks:    conformance.QuirksFor(endpoints.Backend),
 	})
 }
+
+// TestConformanceEmulatorSNS runs the SNS conformance suite against the
+// endpoint testenv finds (fauxqs serves SNS on its SQS port), with the
+// backend's declared SNS quirks.
+func TestConformanceEmulatorSNS(t *testing.T) {
+	endpoints := testenv.Get(t)
+	sqsClient, snsClient := testenv.SQS(t), testenv.SNS(t)
+	t.Logf("SNS backend %q at %s", endpoints.Backend, endpoints.SNS)
+	conformance.RunSNS(t, conformance.SNSBackend{
+		Name:       endpoints.Backend,
+		NewClients: func(*testing.T) (conformance.SNSAPI, conformance.API) { return snsClient, sqsClient },
+		Quirks:     conformance.SNSQuirksFor(endpoints.Backend),
+	})
+}

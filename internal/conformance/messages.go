@@ -20,6 +20,7 @@ func messageBehaviours() []behaviour {
 		{name: "MaxNumberOfMessagesRespected", run: maxNumberOfMessagesRespected},
 		{name: "MaxNumberOfMessagesAbove10Rejected", run: maxNumberOfMessagesAbove10},
 		{name: "ZeroInputsMeanQueueDefaults", run: zeroInputsMeanQueueDefaults},
+		{name: "AWSTraceHeaderBeyondTenAttributes", run: awsTraceHeaderBeyondTenAttributes},
 	}
 }
 
@@ -270,5 +271,38 @@ func zeroInputsMeanQueueDefaults(e *env) {
 	}
 	if len(rest) != 2 {
 		e.t.Errorf("drained %d other messages, want 2", len(rest))
+	}
+}
+
+// The AWSTraceHeader system attribute (X-Ray format) set on a send comes
+// back among the received message's system attributes, and it does not
+// count against the 10 message attributes: a message with 10 of them
+// still carries it (sqsotel relies on both to link a full message to its
+// producer).
+func awsTraceHeaderBeyondTenAttributes(e *env) {
+	url := e.createQueue("tracehdr", nil)
+	const header = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
+	attrs := map[string]types.MessageAttributeValue{}
+	for i := range 10 {
+		attrs["a"+strconv.Itoa(i)] = stringAttr("v")
+	}
+	e.sendInput(&sqs.SendMessageInput{
+		QueueUrl: aws.String(url), MessageBody: aws.String("traced"), MessageAttributes: attrs,
+		MessageSystemAttributes: map[string]types.MessageSystemAttributeValue{
+			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(header)},
+		},
+	})
+	m := e.recvOne(url, "receive the traced message")
+	got := m.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)]
+	switch {
+	case e.quirk(QuirkNoAWSTraceHeader):
+		if got != "" {
+			e.t.Errorf("quirk %s declared, but AWSTraceHeader came back: %q; remove the quirk", QuirkNoAWSTraceHeader, got)
+		}
+	case got != header:
+		e.t.Errorf("AWSTraceHeader %q, want %q", got, header)
+	}
+	if len(m.MessageAttributes) != 10 {
+		e.t.Errorf("%d message attributes, want the 10 sent", len(m.MessageAttributes))
 	}
 }

@@ -20,6 +20,7 @@ const (
 	Lost                           // ownership was lost before the runtime could settle it: SQS delivers it again
 	Abandoned                      // settlement could not be confirmed (shutdown flush, errors): SQS delivers it again
 	Snoozed                        // the handler snoozed it (retry.Snooze): hidden for Delay, the attempt not counted
+	Delayed                        // not due yet (a delay beyond 15 minutes): hidden or re-sent to wait, the handler not run
 )
 
 // Event is one settled message, for the settlement hook.

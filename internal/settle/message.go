@@ -27,6 +27,7 @@ type Message struct {
 	FirstReceivedAt   time.Time
 	ReceivedAt        time.Time
 	GroupID           string
+	SNS               *SNSMetadata
 	Raw               types.Message
 }
 

@@ -34,3 +34,21 @@ func MessageSize(body string, attrs map[string]types.MessageAttributeValue) int 
 	}
 	return n
 }
+
+// Fit returns how many of n pending batch entries, taken in order, go into
+// the next batch call: at most MaxBatchEntries, and no more than maxBytes
+// in all (size(i) is entry i's MessageSize). It returns at least 1 when
+// n > 0, so an entry larger than maxBytes on its own goes alone (and SQS
+// refuses it alone).
+func Fit(n, maxBytes int, size func(i int) int) int {
+	k, total := 0, 0
+	for k < n && k < MaxBatchEntries {
+		s := size(k)
+		if k > 0 && total+s > maxBytes {
+			break
+		}
+		total += s
+		k++
+	}
+	return k
+}

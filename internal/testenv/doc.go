@@ -1,7 +1,8 @@
-// Package testenv gives tests a connection to a local AWS: SQS and DynamoDB
-// endpoints taken from the standard AWS environment variables
-// (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_DYNAMODB), or,
-// when none is set, the offline emulators started by localstack/start.sh.
+// Package testenv gives tests a connection to a local AWS: SQS, DynamoDB
+// and S3 endpoints taken from the standard AWS environment variables
+// (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_DYNAMODB,
+// AWS_ENDPOINT_URL_S3), or, when none is set, the offline emulators started
+// by localstack/start.sh (fauxqs serves S3 on its SQS port).
 //
 // When no endpoint can be had, a test is skipped with the reason — unless
 // SQSWORKER_REQUIRE_INTEGRATION=1 (set by `make test`), where it fails:

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +22,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // RequireEnv is the environment variable that turns a missing local AWS from
@@ -37,7 +41,9 @@ const BackendEnv = "SQSWORKER_SQS_BACKEND"
 // Endpoints is where the local AWS answers.
 type Endpoints struct {
 	SQS      string // SQS endpoint URL; empty when none is configured
+	SNS      string // SNS endpoint URL; fauxqs serves SNS on its SQS port
 	DynamoDB string // DynamoDB endpoint URL; empty when none is configured
+	S3       string // S3 endpoint URL; empty when none is configured
 	Region   string
 	Backend  string // see BackendEnv
 	Started  bool   // testenv started the emulators itself
@@ -66,6 +72,7 @@ func find() (Endpoints, error) {
 	base := os.Getenv("AWS_ENDPOINT_URL")
 	e.SQS = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_SQS"), base)
 	e.DynamoDB = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), base)
+	e.S3 = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_S3"), base)
 	if e.SQS != "" || e.DynamoDB != "" {
 		e.Backend = os.Getenv(BackendEnv)
 		if e.Backend == "" {
@@ -73,6 +80,13 @@ func find() (Endpoints, error) {
 			if !isLoopback(e.SQS) {
 				e.Backend = "aws"
 			}
+		}
+		e.SNS = firstNonEmpty(os.Getenv("AWS_ENDPOINT_URL_SNS"), base)
+		if e.SNS == "" && e.Backend == "fauxqs" {
+			e.SNS = e.SQS // fauxqs serves SNS and S3 on its SQS endpoint
+		}
+		if e.S3 == "" && e.Backend == "fauxqs" {
+			e.S3 = e.SQS
 		}
 		return e, nil
 	}
@@ -90,7 +104,7 @@ func find() (Endpoints, error) {
 		return e, fmt.Errorf("no AWS endpoint is configured and %s failed: %v\n%s", script, err, strings.TrimSpace(stderr.String()))
 	}
 	vars := parseExports(stdout.String())
-	e.SQS, e.DynamoDB, e.Backend = vars["AWS_ENDPOINT_URL_SQS"], vars["AWS_ENDPOINT_URL_DYNAMODB"], vars[BackendEnv]
+	e.SQS, e.SNS, e.DynamoDB, e.S3, e.Backend = vars["AWS_ENDPOINT_URL_SQS"], vars["AWS_ENDPOINT_URL_SNS"], vars["AWS_ENDPOINT_URL_DYNAMODB"], vars["AWS_ENDPOINT_URL_S3"], vars[BackendEnv]
 	e.Started = true
 	if e.SQS == "" || e.DynamoDB == "" {
 		return e, fmt.Errorf("%s printed no endpoints:\n%s", script, stdout.String())
@@ -205,6 +219,16 @@ func SQS(t testing.TB) *sqs.Client {
 	return sqs.NewFromConfig(AWSConfig(t, e.SQS), func(o *sqs.Options) { o.BaseEndpoint = aws.String(e.SQS) })
 }
 
+// SNS returns an SNS client for the local AWS (fauxqs emulates SNS too).
+func SNS(t testing.TB) *sns.Client {
+	t.Helper()
+	e := Get(t)
+	if e.SNS == "" {
+		unavailable(t, "no SNS endpoint (set AWS_ENDPOINT_URL_SNS)")
+	}
+	return sns.NewFromConfig(AWSConfig(t, e.SNS), func(o *sns.Options) { o.BaseEndpoint = aws.String(e.SNS) })
+}
+
 // SQSAt returns an SQS client for endpoint, a loopback address in front of
 // the local SQS (a fault-injecting proxy), configured as SQS returns it.
 func SQSAt(t testing.TB, endpoint string) *sqs.Client {
@@ -225,6 +249,22 @@ func DynamoDB(t testing.TB) *dynamodb.Client {
 	return dynamodb.NewFromConfig(AWSConfig(t, e.DynamoDB), func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(e.DynamoDB) })
 }
 
+// S3 returns an S3 client for the local AWS, with path-style addressing
+// (bucket names in the path: a loopback endpoint has no per-bucket host
+// names).
+func S3(t testing.TB) *s3.Client {
+	t.Helper()
+	e := Get(t)
+	if e.S3 == "" {
+		unavailable(t, "no S3 endpoint (set AWS_ENDPOINT_URL_S3)")
+	}
+	return s3.NewFromConfig(AWSConfig(t, e.S3), func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(e.S3)
+		o.UsePathStyle = true
+		o.DisableLogOutputChecksumValidationSkipped = true // emulators return no checksums
+	})
+}
+
 // UniqueName returns a resource name unique to this test run and call, so
 // tests sharing one emulator never see each other's queues or tables. It
 // keeps within SQS's 80-character queue-name limit.
@@ -234,4 +274,69 @@ func UniqueName(prefix string) string {
 		name = name[len(name)-75:]
 	}
 	return name
+}
+
+// Drain receives every message of a queue, deleting each, and returns them
+// once each (by message ID), with their message attributes. It stops only
+// when the queue counts no message, visible or not: a receive whose
+// response the emulator lost under load hides its messages for that
+// receive's visibility timeout (2 s for Drain's own), and Drain waits for
+// them rather than miss them. It fails t after two minutes.
+func Drain(t testing.TB, client DrainAPI, url string) []types.Message {
+	t.Helper()
+	ctx := context.Background()
+	seen := map[string]types.Message{}
+	var order []string
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
+			WaitTimeSeconds: 1, VisibilityTimeout: 2, MessageAttributeNames: []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
+		if err != nil {
+			t.Fatalf("testenv: draining %s: %v", url, err)
+		}
+		if len(out.Messages) == 0 {
+			a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{
+				types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+			if err != nil {
+				t.Fatalf("testenv: counting %s: %v", url, err)
+			}
+			left := 0
+			for _, v := range a.Attributes {
+				n, _ := strconv.Atoi(v)
+				left += n
+			}
+			if left == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("testenv: draining %s: %d messages still counted after 2 minutes", url, left)
+			}
+			continue
+		}
+		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url)}
+		for i, m := range out.Messages {
+			id := aws.ToString(m.MessageId)
+			if _, dup := seen[id]; !dup {
+				order = append(order, id)
+			}
+			seen[id] = m
+			in.Entries = append(in.Entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		if _, err := client.DeleteMessageBatch(ctx, in); err != nil {
+			t.Fatalf("testenv: deleting drained messages: %v", err)
+		}
+	}
+	msgs := make([]types.Message, len(order))
+	for i, id := range order {
+		msgs[i] = seen[id]
+	}
+	return msgs
+}
+
+// DrainAPI is what Drain calls.
+type DrainAPI interface {
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }

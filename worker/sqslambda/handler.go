@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
@@ -285,6 +286,17 @@ func (b *batch) skipLocked(r *rec, why string) {
 // worker's decision (settle.Decide).
 func (b *batch) process(r *rec) {
 	o := &b.h.opts
+	// A job sent with a delay beyond 15 minutes waits for its due time
+	// without running the handler or counting an attempt.
+	if d, ok, err := settle.Due(&r.msg, time.Now(), func() settle.Queue { return r.q.settings(b.sctx, b.h) }); err != nil {
+		r.herr, r.outcome, r.result, r.reason = err, "dead-letter", settle.DeadLettered, "invalid due time"
+		b.deadLetter(r, err, "invalid due time")
+		return
+	} else if ok && d.Action != schedule.Run {
+		if b.wait(r, d) {
+			return
+		}
+	}
 	settle.CountAttempt(b.sctx, o.CallTimeout, o.AttemptCounter, &r.msg, o.Logger)
 	m := (*worker.Message)(r.msg.Copy())
 	hctx := settle.WithDeadline(b.hctx, b.deadline)
@@ -317,6 +329,36 @@ func (b *batch) process(r *rec) {
 		r.outcome, r.result, r.reason = "dead-letter", settle.DeadLettered, d.Reason
 		b.deadLetter(r, err, d.Reason)
 	}
+}
+
+// wait keeps a record that is not due yet waiting, as the schedule
+// decided, and reports whether it did: hidden (reported as failed, with its
+// visibility set to the wait), or re-sent as a fresh copy (then deleted,
+// and not reported). Without Options.Client it cannot wait: the handler
+// runs now, and a warning says why.
+func (b *batch) wait(r *rec, d schedule.Decision) bool {
+	o := &b.h.opts
+	if o.Client == nil || r.q.q.url == "" {
+		b.h.warn.Warn("due-no-client", "sqslambda: a record carries a due time (a delay beyond 15 minutes) but the Handler has no Options.Client to keep it waiting; it runs now", "message", r.msg.ID, "wait", d.String())
+		return false
+	}
+	r.outcome, r.result, r.reason, r.delay = "delayed", settle.Delayed, d.String(), d.Delay
+	if d.Action == schedule.Hide {
+		r.report, r.visibility = true, retry.VisibilitySeconds(d.Delay)
+		return true
+	}
+	r.report = true
+	in := schedule.ResendInput(r.q.q.url, r.msg.Raw, d.Delay)
+	r.q.resender(b.h).Add(&settle.Entry{Send: settle.SendEntry(in), Urgent: true, Owner: settle.DoneFunc(func(out settle.Outcome) {
+		if !out.OK {
+			// Reported as failed: it comes back after the visibility timeout.
+			b.h.warn.Warn("resend", "sqslambda: re-sending a record that is not due yet failed; it comes back after its visibility timeout", "message", r.msg.ID, "err", out.Err)
+			return
+		}
+		r.report = false // Lambda deletes it; so does the adapter, now
+		r.q.deleter(b.h).Add(&settle.Entry{Handle: r.msg.ReceiptHandle, Urgent: true})
+	})})
+	return true
 }
 
 // deadLetter queues the record's copy to the dead-letter queue, then its
@@ -377,6 +419,9 @@ func (b *batch) settle() {
 	for _, iq := range b.queues {
 		if iq.sends != nil {
 			iq.sends.Close(b.sctx)
+		}
+		if iq.resends != nil {
+			iq.resends.Close(b.sctx)
 		}
 	}
 	var wg sync.WaitGroup

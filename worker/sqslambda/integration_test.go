@@ -114,28 +114,13 @@ func queueDepth(t *testing.T, client *sqs.Client, url string) int {
 }
 
 // drainWithProvenance receives and deletes every message of a queue and
-// returns body → provenance.
+// returns body → provenance (testenv.Drain).
 func drainWithProvenance(t *testing.T, client *sqs.Client, url string) map[string]dlq.Provenance {
 	t.Helper()
 	got := map[string]dlq.Provenance{}
-	for empty := 0; empty < 1; {
-		out, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"},
-		})
-		if err != nil {
-			t.Fatalf("draining %s: %v", url, err)
-		}
-		if len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		for _, m := range out.Messages {
-			p, _ := dlq.ParseProvenance(m.MessageAttributes)
-			got[aws.ToString(m.Body)] = p
-			if _, err := client.DeleteMessage(context.Background(), &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle}); err != nil {
-				t.Fatalf("deleting drained message: %v", err)
-			}
-		}
+	for _, m := range testenv.Drain(t, client, url) {
+		p, _ := dlq.ParseProvenance(m.MessageAttributes)
+		got[aws.ToString(m.Body)] = p
 	}
 	return got
 }
@@ -149,12 +134,13 @@ func TestEmulatorWorkerAndLambdaAgree(t *testing.T) {
 	client := testenv.SQS(t)
 	bodies := scenarioBodies()
 	setup := func(prefix string) dlq.Target {
-		target, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{
+		setup, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{
 			Name: testenv.UniqueName(prefix), MaxReceiveCount: 10, VisibilityTimeout: 30 * time.Second,
 		})
 		if err != nil {
 			t.Fatalf("dlq.Setup: %v", err)
 		}
+		target := setup.Target()
 		for _, b := range bodies {
 			if _, err := client.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(b)}); err != nil {
 				t.Fatal(err)

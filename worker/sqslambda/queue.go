@@ -3,7 +3,13 @@ package sqslambda
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/settle"
@@ -17,8 +23,9 @@ type queueState struct {
 	fifo bool
 
 	mu       sync.Mutex
-	resolved bool        // url came from GetQueueUrl, or needs no call
-	copier   *dlq.Copier // the dead-letter queue, once discovered
+	resolved bool          // url came from GetQueueUrl, or needs no call
+	copier   *dlq.Copier   // the dead-letter queue, once discovered
+	settings *settle.Queue // retention and maxReceiveCount, once read
 }
 
 // invocationQueue is one queue's share of one invocation: the lookups made
@@ -34,6 +41,8 @@ type invocationQueue struct {
 	changes   *settle.Batcher
 	sends     *settle.Batcher
 	deletes   *settle.Batcher
+	resends   *settle.Batcher
+	triedInfo bool
 }
 
 // queues resolves the queues of an invocation's records, once per distinct
@@ -158,4 +167,55 @@ func (iq *invocationQueue) deleter(h *Handler) *settle.Batcher {
 		iq.deletes = settle.NewDeleter(h.opts.Client, iq.q.url, h.batcherOptions())
 	}
 	return iq.deletes
+}
+
+// settings returns what the schedule of delayed jobs needs to know of the
+// queue: its retention (GetQueueAttributes) and maxReceiveCount (from the
+// dead-letter discovery moves use), read at most once per invocation until
+// it succeeds, then kept. When it cannot be read, the schedule assumes
+// SQS's default retention and no redrive policy.
+func (iq *invocationQueue) settings(ctx context.Context, h *Handler) settle.Queue {
+	q := iq.q
+	q.mu.Lock()
+	known := q.settings
+	q.mu.Unlock()
+	if known != nil {
+		return *known
+	}
+	s := settle.Queue{FIFO: q.fifo}
+	iq.mu.Lock()
+	tried := iq.triedInfo
+	iq.triedInfo = true
+	iq.mu.Unlock()
+	if tried || h.opts.Client == nil || q.url == "" {
+		return s
+	}
+	cctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
+	defer cancel()
+	out, err := h.opts.Client.GetQueueAttributes(cctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMessageRetentionPeriod}})
+	if err != nil {
+		h.warn.Warn("queue-settings", "sqslambda: reading the queue's retention failed; delayed jobs wait as on a queue with SQS's defaults (check sqs:GetQueueAttributes in the function's role)", "queue", q.url, "err", err)
+		return s
+	}
+	secs, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMessageRetentionPeriod)])
+	s.Retention = time.Duration(secs) * time.Second
+	if c, err := iq.dlq(ctx, h); err == nil {
+		s.MaxReceiveCount = c.Target().MaxReceiveCount
+	}
+	q.mu.Lock()
+	q.settings = &s
+	q.mu.Unlock()
+	return s
+}
+
+// resender returns the invocation's Batcher of fresh copies of jobs not
+// yet due, sent back to the queue.
+func (iq *invocationQueue) resender(h *Handler) *settle.Batcher {
+	iq.mu.Lock()
+	defer iq.mu.Unlock()
+	if iq.resends == nil {
+		iq.resends = settle.NewSender(h.opts.Client, iq.q.url, h.batcherOptions())
+	}
+	return iq.resends
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -184,6 +185,45 @@ func TestLambdaSettlementHook(t *testing.T) {
 			if s := got[body]; s.Outcome != want || s.Attempt != 1 || s.HandlerEnd.IsZero() {
 				t.Errorf("%s: %+v, want %v after attempt 1", body, s, want)
 			}
+		}
+	})
+}
+
+// A job sent with a 30-day delay waits in the Lambda adapter as in the
+// worker: run once, on time, as attempt 1, never dead-lettered.
+func TestThirtyDayDelayInLambda(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, dlqURL := newFakeQueue(t, "orders")
+		p, err := producer.New(f, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		due := time.Now().Add(30 * 24 * time.Hour)
+		if _, err := p.SendBatch(context.Background(), []producer.Message{{Body: "invoice", Delay: time.Until(due)}}); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var runs []time.Time
+		var attempts []int
+		h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			runs = append(runs, time.Now())
+			attempts = append(attempts, m.Attempt)
+			return nil
+		}), func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })
+		stop := startLocal(t, f, src, h.Handle, reportFailures)
+		time.Sleep(31 * 24 * time.Hour)
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(runs) != 1 || runs[0].Before(due) || runs[0].Sub(due) > time.Second || attempts[0] != 1 {
+			t.Fatalf("ran at %v (due %v), attempts %v; want once, on time, as attempt 1", runs, due, attempts)
+		}
+		if n := len(f.Messages(dlqURL)); n != 0 {
+			t.Fatalf("%d messages dead-lettered", n)
 		}
 	})
 }

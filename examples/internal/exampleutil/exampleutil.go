@@ -3,8 +3,10 @@ package exampleutil
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -56,4 +58,19 @@ func DeleteQueues(ctx context.Context, client QueueDeleter, urls ...string) {
 	for _, u := range urls {
 		_, _ = client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 	}
+}
+
+// LockedWriter returns a writer that serialises writes to w, for examples
+// whose handlers print while the main flow does.
+func LockedWriter(w io.Writer) io.Writer { return &lockedWriter{w: w} }
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -1,0 +1,79 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// SourcesAPI is what SourcesOf uses: ListDeadLetterSourceQueues where the
+// endpoint offers it, else ListQueues and each queue's RedrivePolicy.
+type SourcesAPI interface {
+	QueueAPI
+	ListDeadLetterSourceQueues(ctx context.Context, params *sqs.ListDeadLetterSourceQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error)
+	ListQueues(ctx context.Context, params *sqs.ListQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error)
+}
+
+var _ SourcesAPI = (*sqs.Client)(nil)
+
+// SourcesOf returns the URLs of the queues whose RedrivePolicy names the
+// queue at dlqURL as their dead-letter queue: none for a queue that is no
+// queue's dead-letter queue. It asks SQS with ListDeadLetterSourceQueues;
+// on endpoints without that call (local emulators) it reads the
+// RedrivePolicy of every queue ListQueues returns.
+//
+// SourcesOf needs sqs:ListDeadLetterSourceQueues on the dead-letter queue,
+// or sqs:ListQueues and sqs:GetQueueAttributes on every queue.
+func SourcesOf(ctx context.Context, client SourcesAPI, dlqURL string) ([]string, error) {
+	var urls []string
+	in := &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlqURL), MaxResults: aws.Int32(1000)}
+	for {
+		out, err := client.ListDeadLetterSourceQueues(ctx, in)
+		if err != nil {
+			if isUnsupported(err) {
+				return scanSources(ctx, client, dlqURL)
+			}
+			return nil, fmt.Errorf("listing the source queues of %s: %w", QueueName(dlqURL), err)
+		}
+		urls = append(urls, out.QueueUrls...)
+		if aws.ToString(out.NextToken) == "" {
+			return urls, nil
+		}
+		in.NextToken = out.NextToken
+	}
+}
+
+// scanSources is SourcesOf without ListDeadLetterSourceQueues.
+func scanSources(ctx context.Context, client SourcesAPI, dlqURL string) ([]string, error) {
+	a, err := getAttributes(ctx, client, dlqURL, attrQueueArn)
+	if err != nil {
+		return nil, fmt.Errorf("reading queue %s: %w", QueueName(dlqURL), err)
+	}
+	arn := a[attrQueueArn]
+	var sources []string
+	in := &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
+	for {
+		page, err := client.ListQueues(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("listing queues to find the sources of %s: %w", QueueName(dlqURL), err)
+		}
+		for _, u := range page.QueueUrls {
+			attrs, err := getAttributes(ctx, client, u, attrRedrivePolicy)
+			if err != nil {
+				if isNotExist(err) {
+					continue // deleted meanwhile
+				}
+				return nil, fmt.Errorf("reading the RedrivePolicy of %s: %w", QueueName(u), err)
+			}
+			if p, err := parseRedrivePolicy(attrs[attrRedrivePolicy]); err == nil && p.TargetARN == arn {
+				sources = append(sources, u)
+			}
+		}
+		if aws.ToString(page.NextToken) == "" {
+			return sources, nil
+		}
+		in.NextToken = page.NextToken
+	}
+}

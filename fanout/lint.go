@@ -1,0 +1,323 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/queuepolicy"
+	"github.com/sqsworker/sqsworker/internal/sqserr"
+)
+
+// Delivery is what a queue's consumer expects SNS to deliver.
+type Delivery int
+
+const (
+	// DeliveryUnknown says nothing about the consumer: Lint notes an
+	// enveloped subscription (info) instead of judging it.
+	DeliveryUnknown Delivery = iota
+	// DeliveryEnvelope is a consumer that unwraps SNS's envelope (Unwrap):
+	// a subscription with raw delivery would make every message fail.
+	DeliveryEnvelope
+	// DeliveryRaw is a consumer that expects the published message itself:
+	// a subscription without raw delivery hands it the envelope.
+	DeliveryRaw
+)
+
+// The finding codes Lint reports, besides dlq.Lint's.
+const (
+	CodeNoSubscriptionDLQ        = "subscription-no-dlq"                   // error: SNS discards what it cannot deliver
+	CodeSubscriptionDLQMissing   = "subscription-dlq-missing"              // error: the RedrivePolicy names a queue that does not exist
+	CodeSubscriptionDLQElsewhere = "subscription-dlq-other-account-region" // error: SNS needs the DLQ in the subscription's account and region
+	CodeSubscriptionDLQWrongType = "subscription-dlq-wrong-type"           // error: FIFO-ness differs from the topic's
+	CodeQueuePolicyRefusesTopic  = "queue-policy-refuses-topic"            // error: SNS cannot deliver to the queue
+	CodeDLQPolicyRefusesTopic    = "subscription-dlq-policy-refuses-topic" // error: SNS cannot dead-letter either
+	CodeAWSManagedKey            = "kms-aws-managed-key"                   // error: SNS cannot use the key
+	CodeCustomerManagedKey       = "kms-customer-managed-key"              // info: the key policy must grant SNS
+	CodeSubscriptionDLQRetention = "subscription-dlq-retention-short"      // warning: dead-lettered deliveries expire before the queue's
+	CodeSubscriptionPending      = "subscription-pending"                  // warning: nothing is delivered until it is confirmed
+	CodeEnvelopeDelivery         = "envelope-delivery"                     // info: the consumer must unwrap SNS's envelope
+	CodeRawDeliveryMismatch      = "raw-delivery-mismatch"                 // error: the subscription delivers what the consumer does not expect
+	CodeIsSubscriptionDLQ        = "is-subscription-dlq"                   // info: the queue is a subscription's dead-letter queue
+	CodeSubscriptionsNotChecked  = "subscriptions-not-checked"             // info: no permission to read the subscriptions
+)
+
+// LintOptions configures Lint. Every field's zero value is usable.
+type LintOptions struct {
+	// Queue is passed to dlq.Lint for the queue's own dead-letter setup.
+	Queue dlq.LintOptions
+	// Delivery is what the consumer expects (see Unwrap). Zero value:
+	// DeliveryUnknown.
+	Delivery Delivery
+}
+
+// Lint checks the whole chain of the queue at queueURL: the queue's own
+// dead-letter setup (dlq.Lint), then for each of its SNS subscriptions the
+// subscription's dead-letter queue (present, existing, in the same account
+// and region, of the topic's type, keeping messages at least as long as the
+// queue), the queue policies on the queue and on that dead-letter queue
+// (they must let the topic send), KMS encryption SNS cannot use or must be
+// granted, a pending subscription, and raw delivery against what the
+// consumer expects. A queue that is a subscription's dead-letter queue is
+// recognised as such. Each finding has a stable code and says what to do.
+//
+// Lint needs dlq.Lint's permissions, sns:ListSubscriptions and
+// sns:GetSubscriptionAttributes; without the SNS ones it reports
+// CodeSubscriptionsNotChecked instead of failing.
+func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAPI, queueURL string, opts LintOptions) ([]dlq.Finding, error) {
+	fs, err := dlq.Lint(ctx, sqsClient, queueURL, opts.Queue)
+	if err != nil {
+		return fs, err
+	}
+	name := dlq.QueueName(queueURL)
+	attrs, err := queueAttributes(ctx, sqsClient, queueURL)
+	if err != nil {
+		return fs, err
+	}
+	queueARN := attrs["QueueArn"]
+	add := func(sev dlq.Severity, code, msg, fix string) {
+		fs = append(fs, dlq.Finding{Severity: sev, Code: code, Message: msg, Fix: fix})
+	}
+
+	// A queue without a RedrivePolicy may be a subscription's DLQ.
+	if attrs["RedrivePolicy"] == "" && hasCode(fs, dlq.CodeNoRedrivePolicy) {
+		served, err := ServedBy(ctx, snsClient, queueARN)
+		if err != nil {
+			if isAccessDenied(err) {
+				add(dlq.SeverityInfo, CodeSubscriptionsNotChecked, fmt.Sprintf("cannot read the SNS subscriptions (%v), so whether queue %s is a subscription's dead-letter queue is unknown", shortErr(err), name),
+					"grant sns:ListSubscriptions and sns:GetSubscriptionAttributes to check them")
+				return fs, nil
+			}
+			return fs, err
+		}
+		if len(served) > 0 {
+			fs = dropCode(fs, dlq.CodeNoRedrivePolicy)
+			s := served[0]
+			add(dlq.SeverityInfo, CodeIsSubscriptionDLQ,
+				fmt.Sprintf("queue %s is the dead-letter queue of the subscription of queue %s to topic %s; a dead-letter queue needs no RedrivePolicy of its own", name, dlq.QueueName(s.QueueARN), topicName(s.TopicARN)),
+				fmt.Sprintf("nothing to change here; check the chain with `sqsworker doctor %s`", dlq.QueueName(s.QueueARN)))
+			return fs, nil
+		}
+	}
+
+	subs, err := Subscriptions(ctx, snsClient, queueARN)
+	if err != nil {
+		if isAccessDenied(err) {
+			add(dlq.SeverityInfo, CodeSubscriptionsNotChecked, fmt.Sprintf("cannot read the SNS subscriptions of queue %s (%v)", name, shortErr(err)),
+				"grant sns:ListSubscriptions and sns:GetSubscriptionAttributes to check them, or skip them (`sqsworker doctor --no-subscriptions`)")
+			return fs, nil
+		}
+		return fs, err
+	}
+	retention, ok := seconds(attrs, "MessageRetentionPeriod")
+	if !ok {
+		retention = dlq.DefaultRetention
+	}
+	for _, s := range subs {
+		topic := topicName(s.TopicARN)
+		where := fmt.Sprintf("the subscription of queue %s to topic %s", name, topic)
+		if s.Pending {
+			add(dlq.SeverityWarning, CodeSubscriptionPending, where+" is pending confirmation: SNS delivers nothing to the queue until it is confirmed",
+				"confirm it (ConfirmSubscription with the token SNS sent to the queue), or subscribe again from the queue's account")
+		}
+		fs = append(fs, deliveryFindings(where, name, topic, s, opts.Delivery)...)
+		if ok, err := queuepolicy.AllowsTopic(attrs["Policy"], queueARN, s.TopicARN); err != nil || !ok {
+			why := "does not let the topic send"
+			if err != nil {
+				why = "cannot be read: " + err.Error()
+			}
+			add(dlq.SeverityError, CodeQueuePolicyRefusesTopic,
+				fmt.Sprintf("queue %s's policy %s: SNS cannot deliver %s's messages (client errors, not retried); they go to the subscription's dead-letter queue, or are lost without one", name, why, topic),
+				fmt.Sprintf("add a statement allowing sns.amazonaws.com sqs:SendMessage on %s with the condition ArnEquals aws:SourceArn %s (`sqsworker setup --topic %s %s` adds it)", queueARN, s.TopicARN, topic, name))
+		}
+		fs = append(fs, kmsFindings(fmt.Sprintf("queue %s", name), attrs["KmsMasterKeyId"])...)
+		if s.DLQARN == "" {
+			add(dlq.SeverityError, CodeNoSubscriptionDLQ,
+				where+" has no RedrivePolicy: a message SNS cannot deliver (a deleted queue, a policy that refuses SNS, a KMS key SNS cannot use) is discarded",
+				fmt.Sprintf("give the subscription a dead-letter queue: `sqsworker setup --topic %s %s` creates %s-fanout-dlq and sets the RedrivePolicy {\"deadLetterTargetArn\":\"…\"}", topic, name, strings.TrimSuffix(name, ".fifo")))
+			continue
+		}
+		f, err := dlqFindings(ctx, sqsClient, where, s, retention)
+		if err != nil {
+			return fs, err
+		}
+		fs = append(fs, f...)
+	}
+	return fs, nil
+}
+
+// deliveryFindings judges raw delivery against what the consumer expects.
+func deliveryFindings(where, queue, topic string, s Subscription, d Delivery) []dlq.Finding {
+	switch {
+	case d == DeliveryEnvelope && s.Raw:
+		return []dlq.Finding{{Severity: dlq.SeverityError, Code: CodeRawDeliveryMismatch,
+			Message: where + " uses raw message delivery, but the consumer unwraps SNS's envelope (fanout.Unwrap): every message would be a permanent failure",
+			Fix:     fmt.Sprintf("turn raw delivery off (`sqsworker setup --topic %s --raw=false %s`), or drop fanout.Unwrap from the consumer", topic, queue)}}
+	case d == DeliveryRaw && !s.Raw:
+		return []dlq.Finding{{Severity: dlq.SeverityError, Code: CodeRawDeliveryMismatch,
+			Message: where + " delivers SNS's JSON envelope, but the consumer expects the published message itself",
+			Fix:     fmt.Sprintf("turn raw delivery on (`sqsworker setup --topic %s --raw %s`), or unwrap the envelope with fanout.Unwrap", topic, queue)}}
+	case d == DeliveryUnknown && !s.Raw:
+		return []dlq.Finding{{Severity: dlq.SeverityInfo, Code: CodeEnvelopeDelivery,
+			Message: where + " delivers SNS's JSON envelope: the handler gets the message inside it only through fanout.Unwrap",
+			Fix:     "use worker.Chain(handler, fanout.Unwrap()) (and tell doctor with --delivery envelope), or turn raw delivery on (--delivery raw)"}}
+	}
+	return nil
+}
+
+// kmsFindings notes encryption SNS cannot use, or must be granted.
+func kmsFindings(what, key string) []dlq.Finding {
+	switch {
+	case key == "":
+		return nil
+	case key == "alias/aws/sqs" || strings.HasSuffix(key, ":alias/aws/sqs"):
+		return []dlq.Finding{{Severity: dlq.SeverityError, Code: CodeAWSManagedKey,
+			Message: what + " is encrypted with the AWS managed key alias/aws/sqs, whose key policy SNS cannot be granted: every delivery fails",
+			Fix:     "encrypt it with a customer managed KMS key whose policy lets sns.amazonaws.com use kms:GenerateDataKey* and kms:Decrypt, or with SQS-managed encryption (SqsManagedSseEnabled)"}}
+	}
+	return []dlq.Finding{{Severity: dlq.SeverityInfo, Code: CodeCustomerManagedKey,
+		Message: fmt.Sprintf("%s is encrypted with KMS key %s", what, key),
+		Fix:     `make sure the key policy grants {"Principal":{"Service":"sns.amazonaws.com"},"Action":["kms:GenerateDataKey*","kms:Decrypt"]}, or SNS's deliveries fail`}}
+}
+
+// dlqFindings checks a subscription's dead-letter queue.
+func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subscription, queueRetention time.Duration) ([]dlq.Finding, error) {
+	var fs []dlq.Finding
+	add := func(sev dlq.Severity, code, msg, fix string) {
+		fs = append(fs, dlq.Finding{Severity: sev, Code: code, Message: msg, Fix: fix})
+	}
+	name := dlq.QueueName(s.DLQARN)
+	qa, err := dlq.ParseQueueARN(s.DLQARN)
+	if err != nil {
+		add(dlq.SeverityError, CodeSubscriptionDLQMissing, fmt.Sprintf("%s has a RedrivePolicy whose deadLetterTargetArn is not a queue ARN: %v", where, err),
+			`set RedrivePolicy to {"deadLetterTargetArn":"arn:aws:sqs:REGION:ACCOUNT:NAME"}`)
+		return fs, nil
+	}
+	ta, _ := ParseTopicARN(s.TopicARN)
+	if ta.Account != "" && (qa.Account != ta.Account || qa.Region != ta.Region) {
+		add(dlq.SeverityError, CodeSubscriptionDLQElsewhere,
+			fmt.Sprintf("%s's dead-letter queue %s is in account %s, region %s, but SNS only dead-letters to a queue in the subscription's own account and region (%s, %s)", where, s.DLQARN, qa.Account, qa.Region, ta.Account, ta.Region),
+			fmt.Sprintf("create a dead-letter queue in account %s, region %s, and point the RedrivePolicy at it", ta.Account, ta.Region))
+		return fs, nil
+	}
+	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(qa.Name), QueueOwnerAWSAccountId: aws.String(qa.Account)})
+	if err != nil {
+		if !isQueueMissing(err) {
+			return fs, fmt.Errorf("finding dead-letter queue %s of %s: %w", s.DLQARN, where, err)
+		}
+		add(dlq.SeverityError, CodeSubscriptionDLQMissing,
+			fmt.Sprintf("%s's RedrivePolicy names dead-letter queue %s, which does not exist: a message SNS cannot deliver is lost", where, s.DLQARN),
+			fmt.Sprintf("create queue %s (`sqsworker setup --topic %s %s` does), with MessageRetentionPeriod 1209600 (14 days)", name, topicName(s.TopicARN), dlq.QueueName(s.QueueARN)))
+		return fs, nil
+	}
+	attrs, err := queueAttributes(ctx, client, aws.ToString(out.QueueUrl))
+	if err != nil {
+		return fs, err
+	}
+	if dlqFIFO := attrs["FifoQueue"] == "true"; dlqFIFO != ta.FIFO() {
+		add(dlq.SeverityError, CodeSubscriptionDLQWrongType,
+			fmt.Sprintf("%s's dead-letter queue %s is %s, but topic %s is %s: SNS needs a FIFO dead-letter queue for a FIFO topic and a standard one for a standard topic", where, name, kind(dlqFIFO), ta.Name, kind(ta.FIFO())),
+			fmt.Sprintf("point the RedrivePolicy at %s", kind(ta.FIFO())))
+	}
+	if ok, err := queuepolicy.AllowsTopic(attrs["Policy"], s.DLQARN, s.TopicARN); err != nil || !ok {
+		add(dlq.SeverityError, CodeDLQPolicyRefusesTopic,
+			fmt.Sprintf("dead-letter queue %s's policy does not let topic %s send: a message SNS cannot deliver to the queue cannot be dead-lettered either, and is lost", name, ta.Name),
+			fmt.Sprintf("add a statement allowing sns.amazonaws.com sqs:SendMessage on %s with the condition ArnEquals aws:SourceArn %s (`sqsworker setup --topic %s %s` adds it)", s.DLQARN, s.TopicARN, ta.Name, dlq.QueueName(s.QueueARN)))
+	}
+	fs = append(fs, kmsFindings("dead-letter queue "+name, attrs["KmsMasterKeyId"])...)
+	if r, ok := seconds(attrs, "MessageRetentionPeriod"); ok && r < queueRetention {
+		add(dlq.SeverityWarning, CodeSubscriptionDLQRetention,
+			fmt.Sprintf("dead-letter queue %s keeps messages %s, less than queue %s's %s: a delivery SNS could not make expires before the messages delivered with it", name, humanDays(r), dlq.QueueName(s.QueueARN), humanDays(queueRetention)),
+			fmt.Sprintf("set queue %s's MessageRetentionPeriod to 1209600 (14 days, the maximum, as AWS advises for SNS dead-letter queues)", name))
+	}
+	return fs, nil
+}
+
+// queueAttributes reads every attribute of a queue.
+func queueAttributes(ctx context.Context, client dlq.QueueAPI, url string) (map[string]string, error) {
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+	if err != nil {
+		return nil, fmt.Errorf("reading queue %s: %w", dlq.QueueName(url), err)
+	}
+	if out.Attributes == nil {
+		return map[string]string{}, nil
+	}
+	return out.Attributes, nil
+}
+
+func seconds(attrs map[string]string, name string) (time.Duration, bool) {
+	var n int64
+	if _, err := fmt.Sscan(attrs[name], &n); err != nil {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
+}
+
+func humanDays(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		if d == 24*time.Hour {
+			return "1 day"
+		}
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+func kind(fifo bool) string {
+	if fifo {
+		return "a FIFO queue"
+	}
+	return "a standard queue"
+}
+
+func hasCode(fs []dlq.Finding, code string) bool {
+	for _, f := range fs {
+		if f.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+func dropCode(fs []dlq.Finding, code string) []dlq.Finding {
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Code != code {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func isQueueMissing(err error) bool {
+	var nq *sqstypes.QueueDoesNotExist
+	c := sqserr.Code(err)
+	return errors.As(err, &nq) || c == "NonExistentQueue" || c == "QueueDoesNotExist"
+}
+
+func isAccessDenied(err error) bool {
+	var ae *types.AuthorizationErrorException
+	if errors.As(err, &ae) {
+		return true
+	}
+	var api smithy.APIError
+	return errors.As(err, &api) && (api.ErrorCode() == "AuthorizationError" || api.ErrorCode() == "AccessDenied")
+}
+
+// shortErr is an error's last part: the API's own message.
+func shortErr(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode() + ": " + api.ErrorMessage()
+	}
+	return err.Error()
+}

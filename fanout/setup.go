@@ -1,0 +1,297 @@
+package fanout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sns/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/queuepolicy"
+)
+
+// SetupOptions describes a topic → subscription → queue chain for Setup.
+// As with dlq.Setup, the zero value of a setting keeps what an existing
+// resource has and gives a new one the documented default.
+type SetupOptions struct {
+	// Topic is the topic's name or ARN (required). A name ending in ".fifo"
+	// makes a FIFO topic, and then FIFO queues throughout.
+	Topic string
+	// Queue describes the subscribed queue and its own dead-letter queue,
+	// as dlq.Setup takes it (Queue.Name is required). Queue.AllowLowering
+	// also allows lowering the fan-out dead-letter queue's retention.
+	Queue dlq.SetupOptions
+	// FanoutDLQName is the subscription's dead-letter queue, where SNS puts
+	// what it cannot deliver to the queue. Zero value: the one the
+	// subscription's RedrivePolicy names, else Queue.Name + "-fanout-dlq"
+	// (".fifo" kept last).
+	FanoutDLQName string
+	// FanoutDLQRetention is its MessageRetentionPeriod. Zero value: the
+	// current one; a new queue gets dlq.MaxRetention (14 days).
+	FanoutDLQRetention time.Duration
+	// RawMessageDelivery sets the subscription's RawMessageDelivery. Nil:
+	// left as it is (a new subscription delivers SNS's envelope; see Unwrap).
+	RawMessageDelivery *bool
+	// FilterPolicy is the subscription's filter policy (JSON). Zero value:
+	// left as it is (a new subscription gets every message).
+	FilterPolicy string
+	// FilterPolicyScope is "MessageAttributes" or "MessageBody". Zero
+	// value: left as it is (SNS's default is MessageAttributes).
+	FilterPolicyScope string
+}
+
+// SetupResult is what Setup set up, as it is now.
+type SetupResult struct {
+	// TopicARN is the topic.
+	TopicARN string
+	// Subscription is the queue's subscription to the topic.
+	Subscription Subscription
+	// Queue is the subscribed queue and its dead-letter queue.
+	Queue dlq.SetupResult
+	// FanoutDLQURL and FanoutDLQARN identify the subscription's dead-letter
+	// queue.
+	FanoutDLQURL, FanoutDLQARN string
+	// FIFO reports a FIFO topic and queues.
+	FIFO bool
+	// Changes lists everything Setup created or changed, in order (the
+	// queue pair's first); empty when all was already as asked.
+	Changes []dlq.Change
+}
+
+// Setup creates what is missing of the chain the source documents
+// recommend for fan-out — topic, queue and its dead-letter queue (with
+// dlq.Setup), the queue's subscription to the topic, the subscription's own
+// dead-letter queue set as its RedrivePolicy, and the queue policies that
+// let the topic's SNS principal send to the queue and to that dead-letter
+// queue (conditioned on the topic's ARN) — and changes only what opts asks
+// for. Running it again with the same options changes nothing.
+//
+// Setup needs, besides dlq.Setup's SQS permissions: sns:CreateTopic,
+// sns:GetTopicAttributes, sns:Subscribe, sns:ListSubscriptionsByTopic,
+// sns:GetSubscriptionAttributes, sns:SetSubscriptionAttributes.
+func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts SetupOptions) (SetupResult, error) {
+	if opts.Topic == "" || opts.Queue.Name == "" {
+		return SetupResult{}, errors.New("fanout setup: set SetupOptions.Topic and SetupOptions.Queue.Name")
+	}
+	topicName := opts.Topic
+	if strings.HasPrefix(topicName, "arn:") {
+		a, err := ParseTopicARN(topicName)
+		if err != nil {
+			return SetupResult{}, fmt.Errorf("fanout setup: %w", err)
+		}
+		topicName = a.Name
+	}
+	fifo := strings.HasSuffix(topicName, ".fifo")
+	queueName := opts.Queue.Name
+	if strings.HasSuffix(queueName, ".fifo") && !fifo {
+		return SetupResult{}, fmt.Errorf("fanout setup: FIFO queue %s cannot subscribe to standard topic %s; use a FIFO topic (a name ending in .fifo) or a standard queue", queueName, topicName)
+	}
+	switch opts.FilterPolicyScope {
+	case "", "MessageAttributes", "MessageBody":
+	default:
+		return SetupResult{}, fmt.Errorf("fanout setup: FilterPolicyScope %q: use MessageAttributes or MessageBody", opts.FilterPolicyScope)
+	}
+	if opts.FilterPolicy != "" {
+		var p map[string]any
+		if err := json.Unmarshal([]byte(opts.FilterPolicy), &p); err != nil || p == nil {
+			return SetupResult{}, fmt.Errorf("fanout setup: the filter policy is not a JSON object; see SNS's filter policy syntax, e.g. {\"order-status\":[\"confirmed\",\"canceled\"]}")
+		}
+	}
+	if r := opts.FanoutDLQRetention; r != 0 && (r < time.Minute || r > dlq.MaxRetention || r%time.Second != 0) {
+		return SetupResult{}, fmt.Errorf("fanout setup: FanoutDLQRetention %v is out of range; SQS allows whole seconds from 1 minute to 14 days", r)
+	}
+
+	// The queue and its dead-letter queue.
+	qo := opts.Queue
+	qo.FIFO = qo.FIFO || fifo
+	q, err := dlq.Setup(ctx, sqsClient, qo)
+	if err != nil {
+		return SetupResult{}, err
+	}
+	res := SetupResult{Queue: q, FIFO: fifo}
+	res.Changes = append(res.Changes, q.Changes...)
+
+	// The topic, in the queue's account and region unless an ARN says
+	// otherwise.
+	topicARN := opts.Topic
+	if !strings.HasPrefix(topicARN, "arn:") {
+		qa, err := dlq.ParseQueueARN(q.QueueARN)
+		if err != nil {
+			return SetupResult{}, fmt.Errorf("fanout setup: %w", err)
+		}
+		topicARN = TopicARN{Partition: qa.Partition, Region: qa.Region, Account: qa.Account, Name: topicName}.String()
+	}
+	if topicARN, err = ensureTopic(ctx, snsClient, topicARN, topicName, fifo, &res.Changes); err != nil {
+		return SetupResult{}, err
+	}
+	res.TopicARN = topicARN
+
+	// The existing subscription, if any: its dead-letter queue is kept
+	// unless another is named.
+	var sub *Subscription
+	err = eachSQSSubscription(ctx, snsClient, topicARN, func(s types.Subscription) error {
+		if sub != nil || aws.ToString(s.Endpoint) != q.QueueARN {
+			return nil
+		}
+		found, err := readSubscription(ctx, snsClient, aws.ToString(s.SubscriptionArn))
+		if err == nil {
+			sub = &found
+		}
+		return err
+	})
+	if err != nil {
+		return SetupResult{}, fmt.Errorf("fanout setup: %w", err)
+	}
+	fdlqName := opts.FanoutDLQName
+	switch {
+	case fdlqName != "":
+	case sub != nil && sub.DLQARN != "":
+		fdlqName = dlq.QueueName(sub.DLQARN)
+	default:
+		fdlqName = strings.TrimSuffix(dlq.QueueName(q.QueueURL), ".fifo") + "-fanout-dlq"
+	}
+	if fifo && !strings.HasSuffix(fdlqName, ".fifo") {
+		fdlqName += ".fifo"
+	}
+	spec := dlq.QueueSpec{Resource: "subscription dead-letter queue", Name: fdlqName, FIFO: fifo, AllowLowering: opts.Queue.AllowLowering,
+		Initial: map[string]string{"MessageRetentionPeriod": strconv.Itoa(int(dlq.MaxRetention / time.Second))}}
+	if opts.FanoutDLQRetention != 0 {
+		spec.Set = map[string]string{"MessageRetentionPeriod": strconv.Itoa(int(opts.FanoutDLQRetention / time.Second))}
+	}
+	fdlqURL, fdlqAttrs, changes, err := dlq.EnsureQueue(ctx, sqsClient, spec)
+	if err != nil {
+		return SetupResult{}, err
+	}
+	res.Changes = append(res.Changes, changes...)
+	res.FanoutDLQURL, res.FanoutDLQARN = fdlqURL, fdlqAttrs["QueueArn"]
+
+	// The queue policies: SNS may send to the queue and to the fan-out DLQ.
+	for _, p := range []struct {
+		resource, url, arn string
+	}{
+		{"queue", q.QueueURL, q.QueueARN},
+		{"subscription dead-letter queue", fdlqURL, res.FanoutDLQARN},
+	} {
+		if err := grant(ctx, sqsClient, p.resource, p.url, p.arn, topicARN, &res.Changes); err != nil {
+			return SetupResult{}, err
+		}
+	}
+
+	// The subscription.
+	want := map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q}`, res.FanoutDLQARN)}
+	if opts.RawMessageDelivery != nil {
+		want["RawMessageDelivery"] = strconv.FormatBool(*opts.RawMessageDelivery)
+	}
+	if opts.FilterPolicy != "" {
+		want["FilterPolicy"] = opts.FilterPolicy
+	}
+	if opts.FilterPolicyScope != "" {
+		want["FilterPolicyScope"] = opts.FilterPolicyScope
+	}
+	subARN, err := ensureSubscription(ctx, snsClient, topicARN, q.QueueARN, sub, want, &res.Changes)
+	if err != nil {
+		return SetupResult{}, err
+	}
+	if res.Subscription, err = readSubscription(ctx, snsClient, subARN); err != nil {
+		return SetupResult{}, fmt.Errorf("fanout setup: %w", err)
+	}
+	return res, nil
+}
+
+// ensureTopic creates the topic if GetTopicAttributes does not find it.
+func ensureTopic(ctx context.Context, client SetupAPI, arn, name string, fifo bool, changes *[]dlq.Change) (string, error) {
+	_, err := client.GetTopicAttributes(ctx, &sns.GetTopicAttributesInput{TopicArn: aws.String(arn)})
+	if err == nil {
+		return arn, nil
+	}
+	if !isNotFound(err) {
+		return "", fmt.Errorf("fanout setup: reading topic %s: %w", name, err)
+	}
+	in := &sns.CreateTopicInput{Name: aws.String(name)}
+	if fifo {
+		in.Attributes = map[string]string{"FifoTopic": "true"}
+	}
+	out, err := client.CreateTopic(ctx, in)
+	if err != nil {
+		return "", fmt.Errorf("fanout setup: creating topic %s: %w", name, err)
+	}
+	*changes = append(*changes, dlq.Change{Resource: "topic", Name: name})
+	return aws.ToString(out.TopicArn), nil
+}
+
+// grant adds to a queue's policy the statement that lets the topic send.
+func grant(ctx context.Context, client dlq.SetupAPI, resource, url, queueARN, topicARN string, changes *[]dlq.Change) error {
+	a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNamePolicy}})
+	if err != nil {
+		return fmt.Errorf("fanout setup: reading the policy of %s %s: %w", resource, dlq.QueueName(url), err)
+	}
+	policy, changed, err := queuepolicy.GrantTopic(a.Attributes["Policy"], queueARN, topicARN)
+	if err != nil {
+		return fmt.Errorf("fanout setup: %s %s: %w; fix or remove the policy, then run setup again", resource, dlq.QueueName(url), err)
+	}
+	if !changed {
+		return nil
+	}
+	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{"Policy": policy}}); err != nil {
+		return fmt.Errorf("fanout setup: setting the policy of %s %s: %w", resource, dlq.QueueName(url), err)
+	}
+	*changes = append(*changes, dlq.Change{Resource: resource, Name: dlq.QueueName(url), Attribute: "Policy",
+		To: fmt.Sprintf("statement %s lets topic %s send", queuepolicy.StatementID(topicARN), topicName(topicARN))})
+	return nil
+}
+
+// ensureSubscription subscribes the queue with want, or sets on the
+// existing subscription the attributes of want that differ.
+func ensureSubscription(ctx context.Context, client SetupAPI, topicARN, queueARN string, sub *Subscription, want map[string]string, changes *[]dlq.Change) (string, error) {
+	if sub == nil {
+		out, err := client.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"),
+			Endpoint: aws.String(queueARN), Attributes: want, ReturnSubscriptionArn: true})
+		if err != nil {
+			return "", fmt.Errorf("fanout setup: subscribing queue %s to topic %s: %w", dlq.QueueName(queueARN), topicName(topicARN), err)
+		}
+		arn := aws.ToString(out.SubscriptionArn)
+		*changes = append(*changes, dlq.Change{Resource: "subscription", Name: arn})
+		return arn, nil
+	}
+	have := map[string]string{
+		"RedrivePolicy": "", "RawMessageDelivery": strconv.FormatBool(sub.Raw), "FilterPolicy": sub.FilterPolicy, "FilterPolicyScope": sub.FilterPolicyScope,
+	}
+	if sub.DLQARN != "" {
+		have["RedrivePolicy"] = fmt.Sprintf(`{"deadLetterTargetArn":%q}`, sub.DLQARN)
+	}
+	for _, k := range []string{"RedrivePolicy", "RawMessageDelivery", "FilterPolicyScope", "FilterPolicy"} {
+		v, ok := want[k]
+		if !ok || sameJSON(have[k], v) {
+			continue
+		}
+		if _, err := client.SetSubscriptionAttributes(ctx, &sns.SetSubscriptionAttributesInput{SubscriptionArn: aws.String(sub.ARN),
+			AttributeName: aws.String(k), AttributeValue: aws.String(v)}); err != nil {
+			return "", fmt.Errorf("fanout setup: setting %s of subscription %s: %w", k, sub.ARN, err)
+		}
+		*changes = append(*changes, dlq.Change{Resource: "subscription", Name: sub.ARN, Attribute: k, From: have[k], To: v})
+	}
+	return sub.ARN, nil
+}
+
+// sameJSON compares two attribute values, as JSON when both are.
+func sameJSON(a, b string) bool {
+	if a == b {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}

@@ -1,0 +1,126 @@
+package fanout_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/sqstest/snstest"
+)
+
+func changeList(cs []dlq.Change) string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.String())
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestSetupCreatesTheChainOnceThenChangesNothing(t *testing.T) {
+	queues := sqstest.New()
+	topics := snstest.New(queues)
+	res := setupChain(t, topics, queues, "fulfilment")
+	want := `created dead-letter queue fulfilment-dlq
+created queue fulfilment
+created topic rental-orders
+created subscription dead-letter queue fulfilment-fanout-dlq
+queue fulfilment: Policy (not set) → statement sqsworker-sns-rental-orders lets topic rental-orders send
+subscription dead-letter queue fulfilment-fanout-dlq: Policy (not set) → statement sqsworker-sns-rental-orders lets topic rental-orders send
+created subscription ` + res.Subscription.ARN
+	if got := changeList(res.Changes); got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
+	if res.Subscription.DLQARN != res.FanoutDLQARN || res.Subscription.Raw || res.Subscription.QueueARN != res.Queue.QueueARN || res.TopicARN != topics.TopicARN("rental-orders") {
+		t.Errorf("result %+v", res)
+	}
+	again := setupChain(t, topics, queues, "fulfilment")
+	if len(again.Changes) != 0 || again.Subscription.ARN != res.Subscription.ARN || again.FanoutDLQURL != res.FanoutDLQURL {
+		t.Errorf("second setup changed: %s", changeList(again.Changes))
+	}
+	// The chain delivers, and a delivery SNS cannot make is dead-lettered.
+	publish(t, topics, res.TopicARN, "order 1", nil)
+	if n := len(queues.Messages(res.Queue.QueueURL)); n != 1 {
+		t.Errorf("the queue got %d messages", n)
+	}
+	if _, err := queues.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(res.Queue.QueueURL), Attributes: map[string]string{"Policy": ""}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, topics, res.TopicARN, "order 2", nil)
+	if d := queues.Messages(res.FanoutDLQURL); len(d) != 1 || !strings.Contains(d[0].Body, `"Message":"order 2"`) {
+		t.Errorf("fan-out DLQ holds %+v", d)
+	}
+	// Setup puts the grant back.
+	if fixed := setupChain(t, topics, queues, "fulfilment"); changeList(fixed.Changes) != "queue fulfilment: Policy (not set) → statement sqsworker-sns-rental-orders lets topic rental-orders send" {
+		t.Errorf("repair: %s", changeList(fixed.Changes))
+	}
+}
+
+func TestSetupChangesOnlyWhatIsAsked(t *testing.T) {
+	queues, topics, res := chain(t, "billing")
+	filter := `{"order-status":["confirmed","canceled"]}`
+	again := setupChain(t, topics, queues, "billing", raw, func(o *fanout.SetupOptions) { o.FilterPolicy = filter })
+	want := "subscription " + res.Subscription.ARN + ": RawMessageDelivery false → true\nsubscription " + res.Subscription.ARN + ": FilterPolicy (not set) → " + filter
+	if got := changeList(again.Changes); got != want {
+		t.Errorf("changes:\n%s\nwant:\n%s", got, want)
+	}
+	if !again.Subscription.Raw || again.Subscription.FilterPolicy != filter {
+		t.Errorf("subscription %+v", again.Subscription)
+	}
+	// Without the options, they stay.
+	if kept := setupChain(t, topics, queues, "billing"); len(kept.Changes) != 0 || !kept.Subscription.Raw {
+		t.Errorf("a setup without options changed %s", changeList(kept.Changes))
+	}
+}
+
+func TestSetupFIFOTopicMakesFIFOQueuesThroughout(t *testing.T) {
+	queues := sqstest.New()
+	topics := snstest.New(queues)
+	res := setupChain(t, topics, queues, "ledger", func(o *fanout.SetupOptions) { o.Topic = "rental-orders.fifo" })
+	if !res.FIFO || !strings.HasSuffix(res.Queue.QueueURL, "/ledger.fifo") || !strings.HasSuffix(res.Queue.DLQURL, "/ledger-dlq.fifo") ||
+		!strings.HasSuffix(res.FanoutDLQURL, "/ledger-fanout-dlq.fifo") || !strings.HasSuffix(res.TopicARN, ":rental-orders.fifo") || res.Queue.MaxReceiveCount != dlq.DefaultFIFOMaxReceiveCount {
+		t.Errorf("FIFO chain %+v", res)
+	}
+	if _, err := fanout.Setup(context.Background(), topics, queues, fanout.SetupOptions{Topic: "plain", Queue: dlq.SetupOptions{Name: "x.fifo"}}); err == nil {
+		t.Error("a FIFO queue on a standard topic was accepted")
+	}
+}
+
+func TestSetupKeepsTheSubscriptionsDLQAndRefusesToLower(t *testing.T) {
+	queues, topics, res := chain(t, "fulfilment", func(o *fanout.SetupOptions) { o.FanoutDLQName = "custom-dlq" })
+	if dlq.QueueName(res.FanoutDLQURL) != "custom-dlq" {
+		t.Fatalf("fan-out DLQ %s", res.FanoutDLQURL)
+	}
+	if again := setupChain(t, topics, queues, "fulfilment"); again.FanoutDLQURL != res.FanoutDLQURL || len(again.Changes) != 0 {
+		t.Errorf("the subscription's DLQ was not kept: %s, %s", again.FanoutDLQURL, changeList(again.Changes))
+	}
+	_, err := fanout.Setup(context.Background(), topics, queues, fanout.SetupOptions{Topic: "rental-orders", Queue: dlq.SetupOptions{Name: "fulfilment"}, FanoutDLQRetention: 24 * 60 * 60 * 1e9})
+	if !errors.Is(err, dlq.ErrWouldLower) {
+		t.Errorf("lowering the fan-out DLQ's retention: %v", err)
+	}
+}
+
+func TestSetupValidatesOptions(t *testing.T) {
+	queues := sqstest.New()
+	topics := snstest.New(queues)
+	for _, o := range []fanout.SetupOptions{
+		{Queue: dlq.SetupOptions{Name: "q"}},
+		{Topic: "t"},
+		{Topic: "t", Queue: dlq.SetupOptions{Name: "q"}, FilterPolicy: "[1]"},
+		{Topic: "t", Queue: dlq.SetupOptions{Name: "q"}, FilterPolicyScope: "Body"},
+		{Topic: "arn:aws:sqs:us-east-1:0:q", Queue: dlq.SetupOptions{Name: "q"}},
+	} {
+		if _, err := fanout.Setup(context.Background(), topics, queues, o); err == nil {
+			t.Errorf("Setup(%+v) accepted", o)
+		}
+	}
+	if n := queues.TotalRequests(); n != 0 {
+		t.Errorf("invalid options made %d SQS calls", n)
+	}
+}

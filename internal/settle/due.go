@@ -1,0 +1,46 @@
+package settle
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sqsworker/sqsworker/internal/schedule"
+	"github.com/sqsworker/sqsworker/retry"
+)
+
+// Queue is what the schedule needs to know of a queue.
+type Queue struct {
+	FIFO            bool
+	MaxReceiveCount int           // 0: no redrive policy
+	Retention       time.Duration // 0: SQS's default
+}
+
+// Due says what to do with a received message that may carry a due time
+// (a job sent with a delay beyond SQS's 15 minutes, internal/schedule):
+// ok is false for a message without one (or on a FIFO queue, which takes no
+// delays); err is a permanent failure for a message whose due time cannot
+// be read, so it goes to the dead-letter queue with that reason.
+//
+// queue is asked for the queue's settings only when the message carries a
+// due time.
+func Due(m *Message, now time.Time, queue func() Queue) (d schedule.Decision, ok bool, err error) {
+	if _, has := m.MessageAttributes[schedule.Attribute]; !has {
+		return schedule.Decision{}, false, nil
+	}
+	q := queue()
+	if q.FIFO {
+		return schedule.Decision{}, false, nil
+	}
+	due, ok, err := schedule.Parse(m.MessageAttributes)
+	if err != nil {
+		return schedule.Decision{}, false, retry.Permanent(fmt.Errorf("message %s: %w", m.ID, err))
+	}
+	if !ok {
+		return schedule.Decision{}, false, nil
+	}
+	d = schedule.Decide(schedule.Input{
+		Due: due, Now: now, ReceivedAt: m.ReceivedAt, SentAt: m.SentAt, FirstReceivedAt: m.FirstReceivedAt,
+		ReceiveCount: m.ReceiveCount, MaxReceiveCount: q.MaxReceiveCount, Retention: q.Retention,
+	})
+	return d, true, nil
+}

@@ -1,0 +1,39 @@
+package sqslimit
+
+import (
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+func TestMessageSizeCountsNamesTypesAndValues(t *testing.T) {
+	attrs := map[string]types.MessageAttributeValue{
+		"a":   {DataType: aws.String("String"), StringValue: aws.String("xyz")},  // 1 + 6 + 3
+		"bin": {DataType: aws.String("Binary"), BinaryValue: []byte{1, 2, 3, 4}}, // 3 + 6 + 4
+	}
+	if got, want := MessageSize("hello", attrs), 5+10+13; got != want {
+		t.Errorf("MessageSize = %d, want %d", got, want)
+	}
+}
+
+func TestFit(t *testing.T) {
+	sizes := func(s ...int) func(int) int { return func(i int) int { return s[i] } }
+	for _, tc := range []struct {
+		name  string
+		sizes []int
+		max   int
+		want  int
+	}{
+		{"empty", nil, 100, 0},
+		{"ten at most", []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 100, 10},
+		{"bytes", []int{40, 40, 40}, 100, 2},
+		{"exactly the limit", []int{50, 50, 1}, 100, 2},
+		{"oversized alone", []int{150, 1}, 100, 1},
+		{"oversized after others", []int{10, 150}, 100, 1},
+	} {
+		if got := Fit(len(tc.sizes), tc.max, sizes(tc.sizes...)); got != tc.want {
+			t.Errorf("%s: Fit = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+// Package producer is the sending side of sqsworker: it puts jobs on an SQS
+// queue in batches, with per-message results, so that none is silently
+// dropped.
+//
+//	p, err := producer.New(sqs.NewFromConfig(cfg), queueURL)
+//	res, err := p.SendBatch(ctx, msgs) // any number: 10 per call, retried, one Result each
+//
+// # Sending
+//
+// SendBatch sends a slice of any length at once: SendMessageBatch calls of up
+// to 10 entries and 1 MiB in all (SQS's limits per call), up to
+// Options.Concurrency calls in parallel. Send and Enqueue go through a
+// background batcher instead, which gathers the messages of every caller
+// into full batches: a batch leaves when it holds 10 messages (or 1 MiB), or
+// when its first message has waited Options.Linger (20 ms). Enqueue returns
+// at once with a Pending; Send waits for the result. Close flushes the
+// batcher. 10,000 messages enqueued in a burst take 1,000 calls: 0.1 requests
+// per message.
+//
+// # Failures
+//
+// Each message gets a Result: its MessageID, or the error that kept it out
+// of the queue. An entry SQS fails on its side (SenderFault false, or
+// throttling), and a call that fails as a whole with a retryable error
+// (throttling, a server error, the network, the call's timeout), is sent
+// again after an exponential backoff, up to Options.MaxAttempts calls per
+// message; only the failed entries are re-sent. An entry SQS refuses
+// (SenderFault true: an invalid attribute, say) fails at once; its error is
+// SQS's own (errors.As finds a smithy.APIError with SQS's code). Messages that cannot be sent as they are (an empty body, a
+// FIFO message without a group, more than 10 attributes, too large) fail
+// with ErrInvalid before any call. SendBatch returns a *BatchError when any
+// message failed; Close returns one for the messages given to Send and
+// Enqueue.
+//
+// A call whose response is lost may have enqueued its messages: the retry
+// then enqueues them again. Consumers must be idempotent anyway (SQS
+// delivers at least once); on a FIFO queue, give each message a
+// DeduplicationID and SQS drops the second copy for five minutes.
+//
+// # FIFO queues
+//
+// A queue URL ending in ".fifo" is a FIFO queue: every message needs a
+// GroupID, takes no Delay, and batches go out one at a time, in order. When
+// an entry of a batch fails and is retried, the entries after it in that
+// batch are already in the queue: order within a group holds as long as no
+// entry needs a retry.
+//
+// # Delays
+//
+// Message.Delay up to 15 minutes is SQS's own DelaySeconds. Longer delays
+// (a year and more) record the due time in the "sqsworker.due" message
+// attribute (an RFC 3339 UTC time; it takes one of the 10 attribute slots)
+// and send the message with the native delay that brings it to the
+// consumer 15 minutes before it is due, at the latest. The consumer — a
+// worker or sqslambda handler of this module — keeps such a message waiting
+// without running the handler or counting an attempt, hiding it (up to 12 h
+// at a time) or re-sending it as a fresh copy so that SQS never
+// dead-letters it for its receive count nor deletes it for its age, and
+// runs it on time as attempt 1. Waiting costs about 4.4 to 6 requests per
+// job and day (288 on a queue whose maxReceiveCount is 2 or less); the
+// internal package schedule documents the rules and the formula. Other
+// consumers would see the message after at most 15 minutes: send long
+// delays only to queues that sqsworker consumes. Standard queues only.
+//
+// # Typed jobs
+//
+// JSON[T](p) returns a sender of T values encoded as JSON bodies; on the
+// consuming side worker.JSON[T] decodes them strictly:
+//
+//	orders := producer.JSON[Order](p)
+//	res, err := orders.Send(ctx, Order{ID: "A-1"}, producer.WithDelay(48*time.Hour))
+//
+// # Hooks, tracing and large bodies
+//
+// Options.BeforeSend hooks see every message, with the caller's context,
+// before it is checked: observability code attaches trace context there,
+// either as the AWSTraceHeader system attribute (Message.TraceHeader, which
+// does not count toward SQS's 10 message attributes) or as a message
+// attribute through Message.SetAttribute, which adds it only when a slot is
+// free (counting the slots the producer still needs) and otherwise sends the
+// message without it: trace context is dropped before a message is.
+//
+// Options.Offloader stores bodies over its threshold elsewhere and sends a
+// pointer instead; package s3payload does it in S3, in the format of AWS's
+// extended clients for Java and Python.
+//
+// # IAM
+//
+// sqs:SendMessage on the queue (it authorises SendMessageBatch), and
+// kms:GenerateDataKey on its key when the queue is encrypted with a
+// customer managed KMS key.
+package producer

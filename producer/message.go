@@ -1,0 +1,95 @@
+package producer
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
+)
+
+// Message is one message to send.
+type Message struct {
+	// Body is the message body; it must not be empty.
+	Body string
+	// Attributes are the message attributes (at most 10 in all, counting
+	// the ones the producer adds: the due time of a delay over 15 minutes,
+	// and the size attribute of an offloaded body).
+	Attributes map[string]types.MessageAttributeValue
+	// Delay postpones the first delivery. Up to 15 minutes SQS delays the
+	// message itself (rounded up to whole seconds). Longer delays, up to a
+	// year and more, are recorded as the message's due time in the
+	// "sqsworker.due" attribute and need a consumer built on sqsworker,
+	// which keeps the message hidden until then without running the
+	// handler; see the package documentation. Standard queues only: a FIFO
+	// queue takes no per-message delay. Zero value: no delay (the queue's
+	// own DelaySeconds applies).
+	Delay time.Duration
+	// GroupID is the FIFO message group ID (required on a FIFO queue; on a
+	// standard queue it enables fair queues).
+	GroupID string
+	// DeduplicationID is the FIFO deduplication ID. Zero value: none, which
+	// needs ContentBasedDeduplication on the queue. Set it so that a send
+	// retried after a lost response is not enqueued twice.
+	DeduplicationID string
+	// TraceHeader is sent as the AWSTraceHeader system attribute (an X-Ray
+	// trace header), which does not count toward the 10 message attributes.
+	TraceHeader string
+
+	// reserved counts attribute slots the producer will still fill after
+	// the BeforeSend hooks (the offloader's size attribute).
+	reserved int
+}
+
+// Size is the message's size as SQS counts it against its limits: the body
+// plus every attribute's name, data type and value, in bytes.
+func (m *Message) Size() int { return sqslimit.MessageSize(m.Body, m.Attributes) }
+
+// SetAttribute adds (or replaces) a message attribute if SQS's limit of 10
+// attributes leaves room for it, counting the attributes the producer still
+// has to add, and reports whether it did. BeforeSend hooks use it to attach
+// context (a W3C traceparent, say): when the message is full, the
+// attribute is left out and the message is sent without it, rather than
+// failing the send.
+func (m *Message) SetAttribute(name string, v types.MessageAttributeValue) bool {
+	if _, ok := m.Attributes[name]; !ok && len(m.Attributes)+m.reserved >= sqslimit.MaxMessageAttributes {
+		return false
+	}
+	if m.Attributes == nil {
+		m.Attributes = map[string]types.MessageAttributeValue{}
+	}
+	m.Attributes[name] = v
+	return true
+}
+
+// WithDelay returns an option that sets Message.Delay, for the typed
+// senders.
+func WithDelay(d time.Duration) func(*Message) {
+	return func(m *Message) { m.Delay = d }
+}
+
+// WithGroup returns an option that sets a FIFO message's group and
+// deduplication IDs, for the typed senders.
+func WithGroup(groupID, deduplicationID string) func(*Message) {
+	return func(m *Message) { m.GroupID, m.DeduplicationID = groupID, deduplicationID }
+}
+
+// Result is the outcome of sending one message.
+type Result struct {
+	// MessageID is the ID SQS gave the message; empty when it was not sent.
+	MessageID string
+	// SequenceNumber is the FIFO sequence number; empty on standard queues.
+	SequenceNumber string
+	// Due is when the message becomes deliverable (or, for a delay over 15
+	// minutes, when the consumer runs it): the send time plus Delay.
+	Due time.Time
+	// Offloaded reports that the body was stored elsewhere by
+	// Options.Offloader and the message carries a pointer to it.
+	Offloaded bool
+	// Attempts is how many SendMessageBatch calls carried the message.
+	Attempts int
+	// Err is nil when SQS accepted the message, else why it was not sent
+	// (after the retries that could help). A message with an Err was not
+	// enqueued, unless a call's response was lost (then SQS may hold it).
+	Err error
+}

@@ -1,0 +1,23 @@
+package snstest_test
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"github.com/sqsworker/sqsworker/internal/conformance"
+	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/sqstest/snstest"
+)
+
+// TestConformanceFake holds the SNS fake, delivering into sqstest's fake,
+// to real SNS's behaviour: the whole SNS suite with no declared quirks.
+func TestConformanceFake(t *testing.T) {
+	conformance.RunSNS(t, conformance.SNSBackend{
+		Name: "snstest",
+		NewClients: func(*testing.T) (conformance.SNSAPI, conformance.API) {
+			queues := sqstest.New()
+			return snstest.New(queues), queues
+		},
+		Wrap: func(t *testing.T, f func(*testing.T)) { synctest.Test(t, f) },
+	})
+}

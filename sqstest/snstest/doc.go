@@ -1,0 +1,25 @@
+// Package snstest is an in-memory Amazon SNS for tests, delivering to the
+// queues of an sqstest.Fake (or any SQS client): topics (standard and
+// FIFO), SQS subscriptions with raw or enveloped delivery, filter policies
+// on message attributes and on the message body, and subscription
+// dead-letter queues.
+//
+// Publish delivers at once, before it returns, to every subscription whose
+// filter policy accepts the message. A delivery fails as it does on AWS
+// when the subscribed queue does not exist, its queue policy does not let
+// the topic's SNS principal send (the policy language is read the way
+// fanout.Setup writes and fanout.Lint checks it), or it is encrypted with
+// the AWS managed key; the message then goes, unchanged, to the
+// subscription's RedrivePolicy dead-letter queue (which needs the same
+// permission), or is discarded and counted in Stats.Lost.
+//
+// The SNS conformance suite in internal/conformance runs against this fake
+// and against the emulator (fauxqs), so the fake keeps to the behaviour of
+// real SNS that sqsworker relies on; the emulator's differences are
+// declared there as quirks.
+//
+// Not modelled: delivery retries and delivery policies (SNS retries server
+// errors for days; the fake's deliveries either succeed or fail at once),
+// other protocols than sqs, subscription confirmation across accounts,
+// topic policies, data protection, and message archiving.
+package snstest

@@ -1,0 +1,719 @@
+package snstest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sns/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/sqsworker/sqsworker/internal/queuepolicy"
+)
+
+// API is every SNS call the Fake implements, with the SDK's signatures.
+// Both *sns.Client and *Fake satisfy it.
+type API interface {
+	CreateTopic(ctx context.Context, params *sns.CreateTopicInput, optFns ...func(*sns.Options)) (*sns.CreateTopicOutput, error)
+	DeleteTopic(ctx context.Context, params *sns.DeleteTopicInput, optFns ...func(*sns.Options)) (*sns.DeleteTopicOutput, error)
+	GetTopicAttributes(ctx context.Context, params *sns.GetTopicAttributesInput, optFns ...func(*sns.Options)) (*sns.GetTopicAttributesOutput, error)
+	ListTopics(ctx context.Context, params *sns.ListTopicsInput, optFns ...func(*sns.Options)) (*sns.ListTopicsOutput, error)
+	Subscribe(ctx context.Context, params *sns.SubscribeInput, optFns ...func(*sns.Options)) (*sns.SubscribeOutput, error)
+	Unsubscribe(ctx context.Context, params *sns.UnsubscribeInput, optFns ...func(*sns.Options)) (*sns.UnsubscribeOutput, error)
+	ListSubscriptions(ctx context.Context, params *sns.ListSubscriptionsInput, optFns ...func(*sns.Options)) (*sns.ListSubscriptionsOutput, error)
+	ListSubscriptionsByTopic(ctx context.Context, params *sns.ListSubscriptionsByTopicInput, optFns ...func(*sns.Options)) (*sns.ListSubscriptionsByTopicOutput, error)
+	GetSubscriptionAttributes(ctx context.Context, params *sns.GetSubscriptionAttributesInput, optFns ...func(*sns.Options)) (*sns.GetSubscriptionAttributesOutput, error)
+	SetSubscriptionAttributes(ctx context.Context, params *sns.SetSubscriptionAttributesInput, optFns ...func(*sns.Options)) (*sns.SetSubscriptionAttributesOutput, error)
+	Publish(ctx context.Context, params *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+}
+
+var (
+	_ API = (*sns.Client)(nil)
+	_ API = (*Fake)(nil)
+)
+
+// Queues is what the Fake delivers through: the SQS calls SNS's delivery
+// makes. *sqstest.Fake (and *sqs.Client) satisfy it.
+type Queues interface {
+	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Options configures a Fake. Every field's zero value is usable.
+type Options struct {
+	// Region is the region of topic and subscription ARNs. Zero value:
+	// "us-east-1" (sqstest's default too).
+	Region string
+	// AccountID is the account of topic ARNs. Zero value: "000000000000".
+	AccountID string
+}
+
+// Fake is an in-memory Amazon SNS that delivers to SQS queues (an
+// sqstest.Fake, typically). It is safe for concurrent use. Create it with
+// New.
+type Fake struct {
+	queues Queues
+	opts   Options
+
+	mu     sync.Mutex
+	topics map[string]*topic        // by ARN
+	subs   map[string]*subscription // by ARN
+	seq    uint64
+	stats  Stats
+}
+
+type topic struct {
+	arn, name string
+	fifo      bool
+	attrs     map[string]string
+	subs      []string // subscription ARNs in subscription order
+}
+
+type subscription struct {
+	arn, topicARN, endpoint string
+	attrs                   map[string]string
+}
+
+// Stats counts deliveries.
+type Stats struct {
+	// Published is the number of messages published.
+	Published int
+	// Delivered is the number of deliveries to subscribed queues.
+	Delivered int
+	// Filtered is the number of deliveries a filter policy skipped.
+	Filtered int
+	// DeadLettered is the number of failed deliveries sent to a
+	// subscription's dead-letter queue.
+	DeadLettered int
+	// Lost is the number of failed deliveries that had no dead-letter queue
+	// to go to, or could not be sent there: SNS discards them.
+	Lost int
+}
+
+// New returns an SNS Fake with no topics that delivers through queues.
+func New(queues Queues, optFns ...func(*Options)) *Fake {
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.AccountID == "" {
+		o.AccountID = "000000000000"
+	}
+	return &Fake{queues: queues, opts: o, topics: map[string]*topic{}, subs: map[string]*subscription{}}
+}
+
+// Stats returns the delivery counts so far.
+func (f *Fake) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats
+}
+
+// TopicARN returns the ARN a topic called name has in the Fake.
+func (f *Fake) TopicARN(name string) string {
+	return fmt.Sprintf("arn:aws:sns:%s:%s:%s", f.opts.Region, f.opts.AccountID, name)
+}
+
+// opError wraps err as the SDK does.
+func opError(op string, err error) error {
+	status := http.StatusBadRequest
+	if _, ok := err.(*types.NotFoundException); ok {
+		status = http.StatusNotFound
+	}
+	return &smithy.OperationError{ServiceID: "SNS", OperationName: op, Err: &awshttp.ResponseError{
+		ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status, Header: http.Header{}}}, Err: err},
+		RequestID:     "snstest",
+	}}
+}
+
+func invalid(op, format string, args ...any) error {
+	return opError(op, &types.InvalidParameterException{Message: aws.String("Invalid parameter: " + fmt.Sprintf(format, args...))})
+}
+
+func notFound(op, what string) error {
+	return opError(op, &types.NotFoundException{Message: aws.String(what + " does not exist")})
+}
+
+func canceled(op string, ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return &smithy.OperationError{ServiceID: "SNS", OperationName: op, Err: &smithy.CanceledError{Err: err}}
+	}
+	return nil
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+var topicNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+
+// CreateTopic creates a topic, or returns the existing one of that name
+// when the given attributes agree with it.
+func (f *Fake) CreateTopic(ctx context.Context, params *sns.CreateTopicInput, optFns ...func(*sns.Options)) (*sns.CreateTopicOutput, error) {
+	const op = "CreateTopic"
+	if err := canceled(op, ctx); err != nil {
+		return nil, err
+	}
+	name := aws.ToString(params.Name)
+	fifo := params.Attributes["FifoTopic"] == "true"
+	base, hasSuffix := strings.CutSuffix(name, ".fifo")
+	switch {
+	case !topicNameRE.MatchString(base):
+		return nil, invalid(op, "Topic Name")
+	case fifo != hasSuffix:
+		return nil, invalid(op, "Topic Name: a FIFO topic's name ends in .fifo and it has the attribute FifoTopic=true; a standard topic has neither")
+	}
+	arn := f.TopicARN(name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.topics[arn]; ok {
+		for k, v := range params.Attributes {
+			if t.attrs[k] != v {
+				return nil, invalid(op, "Attributes Reason: Topic already exists with different attributes")
+			}
+		}
+		return &sns.CreateTopicOutput{TopicArn: aws.String(arn)}, nil
+	}
+	attrs := map[string]string{}
+	for k, v := range params.Attributes {
+		attrs[k] = v
+	}
+	f.topics[arn] = &topic{arn: arn, name: name, fifo: fifo, attrs: attrs}
+	return &sns.CreateTopicOutput{TopicArn: aws.String(arn)}, nil
+}
+
+// DeleteTopic deletes a topic and its subscriptions; deleting a topic that
+// does not exist is no error.
+func (f *Fake) DeleteTopic(ctx context.Context, params *sns.DeleteTopicInput, optFns ...func(*sns.Options)) (*sns.DeleteTopicOutput, error) {
+	if err := canceled("DeleteTopic", ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t, ok := f.topics[aws.ToString(params.TopicArn)]; ok {
+		for _, s := range t.subs {
+			delete(f.subs, s)
+		}
+		delete(f.topics, t.arn)
+	}
+	return &sns.DeleteTopicOutput{}, nil
+}
+
+// GetTopicAttributes returns a topic's attributes.
+func (f *Fake) GetTopicAttributes(ctx context.Context, params *sns.GetTopicAttributesInput, optFns ...func(*sns.Options)) (*sns.GetTopicAttributesOutput, error) {
+	const op = "GetTopicAttributes"
+	if err := canceled(op, ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.topics[aws.ToString(params.TopicArn)]
+	if !ok {
+		return nil, notFound(op, "Topic")
+	}
+	attrs := map[string]string{
+		"TopicArn": t.arn, "Owner": f.opts.AccountID, "DisplayName": "", "SubscriptionsConfirmed": strconv.Itoa(len(t.subs)),
+		"SubscriptionsPending": "0", "SubscriptionsDeleted": "0",
+	}
+	for k, v := range t.attrs {
+		attrs[k] = v
+	}
+	if t.fifo {
+		attrs["FifoTopic"] = "true"
+		if attrs["ContentBasedDeduplication"] == "" {
+			attrs["ContentBasedDeduplication"] = "false"
+		}
+	}
+	return &sns.GetTopicAttributesOutput{Attributes: attrs}, nil
+}
+
+// ListTopics lists the topics in ARN order, 100 a page.
+func (f *Fake) ListTopics(ctx context.Context, params *sns.ListTopicsInput, optFns ...func(*sns.Options)) (*sns.ListTopicsOutput, error) {
+	if err := canceled("ListTopics", ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	arns := make([]string, 0, len(f.topics))
+	for arn := range f.topics {
+		arns = append(arns, arn)
+	}
+	f.mu.Unlock()
+	sort.Strings(arns)
+	page, next := paginate(arns, params.NextToken)
+	out := &sns.ListTopicsOutput{NextToken: next}
+	for _, a := range page {
+		out.Topics = append(out.Topics, types.Topic{TopicArn: aws.String(a)})
+	}
+	return out, nil
+}
+
+// paginate returns the page of items after token (an index), 100 a page.
+func paginate[T any](items []T, token *string) ([]T, *string) {
+	start, _ := strconv.Atoi(aws.ToString(token))
+	start = min(max(start, 0), len(items))
+	end := min(start+100, len(items))
+	var next *string
+	if end < len(items) {
+		next = aws.String(strconv.Itoa(end))
+	}
+	return items[start:end], next
+}
+
+// subscriptionAttributes are the attributes Subscribe and
+// SetSubscriptionAttributes accept for an SQS subscription.
+var subscriptionAttributes = map[string]bool{
+	"RawMessageDelivery": true, "FilterPolicy": true, "FilterPolicyScope": true, "RedrivePolicy": true, "DeliveryPolicy": true,
+}
+
+// checkAttribute validates one subscription attribute.
+func checkAttribute(name, value string) error {
+	if !subscriptionAttributes[name] {
+		return fmt.Errorf("AttributeName Reason: unknown or unsupported attribute %s for an sqs subscription", name)
+	}
+	switch name {
+	case "RawMessageDelivery":
+		if value != "true" && value != "false" {
+			return fmt.Errorf("RawMessageDelivery: must be true or false")
+		}
+	case "FilterPolicy":
+		if value != "" {
+			if _, err := parseFilterPolicy(value); err != nil {
+				return err
+			}
+		}
+	case "FilterPolicyScope":
+		if value != "MessageAttributes" && value != "MessageBody" {
+			return fmt.Errorf("FilterPolicyScope: must be MessageAttributes or MessageBody")
+		}
+	case "RedrivePolicy":
+		if value == "" {
+			return nil
+		}
+		var p struct {
+			Target string `json:"deadLetterTargetArn"`
+		}
+		if err := json.Unmarshal([]byte(value), &p); err != nil || !strings.HasPrefix(p.Target, "arn:") || strings.Split(p.Target, ":")[2] != "sqs" {
+			return fmt.Errorf("RedrivePolicy: must be {\"deadLetterTargetArn\":\"<an SQS queue ARN>\"}")
+		}
+	}
+	return nil
+}
+
+// Subscribe subscribes an SQS queue (Protocol "sqs", Endpoint the queue's
+// ARN) to a topic. Subscribing the same queue again returns the existing
+// subscription if the attributes agree, and fails otherwise, as SNS does.
+func (f *Fake) Subscribe(ctx context.Context, params *sns.SubscribeInput, optFns ...func(*sns.Options)) (*sns.SubscribeOutput, error) {
+	const op = "Subscribe"
+	if err := canceled(op, ctx); err != nil {
+		return nil, err
+	}
+	if p := aws.ToString(params.Protocol); p != "sqs" {
+		return nil, invalid(op, "Protocol Reason: the fake delivers to SQS only, not %q", p)
+	}
+	endpoint := aws.ToString(params.Endpoint)
+	if parts := strings.Split(endpoint, ":"); len(parts) != 6 || parts[2] != "sqs" {
+		return nil, invalid(op, "SQS endpoint ARN")
+	}
+	for k, v := range params.Attributes {
+		if err := checkAttribute(k, v); err != nil {
+			return nil, invalid(op, "%v", err)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.topics[aws.ToString(params.TopicArn)]
+	if !ok {
+		return nil, notFound(op, "Topic")
+	}
+	if !t.fifo && strings.HasSuffix(endpoint, ".fifo") {
+		return nil, invalid(op, "Endpoint Reason: FIFO SQS Queues can not be subscribed to standard SNS topics")
+	}
+	for _, sa := range t.subs {
+		s := f.subs[sa]
+		if s.endpoint != endpoint {
+			continue
+		}
+		for k, v := range params.Attributes {
+			if s.attrs[k] != v {
+				return nil, invalid(op, "Attributes Reason: Subscription already exists with different attributes")
+			}
+		}
+		return &sns.SubscribeOutput{SubscriptionArn: aws.String(s.arn)}, nil
+	}
+	s := &subscription{arn: t.arn + ":" + newID(), topicARN: t.arn, endpoint: endpoint, attrs: map[string]string{}}
+	for k, v := range params.Attributes {
+		s.attrs[k] = v
+	}
+	f.subs[s.arn] = s
+	t.subs = append(t.subs, s.arn)
+	return &sns.SubscribeOutput{SubscriptionArn: aws.String(s.arn)}, nil
+}
+
+// Unsubscribe removes a subscription.
+func (f *Fake) Unsubscribe(ctx context.Context, params *sns.UnsubscribeInput, optFns ...func(*sns.Options)) (*sns.UnsubscribeOutput, error) {
+	const op = "Unsubscribe"
+	if err := canceled(op, ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.subs[aws.ToString(params.SubscriptionArn)]
+	if !ok {
+		return nil, notFound(op, "Subscription")
+	}
+	delete(f.subs, s.arn)
+	if t, ok := f.topics[s.topicARN]; ok {
+		for i, a := range t.subs {
+			if a == s.arn {
+				t.subs = append(t.subs[:i], t.subs[i+1:]...)
+				break
+			}
+		}
+	}
+	return &sns.UnsubscribeOutput{}, nil
+}
+
+func (f *Fake) listed(s *subscription) types.Subscription {
+	return types.Subscription{SubscriptionArn: aws.String(s.arn), TopicArn: aws.String(s.topicARN), Protocol: aws.String("sqs"),
+		Endpoint: aws.String(s.endpoint), Owner: aws.String(f.opts.AccountID)}
+}
+
+// ListSubscriptions lists every subscription, 100 a page.
+func (f *Fake) ListSubscriptions(ctx context.Context, params *sns.ListSubscriptionsInput, optFns ...func(*sns.Options)) (*sns.ListSubscriptionsOutput, error) {
+	if err := canceled("ListSubscriptions", ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	var all []types.Subscription
+	for _, arn := range f.topicOrder() {
+		for _, sa := range f.topics[arn].subs {
+			all = append(all, f.listed(f.subs[sa]))
+		}
+	}
+	f.mu.Unlock()
+	page, next := paginate(all, params.NextToken)
+	return &sns.ListSubscriptionsOutput{Subscriptions: page, NextToken: next}, nil
+}
+
+// topicOrder returns the topic ARNs in order. f.mu must be held.
+func (f *Fake) topicOrder() []string {
+	arns := make([]string, 0, len(f.topics))
+	for a := range f.topics {
+		arns = append(arns, a)
+	}
+	sort.Strings(arns)
+	return arns
+}
+
+// ListSubscriptionsByTopic lists a topic's subscriptions, 100 a page.
+func (f *Fake) ListSubscriptionsByTopic(ctx context.Context, params *sns.ListSubscriptionsByTopicInput, optFns ...func(*sns.Options)) (*sns.ListSubscriptionsByTopicOutput, error) {
+	const op = "ListSubscriptionsByTopic"
+	if err := canceled(op, ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	t, ok := f.topics[aws.ToString(params.TopicArn)]
+	if !ok {
+		f.mu.Unlock()
+		return nil, notFound(op, "Topic")
+	}
+	var all []types.Subscription
+	for _, sa := range t.subs {
+		all = append(all, f.listed(f.subs[sa]))
+	}
+	f.mu.Unlock()
+	page, next := paginate(all, params.NextToken)
+	return &sns.ListSubscriptionsByTopicOutput{Subscriptions: page, NextToken: next}, nil
+}
+
+// GetSubscriptionAttributes returns a subscription's attributes.
+func (f *Fake) GetSubscriptionAttributes(ctx context.Context, params *sns.GetSubscriptionAttributesInput, optFns ...func(*sns.Options)) (*sns.GetSubscriptionAttributesOutput, error) {
+	const op = "GetSubscriptionAttributes"
+	if err := canceled(op, ctx); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.subs[aws.ToString(params.SubscriptionArn)]
+	if !ok {
+		return nil, notFound(op, "Subscription")
+	}
+	attrs := map[string]string{
+		"SubscriptionArn": s.arn, "TopicArn": s.topicARN, "Protocol": "sqs", "Endpoint": s.endpoint, "Owner": f.opts.AccountID,
+		"PendingConfirmation": "false", "ConfirmationWasAuthenticated": "true", "RawMessageDelivery": "false",
+	}
+	for k, v := range s.attrs {
+		attrs[k] = v
+	}
+	if attrs["FilterPolicy"] != "" && attrs["FilterPolicyScope"] == "" {
+		attrs["FilterPolicyScope"] = "MessageAttributes"
+	}
+	return &sns.GetSubscriptionAttributesOutput{Attributes: attrs}, nil
+}
+
+// SetSubscriptionAttributes sets one attribute of a subscription; an empty
+// FilterPolicy or RedrivePolicy removes it.
+func (f *Fake) SetSubscriptionAttributes(ctx context.Context, params *sns.SetSubscriptionAttributesInput, optFns ...func(*sns.Options)) (*sns.SetSubscriptionAttributesOutput, error) {
+	const op = "SetSubscriptionAttributes"
+	if err := canceled(op, ctx); err != nil {
+		return nil, err
+	}
+	name, value := aws.ToString(params.AttributeName), aws.ToString(params.AttributeValue)
+	if err := checkAttribute(name, value); err != nil {
+		return nil, invalid(op, "%v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.subs[aws.ToString(params.SubscriptionArn)]
+	if !ok {
+		return nil, notFound(op, "Subscription")
+	}
+	if value == "" {
+		delete(s.attrs, name)
+	} else {
+		s.attrs[name] = value
+	}
+	return &sns.SetSubscriptionAttributesOutput{}, nil
+}
+
+// delivery is one subscription's delivery of a publish.
+type delivery struct {
+	sub *subscription
+	in  *sqs.SendMessageInput
+}
+
+// Publish publishes a message to a topic and delivers it, before
+// returning, to each SQS subscription whose filter policy accepts it: the
+// message itself with its attributes (raw message delivery) or SNS's JSON
+// envelope. A delivery SNS cannot make — the queue does not exist, its
+// policy does not let the topic send, it is encrypted with the AWS managed
+// key — goes to the subscription's dead-letter queue (RedrivePolicy) as the
+// same message, or is lost without one, as SNS discards it.
+func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error) {
+	const op = "Publish"
+	if err := canceled(op, ctx); err != nil {
+		return nil, err
+	}
+	msg := aws.ToString(params.Message)
+	if msg == "" {
+		return nil, invalid(op, "Message: empty message")
+	}
+	if len(msg) > 256*1024 {
+		return nil, invalid(op, "Message too long")
+	}
+	f.mu.Lock()
+	t, ok := f.topics[aws.ToString(params.TopicArn)]
+	if !ok {
+		f.mu.Unlock()
+		return nil, notFound(op, "Topic")
+	}
+	if t.fifo && aws.ToString(params.MessageGroupId) == "" {
+		f.mu.Unlock()
+		return nil, invalid(op, "The MessageGroupId parameter is required for FIFO topics")
+	}
+	dedup := aws.ToString(params.MessageDeduplicationId)
+	if t.fifo && dedup == "" {
+		if t.attrs["ContentBasedDeduplication"] != "true" {
+			f.mu.Unlock()
+			return nil, invalid(op, "The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+		}
+		dedup = contentHash(msg)
+	}
+	id := newID()
+	f.seq++
+	seq := ""
+	if t.fifo {
+		seq = fmt.Sprintf("%020d", f.seq)
+	}
+	f.stats.Published++
+	var out []delivery
+	for _, sa := range t.subs {
+		s := f.subs[sa]
+		if !f.accepts(s, params) {
+			f.stats.Filtered++
+			continue
+		}
+		in := &sqs.SendMessageInput{}
+		if s.attrs["RawMessageDelivery"] == "true" {
+			in.MessageBody = aws.String(msg)
+			in.MessageAttributes = sqsAttributes(params.MessageAttributes)
+		} else {
+			in.MessageBody = aws.String(f.envelope(t, s, id, seq, params))
+		}
+		if t.fifo {
+			in.MessageGroupId = params.MessageGroupId
+			in.MessageDeduplicationId = aws.String(dedup)
+		}
+		out = append(out, delivery{sub: s, in: in})
+	}
+	f.mu.Unlock()
+
+	for _, d := range out {
+		err := f.deliver(ctx, d.sub.endpoint, d.sub.topicARN, d.in)
+		f.mu.Lock()
+		switch {
+		case err == nil:
+			f.stats.Delivered++
+		case d.sub.attrs["RedrivePolicy"] != "":
+			var p struct {
+				Target string `json:"deadLetterTargetArn"`
+			}
+			_ = json.Unmarshal([]byte(d.sub.attrs["RedrivePolicy"]), &p)
+			f.mu.Unlock()
+			derr := f.deliver(ctx, p.Target, d.sub.topicARN, d.in)
+			f.mu.Lock()
+			if derr == nil {
+				f.stats.DeadLettered++
+			} else {
+				f.stats.Lost++
+			}
+		default:
+			f.stats.Lost++
+		}
+		f.mu.Unlock()
+	}
+	res := &sns.PublishOutput{MessageId: aws.String(id)}
+	if seq != "" {
+		res.SequenceNumber = aws.String(seq)
+	}
+	return res, nil
+}
+
+// errRefused is a delivery SNS cannot make.
+var errRefused = errors.New("snstest: delivery refused")
+
+// deliver sends in to the queue queueARN as SNS would for topicARN,
+// failing as SNS's delivery does (a client error) when the queue does not
+// exist, its policy does not let the topic send, or it uses the AWS managed
+// KMS key, which SNS cannot use.
+func (f *Fake) deliver(ctx context.Context, queueARN, topicARN string, in *sqs.SendMessageInput) error {
+	parts := strings.Split(queueARN, ":")
+	if len(parts) != 6 {
+		return errRefused
+	}
+	u, err := f.queues.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(parts[5]), QueueOwnerAWSAccountId: aws.String(parts[4])})
+	if err != nil {
+		return err
+	}
+	a, err := f.queues.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: u.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNamePolicy, sqstypes.QueueAttributeNameKmsMasterKeyId}})
+	if err != nil {
+		return err
+	}
+	if ok, _ := queuepolicy.AllowsTopic(a.Attributes["Policy"], queueARN, topicARN); !ok {
+		return fmt.Errorf("%w: the policy of queue %s does not let %s send", errRefused, parts[5], topicARN)
+	}
+	if k := a.Attributes["KmsMasterKeyId"]; k == "alias/aws/sqs" {
+		return fmt.Errorf("%w: queue %s is encrypted with the AWS managed key, which SNS cannot use", errRefused, parts[5])
+	}
+	send := *in
+	send.QueueUrl = u.QueueUrl
+	_, err = f.queues.SendMessage(ctx, &send)
+	return err
+}
+
+// accepts applies a subscription's filter policy. f.mu must be held.
+func (f *Fake) accepts(s *subscription, params *sns.PublishInput) bool {
+	raw := s.attrs["FilterPolicy"]
+	if raw == "" {
+		return true
+	}
+	p, err := parseFilterPolicy(raw)
+	if err != nil {
+		return false
+	}
+	if s.attrs["FilterPolicyScope"] == "MessageBody" {
+		var doc map[string]any
+		if json.Unmarshal([]byte(aws.ToString(params.Message)), &doc) != nil {
+			return false
+		}
+		return p.matches(doc)
+	}
+	return p.matches(attributeDocument(params.MessageAttributes))
+}
+
+// envelope builds the JSON document SNS delivers without raw delivery.
+// f.mu must be held.
+func (f *Fake) envelope(t *topic, s *subscription, id, seq string, params *sns.PublishInput) string {
+	type attr struct {
+		Type  string `json:"Type"`
+		Value string `json:"Value"`
+	}
+	e := struct {
+		Type              string          `json:"Type"`
+		MessageID         string          `json:"MessageId"`
+		SequenceNumber    string          `json:"SequenceNumber,omitempty"`
+		TopicArn          string          `json:"TopicArn"`
+		Subject           string          `json:"Subject,omitempty"`
+		Message           string          `json:"Message"`
+		Timestamp         string          `json:"Timestamp"`
+		SignatureVersion  string          `json:"SignatureVersion"`
+		Signature         string          `json:"Signature"`
+		SigningCertURL    string          `json:"SigningCertURL"`
+		UnsubscribeURL    string          `json:"UnsubscribeURL"`
+		MessageAttributes map[string]attr `json:"MessageAttributes,omitempty"`
+	}{
+		Type: "Notification", MessageID: id, SequenceNumber: seq, TopicArn: t.arn, Subject: aws.ToString(params.Subject),
+		Message: aws.ToString(params.Message), Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+		SignatureVersion: "1", Signature: base64.StdEncoding.EncodeToString([]byte("snstest:" + id)),
+		SigningCertURL: fmt.Sprintf("https://sns.%s.amazonaws.com/SimpleNotificationService-snstest.pem", f.opts.Region),
+		UnsubscribeURL: fmt.Sprintf("https://sns.%s.amazonaws.com/?Action=Unsubscribe&SubscriptionArn=%s", f.opts.Region, s.arn),
+	}
+	for name, a := range params.MessageAttributes {
+		if e.MessageAttributes == nil {
+			e.MessageAttributes = map[string]attr{}
+		}
+		v := aws.ToString(a.StringValue)
+		if a.BinaryValue != nil {
+			v = base64.StdEncoding.EncodeToString(a.BinaryValue)
+		}
+		e.MessageAttributes[name] = attr{Type: aws.ToString(a.DataType), Value: v}
+	}
+	b, _ := json.Marshal(e)
+	return string(b)
+}
+
+// sqsAttributes maps SNS message attributes to SQS ones, as raw delivery
+// does.
+func sqsAttributes(in map[string]types.MessageAttributeValue) map[string]sqstypes.MessageAttributeValue {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]sqstypes.MessageAttributeValue, len(in))
+	for k, v := range in {
+		out[k] = sqstypes.MessageAttributeValue{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+	}
+	return out
+}
+
+func contentHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}

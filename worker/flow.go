@@ -1,0 +1,354 @@
+package worker
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
+)
+
+// flow is the worker's flow control: how many messages it may hold, which
+// received message a free handler takes next, and when a poller may
+// receive. Every message the worker holds is in exactly one of these
+// states, counted here:
+//
+//	requested   asked for by a receive still in flight (a reservation)
+//	buffered    received, leased, waiting for a handler (prefetched)
+//	running     in a handler
+//	settling    handler done, settlement not yet confirmed by SQS
+//
+// A poller may receive n messages when running + buffered + requested + n
+// stays within Concurrency + the prefetch target, and fewer than
+// MaxUnsettled messages await their settlement; receives carry full
+// batches (10) unless handlers would otherwise starve. The prefetch target
+// adapts to measured handler throughput × receive latency (see retarget).
+type flow struct {
+	concurrency  int
+	maxPrefetch  int // the cap on the target; 0: no prefetch
+	maxUnsettled int
+	batchWait    time.Duration // how long a starving poller waits for a fuller batch
+	fifo         bool
+
+	mu        sync.Mutex
+	handlers  sync.Cond // a job became ready (signalled once per job), or the flow stopped
+	pollers   sync.Cond // room for a receive (signalled, one poller at a time), or the flow stopped
+	requested int
+	buffered  int
+	running   int
+	settling  int
+	receiving int  // receive calls in flight
+	empty     bool // the last receive came back empty: one long poll is enough
+	stopped   bool
+	ready     jobQueue            // buffered jobs a handler may take now
+	groups    map[string]*fifoGrp // FIFO: per message group, the messages held
+
+	target int // the current prefetch target
+
+	// Measurements for the target, guarded by mu.
+	completed  int           // handler completions since the last retarget
+	lastTarget time.Time     // when retarget last ran
+	rate       float64       // handler completions per second (EWMA)
+	latency    time.Duration // non-empty receive latency (EWMA)
+}
+
+// fifoGrp is one FIFO message group's held messages, in order: the first
+// is running or settling (active), the rest wait their turn.
+type fifoGrp struct {
+	active  bool
+	waiting []*job
+}
+
+func newFlow(o *Options, fifo bool) *flow {
+	f := &flow{
+		concurrency: o.Concurrency, maxPrefetch: max(o.MaxPrefetch, 0), maxUnsettled: o.MaxUnsettled,
+		batchWait: max(o.ReceiveBatchWait, 0), fifo: fifo, groups: map[string]*fifoGrp{},
+		lastTarget: time.Now(),
+		empty:      true, // until a receive brings messages, one long poll
+
+	}
+	f.handlers.L, f.pollers.L = &f.mu, &f.mu
+	// Until handler throughput is measured (within 100 ms of the first
+	// completions), aim for a second round of handlers' worth ahead.
+	f.target = min(f.maxPrefetch, max(f.fill(), f.concurrency))
+	return f
+}
+
+// fill is the prefetch a full receive batch needs on top of the running
+// handlers: with fewer than ten handlers, no more than there are handlers.
+func (f *flow) fill() int { return min(sqslimit.MaxBatchEntries, f.concurrency) }
+
+// reserve waits until a poller may receive, and reserves the messages it
+// asks for: up to 10. It returns 0 once ctx ends or the flow stops.
+func (f *flow) reserve(ctx context.Context) int {
+	stop := context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		f.pollers.Broadcast()
+		f.mu.Unlock()
+	})
+	defer stop()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var waitUntil time.Time
+	for {
+		if f.stopped || ctx.Err() != nil {
+			return 0
+		}
+		n := f.mayReceiveLocked()
+		if n >= sqslimit.MaxBatchEntries || (n > 0 && n >= f.concurrency+f.target) {
+			f.take(n)
+			f.wakePollerLocked() // room for another receive, perhaps
+			return n
+		}
+		if n > 0 && f.starvingLocked() {
+			// Handlers are idle and nothing is on its way: wait briefly for
+			// a fuller batch, then take what there is.
+			if waitUntil.IsZero() {
+				waitUntil = time.Now().Add(f.batchWait)
+			}
+			if !time.Now().Before(waitUntil) {
+				f.take(n)
+				return n
+			}
+			t := time.AfterFunc(time.Until(waitUntil), func() {
+				f.mu.Lock()
+				f.pollers.Broadcast()
+				f.mu.Unlock()
+			})
+			f.pollers.Wait()
+			t.Stop()
+			continue
+		}
+		waitUntil = time.Time{}
+		f.pollers.Wait()
+	}
+}
+
+// wakePollerLocked wakes one waiting poller when a receive may go out now:
+// a full batch fits, or a handler starves. The woken poller wakes the next
+// if there is room for more, so pollers are not all woken at every change.
+func (f *flow) wakePollerLocked() {
+	if n := f.mayReceiveLocked(); n >= sqslimit.MaxBatchEntries || (n > 0 && (f.starvingLocked() || n >= f.concurrency+f.target)) {
+		f.pollers.Signal()
+	}
+}
+
+// mayReceiveLocked is how many messages a receive may ask for now.
+func (f *flow) mayReceiveLocked() int {
+	if f.settling >= f.maxUnsettled {
+		return 0 // settlement lags: receiving waits for it
+	}
+	if f.empty && f.receiving > 0 {
+		return 0 // the queue was empty: one long poll is enough
+	}
+	free := f.concurrency + f.target - f.running - f.buffered - f.requested
+	return max(0, min(free, sqslimit.MaxBatchEntries))
+}
+
+// starvingLocked reports whether a handler is free with nothing buffered or
+// on its way for it.
+func (f *flow) starvingLocked() bool {
+	return f.running < f.concurrency && f.buffered == 0 && f.requested == 0
+}
+
+func (f *flow) take(n int) {
+	f.requested += n
+	f.receiving++
+}
+
+// shrink gives back k of a receive's reserved messages before the call
+// (the rate limit allows fewer); with none left the receive is not made.
+func (f *flow) shrink(k int, none bool) {
+	f.mu.Lock()
+	f.requested -= k
+	if none {
+		f.receiving--
+	}
+	f.wakePollerLocked()
+	f.mu.Unlock()
+}
+
+// received ends a receive that reserved n messages and brought jobs, after
+// latency; its jobs become buffered. It returns false when the flow has
+// stopped meanwhile: the caller releases the jobs.
+func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requested -= n
+	f.receiving--
+	f.empty = len(jobs) == 0
+	if len(jobs) > 0 {
+		const w = 0.2
+		if f.latency == 0 {
+			f.latency = latency
+		} else {
+			f.latency = time.Duration((1-w)*float64(f.latency) + w*float64(latency))
+		}
+	}
+	defer f.wakePollerLocked()
+	if f.stopped {
+		return false
+	}
+	f.buffered += len(jobs)
+	for _, j := range jobs {
+		if !f.fifo {
+			f.push(j)
+			continue
+		}
+		g := f.groups[j.msg.GroupID]
+		if g == nil {
+			g = &fifoGrp{}
+			f.groups[j.msg.GroupID] = g
+		}
+		if g.active {
+			g.waiting = append(g.waiting, j)
+			continue
+		}
+		g.active = true
+		f.push(j)
+	}
+	return true
+}
+
+// push makes a buffered job ready and wakes one handler for it.
+func (f *flow) push(j *job) {
+	f.ready.push(j)
+	f.handlers.Signal()
+}
+
+// next waits for a job for a free handler; nil once the flow has stopped.
+func (f *flow) next() *job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.ready.len() == 0 && !f.stopped {
+		f.handlers.Wait()
+	}
+	if f.stopped {
+		return nil
+	}
+	j := f.ready.pop()
+	f.buffered--
+	f.running++
+	return j
+}
+
+// handled moves a job from running to settling (its handler returned).
+func (f *flow) handled() {
+	f.mu.Lock()
+	f.running--
+	f.settling++
+	f.completed++
+	f.retargetLocked(time.Now())
+	f.wakePollerLocked()
+	f.mu.Unlock()
+}
+
+// unstarted moves a job taken from the buffer but not run (the worker is
+// stopping) from running to settling: it is being released.
+func (f *flow) unstarted() {
+	f.mu.Lock()
+	f.running--
+	f.settling++
+	f.wakePollerLocked()
+	f.mu.Unlock()
+}
+
+// settled ends a job's settlement. On a FIFO queue the next message of its
+// group becomes ready when the job is done with (deleted or
+// dead-lettered); otherwise the rest of the group is returned, to be
+// released, so the group's order holds.
+func (f *flow) settled(j *job, done bool) (release []*job) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.settling--
+	defer f.wakePollerLocked()
+	if !f.fifo {
+		return nil
+	}
+	g := f.groups[j.msg.GroupID]
+	if g == nil {
+		return nil
+	}
+	if done && len(g.waiting) > 0 && !f.stopped {
+		next := g.waiting[0]
+		g.waiting = g.waiting[1:]
+		f.push(next)
+		return nil
+	}
+	release = g.waiting
+	f.buffered -= len(release)
+	f.settling += len(release)
+	delete(f.groups, j.msg.GroupID)
+	return release
+}
+
+// stop ends receiving and handing out jobs, and returns every buffered
+// job, to be released.
+func (f *flow) stop() (release []*job) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = true
+	for f.ready.len() > 0 {
+		release = append(release, f.ready.pop())
+	}
+	for _, g := range f.groups {
+		release = append(release, g.waiting...)
+		g.waiting = nil
+	}
+	f.buffered -= len(release)
+	f.settling += len(release)
+	f.handlers.Broadcast()
+	f.pollers.Broadcast()
+	return release
+}
+
+// retargetLocked updates the handler throughput estimate, at most every
+// 100 ms, and the prefetch target from it: enough received ahead to keep
+// the handlers busy for twice the receive latency, plus one full batch,
+// within MaxPrefetch.
+func (f *flow) retargetLocked(now time.Time) {
+	elapsed := now.Sub(f.lastTarget)
+	if elapsed < 100*time.Millisecond {
+		return
+	}
+	inst := float64(f.completed) / elapsed.Seconds()
+	f.completed, f.lastTarget = 0, now
+	const w = 0.3
+	if f.rate == 0 {
+		f.rate = inst
+	} else {
+		f.rate = (1-w)*f.rate + w*inst
+	}
+	ahead := int(math.Ceil(2 * f.rate * f.latency.Seconds()))
+	f.target = min(f.maxPrefetch, ahead+f.fill())
+}
+
+// snapshot returns the counts for Stats.
+func (f *flow) snapshot() (buffered, target int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.buffered, f.target
+}
+
+// jobQueue is a FIFO of jobs.
+type jobQueue struct {
+	items []*job
+	head  int
+}
+
+func (q *jobQueue) len() int { return len(q.items) - q.head }
+
+func (q *jobQueue) push(j *job) {
+	if q.head > 0 && q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+	}
+	q.items = append(q.items, j)
+}
+
+func (q *jobQueue) pop() *job {
+	j := q.items[q.head]
+	q.items[q.head] = nil
+	q.head++
+	return j
+}
