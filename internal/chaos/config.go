@@ -116,7 +116,8 @@ func Variants() []string {
 //     worker must exit within its shutdown bound.
 //   - throttle: 10% of DeleteMessageBatch throttled, 50,000 jobs that
 //     succeed, SIGTERM every 3 to 6 s: at most 1.01 handler runs per job.
-//   - scale: 100,000 jobs, 6 workers, the chaos faults and kills.
+//   - scale: 100,000 jobs, 6 workers (Concurrency 32, CallTimeout 5 s),
+//     the chaos faults and kills.
 //   - fifo: the chaos variant on a FIFO queue with 50 groups.
 func Variant(name string) (Config, error) {
 	c := base()
@@ -149,7 +150,7 @@ func Variant(name string) (Config, error) {
 		c.Jobs, c.Workers = 100_000, 6
 		c.Mix.Slow = 0.005
 		c.Faults = chaosFaults()
-		c.Kills = Kills{MinEvery: 3 * time.Second, MaxEvery: 8 * time.Second, KillShare: 0.5}
+		c.Kills = Kills{MinEvery: time.Second, MaxEvery: 4 * time.Second, KillShare: 0.5}
 		c.Duration, c.DrainTimeout = 30*time.Minute, 10*time.Minute
 		c.Worker.Concurrency, c.Worker.CallTimeout = 32, 5*time.Second
 	case "fifo":
