@@ -47,8 +47,9 @@
 //     the worker reported the settlement abandoned;
 //   - handler outlived its lease: the worker reported the message Lost, or
 //     its settlement Late;
-//   - DLQ send's answer dropped (DLQ copies only): the proxy forwarded the
-//     copy and dropped the answer, so the worker sent it again;
+//   - DLQ send's answer lost (DLQ copies only): a send carrying the copy
+//     reached SQS but the worker got no answer (the proxy dropped it, or
+//     the call timed out while SQS was at work), so it sent the copy again;
 //   - abandoned at shutdown with no fault on its delete;
 //   - its settlement event dropped at shutdown: no event, the process was
 //     not killed, and it counted events its hook dropped (Stats.HookDropped);

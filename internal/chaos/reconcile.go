@@ -27,10 +27,11 @@ const (
 	// or SQS confirmed the settlement after the lease's deadline (Lost, or
 	// Late): another consumer could receive the message meanwhile.
 	CauseLease Cause = "handler outlived its lease"
-	// CauseSendDropped: a dead-letter copy reached the DLQ but the proxy
-	// dropped the send's answer, so the worker sent the copy again (only
-	// for DLQ copies).
-	CauseSendDropped Cause = "DLQ send's answer dropped"
+	// CauseSendLost: a send carrying the job's dead-letter copy reached
+	// SQS but its answer never reached the worker (the proxy dropped it,
+	// or the call timed out first), so the worker sent the copy again
+	// (only for DLQ copies).
+	CauseSendLost Cause = "DLQ send's answer lost"
 	// CauseAbandoned: the worker reported the settlement abandoned (its
 	// shutdown flush ended) with no fault on the run's own delete.
 	CauseAbandoned Cause = "abandoned at shutdown, no fault on its delete"
@@ -50,7 +51,7 @@ const (
 
 // causes lists the causes in report order.
 func causes() []Cause {
-	return []Cause{CauseKilled, CauseDeleteFault, CauseLease, CauseSendDropped, CauseAbandoned, CauseEventDropped, CauseLapsedUnreported, CauseUnexplained}
+	return []Cause{CauseKilled, CauseDeleteFault, CauseLease, CauseSendLost, CauseAbandoned, CauseEventDropped, CauseLapsedUnreported, CauseUnexplained}
 }
 
 // procInfo is what the orchestrator knows about one worker process.
@@ -75,7 +76,6 @@ type deleteSeen struct {
 // dlqCopy is one message read from the dead-letter queue.
 type dlqCopy struct {
 	Job           string
-	MessageID     string
 	Provenance    dlq.Provenance
 	HasProvenance bool
 }
@@ -93,12 +93,12 @@ type evidence struct {
 	Pending []string              `json:"pending"` // job IDs still in the source queue after the drain
 	Unread  int                   `json:"unread"`  // messages the source queue still counted but the read could not see
 	Deletes map[string]deleteSeen `json:"-"`
-	// DroppedSends are the IDs of messages sent by calls whose answer the
-	// proxy dropped.
-	DroppedSends map[string]bool              `json:"-"`
-	Counts       map[string]faultproxy.Counts `json:"counts"`
-	Timing       Timing                       `json:"timing"`
-	ExitMax      time.Duration                `json:"exitMax"`
+	// LostSends counts, by faultproxy.BodyDigest, the sends of a message
+	// body that reached SQS but whose answer the worker never got.
+	LostSends map[string]int               `json:"-"`
+	Counts    map[string]faultproxy.Counts `json:"counts"`
+	Timing    Timing                       `json:"timing"`
+	ExitMax   time.Duration                `json:"exitMax"`
 }
 
 // reconcile turns the evidence into a report.
@@ -250,12 +250,9 @@ func reconcile(ev evidence) *Report {
 		}
 		if n := len(dead) - 1; n > 0 {
 			r.DLQDuplicates += n
-			for _, c := range dead {
-				if n > 0 && ev.DroppedSends[c.MessageID] {
-					r.DLQDuplicatesBy[CauseSendDropped]++
-					n--
-				}
-			}
+			lost := min(n, ev.LostSends[faultproxy.BodyDigest(j.Body())])
+			r.DLQDuplicatesBy[CauseSendLost] += lost
+			n -= lost
 			explain(j.ID, runs[j.ID], n, "dead-lettered", r.DLQDuplicatesBy)
 		}
 		switch {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/faultproxy"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -195,11 +196,11 @@ func TestReconcileLapsedLeaseReportedOnTime(t *testing.T) {
 
 func TestReconcileDLQDuplicates(t *testing.T) {
 	w := newWorld(Job{ID: "p1", Kind: Poison}, Job{ID: "p2", Kind: Poison}, Job{ID: "p3", Kind: Poison})
-	w.ev.DroppedSends = map[string]bool{"m1": true}
+	w.ev.LostSends = map[string]int{faultproxy.BodyDigest(Job{ID: "p1", Kind: Poison}.Body()): 1}
 	w.ev.Procs["w3"] = procInfo{Signal: "SIGKILL"}
 	// p1: the first send's answer was dropped, the copy sent again.
 	w.settle(w.run("p1", "w1", 1, false), "dead-lettered", false)
-	w.ev.DLQ = append(w.ev.DLQ, dlqCopy{Job: "p1", MessageID: "m1", HasProvenance: true, Provenance: dlq.Provenance{SourceQueue: "s", Error: "poison"}})
+	w.dead("p1", true)
 	w.dead("p1", true)
 	// p2: killed after its copy was sent, before the source was deleted.
 	w.run("p2", "w3", 1, false)
@@ -211,7 +212,7 @@ func TestReconcileDLQDuplicates(t *testing.T) {
 	w.dead("p3", true)
 	w.dead("p3", true)
 	r := reconcile(w.ev)
-	want := map[Cause]int{CauseSendDropped: 1, CauseKilled: 1, CauseUnexplained: 1}
+	want := map[Cause]int{CauseSendLost: 1, CauseKilled: 1, CauseUnexplained: 1}
 	if r.DLQDuplicates != 3 || !maps.Equal(r.DLQDuplicatesBy, want) {
 		t.Fatalf("DLQ duplicates %d by %v; want 3 by %v", r.DLQDuplicates, r.DLQDuplicatesBy, want)
 	}

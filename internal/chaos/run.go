@@ -266,10 +266,10 @@ drain:
 	if err != nil {
 		return nil, err
 	}
-	ev := evidence{Config: cfg, Jobs: jobs, Files: files, Names: names, Procs: procs, Deletes: obs.deletes, DroppedSends: obs.droppedSends,
+	ev := evidence{Config: cfg, Jobs: jobs, Files: files, Names: names, Procs: procs, Deletes: obs.deletes, LostSends: obs.lostSends,
 		Counts: proxy.Counts(), Timing: timing, ExitMax: exitMax, Unread: unread}
 	for _, m := range dead {
-		c := dlqCopy{Job: "?", MessageID: aws.ToString(m.MessageId)}
+		c := dlqCopy{Job: "?"}
 		if j, err := ParseJob(aws.ToString(m.Body)); err == nil {
 			c.Job = j.ID
 		}
@@ -324,7 +324,7 @@ func Rereport(dir string) (*Report, error) {
 	for _, e := range entries {
 		obs.observe(e)
 	}
-	ev.Deletes, ev.DroppedSends = obs.deletes, obs.droppedSends
+	ev.Deletes, ev.LostSends = obs.deletes, obs.lostSends
 	return reconcile(ev), nil
 }
 
@@ -472,24 +472,25 @@ func readQueue(ctx context.Context, client *sqs.Client, url string, wait time.Du
 }
 
 // observer keeps what the proxy saw of each receipt handle's deletes, and
-// the messages sent by calls whose answer it dropped.
+// how many times each message body was sent by a call that reached SQS but
+// whose answer the client never got.
 type observer struct {
-	mu           sync.Mutex
-	deletes      map[string]deleteSeen
-	droppedSends map[string]bool
+	mu        sync.Mutex
+	deletes   map[string]deleteSeen
+	lostSends map[string]int // by faultproxy.BodyDigest
 }
 
 func newObserver() *observer {
-	return &observer{deletes: map[string]deleteSeen{}, droppedSends: map[string]bool{}}
+	return &observer{deletes: map[string]deleteSeen{}, lostSends: map[string]int{}}
 }
 
 func (o *observer) observe(e faultproxy.Entry) {
 	switch e.Action {
 	case "SendMessageBatch", "SendMessage":
-		if e.Fault == faultproxy.DropResponse {
+		if e.Fault == faultproxy.DropResponse || e.Fault == faultproxy.UpstreamError {
 			o.mu.Lock()
-			for _, id := range e.MessageIDs {
-				o.droppedSends[id] = true
+			for _, b := range e.Bodies {
+				o.lostSends[b]++
 			}
 			o.mu.Unlock()
 		}

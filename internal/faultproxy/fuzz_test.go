@@ -14,7 +14,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(`{"Messages":[{"MessageId":"m-1","ReceiptHandle":"h-1"}],"Successful":[{"MessageId":"m-2"}]}`, "")
 	f.Add(`Action=DeleteMessage&ReceiptHandle=x`, "app/")
 	f.Fuzz(func(t *testing.T, body, userAgent string) {
-		queue, handles := requestIn([]byte(body))
+		queue, handles, _ := requestIn([]byte(body))
 		if !strings.Contains(body, `\`) { // without JSON escapes, what is read is in the body as it is
 			for _, s := range append(handles, queue) {
 				if !strings.Contains(body, s) {

@@ -13,6 +13,8 @@ package faultproxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,10 +39,17 @@ const (
 	Reset        Kind = "reset"         // the connection is reset before the request is forwarded
 	DropResponse Kind = "drop-response" // forwarded (it takes effect), then the connection is reset
 	Hang         Kind = "hang"          // never answers; the client's timeout ends the call
+	// UpstreamError is not injected: it marks a forwarded request whose
+	// answer the proxy could not read from upstream (the client gave up
+	// first, say). The call may have taken effect; the client got no answer.
+	UpstreamError Kind = "upstream-error"
 )
 
 // kinds is the order in which a Rule's probabilities are tried.
 var kinds = []Kind{Hang, Reset, Throttle, ServerError, DropResponse}
+
+// reported lists the faults Summary shows, in order.
+func reported() []Kind { return append(kinds[:len(kinds):len(kinds)], UpstreamError) }
 
 // Rule says what happens to the requests of one action.
 type Rule struct {
@@ -112,6 +121,7 @@ type Entry struct {
 	Queue      string    `json:"queue,omitempty"`      // the queue's name, from the request's QueueUrl
 	Client     string    `json:"client,omitempty"`     // the sender's SDK AppID (the "app/…" token of its User-Agent)
 	Handles    []string  `json:"handles,omitempty"`    // receipt handles the request carried
+	Bodies     []string  `json:"bodies,omitempty"`     // digests of the message bodies a send carried (BodyDigest)
 	MessageIDs []string  `json:"messageIds,omitempty"` // message IDs in the response (receive, send)
 	Received   []string  `json:"received,omitempty"`   // receipt handles in the response (receive)
 }
@@ -229,7 +239,7 @@ func (p *Proxy) Summary() string {
 	for _, n := range names {
 		c := counts[n]
 		fmt.Fprintf(&b, "%s: %d requests, %d forwarded", n, c.Requests, c.Forwarded)
-		for _, k := range kinds {
+		for _, k := range reported() {
 			if v := c.Faults[k]; v > 0 {
 				fmt.Fprintf(&b, ", %d %s", v, k)
 			}
@@ -317,7 +327,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	action := actionOf(r, body)
 	kind, latency := p.decide(action)
 	entry := Entry{Time: start, Action: action, Fault: kind, Client: appID(r.UserAgent())}
-	entry.Queue, entry.Handles = requestIn(body)
+	entry.Queue, entry.Handles, entry.Bodies = requestIn(body)
 	defer func() {
 		entry.Millis = float64(time.Since(start).Microseconds()) / 1000
 		p.write(entry)
@@ -345,7 +355,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, respBody, err := p.forward(r, body)
 	if err != nil {
-		entry.Fault = "upstream-error"
+		entry.Fault = UpstreamError
+		p.mu.Lock()
+		p.counts[action].Faults[UpstreamError]++
+		p.mu.Unlock()
 		reset(w)
 		return
 	}
@@ -445,16 +458,35 @@ func appID(userAgent string) string {
 	return ""
 }
 
-// requestIn returns the queue name and the receipt handles a request body
-// carries.
-func requestIn(body []byte) (queue string, handles []string) {
+// BodyDigest is how an Entry names a message body a send carried: the
+// first 16 hex digits of its SHA-256.
+func BodyDigest(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(sum[:8])
+}
+
+// requestIn returns the queue name, the receipt handles and the digests of
+// the message bodies a request body carries.
+func requestIn(body []byte) (queue string, handles, bodies []string) {
 	var req struct {
 		QueueUrl      string
 		ReceiptHandle string
-		Entries       []struct{ ReceiptHandle string }
+		MessageBody   *string
+		Entries       []struct {
+			ReceiptHandle string
+			MessageBody   *string
+		}
 	}
 	if json.Unmarshal(body, &req) != nil {
-		return "", nil
+		return "", nil, nil
+	}
+	if req.MessageBody != nil {
+		bodies = append(bodies, BodyDigest(*req.MessageBody))
+	}
+	for _, e := range req.Entries {
+		if e.MessageBody != nil {
+			bodies = append(bodies, BodyDigest(*e.MessageBody))
+		}
 	}
 	if i := strings.LastIndexByte(req.QueueUrl, '/'); i >= 0 {
 		queue = req.QueueUrl[i+1:]
@@ -468,7 +500,7 @@ func requestIn(body []byte) (queue string, handles []string) {
 			out = append(out, e.ReceiptHandle)
 		}
 	}
-	return queue, out
+	return queue, out, bodies
 }
 
 // idsIn returns the message IDs and receipt handles a response body

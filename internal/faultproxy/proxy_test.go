@@ -200,6 +200,13 @@ func TestOnRequestNamesQueueAndClient(t *testing.T) {
 	if slowest < 5*time.Millisecond {
 		t.Fatalf("slowest call %v; want the added latency", slowest)
 	}
+	if _, err := c.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String("http://127.0.0.1/000000000000/dlq"),
+		Entries: []types.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String("job 7")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-entries; e.Queue != "dlq" || len(e.Bodies) != 1 || e.Bodies[0] != faultproxy.BodyDigest("job 7") {
+		t.Fatalf("send entry %+v; want queue dlq and the digest of its one body", e)
+	}
 }
 
 // Close waits for requests whose connection was reset (hijacked, so the
