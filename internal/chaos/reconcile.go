@@ -84,15 +84,16 @@ type dlqCopy struct {
 // (but the worker files, the jobs and the proxy's observations, which are
 // read or rebuilt) as evidence.json, so Rereport can reconcile again.
 type evidence struct {
-	Config  Config                `json:"config"`
-	Jobs    []Job                 `json:"-"`
-	Files   workerFiles           `json:"-"`
-	Names   []string              `json:"names"` // the worker processes
-	Procs   map[string]procInfo   `json:"procs"`
-	DLQ     []dlqCopy             `json:"dlq"`
-	Pending []string              `json:"pending"` // job IDs still in the source queue after the drain
-	Unread  int                   `json:"unread"`  // messages the source queue still counted but the read could not see
-	Deletes map[string]deleteSeen `json:"-"`
+	Config    Config                `json:"config"`
+	Jobs      []Job                 `json:"-"`
+	Files     workerFiles           `json:"-"`
+	Names     []string              `json:"names"` // the worker processes
+	Procs     map[string]procInfo   `json:"procs"`
+	DLQ       []dlqCopy             `json:"dlq"`
+	Pending   []string              `json:"pending"`   // job IDs still in the source queue after the drain
+	Unread    int                   `json:"unread"`    // messages the source queue still counted but the read could not see
+	DLQUnread int                   `json:"dlqUnread"` // the same for the DLQ
+	Deletes   map[string]deleteSeen `json:"-"`
 	// LostSends counts, by faultproxy.BodyDigest, the sends of a message
 	// body that reached SQS but whose answer the worker never got.
 	LostSends map[string]int               `json:"-"`
@@ -107,7 +108,7 @@ func reconcile(ev evidence) *Report {
 	r := &Report{
 		Variant: cfg.Variant, Seed: cfg.Seed, Jobs: len(ev.Jobs), Workers: cfg.Workers, FIFO: cfg.FIFO,
 		Config: cfg, ByKind: map[Kind]*KindCounts{}, DuplicatesBy: map[Cause]int{}, DLQDuplicatesBy: map[Cause]int{},
-		Timing: ev.Timing, Requests: ev.Counts, Unread: ev.Unread,
+		Timing: ev.Timing, Requests: ev.Counts, Unread: ev.Unread, DLQUnread: ev.DLQUnread,
 	}
 	for _, k := range kinds() {
 		r.ByKind[k] = &KindCounts{}
@@ -459,6 +460,7 @@ func (r *Report) failures() []string {
 			f = append(f, fmt.Sprintf(format, args...))
 		}
 	}
+	add(r.Unread+r.DLQUnread, "the final reads could not see %d messages of the queue and %d of the DLQ (in flight or delayed): the lost count may include them", r.Unread, r.DLQUnread)
 	add(r.Lost, "%d jobs lost (neither done, nor in the DLQ, nor pending): %v", r.Lost, r.LostJobs)
 	add(r.Processes.Hung, "%d workers hung after SIGTERM (alive %v after it): %v", r.Processes.Hung, r.ShutdownBound+ExitSlack, r.Processes.HungNames)
 	add(r.Processes.RunOverBound, "%d workers returned from Run later than ShutdownTimeout + FlushTimeout (%v) + %v after SIGTERM (longest %v)", r.Processes.RunOverBound, r.ShutdownBound, RunSlack, r.Processes.RunReturnMax)

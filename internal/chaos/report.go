@@ -26,7 +26,8 @@ type Report struct {
 	Pending      int                  `json:"pending"`
 	Lost         int                  `json:"lost"`
 	LostJobs     []string             `json:"lostJobs,omitempty"`
-	Unread       int                  `json:"unread,omitempty"` // messages the source still counted that the final read did not see
+	Unread       int                  `json:"unread,omitempty"`    // messages the source still counted that the final read did not see
+	DLQUnread    int                  `json:"dlqUnread,omitempty"` // the same for the DLQ
 	ByKind       map[Kind]*KindCounts `json:"byKind"`
 
 	// Duplicates counts successes beyond the first of each job
@@ -168,8 +169,8 @@ func (r *Report) Text() string {
 		}
 		p("  %-9s %6d jobs: done %d, DLQ %d, pending %d, lost %d", k, kc.Jobs, kc.Done, kc.DeadLettered, kc.Pending, kc.Lost)
 	}
-	if r.Unread > 0 {
-		p("  the source queue still counted %d messages the final read could not see", r.Unread)
+	if r.Unread > 0 || r.DLQUnread > 0 {
+		p("  the queue still counted %d messages and the DLQ %d that the final reads could not see", r.Unread, r.DLQUnread)
 	}
 	p("misplaced: succeeded in DLQ %d, transient in DLQ %d, other in DLQ %d, poison not in DLQ %d, poison without provenance %d, DLQ without provenance %d",
 		r.SucceededInDLQ, r.TransientInDLQ, r.OtherInDLQ, r.PoisonNotInDLQ, r.PoisonWithoutProvenance, r.DLQWithoutProvenance)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/sqsdrain"
 )
 
 // WorkerPackage is the worker program Run builds when Config.WorkerBinary
@@ -159,7 +160,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	chaosEnd := time.After(cfg.Duration)
 	empty, lastLog := 0, time.Now()
 	progress := func(phase string) error {
-		n, err := queueTotal(ctx, direct, target.QueueURL)
+		n, err := sqsdrain.Count(ctx, direct, target.QueueURL)
 		if err != nil {
 			return err
 		}
@@ -250,15 +251,25 @@ drain:
 		}
 	}
 
-	dead, _, err := readQueue(ctx, direct, target.DLQURL, 0)
+	// The final reads wait for messages a lost receive response hid.
+	var notEmpty *sqsdrain.NotEmptyError
+	dead, err := sqsdrain.Drain(ctx, direct, target.DLQURL, 2*time.Minute)
+	dlqUnread := 0
+	if errors.As(err, &notEmpty) {
+		dlqUnread, err = notEmpty.Left, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("chaos: reading the DLQ: %w", err)
 	}
-	wait := time.Duration(0)
+	wait := 2 * sqsdrain.Visibility
 	if !timing.Drained {
-		wait = cfg.Visibility + cfg.Worker.RetryDelay + 2*time.Second
+		wait += cfg.Visibility + cfg.Worker.RetryDelay
 	}
-	left, unread, err := readQueue(ctx, direct, target.QueueURL, wait)
+	left, err := sqsdrain.Drain(ctx, direct, target.QueueURL, wait)
+	unread := 0
+	if errors.As(err, &notEmpty) {
+		unread, err = notEmpty.Left, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("chaos: reading what is left in the queue: %w", err)
 	}
@@ -267,7 +278,7 @@ drain:
 		return nil, err
 	}
 	ev := evidence{Config: cfg, Jobs: jobs, Files: files, Names: names, Procs: procs, Deletes: obs.deletes, LostSends: obs.lostSends,
-		Counts: proxy.Counts(), Timing: timing, ExitMax: exitMax, Unread: unread}
+		Counts: proxy.Counts(), Timing: timing, ExitMax: exitMax, Unread: unread, DLQUnread: dlqUnread}
 	for _, m := range dead {
 		c := dlqCopy{Job: "?"}
 		if j, err := ParseJob(aws.ToString(m.Body)); err == nil {
@@ -407,68 +418,6 @@ func sendJobs(ctx context.Context, client *sqs.Client, url string, jobs []Job, f
 		})
 	}
 	return g.Wait()
-}
-
-// queueTotal is every message the queue holds: visible, in flight and
-// delayed.
-func queueTotal(ctx context.Context, client *sqs.Client, url string) (int, error) {
-	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url),
-		AttributeNames: []types.QueueAttributeName{
-			types.QueueAttributeNameApproximateNumberOfMessages,
-			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("chaos: reading the queue's counts: %w", err)
-	}
-	total := 0
-	for _, v := range out.Attributes {
-		n, _ := strconv.Atoi(v)
-		total += n
-	}
-	return total, nil
-}
-
-// readQueue receives and deletes every message of a queue. It stops after
-// three empty receives in a row once the queue's counts are zero, or once
-// wait has passed; unread is what the queue still counts then.
-func readQueue(ctx context.Context, client *sqs.Client, url string, wait time.Duration) (msgs []types.Message, unread int, err error) {
-	deadline := time.Now().Add(wait)
-	empty := 0
-	for {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 120,
-			MessageAttributeNames: []string{"All"},
-		})
-		if err != nil {
-			return msgs, 0, err
-		}
-		if len(out.Messages) == 0 {
-			empty++
-			if empty >= 3 {
-				n, err := queueTotal(ctx, client, url)
-				if err != nil {
-					return msgs, 0, err
-				}
-				if n == 0 || time.Now().After(deadline) {
-					return msgs, n, nil
-				}
-				empty = 0
-			}
-			continue
-		}
-		empty = 0
-		msgs = append(msgs, out.Messages...)
-		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url)}
-		for i, m := range out.Messages {
-			in.Entries = append(in.Entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
-		}
-		if _, err := client.DeleteMessageBatch(ctx, in); err != nil {
-			return msgs, 0, err
-		}
-	}
 }
 
 // observer keeps what the proxy saw of each receipt handle's deletes, and

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqsdrain"
 )
 
 // RequireEnv is the environment variable that turns a missing local AWS from
@@ -280,63 +281,16 @@ func UniqueName(prefix string) string {
 // once each (by message ID), with their message attributes. It stops only
 // when the queue counts no message, visible or not: a receive whose
 // response the emulator lost under load hides its messages for that
-// receive's visibility timeout (2 s for Drain's own), and Drain waits for
-// them rather than miss them. It fails t after two minutes.
+// receive's visibility timeout (sqsdrain.Visibility for Drain's own), and
+// Drain waits for them rather than miss them. It fails t after two minutes.
 func Drain(t testing.TB, client DrainAPI, url string) []types.Message {
 	t.Helper()
-	ctx := context.Background()
-	seen := map[string]types.Message{}
-	var order []string
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
-			WaitTimeSeconds: 1, VisibilityTimeout: 2, MessageAttributeNames: []string{"All"},
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}})
-		if err != nil {
-			t.Fatalf("testenv: draining %s: %v", url, err)
-		}
-		if len(out.Messages) == 0 {
-			a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{
-				types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
-			if err != nil {
-				t.Fatalf("testenv: counting %s: %v", url, err)
-			}
-			left := 0
-			for _, v := range a.Attributes {
-				n, _ := strconv.Atoi(v)
-				left += n
-			}
-			if left == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("testenv: draining %s: %d messages still counted after 2 minutes", url, left)
-			}
-			continue
-		}
-		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url)}
-		for i, m := range out.Messages {
-			id := aws.ToString(m.MessageId)
-			if _, dup := seen[id]; !dup {
-				order = append(order, id)
-			}
-			seen[id] = m
-			in.Entries = append(in.Entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
-		}
-		if _, err := client.DeleteMessageBatch(ctx, in); err != nil {
-			t.Fatalf("testenv: deleting drained messages: %v", err)
-		}
-	}
-	msgs := make([]types.Message, len(order))
-	for i, id := range order {
-		msgs[i] = seen[id]
+	msgs, err := sqsdrain.Drain(context.Background(), client, url, 2*time.Minute)
+	if err != nil {
+		t.Fatalf("testenv: draining %s: %v", url, err)
 	}
 	return msgs
 }
 
 // DrainAPI is what Drain calls.
-type DrainAPI interface {
-	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
-	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-}
+type DrainAPI = sqsdrain.API
