@@ -1,0 +1,87 @@
+package idempotency_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/internal/testenv"
+)
+
+// TestScenariosEmulator runs the acceptance scenarios against the local
+// SQS (fauxqs) and DynamoDB Local, in real time: the worker's and the
+// Lambda adapter's (RunLocal) checks of issue 17.
+func TestScenariosEmulator(t *testing.T) {
+	e := emulatorEnv(t)
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			sc.run(t, e)
+		})
+	}
+}
+
+// emulatorEnv is an env on the local emulators, with a fresh table.
+func emulatorEnv(t *testing.T) *env {
+	client, db := testenv.SQS(t), testenv.DynamoDB(t)
+	table := newTable(t, db)
+	return &env{
+		sqs: client, db: db, table: table, name: testenv.UniqueName,
+		newQueue: setupQueue(client, testenv.UniqueName),
+		left: func(t *testing.T, url string) int {
+			out, err := client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+				QueueUrl: aws.String(url),
+				AttributeNames: []sqstypes.QueueAttributeName{
+					sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+					sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+					sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+				},
+			})
+			if err != nil {
+				t.Fatalf("GetQueueAttributes: %v", err)
+			}
+			n := 0
+			for _, v := range out.Attributes {
+				var k int
+				for _, c := range v {
+					k = 10*k + int(c-'0')
+				}
+				n += k
+			}
+			return n
+		},
+		item: func(t *testing.T, key string) map[string]types.AttributeValue {
+			out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
+				TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{idempotency.KeyAttribute: &types.AttributeValueMemberS{Value: key}},
+			})
+			if err != nil {
+				t.Errorf("GetItem: %v", err)
+				return nil
+			}
+			return out.Item
+		},
+	}
+}
+
+// newTable creates an idempotency table for the test and deletes it after.
+func newTable(t *testing.T, db *dynamodb.Client) string {
+	t.Helper()
+	table := testenv.UniqueName("sqsworker-idempotency")
+	if err := idempotency.CreateTable(t.Context(), db, table); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	return table
+}
