@@ -226,8 +226,8 @@ func (g *Guard) run(ctx context.Context, m *worker.Message, next worker.Handler,
 	g.c.ran.Add(1)
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	res := &resultSlot{}
-	hctx = context.WithValue(hctx, resultKey{}, res)
+	res := &runState{key: l.key}
+	hctx = context.WithValue(hctx, runKey{}, res)
 	k := g.keep(ctx, l, cancel)
 	returned := false
 	defer func() {
@@ -310,13 +310,17 @@ func holderOf(r *Record) string {
 	return r.MessageID
 }
 
-// resultKey is the context key of a run's result slot.
-type resultKey struct{}
+// runKey is the context key of a guarded run's state.
+type runKey struct{}
 
-// resultSlot holds what the handler passed to SetResult.
-type resultSlot struct{ v atomic.Pointer[[]byte] }
+// runState is what a guarded handler can reach through its context: the
+// job's key, and the result it passed to SetResult.
+type runState struct {
+	key string
+	v   atomic.Pointer[[]byte]
+}
 
-func (s *resultSlot) get() []byte {
+func (s *runState) get() []byte {
 	if p := s.v.Load(); p != nil {
 		return *p
 	}
@@ -330,7 +334,7 @@ func (s *resultSlot) get() []byte {
 // nil. It returns an error when ctx is not the context of a guarded handler
 // or result is larger than MaxResultSize.
 func SetResult(ctx context.Context, result []byte) error {
-	s, ok := ctx.Value(resultKey{}).(*resultSlot)
+	s, ok := ctx.Value(runKey{}).(*runState)
 	if !ok {
 		return errors.New("idempotency.SetResult: the context is not a guarded handler's; call it with the context the handler received from Guard.Wrap")
 	}
@@ -344,4 +348,17 @@ func SetResult(ctx context.Context, result []byte) error {
 	b := append([]byte{}, result...)
 	s.v.Store(&b)
 	return nil
+}
+
+// Key returns, inside a handler that a Guard wraps, the job's key as
+// stored (prefix and hash applied), and false elsewhere. Pass it on as the
+// idempotency key of calls that have one (payment APIs, say): they then
+// stay once-only even across the window between the handler's success and
+// the completed record.
+func Key(ctx context.Context) (string, bool) {
+	s, ok := ctx.Value(runKey{}).(*runState)
+	if !ok {
+		return "", false
+	}
+	return s.key, true
 }

@@ -456,6 +456,9 @@ func TestResultAndOnDuplicate(t *testing.T) {
 		}
 	})
 	h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		if k, ok := idempotency.Key(ctx); !ok || k != "m" {
+			t.Errorf("Key(ctx) = %q, %v; want the job's key", k, ok)
+		}
 		if err := idempotency.SetResult(ctx, make([]byte, idempotency.MaxResultSize+1)); err == nil {
 			t.Error("SetResult took a result larger than MaxResultSize")
 		}
@@ -471,6 +474,9 @@ func TestResultAndOnDuplicate(t *testing.T) {
 	}
 	if err := idempotency.SetResult(context.Background(), nil); err == nil {
 		t.Error("SetResult outside a guarded handler succeeded")
+	}
+	if _, ok := idempotency.Key(context.Background()); ok {
+		t.Error("Key outside a guarded handler reported a key")
 	}
 }
 

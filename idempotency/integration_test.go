@@ -2,6 +2,8 @@ package idempotency_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/retry/dynamocounter"
+	"github.com/sqsworker/sqsworker/worker"
 )
 
 // TestScenariosEmulator runs the acceptance scenarios against the local
@@ -30,7 +34,11 @@ func TestScenariosEmulator(t *testing.T) {
 
 // emulatorEnv is an env on the local emulators, with a fresh table.
 func emulatorEnv(t *testing.T) *env {
-	client, db := testenv.SQS(t), testenv.DynamoDB(t)
+	client := testenv.SQS(t)
+	// DynamoDB Local sends no CRC32 header with error responses, and the SDK
+	// then logs a spurious warning for every failed condition — every
+	// duplicate here (aws/aws-sdk-go-v2#3545).
+	db := dynamodb.New(testenv.DynamoDB(t).Options(), func(o *dynamodb.Options) { o.DisableValidateResponseChecksum = true })
 	table := newTable(t, db)
 	return &env{
 		sqs: client, db: db, table: table, name: testenv.UniqueName,
@@ -84,4 +92,40 @@ func newTable(t *testing.T, db *dynamodb.Client) string {
 		_, _ = db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
 	return table
+}
+
+// TestCreateTableWithDynamoDB: CreateTable makes the table (key, TTL on
+// expiresAt), is idempotent, and refuses a table made for something else
+// with what to do.
+func TestCreateTableWithDynamoDB(t *testing.T) {
+	db := testenv.DynamoDB(t)
+	table := newTable(t, db)
+	if err := idempotency.CreateTable(t.Context(), db, table); err != nil {
+		t.Fatalf("CreateTable a second time (must be idempotent): %v", err)
+	}
+	ttl, err := db.DescribeTimeToLive(t.Context(), &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ttl.TimeToLiveDescription; d == nil || aws.ToString(d.AttributeName) != idempotency.TTLAttribute ||
+		(d.TimeToLiveStatus != types.TimeToLiveStatusEnabled && d.TimeToLiveStatus != types.TimeToLiveStatusEnabling) {
+		t.Errorf("TTL %+v, want enabled on %s", ttl.TimeToLiveDescription, idempotency.TTLAttribute)
+	}
+	counter := testenv.UniqueName("sqsworker-counter")
+	if err := dynamocounter.CreateTable(t.Context(), db, counter); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(counter)})
+	})
+	err = idempotency.CreateTable(t.Context(), db, counter)
+	if err == nil || !strings.Contains(err.Error(), "the Guard needs only a partition key key of type S; use another table name") {
+		t.Errorf("CreateTable on the attempt counter's table = %v; want a refusal that says what to do", err)
+	}
+	// A missing table is reported as such when a message arrives.
+	g := mustGuard(t, db, testenv.UniqueName("sqsworker-no-such-table"))
+	err = g.Wrap(worker.HandlerFunc(ok)).Handle(fixedLease(time.Minute), msg("m", ""))
+	if !errors.Is(err, idempotency.ErrTableNotFound) || !errors.Is(err, idempotency.ErrUnavailable) {
+		t.Errorf("a message on a missing table: %v; want ErrTableNotFound and ErrUnavailable", err)
+	}
 }

@@ -53,8 +53,9 @@ func AttributeKey(name string) KeyFunc {
 // JSON body: JSONKey("order", "id") reads {"order": {"id": …}}. A string
 // is the key as it is; a number is its literal text (so 7 and 7.0 are
 // different keys); true, false, an object or an array is its JSON, with
-// object keys sorted. A body that is not JSON, or has no such value (or
-// null), fails its message permanently.
+// object keys sorted. JSONKey() keys by the whole body. A body that is not
+// JSON, or has no such value (or null, or ""), fails its message
+// permanently.
 func JSONKey(path ...string) KeyFunc {
 	return func(m *worker.Message) (string, error) {
 		k, err := jsonValue([]byte(m.Body), path)
