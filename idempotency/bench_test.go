@@ -33,7 +33,9 @@ func benchTable(b *testing.B, db *dynamodb.Client) string {
 	if err := idempotency.CreateTable(context.Background(), db, table); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	b.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
 	return table
 }
 
