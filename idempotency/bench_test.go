@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/sync/errgroup"
@@ -47,7 +48,20 @@ func benchTable(b *testing.B, db *dynamodb.Client) string {
 func BenchmarkGuard(b *testing.B) {
 	b.Run("dynamodb-local", func(b *testing.B) {
 		db := benchDB(b)
-		benchGuardPaths(b, db, benchTable(b, db))
+		table := benchTable(b, db)
+		// The yardstick: one plain PutItem round trip.
+		b.Run("baseline-putitem", func(b *testing.B) {
+			for i := range b.N {
+				if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{
+					TableName: aws.String(table),
+					Item:      map[string]ddbtypes.AttributeValue{idempotency.KeyAttribute: &ddbtypes.AttributeValueMemberS{Value: "baseline-" + strconv.Itoa(i)}},
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(1, "req/msg")
+		})
+		benchGuardPaths(b, db, table)
 	})
 	b.Run("in-memory", func(b *testing.B) { benchGuardPaths(b, newFakeDB(), "t") })
 }
