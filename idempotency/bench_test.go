@@ -14,8 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/idempotency"
@@ -128,7 +126,7 @@ func BenchmarkWorkerGuarded(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				benchFill(b, client, target.SourceURL, n)
+				testenv.SendBodies(b, client, target.SourceURL, n)
 				var h worker.Handler = worker.HandlerFunc(ok)
 				var g *idempotency.Guard
 				if guarded {
@@ -182,24 +180,5 @@ func BenchmarkWorkerGuarded(b *testing.B) {
 			b.ReportMetric(pct(0.5), "handler-p50-ms")
 			b.ReportMetric(pct(0.99), "handler-p99-ms")
 		})
-	}
-}
-
-// benchFill sends bodies 0..n-1 in batches of 10.
-func benchFill(b *testing.B, client *sqs.Client, url string, n int) {
-	var g errgroup.Group
-	g.SetLimit(16)
-	for start := 0; start < n; start += 10 {
-		g.Go(func() error {
-			in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
-			for i := start; i < min(start+10, n); i++ {
-				in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i - start)), MessageBody: aws.String(strconv.Itoa(i))})
-			}
-			_, err := client.SendMessageBatch(context.Background(), in)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		b.Fatal(err)
 	}
 }

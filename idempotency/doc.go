@@ -116,6 +116,17 @@
 //     the run that took over.
 //   - Records count for Options.TTL; a duplicate after that runs again.
 //
+// # Logs
+//
+// The Guard logs warnings (one per cause per 10 s) for what needs an
+// operator: DynamoDB errors, locks lost, completions not recorded, runs
+// without a lock (FailOpen); duplicates and take-overs are logged at Debug
+// and Info, and Guard.Stats counts every path. The AWS SDK may log "failed
+// to close HTTP response body" for a failed condition (every duplicate)
+// when the endpoint sends no CRC32 header with error responses, as
+// DynamoDB Local does (aws/aws-sdk-go-v2#3545); examples/idempotency
+// filters that one line out of the client's logger.
+//
 // # Table and IAM
 //
 // [CreateTable] makes the table: partition key "key" (S), on-demand

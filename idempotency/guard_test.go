@@ -32,6 +32,39 @@ func fixedLease(d time.Duration) context.Context {
 	return leaseCtx(func() time.Time { return end })
 }
 
+// movingLease is a lease kept by a heartbeat: its deadline starts ahead
+// from now and moves to ahead from then every period, until stop. moves
+// tells how often it moved.
+type movingLease struct {
+	deadline atomic.Int64 // UnixNano
+	moves    atomic.Int64
+	stop     chan struct{}
+}
+
+func newMovingLease(period, ahead time.Duration) *movingLease {
+	l := &movingLease{stop: make(chan struct{})}
+	l.deadline.Store(time.Now().Add(ahead).UnixNano())
+	go func() {
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-time.After(period):
+				l.deadline.Store(time.Now().Add(ahead).UnixNano())
+				l.moves.Add(1)
+			}
+		}
+	}()
+	return l
+}
+
+func (l *movingLease) Deadline() time.Time { return time.Unix(0, l.deadline.Load()) }
+
+// ctx is a handler context on the lease.
+func (l *movingLease) ctx() context.Context { return leaseCtx(l.Deadline) }
+
+func (l *movingLease) end() { close(l.stop) }
+
 func msg(id, body string) *worker.Message { return &worker.Message{ID: id, Body: body} }
 
 func ok(context.Context, *worker.Message) error { return nil }
@@ -164,29 +197,16 @@ func TestDuplicateInProgressIsSnoozed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		db := newFakeDB()
 		g := mustGuard(t, db, "t", func(o *idempotency.Options) { o.LockMargin = time.Second })
-		var lease atomic.Int64
-		lease.Store(time.Now().Add(10 * time.Second).UnixNano())
-		deadline := func() time.Time { return time.Unix(0, lease.Load()) }
-		stop := make(chan struct{})
-		go func() { // a heartbeat: the lease moves 10 s ahead every 5 s
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(5 * time.Second):
-					lease.Store(time.Now().Add(10 * time.Second).UnixNano())
-				}
-			}
-		}()
+		lease := newMovingLease(5*time.Second, 10*time.Second)
 		go func() {
-			_ = g.Wrap(worker.HandlerFunc(func(context.Context, *worker.Message) error { <-stop; return nil })).Handle(leaseCtx(deadline), msg("long", ""))
+			_ = g.Wrap(worker.HandlerFunc(func(context.Context, *worker.Message) error { <-lease.stop; return nil })).Handle(lease.ctx(), msg("long", ""))
 		}()
 		time.Sleep(2 * time.Minute)
 		err := g.Wrap(worker.HandlerFunc(ok)).Handle(fixedLease(30*time.Second), msg("long", ""))
 		if d, snoozed := retry.SnoozeDelay(err); !snoozed || d < 2*time.Minute || d > 2*time.Minute+2*time.Second {
 			t.Errorf("duplicate of a job running for 2 min: %v; want a snooze of about 2 min", err)
 		}
-		close(stop)
+		lease.end()
 		synctest.Wait()
 	})
 }
@@ -202,23 +222,8 @@ func TestLockFollowsTheLease(t *testing.T) {
 		// A 30 s visibility timeout, extended 10 s before each deadline (as
 		// the heartbeat does with its defaults).
 		start := time.Now()
-		var lease atomic.Int64
-		lease.Store(start.Add(30 * time.Second).UnixNano())
-		deadline := func() time.Time { return time.Unix(0, lease.Load()) }
-		moves := 0
-		done := make(chan struct{})
-		go func() {
-			for {
-				wait := time.Until(deadline()) - 10*time.Second
-				select {
-				case <-done:
-					return
-				case <-time.After(wait):
-					lease.Store(time.Now().Add(30 * time.Second).UnixNano())
-					moves++
-				}
-			}
-		}()
+		lease := newMovingLease(20*time.Second, 30*time.Second)
+		done := lease.stop
 		var lapses []string
 		go func() {
 			for {
@@ -230,7 +235,7 @@ func TestLockFollowsTheLease(t *testing.T) {
 					if it == nil || numberAttr(it, idempotency.LockAttribute) <= time.Now().UnixMilli() {
 						lapses = append(lapses, lockState(time.Since(start), it))
 					}
-					if want := deadline().Add(time.Second).UnixMilli(); it != nil && numberAttr(it, idempotency.LockAttribute) > want {
+					if want := lease.Deadline().Add(time.Second).UnixMilli(); it != nil && numberAttr(it, idempotency.LockAttribute) > want {
 						lapses = append(lapses, "lock beyond deadline + margin: "+lockState(time.Since(start), it))
 					}
 				}
@@ -238,9 +243,9 @@ func TestLockFollowsTheLease(t *testing.T) {
 		}()
 		err := g.Wrap(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			time.Sleep(10*time.Minute - 5*time.Second)
-			close(done)
+			lease.end()
 			return ctx.Err()
-		})).Handle(leaseCtx(deadline), msg("slow", ""))
+		})).Handle(lease.ctx(), msg("slow", ""))
 		synctest.Wait()
 		if err != nil {
 			t.Fatalf("a 10 min handler on a 30 s lease: %v", err)
@@ -249,6 +254,7 @@ func TestLockFollowsTheLease(t *testing.T) {
 			t.Errorf("the lock lapsed or ran ahead: %v", lapses)
 		}
 		s := g.Stats()
+		moves := int(lease.moves.Load())
 		if s.Extensions != int64(moves) || db.count("UpdateItem") != moves+1 {
 			t.Errorf("%d lock extensions and %d UpdateItem calls for %d lease moves; want one extension per move plus the completion", s.Extensions, db.count("UpdateItem"), moves)
 		}
@@ -295,20 +301,8 @@ func TestLockExtensionOutage(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			db := newFakeDB()
 			g := mustGuard(t, db, "t", func(o *idempotency.Options) { o.LockMargin = 2 * time.Second; o.FailOpen = failOpen })
-			var lease atomic.Int64
-			lease.Store(time.Now().Add(10 * time.Second).UnixNano())
-			stop := make(chan struct{})
-			defer close(stop)
-			go func() { // the heartbeat keeps going
-				for {
-					select {
-					case <-stop:
-						return
-					case <-time.After(5 * time.Second):
-						lease.Store(time.Now().Add(10 * time.Second).UnixNano())
-					}
-				}
-			}()
+			lease := newMovingLease(5*time.Second, 10*time.Second) // the heartbeat keeps going
+			defer lease.end()
 			db.setFail(func(op string) error {
 				if op == "UpdateItem" {
 					return &smithy.GenericAPIError{Code: "InternalServerError", Message: "down"}
@@ -325,7 +319,7 @@ func TestLockExtensionOutage(t *testing.T) {
 				case <-time.After(time.Minute):
 					return nil
 				}
-			})).Handle(leaseCtx(func() time.Time { return time.Unix(0, lease.Load()) }), msg("m", ""))
+			})).Handle(lease.ctx(), msg("m", ""))
 			if failOpen {
 				if err != nil || !cancelledAt.IsZero() || g.Stats().FailedOpen == 0 {
 					t.Errorf("FailOpen: err %v, cancelled at %v, stats %+v; want the handler to run on", err, cancelledAt, g.Stats())

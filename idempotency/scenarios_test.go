@@ -126,6 +126,39 @@ func blockUntil(ctx context.Context, cond func() bool) bool {
 	return true
 }
 
+// doomed is a consumer that dies inside its first handler (kill -9): from
+// then on nothing it sends reaches SQS or DynamoDB, so its lease and its
+// lock are abandoned, not released.
+type doomed struct {
+	sqs     *twist
+	guard   *idempotency.Guard
+	handler worker.Handler
+	started chan struct{} // closed when the handler has died
+}
+
+func newDoomed(t *testing.T, e *env, runs *atomic.Int64) *doomed {
+	var dark atomic.Bool
+	d := &doomed{sqs: &twist{API: e.sqs}, started: make(chan struct{})}
+	d.guard = mustGuard(t, darkDB{API: e.db, dark: &dark}, e.table, guardOpts("killed"))
+	d.handler = worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		runs.Add(1)
+		dark.Store(true)
+		d.sqs.dark.Store(true)
+		close(d.started)
+		<-ctx.Done() // the lease is lost (or the invocation ends); a dead process would not even see this
+		return context.Cause(ctx)
+	})
+	return d
+}
+
+// counting is a handler that succeeds and counts its runs.
+func counting(runs *atomic.Int64) worker.Handler {
+	return worker.HandlerFunc(func(context.Context, *worker.Message) error {
+		runs.Add(1)
+		return nil
+	})
+}
+
 // --- the worker ---
 
 // workerTenDeliveries: the same message delivered to 10 workers at once
@@ -212,20 +245,8 @@ func workerSlowHandler(t *testing.T, e *env) {
 	wa := startWorker(t, &twist{API: e.sqs, sameID: sameID}, src, worker.Chain(h, ga.Wrap), func(o *worker.Options) { o.Concurrency = 2 })
 	<-started
 	wb := startWorker(t, &twist{API: e.sqs, sameID: sameID}, src, worker.Chain(h, gb.Wrap), func(o *worker.Options) { o.Concurrency = 2 })
-	t0 := time.Now()
-	sent := 0
-	var lapsed []string
-	for time.Since(t0) < 11*time.Second {
-		// Duplicates arrive after the first lock would have expired.
-		if el := time.Since(t0); (sent == 0 && el > 4*time.Second) || (sent == 1 && el > 8*time.Second) {
-			e.send(t, src, "slow job")
-			sent++
-		}
-		if it := e.item(t, key); it == nil || numberAttr(it, idempotency.LockAttribute) < time.Now().UnixMilli() {
-			lapsed = append(lapsed, lockState(time.Since(t0), it))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	// Duplicates arrive after the first lock would have expired.
+	lapsed := duplicatesDuringRun(t, e, src, "slow job", key, 11*time.Second, 4*time.Second, 8*time.Second)
 	waitFor(t, time.Minute, "the job and its two duplicates deleted", func() bool {
 		return wa.outcomes()[worker.Deleted]+wb.outcomes()[worker.Deleted] == 3
 	})
@@ -259,34 +280,19 @@ func workerSlowHandler(t *testing.T, e *env) {
 // then the job runs again on another worker and completes once.
 func workerKilled(t *testing.T, e *env) {
 	src, dlqURL := e.newQueue(t, 2*time.Second)
-	var darkA atomic.Bool
-	twA := &twist{API: e.sqs}
-	ga := mustGuard(t, darkDB{API: e.db, dark: &darkA}, e.table, guardOpts("killed"))
-	gb := mustGuard(t, e.db, e.table, guardOpts("killed"))
 	var runs atomic.Int64
-	started := make(chan struct{})
-	hA := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-		runs.Add(1)
-		darkA.Store(true) // kill -9: nothing this worker sends reaches AWS any more
-		twA.dark.Store(true)
-		close(started)
-		<-ctx.Done() // the heartbeat gives up; a dead process would not even see this
-		return context.Cause(ctx)
-	})
-	hB := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-		runs.Add(1)
-		return nil
-	})
+	a := newDoomed(t, e, &runs)
+	gb := mustGuard(t, e.db, e.table, guardOpts("killed"))
 	e.send(t, src, "job")
-	wa := startWorker(t, twA, src, worker.Chain(hA, ga.Wrap))
-	<-started
-	wb := startWorker(t, e.sqs, src, worker.Chain(hB, gb.Wrap))
+	wa := startWorker(t, a.sqs, src, worker.Chain(a.handler, a.guard.Wrap))
+	<-a.started
+	wb := startWorker(t, e.sqs, src, worker.Chain(counting(&runs), gb.Wrap))
 	waitFor(t, time.Minute, "the job to complete on the second worker", func() bool { return wb.outcomes()[worker.Deleted] == 1 })
 	_ = wa.stop()
 	if err := wb.stop(); err != nil {
 		t.Errorf("Run: %v", err)
 	}
-	sa, sb := ga.Stats(), gb.Stats()
+	sa, sb := a.guard.Stats(), gb.Stats()
 	if runs.Load() != 2 || sa.Completed != 0 || sb.Completed != 1 {
 		t.Errorf("runs %d (want 2: the killed one and the retry), completed by the killed worker %d (want 0), by the other %d (want 1)", runs.Load(), sa.Completed, sb.Completed)
 	}
@@ -440,18 +446,7 @@ func lambdaSlowHandler(t *testing.T, e *env) {
 	e.send(t, src, "slow job")
 	stop := lambdaRun(t, tw, src, fn.Handler, 5*time.Second, 3)
 	<-started
-	t0 := time.Now()
-	e.send(t, src, "slow job")
-	var lapsed []string
-	for sent := 1; time.Since(t0) < 3*time.Second; time.Sleep(250 * time.Millisecond) {
-		if sent == 1 && time.Since(t0) > 1500*time.Millisecond {
-			e.send(t, src, "slow job")
-			sent++
-		}
-		if it := e.item(t, key); it == nil || numberAttr(it, idempotency.LockAttribute) < time.Now().UnixMilli() {
-			lapsed = append(lapsed, lockState(time.Since(t0), it))
-		}
-	}
+	lapsed := duplicatesDuringRun(t, e, src, "slow job", key, 3*time.Second, 0, 1500*time.Millisecond)
 	waitFor(t, time.Minute, "the job and its two duplicates acknowledged", func() bool { return fn.count(worker.Deleted) == 3 })
 	stop()
 	s := g.Stats()
@@ -473,32 +468,19 @@ func lambdaSlowHandler(t *testing.T, e *env) {
 // record's redelivery runs the job again, which completes once.
 func lambdaKilled(t *testing.T, e *env) {
 	src, dlqURL := e.newQueue(t, 3*time.Second)
-	var darkA atomic.Bool
-	twA := &twist{API: e.sqs}
-	ga := mustGuard(t, darkDB{API: e.db, dark: &darkA}, e.table, guardOpts("killed"))
-	gb := mustGuard(t, e.db, e.table, guardOpts("killed"))
 	var runs atomic.Int64
-	started := make(chan struct{})
-	fnA := newLambda(t, twA, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-		runs.Add(1)
-		darkA.Store(true) // the environment dies: nothing it sends arrives
-		twA.dark.Store(true)
-		close(started)
-		<-ctx.Done()
-		return context.Cause(ctx)
-	}), ga)
-	fnB := newLambda(t, e.sqs, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-		runs.Add(1)
-		return nil
-	}), gb)
+	a := newDoomed(t, e, &runs)
+	gb := mustGuard(t, e.db, e.table, guardOpts("killed"))
+	fnA := newLambda(t, a.sqs, a.handler, a.guard)
+	fnB := newLambda(t, e.sqs, counting(&runs), gb)
 	e.send(t, src, "job")
-	stopA := lambdaRun(t, twA, src, fnA.Handler, 3*time.Second, 1)
-	<-started
+	stopA := lambdaRun(t, a.sqs, src, fnA.Handler, 3*time.Second, 1)
+	<-a.started
 	stopB := lambdaRun(t, e.sqs, src, fnB.Handler, 3*time.Second, 1)
 	waitFor(t, time.Minute, "the job to complete in another invocation", func() bool { return fnB.count(worker.Deleted) == 1 })
 	stopB()
 	stopA()
-	sa, sb := ga.Stats(), gb.Stats()
+	sa, sb := a.guard.Stats(), gb.Stats()
 	if runs.Load() != 2 || sa.Completed != 0 || sb.Completed != 1 || sb.TakenOver != 1 {
 		t.Errorf("runs %d (want 2), completed by the dead environment %d (want 0), by the other %d (want 1), locks taken over %d (want 1)", runs.Load(), sa.Completed, sb.Completed, sb.TakenOver)
 	}
@@ -524,6 +506,24 @@ func lambdaDroppedDelete(t *testing.T, e *env) {
 	}
 	waitFor(t, 30*time.Second, "RunLocal's deletes", func() bool { return e.left(t, src) == 0 })
 	checkEmpty(t, e, src, dlqURL)
+}
+
+// duplicatesDuringRun sends a duplicate (body) at each offset in at, and
+// samples the job's lock every 250 ms, for span; it returns the moments
+// the lock was not live.
+func duplicatesDuringRun(t *testing.T, e *env, src, body, key string, span time.Duration, at ...time.Duration) (lapsed []string) {
+	t0 := time.Now()
+	for time.Since(t0) < span {
+		if len(at) > 0 && time.Since(t0) >= at[0] {
+			e.send(t, src, body)
+			at = at[1:]
+		}
+		if it := e.item(t, key); it == nil || numberAttr(it, idempotency.LockAttribute) < time.Now().UnixMilli() {
+			lapsed = append(lapsed, lockState(time.Since(t0), it))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return lapsed
 }
 
 // lockState describes a record's lock at a moment of a scenario.

@@ -64,11 +64,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 	if err := idempotency.CreateTable(ctx, db, table); err != nil {
 		return err
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_, _ = db.DeleteTable(dctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	}()
+	defer exampleutil.DeleteTable(ctx, db, table)
 	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "sqsworker-idempotency-" + suffix, VisibilityTimeout: visibilityTimeout, MaxReceiveCount: 20})
 	if err != nil {
 		return err

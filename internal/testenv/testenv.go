@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/sync/errgroup"
 )
 
 // RequireEnv is the environment variable that turns a missing local AWS from
@@ -272,4 +275,33 @@ func UniqueName(prefix string) string {
 		name = name[len(name)-75:]
 	}
 	return name
+}
+
+// BatchSender is the SQS call SendBodies makes.
+type BatchSender interface {
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+// SendBodies sends the bodies "0" … "n-1" to url with SendMessageBatch, ten
+// per call, 16 calls at a time; it fails tb on any error or failed entry.
+func SendBodies(tb testing.TB, client BatchSender, url string, n int) {
+	tb.Helper()
+	var g errgroup.Group
+	g.SetLimit(16)
+	for start := 0; start < n; start += 10 {
+		g.Go(func() error {
+			in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
+			for i := start; i < min(start+10, n); i++ {
+				in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i - start)), MessageBody: aws.String(strconv.Itoa(i))})
+			}
+			out, err := client.SendMessageBatch(context.Background(), in)
+			if err == nil && len(out.Failed) > 0 {
+				err = fmt.Errorf("%d entries failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		tb.Fatalf("testenv: sending %d messages to %s: %v", n, url, err)
+	}
 }
