@@ -151,6 +151,23 @@ func newDoomed(t *testing.T, e *env, runs *atomic.Int64) *doomed {
 	return d
 }
 
+// slowJob is a handler that takes d (or stops with its context); started
+// is closed when it first starts.
+func slowJob(runs *atomic.Int64, d time.Duration) (h worker.Handler, started chan struct{}) {
+	started = make(chan struct{})
+	return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		if runs.Add(1) == 1 {
+			close(started)
+		}
+		select {
+		case <-time.After(d):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}), started
+}
+
 // counting is a handler that succeeds and counts its runs.
 func counting(runs *atomic.Int64) worker.Handler {
 	return worker.HandlerFunc(func(context.Context, *worker.Message) error {
@@ -228,18 +245,7 @@ func workerSlowHandler(t *testing.T, e *env) {
 	key := "slow#" + id
 	ga, gb := mustGuard(t, e.db, e.table, guardOpts("slow")), mustGuard(t, e.db, e.table, guardOpts("slow"))
 	var runs atomic.Int64
-	started := make(chan struct{})
-	h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-		if runs.Add(1) == 1 {
-			close(started)
-		}
-		select {
-		case <-time.After(12 * time.Second):
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	})
+	h, started := slowJob(&runs, 12*time.Second)
 	sameID := map[string]string{"slow job": id}
 	e.send(t, src, "slow job")
 	wa := startWorker(t, &twist{API: e.sqs, sameID: sameID}, src, worker.Chain(h, ga.Wrap), func(o *worker.Options) { o.Concurrency = 2 })
@@ -429,18 +435,7 @@ func lambdaSlowHandler(t *testing.T, e *env) {
 	key := "slow#" + id
 	g := mustGuard(t, e.db, e.table, guardOpts("slow"))
 	var runs atomic.Int64
-	started := make(chan struct{})
-	h := worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-		if runs.Add(1) == 1 {
-			close(started)
-		}
-		select {
-		case <-time.After(3500 * time.Millisecond): // of a 5 s function timeout, less 1 s of DeadlineMargin
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	})
+	h, started := slowJob(&runs, 3500*time.Millisecond) // of a 5 s function timeout, less 1 s of DeadlineMargin
 	tw := &twist{API: e.sqs, sameID: map[string]string{"slow job": id}}
 	fn := newLambda(t, tw, h, g)
 	e.send(t, src, "slow job")
