@@ -178,7 +178,7 @@ func (g *Guard) handle(ctx context.Context, m *worker.Message, next worker.Handl
 		return fmt.Errorf("idempotency: message %s has no visibility deadline in its context; Guard.Wrap must wrap a handler that a worker.Worker or a sqslambda.Handler runs", m.ID)
 	}
 	now := time.Now()
-	l := &lock{key: key, messageID: m.ID, token: newToken(), started: now, until: deadline.Add(g.opts.LockMargin)}
+	l := &lock{key: key, messageID: m.ID, token: newToken(), started: now, until: later(deadline, now).Add(g.opts.LockMargin)}
 	var existing, taken *Record
 	for try := 0; ; try++ {
 		actx, cancel := context.WithTimeout(ctx, g.opts.CallTimeout)
@@ -199,7 +199,9 @@ func (g *Guard) handle(ctx context.Context, m *worker.Message, next worker.Handl
 		}
 		g.c.failedOpen.Add(1)
 		g.warn.Warn("fail-open", "idempotency: cannot take the job's lock; running the message WITHOUT it (Options.FailOpen): a duplicate may run too", "message", m.ID, "key", key, "err", err)
-		return next.Handle(ctx, m)
+		return next.Handle(context.WithValue(ctx, runKey{}, &runState{key: key}), m) // SetResult works, and records nothing
+	case existing != nil && existing.Status != Completed && existing.Status != InProgress:
+		return fmt.Errorf("idempotency: the record of message %s (key %q) has status %q, which a Guard never writes; give the Guard a table of its own (see idempotency.CreateTable)", m.ID, key, existing.Status)
 	case existing != nil && existing.Status == Completed:
 		g.c.duplicatesCompleted.Add(1)
 		log.Debug("idempotency: duplicate of a completed job; acknowledged without running", "message", m.ID, "key", key, "completedBy", existing.MessageID, "completedAt", existing.CompletedAt)
@@ -301,6 +303,14 @@ func snoozeFor(holder *Record, now time.Time) time.Duration {
 		d = max(d, now.Sub(holder.StartedAt))
 	}
 	return max(d.Truncate(time.Second)+time.Second, time.Second)
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func holderOf(r *Record) string {
