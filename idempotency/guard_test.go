@@ -242,7 +242,7 @@ func TestLockFollowsTheLease(t *testing.T) {
 			}
 		}()
 		err := g.Wrap(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-			time.Sleep(10*time.Minute - 5*time.Second)
+			time.Sleep(10*time.Minute - 4750*time.Millisecond) // not on a sampling tick
 			lease.end()
 			return ctx.Err()
 		})).Handle(lease.ctx(), msg("slow", ""))
