@@ -68,7 +68,8 @@ const (
 // Record is an idempotency record as DynamoDB holds it.
 type Record struct {
 	// Key is the stored key (prefix and hash applied).
-	Key    string
+	Key string
+	// Status is InProgress or Completed.
 	Status Status
 	// MessageID is the SQS message whose run holds the lock (InProgress) or
 	// completed the job (Completed).
@@ -103,8 +104,8 @@ type store struct {
 
 func (s *store) tableDesc() dynamo.Table { return recordTable(s.table) }
 
-// errConflict reports a conditional write that found the record not as the
-// run expected it; rec is the record DynamoDB found (nil if there is none).
+// conflict reports a conditional write that found the record not as the run
+// expected it; rec is the record DynamoDB found (nil if there is none).
 type conflict struct{ rec *Record }
 
 func (c *conflict) Error() string { return "idempotency: the record is not in the expected state" }
