@@ -122,11 +122,11 @@ func BenchmarkWorkerGuarded(b *testing.B) {
 			var elapsed time.Duration
 			var handlerTimes []time.Duration
 			for range b.N {
-				target, err := dlq.Setup(context.Background(), client, dlq.SetupOptions{Name: testenv.UniqueName("idem-bench"), VisibilityTimeout: time.Minute})
+				queues, err := dlq.Setup(context.Background(), client, dlq.SetupOptions{Name: testenv.UniqueName("idem-bench"), VisibilityTimeout: time.Minute})
 				if err != nil {
 					b.Fatal(err)
 				}
-				testenv.SendBodies(b, client, target.SourceURL, n)
+				testenv.SendBodies(b, client, queues.QueueURL, n)
 				var h worker.Handler = worker.HandlerFunc(ok)
 				var g *idempotency.Guard
 				if guarded {
@@ -136,7 +136,7 @@ func BenchmarkWorkerGuarded(b *testing.B) {
 				var mu sync.Mutex
 				var settled int
 				all := make(chan struct{})
-				w, err := worker.New(client, target.SourceURL, h, func(o *worker.Options) {
+				w, err := worker.New(client, queues.QueueURL, h, func(o *worker.Options) {
 					o.Logger = quiet
 					o.Concurrency = concurrency
 					o.WaitTime = time.Second
@@ -167,8 +167,8 @@ func BenchmarkWorkerGuarded(b *testing.B) {
 				if g != nil {
 					ddbReq += g.Stats().TotalRequests()
 				}
-				_, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(target.SourceURL)})
-				_, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(target.QueueURL)})
+				_, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(queues.QueueURL)})
+				_, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(queues.DLQURL)})
 			}
 			slices.Sort(handlerTimes)
 			pct := func(p float64) float64 {

@@ -23,8 +23,13 @@ import (
 // leaseCtx is a handler context whose visibility deadline is what deadline
 // returns, as the worker's and the Lambda adapter's are.
 func leaseCtx(deadline func() time.Time) context.Context {
-	return settle.WithDeadline(context.Background(), deadline)
+	return settle.WithDeadline(context.Background(), deadlineFunc(deadline))
 }
+
+// deadlineFunc is a settle.Deadliner.
+type deadlineFunc func() time.Time
+
+func (f deadlineFunc) Deadline() time.Time { return f() }
 
 // fixedLease is a lease that ends d from now and is never extended.
 func fixedLease(d time.Duration) context.Context {

@@ -42,11 +42,11 @@ type env struct {
 func setupQueue(client dlq.SetupAPI, name func(string) string) func(t *testing.T, visibility time.Duration) (string, string) {
 	return func(t *testing.T, visibility time.Duration) (string, string) {
 		t.Helper()
-		target, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: name("idem"), MaxReceiveCount: 100, VisibilityTimeout: visibility})
+		queues, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: name("idem"), MaxReceiveCount: 100, VisibilityTimeout: visibility})
 		if err != nil {
 			t.Fatalf("dlq.Setup: %v", err)
 		}
-		return target.SourceURL, target.QueueURL
+		return queues.QueueURL, queues.DLQURL
 	}
 }
 

@@ -50,14 +50,13 @@ const (
 	chargeTime        = 3 * time.Second
 )
 
-func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Client) error {
+func run(ctx context.Context, w io.Writer, client *sqs.Client, db *dynamodb.Client) error {
 	start := time.Now()
-	var mu sync.Mutex
+	out := exampleutil.LockedWriter(w) // the handler and the settlement hook print while the main flow does
 	say := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
 		fmt.Fprintf(out, "%5.1fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
+	var mu sync.Mutex // guards charges and the counts below
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 
 	table := "sqsworker-idempotency-" + suffix
@@ -65,14 +64,14 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 		return err
 	}
 	defer exampleutil.DeleteTable(ctx, db, table)
-	target, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "sqsworker-idempotency-" + suffix, VisibilityTimeout: visibilityTimeout, MaxReceiveCount: 20})
+	queues, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "sqsworker-idempotency-" + suffix, VisibilityTimeout: visibilityTimeout, MaxReceiveCount: 20})
 	if err != nil {
 		return err
 	}
-	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
-	say("table %s (key %q, TTL on %s); queue %s, visibility timeout %v", table, idempotency.KeyAttribute, idempotency.TTLAttribute, dlq.QueueName(target.SourceURL), visibilityTimeout)
+	defer exampleutil.DeleteQueues(ctx, client, queues.QueueURL, queues.DLQURL)
+	say("table %s (key %q, TTL on %s); queue %s, visibility timeout %v", table, idempotency.KeyAttribute, idempotency.TTLAttribute, dlq.QueueName(queues.QueueURL), visibilityTimeout)
 	for _, order := range []string{"7", "7", "7", "8"} {
-		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(`{"order_id": "` + order + `"}`)}); err != nil {
+		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queues.QueueURL), MessageBody: aws.String(`{"order_id": "` + order + `"}`)}); err != nil {
 			return err
 		}
 	}
@@ -118,7 +117,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 	lossy := &loseFirstDelete{API: client, body: `{"order_id": "8"}`, say: say}
 	var deleted, deadLettered int
 	all := make(chan struct{})
-	w, err := worker.New(lossy, target.SourceURL, worker.Chain(charge, guard.Wrap), func(o *worker.Options) {
+	wk, err := worker.New(lossy, queues.QueueURL, worker.Chain(charge, guard.Wrap), func(o *worker.Options) {
 		o.WaitTime = time.Second
 		o.OnSettled = func(s worker.Settlement) {
 			switch s.Outcome {
@@ -148,11 +147,11 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	runErr := make(chan error, 1)
-	go func() { runErr <- w.Run(runCtx) }()
+	go func() { runErr <- wk.Run(runCtx) }()
 	select {
 	case <-all:
 	case <-time.After(time.Minute):
-		err = fmt.Errorf("not all deliveries settled within a minute (%+v)", w.Stats())
+		err = fmt.Errorf("not all deliveries settled within a minute (%+v)", wk.Stats())
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
@@ -180,7 +179,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 	say("record charge#7: %s by message %s", status.Value, short(by.Value))
 	s := guard.Stats()
 	say("guard: %d runs, %d duplicates snoozed while in progress, %d acknowledged as completed, %d lock extensions; DynamoDB requests %v, %.2f per delivery",
-		s.Ran, s.DuplicatesInProgress, s.DuplicatesCompleted, s.Extensions, s.Requests, float64(s.TotalRequests())/float64(w.Stats().Received))
+		s.Ran, s.DuplicatesInProgress, s.DuplicatesCompleted, s.Extensions, s.Requests, float64(s.TotalRequests())/float64(wk.Stats().Received))
 
 	switch {
 	case charges["7"] != 1 || charges["8"] != 1:

@@ -19,8 +19,8 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
-	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
