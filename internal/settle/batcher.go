@@ -172,14 +172,7 @@ func NewDeleter(client DeleteAPI, queueURL string, o BatcherOptions) *Batcher {
 		if err != nil {
 			return nil, err
 		}
-		res := make([]result, len(batch))
-		for _, s := range out.Successful {
-			if i, ok := index(s.Id, len(batch)); ok {
-				res[i].ok = true
-			}
-		}
-		failed(res, out.Failed)
-		return res, nil
+		return results(len(batch), out.Successful, func(e types.DeleteMessageBatchResultEntry) (*string, string) { return e.Id, "" }, out.Failed), nil
 	})
 }
 
@@ -195,14 +188,7 @@ func NewChanger(client ChangeAPI, queueURL string, o BatcherOptions) *Batcher {
 		if err != nil {
 			return nil, err
 		}
-		res := make([]result, len(batch))
-		for _, s := range out.Successful {
-			if i, ok := index(s.Id, len(batch)); ok {
-				res[i].ok = true
-			}
-		}
-		failed(res, out.Failed)
-		return res, nil
+		return results(len(batch), out.Successful, func(e types.ChangeMessageVisibilityBatchResultEntry) (*string, string) { return e.Id, "" }, out.Failed), nil
 	})
 }
 
@@ -218,14 +204,7 @@ func NewSender(client SendAPI, queueURL string, o BatcherOptions) *Batcher {
 		if err != nil {
 			return nil, err
 		}
-		res := make([]result, len(batch))
-		for _, s := range out.Successful {
-			if i, ok := index(s.Id, len(batch)); ok {
-				res[i].ok, res[i].messageID = true, aws.ToString(s.MessageId)
-			}
-		}
-		failed(res, out.Failed)
-		return res, nil
+		return results(len(batch), out.Successful, func(e types.SendMessageBatchResultEntry) (*string, string) { return e.Id, aws.ToString(e.MessageId) }, out.Failed), nil
 	})
 }
 
@@ -247,12 +226,22 @@ func SendEntry(in *sqs.SendMessageInput) types.SendMessageBatchRequestEntry {
 // counts every retry.
 func noSDKRetry(o *sqs.Options) { o.RetryMaxAttempts = 1 }
 
-func failed(res []result, fails []types.BatchResultErrorEntry) {
+// results maps a batch response back to its n entries: ok says which
+// succeeded (and, for sends, the new message's ID), fails which failed.
+func results[S any](n int, ok []S, id func(S) (*string, string), fails []types.BatchResultErrorEntry) []result {
+	res := make([]result, n)
+	for _, s := range ok {
+		sid, msgID := id(s)
+		if i, ok := index(sid, n); ok {
+			res[i].ok, res[i].messageID = true, msgID
+		}
+	}
 	for j := range fails {
-		if i, ok := index(fails[j].Id, len(res)); ok && !res[i].ok {
+		if i, ok := index(fails[j].Id, n); ok && !res[i].ok {
 			res[i].fail = &fails[j]
 		}
 	}
+	return res
 }
 
 func index(id *string, n int) (int, bool) {

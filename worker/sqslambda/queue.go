@@ -137,38 +137,6 @@ func (iq *invocationQueue) dlq(ctx context.Context, h *Handler) (*dlq.Copier, er
 	return c, nil
 }
 
-// changer returns the invocation's visibility Batcher for the queue.
-func (iq *invocationQueue) changer(h *Handler) *settle.Batcher {
-	iq.mu.Lock()
-	defer iq.mu.Unlock()
-	if iq.changes == nil {
-		iq.changes = settle.NewChanger(h.opts.Client, iq.q.url, h.batcherOptions())
-	}
-	return iq.changes
-}
-
-// sender returns the invocation's Batcher of dead-letter copies for the
-// queue; c is its Copier.
-func (iq *invocationQueue) sender(h *Handler, c *dlq.Copier) *settle.Batcher {
-	iq.mu.Lock()
-	defer iq.mu.Unlock()
-	if iq.sends == nil {
-		iq.sends = settle.NewSender(h.opts.Client, c.Target().QueueURL, h.batcherOptions())
-	}
-	return iq.sends
-}
-
-// deleter returns the invocation's delete Batcher for the queue (deletes of
-// dead-lettered records).
-func (iq *invocationQueue) deleter(h *Handler) *settle.Batcher {
-	iq.mu.Lock()
-	defer iq.mu.Unlock()
-	if iq.deletes == nil {
-		iq.deletes = settle.NewDeleter(h.opts.Client, iq.q.url, h.batcherOptions())
-	}
-	return iq.deletes
-}
-
 // settings returns what the schedule of delayed jobs needs to know of the
 // queue: its retention (GetQueueAttributes) and maxReceiveCount (from the
 // dead-letter discovery moves use), read at most once per invocation until
@@ -209,13 +177,37 @@ func (iq *invocationQueue) settings(ctx context.Context, h *Handler) settle.Queu
 	return s
 }
 
-// resender returns the invocation's Batcher of fresh copies of jobs not
-// yet due, sent back to the queue.
-func (iq *invocationQueue) resender(h *Handler) *settle.Batcher {
+// batcher returns *b, making it with mk the first time: an invocation's
+// batchers are made only when a record needs one.
+func (iq *invocationQueue) batcher(b **settle.Batcher, mk func() *settle.Batcher) *settle.Batcher {
 	iq.mu.Lock()
 	defer iq.mu.Unlock()
-	if iq.resends == nil {
-		iq.resends = settle.NewSender(h.opts.Client, iq.q.url, h.batcherOptions())
+	if *b == nil {
+		*b = mk()
 	}
-	return iq.resends
+	return *b
+}
+
+// changer is the invocation's visibility Batcher for the queue.
+func (iq *invocationQueue) changer(h *Handler) *settle.Batcher {
+	return iq.batcher(&iq.changes, func() *settle.Batcher { return settle.NewChanger(h.opts.Client, iq.q.url, h.batcherOptions()) })
+}
+
+// sender is the invocation's Batcher of dead-letter copies (c's queue).
+func (iq *invocationQueue) sender(h *Handler, c *dlq.Copier) *settle.Batcher {
+	return iq.batcher(&iq.sends, func() *settle.Batcher {
+		return settle.NewSender(h.opts.Client, c.Target().QueueURL, h.batcherOptions())
+	})
+}
+
+// deleter is the invocation's delete Batcher for the queue (deletes after a
+// dead-letter copy or a fresh copy of a job not yet due).
+func (iq *invocationQueue) deleter(h *Handler) *settle.Batcher {
+	return iq.batcher(&iq.deletes, func() *settle.Batcher { return settle.NewDeleter(h.opts.Client, iq.q.url, h.batcherOptions()) })
+}
+
+// resender is the invocation's Batcher of fresh copies of jobs not yet due,
+// sent back to the queue.
+func (iq *invocationQueue) resender(h *Handler) *settle.Batcher {
+	return iq.batcher(&iq.resends, func() *settle.Batcher { return settle.NewSender(h.opts.Client, iq.q.url, h.batcherOptions()) })
 }
