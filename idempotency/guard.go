@@ -133,7 +133,7 @@ func New(client API, table string, optFns ...func(*Options)) (*Guard, error) {
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	g := &Guard{opts: o, warn: settle.NewWarner(o.Logger)}
+	g := &Guard{opts: o, warn: &settle.Warner{Log: o.Logger}}
 	g.st = store{client: client, table: table, ttl: o.TTL, calls: &g.c.calls}
 	return g, nil
 }

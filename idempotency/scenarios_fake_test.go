@@ -18,15 +18,15 @@ func TestScenarios(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				sc.run(t, fakeEnv())
+				sc.run(t, fakeEnv(t))
 			})
 		})
 	}
 }
 
 // fakeEnv is an env on the in-memory fakes.
-func fakeEnv() *env {
-	client, db := sqstest.New(), newFakeDB()
+func fakeEnv(t testing.TB) *env {
+	client, db := sqstest.For(t), newFakeDB()
 	var seq atomic.Int64
 	name := func(prefix string) string { return fmt.Sprintf("%s-%d", prefix, seq.Add(1)) }
 	return &env{

@@ -48,7 +48,7 @@ func usage() (mallocs uint64, cpu time.Duration) {
 // and with traced its handler too (Middleware); hook, when not nil, is the
 // settlement hook instead.
 func round(b *testing.B, ins *sqsotel.Instrumentation, traced bool, hook func(worker.Settlement), c *cost) {
-	f := sqstest.New()
+	f := sqstest.For(b)
 	src, _ := f.MustCreateQueueWithDLQ(b, "bench", 5, map[string]string{"VisibilityTimeout": "60"})
 	for start := 0; start < benchMessages; start += 10 {
 		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(src)}

@@ -191,7 +191,7 @@ func dropQueue(c benchClient, url string) {
 func BenchmarkWorker(b *testing.B) {
 	for _, lat := range []time.Duration{0, 10 * time.Millisecond} {
 		b.Run(fmt.Sprintf("sqstest-%dms", lat/time.Millisecond), func(b *testing.B) {
-			c := sqstest.New(func(o *sqstest.Options) { o.Latency = lat })
+			c := sqstest.For(b, func(o *sqstest.Options) { o.Latency = lat })
 			var m measure
 			for i := 0; b.Loop(); i++ {
 				workerRound(b, c, fmt.Sprint("bench-", i), &m)
@@ -213,7 +213,7 @@ func BenchmarkVersusSDKLoop(b *testing.B) {
 		new  func(b *testing.B) benchClient
 	}{
 		{"sqstest-10ms", func(*testing.B) benchClient {
-			return sqstest.New(func(o *sqstest.Options) { o.Latency = 10 * time.Millisecond })
+			return sqstest.For(b, func(o *sqstest.Options) { o.Latency = 10 * time.Millisecond })
 		}},
 		{"fauxqs", func(b *testing.B) benchClient { return testenv.SQS(b) }},
 	}

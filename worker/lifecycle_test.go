@@ -17,7 +17,7 @@ import (
 )
 
 func newFIFO(t *testing.T) (*sqstest.Fake, string, string) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "orders.fifo", 10, map[string]string{"VisibilityTimeout": "30"})
 	return f, src, dlq
 }
@@ -196,7 +196,7 @@ func TestShutdownReleasesUnstartedAtOnce(t *testing.T) {
 
 func TestAllowNoDLQPermanentIsKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src := f.MustCreateQueue(t, "nodlq", map[string]string{"VisibilityTimeout": "30"})
 		f.MustSend(t, src, "poison")
 		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error {
@@ -243,7 +243,7 @@ func TestTwelveHourCapAsksHandlerToStop(t *testing.T) {
 }
 
 func TestZeroVisibilityQueueRefused(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := f.MustCreateQueueWithDLQ(t, "zero", 5, map[string]string{"VisibilityTimeout": "0"})
 	_, err := worker.New(f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
 		func(o *worker.Options) { o.Logger = quiet })

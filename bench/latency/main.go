@@ -154,8 +154,11 @@ func measure(ctx context.Context, sc scenario, round int, name, endpoint string)
 	var admin setupAPI
 	var fake *sqstest.Fake
 	if sc.Backend == "sqstest" {
-		fake = sqstest.New(func(o *sqstest.Options) { o.Latency = sc.Latency })
-		client, admin = fake, fake
+		f, err := sqstest.New(func(o *sqstest.Options) { o.Latency = sc.Latency })
+		if err != nil {
+			return res, err
+		}
+		fake, client, admin = f, f, f
 	} else {
 		direct := newClient(endpoint, newMeter())
 		admin = direct

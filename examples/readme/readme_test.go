@@ -142,7 +142,7 @@ func guarded(cfg aws.Config, h worker.Handler) (worker.Handler, error) {
 
 func TestPoisonGoesToTheDLQ(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { // virtual time: retries and long polls cost nothing
-		client := sqstest.New()
+		client := sqstest.For(t)
 		setup, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: "orders"})
 		if err != nil {
 			t.Fatal(err)

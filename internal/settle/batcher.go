@@ -162,7 +162,10 @@ type result struct {
 }
 
 // NewDeleter returns a Batcher of DeleteMessageBatch calls on queueURL.
-func NewDeleter(client DeleteAPI, queueURL string, o BatcherOptions) *Batcher {
+func NewDeleter(client DeleteAPI, queueURL string, o BatcherOptions) (*Batcher, error) {
+	if client == nil || queueURL == "" {
+		return nil, errMissing
+	}
 	return newBatcher("DeleteMessageBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
 		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.DeleteMessageBatchRequestEntry, len(batch))}
 		for i, e := range batch {
@@ -178,7 +181,10 @@ func NewDeleter(client DeleteAPI, queueURL string, o BatcherOptions) *Batcher {
 
 // NewChanger returns a Batcher of ChangeMessageVisibilityBatch calls on
 // queueURL.
-func NewChanger(client ChangeAPI, queueURL string, o BatcherOptions) *Batcher {
+func NewChanger(client ChangeAPI, queueURL string, o BatcherOptions) (*Batcher, error) {
+	if client == nil || queueURL == "" {
+		return nil, errMissing
+	}
 	return newBatcher("ChangeMessageVisibilityBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
 		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))}
 		for i, e := range batch {
@@ -193,7 +199,10 @@ func NewChanger(client ChangeAPI, queueURL string, o BatcherOptions) *Batcher {
 }
 
 // NewSender returns a Batcher of SendMessageBatch calls on queueURL.
-func NewSender(client SendAPI, queueURL string, o BatcherOptions) *Batcher {
+func NewSender(client SendAPI, queueURL string, o BatcherOptions) (*Batcher, error) {
+	if client == nil || queueURL == "" {
+		return nil, errMissing
+	}
 	return newBatcher("SendMessageBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
 		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.SendMessageBatchRequestEntry, len(batch))}
 		for i, e := range batch {
@@ -249,7 +258,11 @@ func index(id *string, n int) (int, bool) {
 	return i, err == nil && i >= 0 && i < n
 }
 
-func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Entry) ([]result, error)) *Batcher {
+// errMissing is the error of a Batcher constructor without a client or a
+// queue URL.
+var errMissing = errors.New("sqsworker: a batcher needs an SQS client and a queue URL")
+
+func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Entry) ([]result, error)) (*Batcher, error) {
 	if o.Linger <= 0 {
 		o.Linger = 20 * time.Millisecond
 	}
@@ -263,7 +276,7 @@ func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Ent
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.Warn == nil {
-		o.Warn = NewWarner(o.Log)
+		o.Warn = &Warner{Log: o.Log}
 	}
 	b := &Batcher{name: name, call: call, o: o, waiting: map[*Entry]*time.Timer{}}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -271,7 +284,7 @@ func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Ent
 	for range o.Senders {
 		b.senders.Go(b.sender)
 	}
-	return b
+	return b, nil
 }
 
 // size is what e counts against a batch's payload limit.
@@ -282,8 +295,15 @@ func (e *Entry) size() int {
 	return sqslimit.MessageSize(*e.Send.MessageBody, e.Send.MessageAttributes)
 }
 
-// Add queues e. After the Batcher stopped, e ends at once with ErrClosed.
+// Add queues e. After the Batcher stopped (or on a nil Batcher), e ends at
+// once with ErrClosed.
 func (b *Batcher) Add(e *Entry) {
+	if b == nil {
+		if e.Owner != nil {
+			e.Owner.Settled(e, Outcome{Class: sqserr.Canceled, Err: ErrClosed})
+		}
+		return
+	}
 	b.mu.Lock()
 	if b.stopped {
 		b.mu.Unlock()
@@ -530,6 +550,9 @@ func (b *Batcher) finish(e *Entry, out Outcome) {
 // handle is no longer valid (deadline passed, ownership lost) are not sent.
 // Entries added after Close end with ErrClosed at once.
 func (b *Batcher) Close(ctx context.Context) {
+	if b == nil {
+		return
+	}
 	b.mu.Lock()
 	b.closing = true
 	b.cutLocked()

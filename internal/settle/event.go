@@ -46,12 +46,14 @@ const notifierQueue = 4096
 
 // Notifier delivers events to a hook on a goroutine of its own, in order,
 // so a slow or panicking hook never delays settlement. When more than
-// notifierQueue events wait, new ones are dropped and counted.
+// notifierQueue events wait, new ones are dropped and counted. Set Hook,
+// Log and Warn; a nil *Notifier does nothing (no hook).
 type Notifier struct {
-	hook    func(*Event)
-	log     *slog.Logger
-	warn    *Warner
-	ch      chan item // never closed: a stop item ends the loop
+	Hook func(*Event)
+	Log  *slog.Logger
+	Warn *Warner
+
+	ch      chan item // never closed: a stop item ends the loop; made by start
 	once    sync.Once
 	wg      sync.WaitGroup
 	closed  atomic.Bool
@@ -66,17 +68,13 @@ type item struct {
 	stop    bool
 }
 
-// NewNotifier returns a Notifier for hook, or nil when hook is nil (Notify
-// on a nil Notifier does nothing).
-func NewNotifier(hook func(*Event), log *slog.Logger, warn *Warner) *Notifier {
-	if hook == nil {
-		return nil
-	}
-	return &Notifier{hook: hook, log: log, warn: warn, ch: make(chan item, notifierQueue)}
-}
-
+// start makes the queue and starts the delivering goroutine, once.
 func (n *Notifier) start() {
 	n.once.Do(func() {
+		n.ch = make(chan item, notifierQueue)
+		if n.Log == nil {
+			n.Log = slog.New(slog.DiscardHandler)
+		}
 		n.wg.Add(1)
 		go n.loop()
 	})
@@ -99,10 +97,10 @@ func (n *Notifier) loop() {
 func (n *Notifier) call(ev *Event) {
 	defer func() {
 		if p := recover(); p != nil {
-			n.warn.Warn("hook-panic", "sqsworker: the settlement hook panicked; the event is skipped", "panic", p)
+			n.Warn.Warn("hook-panic", "sqsworker: the settlement hook panicked; the event is skipped", "panic", p)
 		}
 	}()
-	n.hook(ev)
+	n.Hook(ev)
 }
 
 // Notify queues ev for the hook, or drops it when the hook is too far
@@ -111,16 +109,16 @@ func (n *Notifier) Notify(ev *Event) {
 	if n == nil {
 		return
 	}
+	n.start()
 	if n.closed.Load() {
 		n.dropped.Add(1)
 		return
 	}
-	n.start()
 	select {
 	case n.ch <- item{ev: ev}:
 	default:
 		n.dropped.Add(1)
-		n.warn.Warn("hook-behind", "sqsworker: the settlement hook is too slow; settlement events are being dropped (the runtime does not wait for it)", "queued", notifierQueue)
+		n.Warn.Warn("hook-behind", "sqsworker: the settlement hook is too slow; settlement events are being dropped (the runtime does not wait for it)", "queued", notifierQueue)
 	}
 }
 
@@ -154,7 +152,7 @@ func (n *Notifier) flush(ctx context.Context) bool {
 	case <-flushed:
 		return true
 	case <-ctx.Done():
-		n.warn.Warn("hook-flush", "sqsworker: the settlement hook did not catch up before the deadline; its remaining events are delivered later")
+		n.Warn.Warn("hook-flush", "sqsworker: the settlement hook did not catch up before the deadline; its remaining events are delivered later")
 		return false
 	}
 }
@@ -166,7 +164,7 @@ func (n *Notifier) Close(ctx context.Context) {
 		return
 	}
 	if !n.flush(ctx) {
-		n.log.Warn("sqsworker: the settlement hook did not finish in time; its remaining events are dropped", "dropped", len(n.ch))
+		n.Log.Warn("sqsworker: the settlement hook did not finish in time; its remaining events are dropped", "dropped", len(n.ch))
 		n.dropped.Add(int64(len(n.ch)))
 	}
 	select {

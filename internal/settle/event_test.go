@@ -18,12 +18,12 @@ func TestNotifierNeverBlocksAndDropsWhenBehind(t *testing.T) {
 		release := make(chan struct{})
 		var mu sync.Mutex
 		var got []int
-		n := settle.NewNotifier(func(ev *settle.Event) {
+		n := &settle.Notifier{Hook: func(ev *settle.Event) {
 			<-release // a hook stuck until released
 			mu.Lock()
 			got = append(got, ev.Attempt)
 			mu.Unlock()
-		}, quiet, settle.NewWarner(quiet))
+		}, Log: quiet, Warn: &settle.Warner{Log: quiet}}
 		start := time.Now()
 		for i := range 5000 {
 			n.Notify(&settle.Event{Attempt: i})
@@ -56,12 +56,12 @@ func TestNotifierNeverBlocksAndDropsWhenBehind(t *testing.T) {
 func TestNotifierSurvivesPanicsAndFlushes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var seen []int
-		n := settle.NewNotifier(func(ev *settle.Event) {
+		n := &settle.Notifier{Hook: func(ev *settle.Event) {
 			if ev.Attempt == 1 {
 				panic("hook bug")
 			}
 			seen = append(seen, ev.Attempt)
-		}, quiet, settle.NewWarner(quiet))
+		}, Log: quiet, Warn: &settle.Warner{Log: quiet}}
 		for i := range 3 {
 			n.Notify(&settle.Event{Attempt: i})
 		}
@@ -78,7 +78,7 @@ func TestNotifierSurvivesPanicsAndFlushes(t *testing.T) {
 func TestNotifierFlushBoundedByContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		block := make(chan struct{})
-		n := settle.NewNotifier(func(ev *settle.Event) { <-block }, quiet, settle.NewWarner(quiet))
+		n := &settle.Notifier{Hook: func(ev *settle.Event) { <-block }, Log: quiet, Warn: &settle.Warner{Log: quiet}}
 		n.Notify(&settle.Event{})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -94,7 +94,7 @@ func TestWarnerOncePerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var lines []string
 		h := &recordHandler{lines: &lines}
-		w := settle.NewWarner(slog.New(h))
+		w := &settle.Warner{Log: slog.New(h)}
 		for range 100 {
 			w.Warn("a", "cause a")
 		}

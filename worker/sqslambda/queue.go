@@ -179,23 +179,27 @@ func (iq *invocationQueue) settings(ctx context.Context, h *Handler) settle.Queu
 
 // batcher returns *b, making it with mk the first time: an invocation's
 // batchers are made only when a record needs one.
-func (iq *invocationQueue) batcher(b **settle.Batcher, mk func() *settle.Batcher) *settle.Batcher {
+//
+// The Handler has a client and the queue a URL whenever a record needs a
+// batcher, so mk does not fail; if it did, the entry would end at once
+// (a nil Batcher ends every entry with ErrClosed).
+func (iq *invocationQueue) batcher(b **settle.Batcher, mk func() (*settle.Batcher, error)) *settle.Batcher {
 	iq.mu.Lock()
 	defer iq.mu.Unlock()
 	if *b == nil {
-		*b = mk()
+		*b, _ = mk()
 	}
 	return *b
 }
 
 // changer is the invocation's visibility Batcher for the queue.
 func (iq *invocationQueue) changer(h *Handler) *settle.Batcher {
-	return iq.batcher(&iq.changes, func() *settle.Batcher { return settle.NewChanger(h.opts.Client, iq.q.url, h.batcherOptions()) })
+	return iq.batcher(&iq.changes, func() (*settle.Batcher, error) { return settle.NewChanger(h.opts.Client, iq.q.url, h.batcherOptions()) })
 }
 
 // sender is the invocation's Batcher of dead-letter copies (c's queue).
 func (iq *invocationQueue) sender(h *Handler, c *dlq.Copier) *settle.Batcher {
-	return iq.batcher(&iq.sends, func() *settle.Batcher {
+	return iq.batcher(&iq.sends, func() (*settle.Batcher, error) {
 		return settle.NewSender(h.opts.Client, c.Target().QueueURL, h.batcherOptions())
 	})
 }
@@ -203,11 +207,11 @@ func (iq *invocationQueue) sender(h *Handler, c *dlq.Copier) *settle.Batcher {
 // deleter is the invocation's delete Batcher for the queue (deletes after a
 // dead-letter copy or a fresh copy of a job not yet due).
 func (iq *invocationQueue) deleter(h *Handler) *settle.Batcher {
-	return iq.batcher(&iq.deletes, func() *settle.Batcher { return settle.NewDeleter(h.opts.Client, iq.q.url, h.batcherOptions()) })
+	return iq.batcher(&iq.deletes, func() (*settle.Batcher, error) { return settle.NewDeleter(h.opts.Client, iq.q.url, h.batcherOptions()) })
 }
 
 // resender is the invocation's Batcher of fresh copies of jobs not yet due,
 // sent back to the queue.
 func (iq *invocationQueue) resender(h *Handler) *settle.Batcher {
-	return iq.batcher(&iq.resends, func() *settle.Batcher { return settle.NewSender(h.opts.Client, iq.q.url, h.batcherOptions()) })
+	return iq.batcher(&iq.resends, func() (*settle.Batcher, error) { return settle.NewSender(h.opts.Client, iq.q.url, h.batcherOptions()) })
 }
