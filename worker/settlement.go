@@ -83,9 +83,10 @@ type Settlement struct {
 	Reason string
 	// Err is the handler's error, when it ran and failed.
 	Err error
-	// Late reports a settlement SQS confirmed only after the message's
-	// visibility deadline: another consumer may have received the message
-	// meanwhile, so it may run again.
+	// Late reports a settlement whose message's visibility deadline passed
+	// before SQS confirmed it (a call carrying it, or an earlier failed
+	// one, ended after the deadline): another consumer may have received
+	// the message meanwhile, so it may run again.
 	Late bool
 	// Extensions are when the heartbeat extended the message's visibility
 	// while the runtime held it, oldest first.

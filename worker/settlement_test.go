@@ -119,6 +119,81 @@ func TestHangingVisibilityChangeBoundedShutdown(t *testing.T) {
 	})
 }
 
+// A delete that outlives the lease is Late, even when a retry of it is
+// then confirmed in time: meanwhile the message was visible, and here it
+// is received and run a second time. The duplicate must be explained —
+// the first delivery's settlement says Late and Stats counts it — never
+// silent.
+func TestDeleteOutlivingItsLeaseIsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "5")
+		sendMany(t, f, src, 1)
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Hang: true, Times: 1})
+		var runs atomic.Int64
+		var mu sync.Mutex
+		var settled []worker.Settlement
+		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error {
+			runs.Add(1)
+			return nil
+		}), func(o *worker.Options) {
+			o.CallTimeout = 20 * time.Second // the hung delete outlives the 5 s lease
+			o.OnSettled = func(s worker.Settlement) { mu.Lock(); settled = append(settled, s); mu.Unlock() }
+		})
+		time.Sleep(40 * time.Second)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if runs.Load() != 2 || len(settled) != 2 {
+			t.Fatalf("ran %d times, %d settlements; want the job run twice (its lease lapsed while its delete hung)", runs.Load(), len(settled))
+		}
+		late := 0
+		for _, s := range settled {
+			if s.Outcome != worker.Deleted {
+				t.Errorf("settlement %+v; want Deleted", s)
+			}
+			if s.Late {
+				late++
+			}
+		}
+		if st := h.w.Stats(); late != 1 || st.SettledLate != 1 {
+			t.Fatalf("%d settlements Late, Stats.SettledLate %d; want the first delivery's delete reported Late", late, st.SettledLate)
+		}
+	})
+}
+
+// An extension that hangs while its message settles at shutdown does not
+// hold Run past ShutdownTimeout + FlushTimeout: the settling call waits
+// for the extension only until the flush budget ends.
+func TestHungExtensionDoesNotDelayShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "30")
+		sendMany(t, f, src, 1)
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, _ *worker.Message) error {
+			<-ctx.Done() // runs until the shutdown timeout cancels it
+			return context.Cause(ctx)
+		}), func(o *worker.Options) {
+			o.ShutdownTimeout, o.FlushTimeout, o.CallTimeout = time.Second, time.Second, 20*time.Second
+		})
+		// The heartbeat extends the message at 20 s, 10 s before its
+		// deadline; that call never answers (it would time out at 25 s).
+		time.Sleep(19 * time.Second)
+		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Hang: true})
+		time.Sleep(2 * time.Second)
+		begin := time.Now()
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(begin); d > 2*time.Second {
+			t.Fatalf("Run returned %v after cancel; want at most ShutdownTimeout + FlushTimeout = 2s", d)
+		}
+		if st := h.w.Stats(); st.Abandoned != 1 {
+			t.Fatalf("Stats = %+v; want the unconfirmed release counted Abandoned", st)
+		}
+	})
+}
+
 // Settling messages count against a budget: when deletes cannot be
 // confirmed, the worker stops receiving instead of piling up messages.
 func TestUnconfirmedSettlementsSlowReceiving(t *testing.T) {

@@ -332,6 +332,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	// adds its delete), then deletes and visibility changes together.
 	flushCtx, cancelFlush := context.WithTimeout(bg, w.opts.FlushTimeout)
 	defer cancelFlush()
+	// The heartbeat keeps messages invisible while they settle, but not past
+	// the budget: a settling call waits for an extension of its message in
+	// flight (so the two cannot overwrite each other), and ending the
+	// heartbeat cancels one that hangs.
+	stopHBAfterFlush := context.AfterFunc(flushCtx, stopHB)
+	defer stopHBAfterFlush()
 	before := w.c.abandoned.Load()
 	if r.sends != nil {
 		r.sends.Close(flushCtx)

@@ -64,7 +64,7 @@ type Entry struct {
 
 	attempts int
 	deadline time.Time // the lease's deadline when the call went out
-	leased   bool      // the lease was held for the call
+	lapsed   bool      // a call carrying it was sent or ended after the lease's deadline
 }
 
 // Owner receives an Entry's outcome. An owner that embeds its Entry
@@ -83,8 +83,10 @@ func (f DoneFunc) Settled(_ *Entry, out Outcome) { f(out) }
 type Outcome struct {
 	// OK: SQS confirmed the entry.
 	OK bool
-	// Late: confirmed only after the lease's deadline had passed; another
-	// consumer may have received the message meanwhile.
+	// Late: the lease lapsed while the entry was being settled — a call
+	// carrying it was sent, or ended, after the message's deadline (an
+	// earlier failed call counts too) — so another consumer may have
+	// received the message meanwhile.
 	Late bool
 	// Class says why the entry was not confirmed.
 	Class sqserr.Class
@@ -392,7 +394,8 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 			continue
 		}
 		deadline, cause := e.Lease.Hold()
-		e.deadline, e.leased = deadline, cause == nil
+		e.deadline = deadline
+		e.lapsed = e.lapsed || now.After(deadline)
 		switch {
 		case closing && (cause != nil || now.After(deadline)):
 			// Its handle may no longer be valid: it comes back anyway.
@@ -418,6 +421,13 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 	res, err := b.call(ctx, send)
 	cancel()
 	done := time.Now()
+	for _, e := range send {
+		// However this call ends, the message was visible for a while if
+		// it outlived the lease: another consumer may have received it.
+		if e.Lease != nil && done.After(e.deadline) {
+			e.lapsed = true
+		}
+	}
 	if err != nil {
 		class := sqserr.Of(err)
 		if b.ctx.Err() != nil {
@@ -440,7 +450,7 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 		r := res[i]
 		switch {
 		case r.ok:
-			b.end(e, Outcome{OK: true, Late: e.leased && done.After(e.deadline), Attempts: e.attempts, MessageID: r.messageID})
+			b.end(e, Outcome{OK: true, Late: e.lapsed, Attempts: e.attempts, MessageID: r.messageID})
 		case r.fail != nil:
 			ferr := sqserr.EntryError(*r.fail)
 			if class := sqserr.OfEntry(*r.fail); class.Retryable() {

@@ -31,8 +31,8 @@ type Event struct {
 	Delay   time.Duration // Retrying: how long the message stays invisible
 	Reason  string        // DeadLettered, Lost, Abandoned: why
 	Err     error         // the handler's error, if it ran and failed
-	// Late: SQS confirmed the settlement only after the message's
-	// visibility deadline; another consumer may have received it meanwhile.
+	// Late: the message's visibility deadline passed before SQS confirmed
+	// the settlement; another consumer may have received it meanwhile.
 	Late bool
 	// Extensions are when the heartbeat extended the message's visibility.
 	Extensions []time.Time
