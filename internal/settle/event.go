@@ -57,6 +57,7 @@ type Notifier struct {
 	once    sync.Once
 	wg      sync.WaitGroup
 	closed  atomic.Bool
+	discard atomic.Bool // Close gave up: queued events are dropped, not delivered
 	dropped atomic.Int64
 }
 
@@ -88,6 +89,8 @@ func (n *Notifier) loop() {
 			return
 		case it.flushed != nil:
 			close(it.flushed)
+		case n.discard.Load():
+			n.dropped.Add(1)
 		default:
 			n.call(it.ev)
 		}
@@ -157,15 +160,29 @@ func (n *Notifier) flush(ctx context.Context) bool {
 	}
 }
 
-// Close delivers the queued events until ctx ends, then stops: later
-// events are dropped.
+// Close delivers the queued events until ctx ends, then stops: the
+// events still queued are dropped (and counted), as are later ones. A hook
+// call in progress when ctx ends is left to finish on its own.
 func (n *Notifier) Close(ctx context.Context) {
 	if n == nil || n.closed.Swap(true) {
 		return
 	}
 	if !n.flush(ctx) {
-		n.Log.Warn("sqsworker: the settlement hook did not finish in time; its remaining events are dropped", "dropped", len(n.ch))
-		n.dropped.Add(int64(len(n.ch)))
+		n.discard.Store(true)
+		dropped := 0
+	drain:
+		for {
+			select {
+			case it := <-n.ch:
+				if it.ev != nil {
+					dropped++
+				}
+			default:
+				break drain
+			}
+		}
+		n.dropped.Add(int64(dropped))
+		n.Log.Warn("sqsworker: the settlement hook did not finish in time; its remaining events are dropped", "dropped", dropped)
 	}
 	select {
 	case n.ch <- item{stop: true}:

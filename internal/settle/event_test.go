@@ -119,3 +119,32 @@ func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
 	*h.lines = append(*h.lines, s)
 	return nil
 }
+
+// When Close's budget ends, what is still queued is dropped and counted,
+// not delivered later (after Run returned, into a closed exporter): only
+// the hook call in progress finishes.
+func TestNotifierCloseDropsWhatItCouldNotDeliver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		delivered := 0
+		n := &settle.Notifier{Hook: func(*settle.Event) {
+			time.Sleep(time.Second)
+			mu.Lock()
+			delivered++
+			mu.Unlock()
+		}, Log: quiet, Warn: &settle.Warner{Log: quiet}}
+		for range 5 {
+			n.Notify(&settle.Event{})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		defer cancel()
+		n.Close(ctx)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if delivered != 2 || n.Dropped() != 3 {
+			t.Fatalf("delivered %d, dropped %d; want 2 delivered (one before the budget ended, one in progress then) and 3 dropped", delivered, n.Dropped())
+		}
+	})
+}
