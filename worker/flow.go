@@ -247,7 +247,8 @@ func (f *flow) handled() {
 }
 
 // unstarted moves a job taken from the buffer but not run (the worker is
-// stopping) from running to settling: it is being released.
+// stopping, or the message was lost while it waited) from running to
+// settling.
 func (f *flow) unstarted() {
 	f.mu.Lock()
 	f.running--

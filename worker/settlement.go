@@ -76,10 +76,13 @@ type Settlement struct {
 	Outcome Outcome
 	// Attempt is the attempt the handler ran as (0 when it did not run).
 	Attempt int
-	// Delay is how long the message stays invisible, for Retrying and
-	// Snoozed.
+	// Delay is how long the message stays invisible, for Retrying, Snoozed
+	// and Delayed.
 	Delay time.Duration
-	// Reason says why, for DeadLettered, Lost and Abandoned.
+	// Reason says why, for DeadLettered, Lost and Abandoned; for Delayed,
+	// how the job waits for its due time; for Retrying, why a message that
+	// should have been dead-lettered was not (no dead-letter queue, a copy
+	// that failed).
 	Reason string
 	// Err is the handler's error, when it ran and failed.
 	Err error

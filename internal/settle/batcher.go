@@ -16,6 +16,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // The batch calls, one narrow interface each, with the SDK's signatures.
@@ -396,12 +397,15 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 		deadline, cause := e.Lease.Hold()
 		e.deadline = deadline
 		e.lapsed = e.lapsed || now.After(deadline)
+		// A lease ended by the 12-hour limit is still ours until its
+		// deadline: what its handler returned applies as usual.
+		stale := cause != nil && !errors.Is(cause, visibility.ErrMaxVisibility)
 		switch {
-		case closing && (cause != nil || now.After(deadline)):
+		case closing && (stale || now.After(deadline)):
 			// Its handle may no longer be valid: it comes back anyway.
 			e.Lease.Stop()
 			b.finish(e, Outcome{Class: sqserr.Stale, Err: errHandleExpired, Attempts: e.attempts})
-		case cause != nil && b.name != "DeleteMessageBatch":
+		case stale && b.name != "DeleteMessageBatch":
 			// Not ours any more: leave its visibility alone.
 			e.Lease.Stop()
 			b.finish(e, Outcome{Class: sqserr.Stale, Err: cause, Attempts: e.attempts})

@@ -29,7 +29,7 @@ type Event struct {
 	Result  Result
 	Attempt int
 	Delay   time.Duration // Retrying: how long the message stays invisible
-	Reason  string        // DeadLettered, Lost, Abandoned: why
+	Reason  string        // why: DeadLettered, Lost, Abandoned, Delayed, a Retrying that should have been dead-lettered
 	Err     error         // the handler's error, if it ran and failed
 	// Late: the message's visibility deadline passed before SQS confirmed
 	// the settlement; another consumer may have received it meanwhile.
