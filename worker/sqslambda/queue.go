@@ -2,6 +2,7 @@ package sqslambda
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -140,8 +141,10 @@ func (iq *invocationQueue) dlq(ctx context.Context, h *Handler) (*dlq.Copier, er
 // settings returns what the schedule of delayed jobs needs to know of the
 // queue: its retention (GetQueueAttributes) and maxReceiveCount (from the
 // dead-letter discovery moves use), read at most once per invocation until
-// it succeeds, then kept. When it cannot be read, the schedule assumes
-// SQS's default retention and no redrive policy.
+// it succeeds, then kept. When the retention cannot be read, the schedule
+// assumes SQS's default; when the redrive policy cannot be, waiting jobs
+// are re-sent rather than hidden (hiding counts receives toward its
+// maxReceiveCount).
 func (iq *invocationQueue) settings(ctx context.Context, h *Handler) settle.Queue {
 	q := iq.q
 	q.mu.Lock()
@@ -150,7 +153,10 @@ func (iq *invocationQueue) settings(ctx context.Context, h *Handler) settle.Queu
 	if known != nil {
 		return *known
 	}
-	s := settle.Queue{FIFO: q.fifo}
+	// Until the redrive policy is known, waiting jobs are re-sent; the
+	// poller may have received a record up to its batching window before
+	// the invocation started.
+	s := settle.Queue{FIFO: q.fifo, RedriveUnknown: true, ReceiveSlack: maxBatchingWindow}
 	iq.mu.Lock()
 	tried := iq.triedInfo
 	iq.triedInfo = true
@@ -168,9 +174,14 @@ func (iq *invocationQueue) settings(ctx context.Context, h *Handler) settle.Queu
 	}
 	secs, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMessageRetentionPeriod)])
 	s.Retention = time.Duration(secs) * time.Second
-	if c, err := iq.dlq(ctx, h); err == nil {
+	c, err := iq.dlq(ctx, h)
+	switch {
+	case err == nil:
 		s.MaxReceiveCount = c.Target().MaxReceiveCount
+	case !errors.Is(err, dlq.ErrNoRedrivePolicy):
+		return s // not known: read again by a later invocation
 	}
+	s.RedriveUnknown = false
 	q.mu.Lock()
 	q.settings = &s
 	q.mu.Unlock()
