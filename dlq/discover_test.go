@@ -13,7 +13,7 @@ import (
 )
 
 func TestDiscoverResolvesTheDLQ(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "orders", 7, nil)
 	got, err := Discover(context.Background(), f, src)
 	if err != nil {
@@ -26,7 +26,7 @@ func TestDiscoverResolvesTheDLQ(t *testing.T) {
 }
 
 func TestDiscoverNoRedrivePolicySaysWhatToDo(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src := f.MustCreateQueue(t, "orders", nil)
 	_, err := Discover(context.Background(), f, src)
 	if !errors.Is(err, ErrNoRedrivePolicy) {
@@ -39,7 +39,7 @@ func TestDiscoverNoRedrivePolicySaysWhatToDo(t *testing.T) {
 }
 
 func TestDiscoverMissingDLQ(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "orders", 5, nil)
 	if _, err := f.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)}); err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestDiscoverMissingDLQ(t *testing.T) {
 }
 
 func TestDiscoverMissingQueue(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	_, err := Discover(context.Background(), f, "https://sqs.us-east-1.amazonaws.com/000000000000/nope")
 	if err == nil || !strings.Contains(err.Error(), "queue nope does not exist") {
 		t.Fatalf("Discover error = %v", err)

@@ -15,7 +15,10 @@ import (
 
 func ExampleDiscover() {
 	ctx := context.Background()
-	client := sqstest.New() // or sqs.NewFromConfig(cfg)
+	client, err := sqstest.New() // or sqs.NewFromConfig(cfg)
+	if err != nil {
+		panic(err)
+	}
 
 	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders", MaxReceiveCount: 5})
 	if err != nil {
@@ -40,7 +43,10 @@ func ExampleDiscover() {
 
 func ExampleMover_Move() {
 	ctx := context.Background()
-	client := sqstest.New()
+	client, err := sqstest.New()
+	if err != nil {
+		panic(err)
+	}
 	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders"})
 	if err != nil {
 		panic(err)
@@ -90,7 +96,10 @@ func ExampleMover_Move() {
 
 func ExampleSetup() {
 	ctx := context.Background()
-	client := sqstest.New()
+	client, err := sqstest.New()
+	if err != nil {
+		panic(err)
+	}
 
 	res, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders", MaxReceiveCount: 8})
 	if err != nil {

@@ -69,7 +69,7 @@ func expectOnly(t *testing.T, got map[string]Finding, code string, sev Severity,
 }
 
 func TestLintCleanSetup(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", nil)
 	got := lintFindings(t, f, src, LintOptions{Attempts: 4, ScheduleTotal: time.Minute, HandlerTimeout: time.Minute})
 	if len(got) != 0 {
@@ -78,14 +78,14 @@ func TestLintCleanSetup(t *testing.T) {
 }
 
 func TestLintNoRedrivePolicy(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src := f.MustCreateQueue(t, "orders", nil)
 	expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeNoRedrivePolicy, SeverityError, "sqsworker setup orders",
 		`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:orders-dlq","maxReceiveCount":5}`)
 }
 
 func TestLintDLQMissing(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	if _, err := f.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)}); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func (c wrongTypeClient) GetQueueAttributes(ctx context.Context, in *sqs.GetQueu
 }
 
 func TestLintDLQWrongType(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	got := lintFindings(t, wrongTypeClient{f, dlq}, src, LintOptions{})
 	fd := expectOnly(t, got, CodeDLQWrongType, SeverityError, "a standard queue")
@@ -120,7 +120,7 @@ func TestLintDLQWrongType(t *testing.T) {
 }
 
 func TestLintMaxReceiveCountBelowAttempts(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", nil)
 	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{Attempts: 8}), CodeMaxReceiveCountLow, SeverityError, `"maxReceiveCount":8`)
 	if !strings.Contains(fd.Message, "last 3 retries") {
@@ -134,14 +134,14 @@ type schedule []time.Duration
 func (s schedule) Delays() []time.Duration { return s }
 
 func TestLintScheduleSuppliesAttempts(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", nil)
 	s := schedule{time.Second, time.Second, time.Second, time.Second, time.Second, time.Second}
 	expectOnly(t, lintFindings(t, f, src, LintOptions{Schedule: s}), CodeMaxReceiveCountLow, SeverityError, `"maxReceiveCount":7`)
 }
 
 func TestLintRetentionShorterThanSchedule(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", map[string]string{"MessageRetentionPeriod": "3600"})
 	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{ScheduleTotal: 2 * time.Hour}), CodeRetentionShort, SeverityError, "MessageRetentionPeriod to at least 345600")
 	if !strings.Contains(fd.Message, "1 hour") || !strings.Contains(fd.Message, "2 hours") {
@@ -150,14 +150,14 @@ func TestLintRetentionShorterThanSchedule(t *testing.T) {
 }
 
 func TestLintScheduleLongerThanSQSAllows(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	setAttrs(t, f, dlq, map[string]string{"MessageRetentionPeriod": "1209600"})
 	expectOnly(t, lintFindings(t, f, src, LintOptions{ScheduleTotal: 15 * 24 * time.Hour}), CodeRetentionShort, SeverityError, "shorten the retry policy")
 }
 
 func TestLintDLQRetentionNotLonger(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	setAttrs(t, f, dlq, map[string]string{"MessageRetentionPeriod": "345600"})
 	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeDLQRetentionShort, SeverityWarning, "orders-dlq's MessageRetentionPeriod to 1209600")
@@ -172,7 +172,7 @@ func TestLintDLQRetentionNotLonger(t *testing.T) {
 }
 
 func TestLintVisibilityTooShortForHeartbeat(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", map[string]string{"VisibilityTimeout": "2"})
 	expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeVisibilityShort, SeverityWarning, "at least 5 seconds")
 
@@ -187,7 +187,7 @@ func TestLintVisibilityTooShortForHeartbeat(t *testing.T) {
 }
 
 func TestLintLambdaVisibility(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", map[string]string{"VisibilityTimeout": "60"})
 	expectOnly(t, lintFindings(t, f, src, LintOptions{LambdaTimeout: 30 * time.Second}), CodeLambdaVisibility, SeverityWarning, "at least 180 seconds")
 	setAttrs(t, f, src, map[string]string{"VisibilityTimeout": "180"})
@@ -197,14 +197,14 @@ func TestLintLambdaVisibility(t *testing.T) {
 }
 
 func TestLintLambdaMaxReceiveCount(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "orders", 2, map[string]string{"VisibilityTimeout": "600"})
 	setAttrs(t, f, dlq, map[string]string{"MessageRetentionPeriod": "1209600"})
 	expectOnly(t, lintFindings(t, f, src, LintOptions{LambdaTimeout: time.Minute}), CodeLambdaMaxReceiveCount, SeverityWarning, `"maxReceiveCount":5`)
 }
 
 func TestLintDLQNotEmpty(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	f.MustSend(t, dlq, "dead")
 	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeDLQNotEmpty, SeverityInfo, "sqsworker dlq peek orders")
@@ -214,7 +214,7 @@ func TestLintDLQNotEmpty(t *testing.T) {
 }
 
 func TestLintMissingQueueIsAnError(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	_, err := Lint(context.Background(), f, "https://sqs.us-east-1.amazonaws.com/000000000000/nope", LintOptions{})
 	if err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("Lint error = %v", err)
@@ -252,7 +252,7 @@ func (c garbledPolicyClient) GetQueueAttributes(ctx context.Context, in *sqs.Get
 }
 
 func TestLintInvalidRedrivePolicy(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", nil)
 	fd := expectOnly(t, lintFindings(t, garbledPolicyClient{f}, src, LintOptions{}), CodeInvalidRedrivePolicy, SeverityError,
 		`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:orders-dlq","maxReceiveCount":5}`)
@@ -265,7 +265,7 @@ func TestLintInvalidRedrivePolicy(t *testing.T) {
 }
 
 func TestDiscoverRefusesWrongTypeDLQ(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	_, err := Discover(context.Background(), wrongTypeClient{f, dlq}, src)
 	if err == nil || !strings.Contains(err.Error(), "queue orders is a standard queue but its dead-letter queue orders-dlq is a FIFO queue") {

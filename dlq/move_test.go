@@ -15,7 +15,7 @@ import (
 // fakePair creates a queue and its DLQ in a fresh Fake and discovers them.
 func fakePair(t *testing.T, name string) (*sqstest.Fake, Target) {
 	t.Helper()
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := f.MustCreateQueueWithDLQ(t, name, 5, nil)
 	target, err := Discover(context.Background(), f, src)
 	if err != nil {
@@ -353,7 +353,7 @@ func TestNewMoverRefusesIncompleteTargets(t *testing.T) {
 	if _, err := NewMover(nil, Target{QueueURL: "d", SourceURL: "s"}); err == nil {
 		t.Error("NewMover(nil client) succeeded")
 	}
-	if _, err := NewMover(sqstest.New(), Target{}); err == nil || !strings.Contains(err.Error(), "Discover") {
+	if _, err := NewMover(sqstest.For(t), Target{}); err == nil || !strings.Contains(err.Error(), "Discover") {
 		t.Errorf("NewMover(empty target) = %v, want an error pointing at Discover", err)
 	}
 }

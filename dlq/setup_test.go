@@ -23,7 +23,7 @@ func changeTexts(cs []Change) []string {
 
 func TestSetupCreatesOnceThenChangesNothing(t *testing.T) {
 	ctx := context.Background()
-	f := sqstest.New()
+	f := sqstest.For(t)
 	first, err := Setup(ctx, f, SetupOptions{Name: "orders", MaxReceiveCount: 60, Retention: 7 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestSetupCreatesOnceThenChangesNothing(t *testing.T) {
 
 func TestSetupReportsWhatItChanged(t *testing.T) {
 	ctx := context.Background()
-	f := sqstest.New()
+	f := sqstest.For(t)
 	if _, err := Setup(ctx, f, SetupOptions{Name: "orders"}); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSetupReportsWhatItChanged(t *testing.T) {
 
 func TestSetupRefusesToLowerUnlessAllowed(t *testing.T) {
 	ctx := context.Background()
-	f := sqstest.New()
+	f := sqstest.For(t)
 	if _, err := Setup(ctx, f, SetupOptions{Name: "orders", MaxReceiveCount: 60, Retention: 7 * 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestSetupRefusesToLowerUnlessAllowed(t *testing.T) {
 
 func TestSetupKeepsTheExistingDLQ(t *testing.T) {
 	ctx := context.Background()
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlqURL := f.MustCreateQueueWithDLQ(t, "orders", 7, nil)
 	f.MustCreateQueue(t, "orders-dlq-other", nil)
 	_ = src
@@ -119,7 +119,7 @@ func TestSetupKeepsTheExistingDLQ(t *testing.T) {
 }
 
 func TestSetupFIFOUsesTheFIFORule(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	res, err := Setup(context.Background(), f, SetupOptions{Name: "events", FIFO: true})
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func (noDLQAdmin) ListDeadLetterSourceQueues(context.Context, *sqs.ListDeadLette
 }
 
 func TestSourcesOf(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	a, dlqURL := f.MustCreateQueueWithDLQ(t, "a", 5, nil)
 	b := f.MustCreateQueue(t, "b", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:a-dlq","maxReceiveCount":3}`})
 	f.MustCreateQueue(t, "c", nil)
@@ -169,7 +169,7 @@ func TestSourcesOf(t *testing.T) {
 }
 
 func TestLintDeadLetterQueueItself(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	_, dlqURL := goodPair(t, f, "orders", nil)
 	for _, c := range []QueueAPI{f, noDLQAdmin{f}} {
 		got := lintFindings(t, c, dlqURL, LintOptions{Attempts: 4})
@@ -184,7 +184,7 @@ func TestLintDeadLetterQueueItself(t *testing.T) {
 }
 
 func TestLintFIFOMaxReceiveCount(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlqURL := f.MustCreateQueueWithDLQ(t, "events.fifo", 5, map[string]string{"FifoQueue": "true"})
 	setAttrs(t, f, dlqURL, map[string]string{"MessageRetentionPeriod": "1209600"})
 	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{Attempts: 4}), CodeFIFOMaxReceiveCount, SeverityWarning, `"maxReceiveCount":40`, "--max-receive-count 40")
@@ -196,7 +196,7 @@ func TestLintFIFOMaxReceiveCount(t *testing.T) {
 }
 
 func TestLintHandlerTimeoutOver12h(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", map[string]string{"MessageRetentionPeriod": "1209600"})
 	setAttrs(t, f, src, map[string]string{"MessageRetentionPeriod": "1209599"})
 	got := lintFindings(t, f, src, LintOptions{HandlerTimeout: 13 * time.Hour})
@@ -207,7 +207,7 @@ func TestLintHandlerTimeoutOver12h(t *testing.T) {
 }
 
 func TestSetupValidation(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	for _, o := range []SetupOptions{
 		{}, {Name: "a", MaxReceiveCount: 1001}, {Name: "a", Retention: time.Second}, {Name: "a", DLQName: "x.fifo"},
 		{Name: "a", VisibilityTimeout: 13 * time.Hour},

@@ -20,8 +20,8 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // chain sets up topic "rental-orders" → queue name on a fresh pair of fakes.
 func chain(t *testing.T, name string, optFns ...func(*fanout.SetupOptions)) (*sqstest.Fake, *snstest.Fake, fanout.SetupResult) {
 	t.Helper()
-	queues := sqstest.New()
-	topics := snstest.New(queues)
+	queues := sqstest.For(t)
+	topics := snstest.For(t, queues)
 	res := setupChain(t, topics, queues, name, optFns...)
 	return queues, topics, res
 }

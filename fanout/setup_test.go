@@ -24,8 +24,8 @@ func changeList(cs []dlq.Change) string {
 }
 
 func TestSetupCreatesTheChainOnceThenChangesNothing(t *testing.T) {
-	queues := sqstest.New()
-	topics := snstest.New(queues)
+	queues := sqstest.For(t)
+	topics := snstest.For(t, queues)
 	res := setupChain(t, topics, queues, "fulfilment")
 	want := `created dead-letter queue fulfilment-dlq
 created queue fulfilment
@@ -80,8 +80,8 @@ func TestSetupChangesOnlyWhatIsAsked(t *testing.T) {
 }
 
 func TestSetupFIFOTopicMakesFIFOQueuesThroughout(t *testing.T) {
-	queues := sqstest.New()
-	topics := snstest.New(queues)
+	queues := sqstest.For(t)
+	topics := snstest.For(t, queues)
 	res := setupChain(t, topics, queues, "ledger", func(o *fanout.SetupOptions) { o.Topic = "rental-orders.fifo" })
 	if !res.FIFO || !strings.HasSuffix(res.Queue.QueueURL, "/ledger.fifo") || !strings.HasSuffix(res.Queue.DLQURL, "/ledger-dlq.fifo") ||
 		!strings.HasSuffix(res.FanoutDLQURL, "/ledger-fanout-dlq.fifo") || !strings.HasSuffix(res.TopicARN, ":rental-orders.fifo") || res.Queue.MaxReceiveCount != dlq.DefaultFIFOMaxReceiveCount {
@@ -107,8 +107,8 @@ func TestSetupKeepsTheSubscriptionsDLQAndRefusesToLower(t *testing.T) {
 }
 
 func TestSetupValidatesOptions(t *testing.T) {
-	queues := sqstest.New()
-	topics := snstest.New(queues)
+	queues := sqstest.For(t)
+	topics := snstest.For(t, queues)
 	for _, o := range []fanout.SetupOptions{
 		{Queue: dlq.SetupOptions{Name: "q"}},
 		{Topic: "t"},

@@ -27,7 +27,7 @@ type resizeJob struct {
 func TestTenThousandTypedJobs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 10_000
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src, dlqURL := f.MustCreateQueueWithDLQ(t, "resize", 5, nil)
 		p := newProducer(t, f, src)
 		jobs := producer.JSON[resizeJob](p)
@@ -94,7 +94,7 @@ func TestTenThousandTypedJobs(t *testing.T) {
 
 func TestBatcherLingerAndClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "jobs", nil)
 		p := newProducer(t, f, url, func(o *producer.Options) { o.Linger = 50 * time.Millisecond })
 
@@ -152,7 +152,7 @@ func TestBatcherLingerAndClose(t *testing.T) {
 
 func TestCloseDeadlineCancelsCallsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "jobs", nil)
 		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Latency: time.Minute})
 		p := newProducer(t, f, url)
@@ -172,7 +172,7 @@ func TestCloseDeadlineCancelsCallsInFlight(t *testing.T) {
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	for name, fn := range map[string]func(*producer.Options){
 		"MaxBatch 11":       func(o *producer.Options) { o.MaxBatch = 11 },
 		"MaxMessageSize 2M": func(o *producer.Options) { o.MaxMessageSize = 2 << 20 },
@@ -191,7 +191,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 }
 
 func TestJSONSender(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "jobs", nil)
 	p := newProducer(t, f, url)
 	defer p.Close(t.Context())
@@ -228,7 +228,7 @@ func (u unencoded) MarshalJSON() ([]byte, error) {
 // is retried, every job arrives once, and the retries are counted.
 func TestEntryFaultsInTheFake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "jobs", nil)
 		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), Entries: true, Every: 7, Times: 40})
 		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.Throttled(), Entries: true, Every: 11, Times: 20})
@@ -276,7 +276,7 @@ func TestEntryFaultsInTheFake(t *testing.T) {
 // again on a standard queue; on a FIFO queue, deduplication IDs absorb it.
 func TestLostResponse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		std := f.MustCreateQueue(t, "jobs", nil)
 		fifo := f.MustCreateQueue(t, "jobs.fifo", map[string]string{"FifoQueue": "true"})
 		lose := sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), AfterEffect: true, Times: 1}

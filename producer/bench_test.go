@@ -38,9 +38,9 @@ func BenchmarkProducer(b *testing.B) {
 		name string
 		get  func(b *testing.B) benchBackend
 	}{
-		{"sqstest", func(*testing.B) benchBackend { return sqstest.New() }},
+		{"sqstest", func(*testing.B) benchBackend { return sqstest.For(b) }},
 		{"sqstest-10ms", func(*testing.B) benchBackend {
-			return sqstest.New(func(o *sqstest.Options) { o.Latency = 10 * time.Millisecond })
+			return sqstest.For(b, func(o *sqstest.Options) { o.Latency = 10 * time.Millisecond })
 		}},
 		{"fauxqs", func(b *testing.B) benchBackend { return testenv.SQS(b) }},
 	}

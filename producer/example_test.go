@@ -14,7 +14,11 @@ import (
 
 func ExampleProducer_SendBatch() {
 	ctx := context.Background()
-	client := sqstest.New() // or sqs.NewFromConfig(cfg)
+	client, err := sqstest.New() // or sqs.NewFromConfig(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	out, _ := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("thumbnails")})
 	p, err := producer.New(client, *out.QueueUrl)
 	if err != nil {
@@ -41,7 +45,11 @@ type Order struct {
 
 func ExampleJSON() {
 	ctx := context.Background()
-	client := sqstest.New()
+	client, err := sqstest.New()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	out, _ := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders")})
 	p, err := producer.New(client, *out.QueueUrl, func(o *producer.Options) {
 		o.Now = func() time.Time { return time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC) }

@@ -28,7 +28,7 @@ func newProducer(t *testing.T, client producer.API, url string, optFns ...func(*
 }
 
 func TestSendBatchSplitsByTenEntriesAndByBytes(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "jobs", nil)
 	p := newProducer(t, f, url)
 
@@ -69,7 +69,7 @@ func TestSendBatchSplitsByTenEntriesAndByBytes(t *testing.T) {
 
 func TestPerEntryFailuresAreRetriedAndReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "jobs", nil)
 		client := &entryFaults{API: f, fail: func(body string, attempt int) *types.BatchResultErrorEntry {
 			switch {
@@ -129,7 +129,7 @@ func TestPerEntryFailuresAreRetriedAndReported(t *testing.T) {
 
 func TestFailedCalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "jobs", nil)
 		p := newProducer(t, f, url)
 		remove := f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.Throttled(), Times: 2})
@@ -160,7 +160,7 @@ func TestFailedCalls(t *testing.T) {
 }
 
 func TestMessagesRefusedBeforeAnyCall(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "jobs", nil)
 	fifo := f.MustCreateQueue(t, "orders.fifo", map[string]string{"FifoQueue": "true", "ContentBasedDeduplication": "true"})
 	ten := map[string]types.MessageAttributeValue{}
@@ -199,7 +199,7 @@ func TestMessagesRefusedBeforeAnyCall(t *testing.T) {
 }
 
 func TestDelaysFIFOAndAttributes(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "jobs", nil)
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	p := newProducer(t, f, url, func(o *producer.Options) { o.Now = func() time.Time { return now } })
@@ -259,7 +259,7 @@ func traceHook(ctx context.Context, m *producer.Message) error {
 }
 
 func TestBeforeSendHooks(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "jobs", nil)
 	p := newProducer(t, f, url, func(o *producer.Options) {
 		o.BeforeSend = append(o.BeforeSend, traceHook, func(ctx context.Context, m *producer.Message) error {

@@ -51,7 +51,7 @@ func runWorker(t *testing.T, f *sqstest.Fake, src string, store *s3payload.Store
 // SQS confirmed the message's delete.
 func TestLargePayloadThroughTheWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src, dlqURL := f.MustCreateQueueWithDLQ(t, "reports", 5, nil)
 		s3c := newMemS3()
 		store := newStore(t, s3c)

@@ -31,7 +31,10 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	client := sqstest.New() // or sqs.NewFromConfig(cfg)
+	client, err := sqstest.New() // or sqs.NewFromConfig(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
 	queues, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders"})
 	if err != nil {
 		log.Fatal(err)

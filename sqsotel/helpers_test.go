@@ -178,7 +178,7 @@ type scenario struct {
 // is settled, and stops it. Call it inside a synctest bubble.
 func runScenario(t *testing.T, tel *telemetry, optFns ...func(*worker.Options)) scenario {
 	t.Helper()
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := f.MustCreateQueueWithDLQ(t, "jobs", 10, map[string]string{"VisibilityTimeout": "30"})
 	sc := scenario{producer: map[string]trace.SpanContext{}, ids: map[string]string{}}
 	producer := tel.tp.Tracer("producer")

@@ -64,7 +64,7 @@ func (panicky) ForceFlush(context.Context) error                { return nil }
 // the long job extended on time and deleted, nothing lost or late.
 func deadlineRun(t *testing.T, ins *sqsotel.Instrumentation, next func(worker.Settlement)) worker.Stats {
 	t.Helper()
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := f.MustCreateQueueWithDLQ(t, "jobs", 10, map[string]string{"VisibilityTimeout": "30"})
 	f.MustSend(t, src, longJob)
 	for range 50 {

@@ -24,7 +24,7 @@ import (
 func TestProducerBeforeSendLinks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tel := newTelemetry(t)
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src, _ := f.MustCreateQueueWithDLQ(t, "jobs", 5, map[string]string{"VisibilityTimeout": "30"})
 		p, err := producer.New(f, src, func(o *producer.Options) { o.BeforeSend = append(o.BeforeSend, sqsotel.BeforeSend) })
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 func TestConformanceFake(t *testing.T) {
 	conformance.Run(t, conformance.Backend{
 		Name:      "sqstest",
-		NewClient: func(*testing.T) conformance.API { return sqstest.New() },
+		NewClient: func(*testing.T) conformance.API { return sqstest.For(t) },
 		Sleep:     time.Sleep, // virtual inside the bubble
 		Wrap: func(t *testing.T, f func(*testing.T)) {
 			synctest.Test(t, f)

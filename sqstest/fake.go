@@ -8,10 +8,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // API is every SQS call the Fake implements, with the SDK's signatures.
@@ -55,7 +58,8 @@ type Options struct {
 	Latency time.Duration
 }
 
-// Fake is an in-memory SQS. It is safe for concurrent use. Create it with New.
+// Fake is an in-memory SQS. It is safe for concurrent use. Create it with
+// New, or For in a test.
 type Fake struct {
 	opts Options
 
@@ -72,8 +76,9 @@ type Fake struct {
 	idSeq    uint64
 }
 
-// New returns an empty Fake.
-func New(optFns ...func(*Options)) *Fake {
+// New returns an empty Fake. It returns an error when an option is out of
+// range (a malformed region or account ID, a negative latency).
+func New(optFns ...func(*Options)) (*Fake, error) {
 	var o Options
 	for _, fn := range optFns {
 		fn(&o)
@@ -84,6 +89,12 @@ func New(optFns ...func(*Options)) *Fake {
 	if o.AccountID == "" {
 		o.AccountID = "000000000000"
 	}
+	if err := sqslimit.CheckIdentity(o.Region, o.AccountID); err != nil {
+		return nil, fmt.Errorf("sqstest: Options.%w", err)
+	}
+	if o.Latency < 0 {
+		return nil, fmt.Errorf("sqstest: Options.Latency is %v; use a positive duration (or 0 for none)", o.Latency)
+	}
 	return &Fake{
 		opts:     o,
 		queues:   map[string]*queue{},
@@ -92,7 +103,18 @@ func New(optFns ...func(*Options)) *Fake {
 		changed:  make(chan struct{}),
 		requests: map[string]int{},
 		tasks:    map[string]*moveTask{},
+	}, nil
+}
+
+// For returns a new Fake for a test, failing tb when an option is out of
+// range: what most tests call.
+func For(tb testing.TB, optFns ...func(*Options)) *Fake {
+	tb.Helper()
+	f, err := New(optFns...)
+	if err != nil {
+		tb.Fatal(err)
 	}
+	return f
 }
 
 // Now returns the Fake's current time: time.Now plus every Advance so far.

@@ -30,7 +30,7 @@ func receive(t *testing.T, f *sqstest.Fake, url string, n int32, wait int32) []t
 }
 
 func TestAdvanceMakesHiddenMessagesVisible(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "q", map[string]string{"VisibilityTimeout": "30"})
 	f.MustSend(t, url, "a")
 	if got := receive(t, f, url, 1, 0); len(got) != 1 {
@@ -48,7 +48,7 @@ func TestAdvanceMakesHiddenMessagesVisible(t *testing.T) {
 
 func TestLongPollWakesOnAdvance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "q", nil)
 		f.MustSend(t, url, "a", func(in *sqs.SendMessageInput) { in.DelaySeconds = 600 })
 		done := make(chan []types.Message)
@@ -65,7 +65,7 @@ func TestLongPollWakesOnAdvance(t *testing.T) {
 
 func TestLongPollEndsWithContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "q", nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		errc := make(chan error)
@@ -87,7 +87,7 @@ func TestLongPollEndsWithContext(t *testing.T) {
 }
 
 func TestInjectFaultTimesAndRemove(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "q", nil)
 	f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.Throttled(), Times: 2})
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}
@@ -120,7 +120,7 @@ func TestInjectFaultTimesAndRemove(t *testing.T) {
 
 func TestLatencyUsesVirtualTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New(func(o *sqstest.Options) { o.Latency = 10 * time.Millisecond })
+		f := sqstest.For(t, func(o *sqstest.Options) { o.Latency = 10 * time.Millisecond })
 		url := f.MustCreateQueue(t, "q", nil)
 		f.InjectFault(sqstest.Fault{API: "SendMessage", Latency: 5 * time.Millisecond})
 		start := time.Now()
@@ -132,7 +132,7 @@ func TestLatencyUsesVirtualTime(t *testing.T) {
 }
 
 func TestRequestCounting(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "q", nil)
 	f.MustSend(t, url, "x")
 	receive(t, f, url, 1, 0)
@@ -157,7 +157,7 @@ func TestRequestCounting(t *testing.T) {
 }
 
 func TestMessagesSnapshotAndDLQHelper(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "jobs", 1, map[string]string{"VisibilityTimeout": "5"})
 	f.MustSend(t, src, "poison")
 	receive(t, f, src, 1, 0)
@@ -178,7 +178,7 @@ func TestMessagesSnapshotAndDLQHelper(t *testing.T) {
 }
 
 func TestFIFOPairHelper(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "orders.fifo", 3, nil)
 	if src == dlq || f.QueueARN(dlq) == "" {
 		t.Fatal("FIFO pair not created")
@@ -192,7 +192,7 @@ func TestFIFOPairHelper(t *testing.T) {
 
 func TestLongPollSeesShortenedVisibility(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "q", map[string]string{"VisibilityTimeout": "300"})
 		f.MustSend(t, url, "a")
 		first := receive(t, f, url, 1, 0)
@@ -210,4 +210,19 @@ func TestLongPollSeesShortenedVisibility(t *testing.T) {
 			t.Fatalf("got %d messages after %v; want the message after 2s", len(got), time.Since(start))
 		}
 	})
+}
+
+func TestNewRefusesBadOptions(t *testing.T) {
+	for name, fn := range map[string]func(*sqstest.Options){
+		"region":  func(o *sqstest.Options) { o.Region = "Mars" },
+		"account": func(o *sqstest.Options) { o.AccountID = "acme" },
+		"latency": func(o *sqstest.Options) { o.Latency = -time.Second },
+	} {
+		if f, err := sqstest.New(fn); err == nil || f != nil {
+			t.Errorf("%s: New = %v, %v; want an error", name, f, err)
+		}
+	}
+	if _, err := sqstest.New(func(o *sqstest.Options) { o.Region = "eu-west-3"; o.AccountID = "123456789012" }); err != nil {
+		t.Errorf("valid options refused: %v", err)
+	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 func TestFaultEveryNthCall(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "q", nil)
 	f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.Throttled(), Every: 3})
 	var failed []int
@@ -34,7 +34,7 @@ func TestFaultEveryNthCall(t *testing.T) {
 }
 
 func TestFaultAfterEffectLosesTheResponse(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "q", nil)
 	f.MustSend(t, url, "a")
 	f.MustSend(t, url, "b")
@@ -50,7 +50,7 @@ func TestFaultAfterEffectLosesTheResponse(t *testing.T) {
 
 func TestFaultHangUntilContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "q", nil)
 		f.MustSend(t, url, "a")
 		m := receive(t, f, url, 1, 0)[0]
@@ -71,7 +71,7 @@ func TestFaultHangUntilContextEnds(t *testing.T) {
 
 func TestFaultHangAfterEffect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "q", nil)
 		f.MustSend(t, url, "a")
 		m := receive(t, f, url, 1, 0)[0]
@@ -90,7 +90,7 @@ func TestFaultHangAfterEffect(t *testing.T) {
 
 func TestFaultResponseDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "q", nil)
 		for _, b := range []string{"a", "b", "c"} {
 			f.MustSend(t, url, b)
@@ -133,7 +133,7 @@ func TestFaultResponseDelay(t *testing.T) {
 }
 
 func TestFaultEntries(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "q", nil)
 	for i := range 10 {
 		f.MustSend(t, url, fmt.Sprint(i))
@@ -178,7 +178,7 @@ func TestFaultContradictionsPanic(t *testing.T) {
 					t.Errorf("InjectFault(%+v) did not panic", ft)
 				}
 			}()
-			sqstest.New().InjectFault(ft)
+			sqstest.For(t).InjectFault(ft)
 		}()
 	}
 }

@@ -199,7 +199,7 @@ func BenchmarkHeartbeat50000At20ms(b *testing.B) {
 	const n, periods = 50000, 2
 	var calls, extended, late, lost int64
 	for b.Loop() {
-		f := sqstest.New()
+		f := sqstest.For(b)
 		url := f.MustCreateQueue(b, "jobs", map[string]string{"VisibilityTimeout": "30"})
 		e := &env{f: f, url: url, t0: time.Now()}
 		msgs, receivedAt := e.receive(b, n)

@@ -19,7 +19,11 @@ import (
 // (The fake SQS stands in for an *sqs.Client; the example takes 1.2 s.)
 func Example() {
 	ctx := context.Background()
-	client := sqstest.New() // or sqs.NewFromConfig(cfg)
+	client, err := sqstest.New() // or sqs.NewFromConfig(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	q, _ := client.CreateQueue(ctx, &sqs.CreateQueueInput{
 		QueueName:  aws.String("jobs"),
 		Attributes: map[string]string{"VisibilityTimeout": "1"},

@@ -795,7 +795,7 @@ func TestOptionsValidation(t *testing.T) {
 			if tc.opts != nil {
 				opts = append(opts, tc.opts)
 			}
-			h, err := visibility.New(sqstest.New(), "url", tc.vis, opts...)
+			h, err := visibility.New(sqstest.For(t), "url", tc.vis, opts...)
 			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("New = %v, want %q", err, tc.wantErr)
 			}
@@ -807,7 +807,7 @@ func TestOptionsValidation(t *testing.T) {
 	if _, err := visibility.New(nil, "url", time.Second); err == nil || !strings.Contains(err.Error(), "SQS client") {
 		t.Errorf("New(nil client) = %v, want an error naming the client", err)
 	}
-	h := newHB(t, sqstest.New(), "url", time.Second)
+	h := newHB(t, sqstest.For(t), "url", time.Second)
 	if _, err := h.Track("", time.Now(), nil); err == nil {
 		t.Error("Track with an empty receipt handle succeeded; want an error")
 	}
@@ -823,7 +823,7 @@ func TestDefaults(t *testing.T) {
 		{1500 * time.Millisecond, time.Second, 500 * time.Millisecond},
 		{12 * time.Hour, 12 * time.Hour, 4 * time.Hour},
 	} {
-		h := newHB(t, sqstest.New(), "url", tc.vis)
+		h := newHB(t, sqstest.For(t), "url", tc.vis)
 		if h.Extension() != tc.ext || h.Threshold() != tc.threshold {
 			t.Errorf("New(%v): extension %v threshold %v, want %v and %v", tc.vis, h.Extension(), h.Threshold(), tc.ext, tc.threshold)
 		}

@@ -82,7 +82,7 @@ type env struct {
 
 func newEnv(t testing.TB, visibilitySeconds int) *env {
 	t.Helper()
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "jobs", map[string]string{"VisibilityTimeout": fmt.Sprint(visibilitySeconds)})
 	return &env{f: f, rec: &recorder{Fake: f}, url: url, t0: time.Now()}
 }

@@ -53,7 +53,7 @@ func TestOnLostMayStopALeaseOfThePendingCall(t *testing.T) {
 // has not been called yet, so the owner never uses a stale receipt handle.
 func TestStopReturnsTheCauseOfALoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "q", map[string]string{"VisibilityTimeout": "30"})
 		f.MustSend(t, url, "a")
 		f.MustSend(t, url, "b")

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -97,31 +96,12 @@ func benchQueue(b *testing.B, c benchClient, name string) string {
 	return aws.ToString(out.QueueUrl)
 }
 
-func fill(b *testing.B, c benchClient, url string, n int) {
-	b.Helper()
-	var g errgroup.Group
-	g.SetLimit(16)
-	for start := 0; start < n; start += 10 {
-		g.Go(func() error {
-			in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
-			for i := start; i < min(start+10, n); i++ {
-				in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i - start)), MessageBody: aws.String(strconv.Itoa(i))})
-			}
-			_, err := c.SendMessageBatch(context.Background(), in)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		b.Fatal(err)
-	}
-}
-
 // workerRound processes benchMessages messages on a new queue with the
 // worker and a no-op handler, adding what it measured to m.
 func workerRound(b *testing.B, c benchClient, name string, m *measure) {
 	url := benchQueue(b, c, name)
 	defer dropQueue(c, url)
-	fill(b, c, url, benchMessages)
+	testenv.SendBodies(b, c, url, benchMessages)
 	var handled atomic.Int64
 	all := make(chan struct{})
 	w, err := worker.New(c, url, worker.HandlerFunc(func(context.Context, *worker.Message) error {
@@ -159,7 +139,7 @@ func workerRound(b *testing.B, c benchClient, name string, m *measure) {
 func loopRound(b *testing.B, c benchClient, name string, m *measure) {
 	url := benchQueue(b, c, name)
 	defer dropQueue(c, url)
-	fill(b, c, url, benchMessages)
+	testenv.SendBodies(b, c, url, benchMessages)
 	var handled, requests atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -211,7 +191,7 @@ func dropQueue(c benchClient, url string) {
 func BenchmarkWorker(b *testing.B) {
 	for _, lat := range []time.Duration{0, 10 * time.Millisecond} {
 		b.Run(fmt.Sprintf("sqstest-%dms", lat/time.Millisecond), func(b *testing.B) {
-			c := sqstest.New(func(o *sqstest.Options) { o.Latency = lat })
+			c := sqstest.For(b, func(o *sqstest.Options) { o.Latency = lat })
 			var m measure
 			for i := 0; b.Loop(); i++ {
 				workerRound(b, c, fmt.Sprint("bench-", i), &m)
@@ -233,7 +213,7 @@ func BenchmarkVersusSDKLoop(b *testing.B) {
 		new  func(b *testing.B) benchClient
 	}{
 		{"sqstest-10ms", func(*testing.B) benchClient {
-			return sqstest.New(func(o *sqstest.Options) { o.Latency = 10 * time.Millisecond })
+			return sqstest.For(b, func(o *sqstest.Options) { o.Latency = 10 * time.Millisecond })
 		}},
 		{"fauxqs", func(b *testing.B) benchClient { return testenv.SQS(b) }},
 	}

@@ -30,7 +30,10 @@ func ExampleStats_Cost() {
 
 // Probes: before Run the worker is live but not ready.
 func ExampleWorker_HealthHandler() {
-	client := sqstest.New() // or sqs.NewFromConfig(cfg)
+	client, err := sqstest.New() // or sqs.NewFromConfig(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
 	q, err := dlq.Setup(context.Background(), client, dlq.SetupOptions{Name: "orders"})
 	if err != nil {
 		log.Fatal(err)

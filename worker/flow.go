@@ -53,10 +53,10 @@ type flow struct {
 	latency    time.Duration // non-empty receive latency (EWMA)
 }
 
-// fifoGrp is one FIFO message group's held messages, in order: the first
-// is running or settling (active), the rest wait their turn.
+// fifoGrp is one FIFO message group's held messages, in order: the
+// active one is running or settling, the rest wait their turn.
 type fifoGrp struct {
-	active  bool
+	active  *job
 	waiting []*job
 }
 
@@ -188,6 +188,7 @@ func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
 	}
 	defer f.wakePollerLocked()
 	if f.stopped {
+		f.settling += len(jobs) // the caller releases them
 		return false
 	}
 	f.buffered += len(jobs)
@@ -201,11 +202,11 @@ func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
 			g = &fifoGrp{}
 			f.groups[j.msg.GroupID] = g
 		}
-		if g.active {
+		if g.active != nil {
 			g.waiting = append(g.waiting, j)
 			continue
 		}
-		g.active = true
+		g.active = j
 		f.push(j)
 	}
 	return true
@@ -230,6 +231,7 @@ func (f *flow) next() *job {
 	j := f.ready.pop()
 	f.buffered--
 	f.running++
+	f.wakePollerLocked() // the buffer may have run dry with handlers idle
 	return j
 }
 
@@ -245,7 +247,8 @@ func (f *flow) handled() {
 }
 
 // unstarted moves a job taken from the buffer but not run (the worker is
-// stopping) from running to settling: it is being released.
+// stopping, or the message was lost while it waited) from running to
+// settling.
 func (f *flow) unstarted() {
 	f.mu.Lock()
 	f.running--
@@ -267,12 +270,13 @@ func (f *flow) settled(j *job, done bool) (release []*job) {
 		return nil
 	}
 	g := f.groups[j.msg.GroupID]
-	if g == nil {
-		return nil
+	if g == nil || g.active != j {
+		return nil // a waiting message released, or one never admitted
 	}
 	if done && len(g.waiting) > 0 && !f.stopped {
 		next := g.waiting[0]
 		g.waiting = g.waiting[1:]
+		g.active = next
 		f.push(next)
 		return nil
 	}

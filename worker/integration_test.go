@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"strconv"
 	"sync"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/testenv"
@@ -35,29 +32,6 @@ func emulatorQueue(t *testing.T, client *sqs.Client, prefix string, visibility i
 	}
 	target := setup.Target()
 	return target.SourceURL, target.QueueURL
-}
-
-// sendBodies sends the bodies 0..n-1 with SendMessageBatch, 8 calls at a time.
-func sendBodies(t *testing.T, client *sqs.Client, url string, n int) {
-	t.Helper()
-	var g errgroup.Group
-	g.SetLimit(8)
-	for start := 0; start < n; start += 10 {
-		g.Go(func() error {
-			in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
-			for i := start; i < min(start+10, n); i++ {
-				in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(strconv.Itoa(i))})
-			}
-			out, err := client.SendMessageBatch(context.Background(), in)
-			if err == nil && len(out.Failed) > 0 {
-				err = fmt.Errorf("%d entries failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
-			}
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatalf("sending: %v", err)
-	}
 }
 
 // drain receives every message of a queue (deleting them) and returns the
@@ -84,7 +58,7 @@ func TestEmulatorTenThousandMessagesNoneLost(t *testing.T) {
 	client := testenv.SQS(t)
 	const n = 10_000
 	src, dlqURL := emulatorQueue(t, client, "w10k", 30)
-	sendBodies(t, client, src, n)
+	testenv.SendBodies(t, client, src, n)
 
 	var mu sync.Mutex
 	handled := map[string]int{}
@@ -183,7 +157,7 @@ func TestEmulatorShutdownUnderLoad(t *testing.T) {
 	client := testenv.SQS(t)
 	const n = 300
 	src, _ := emulatorQueue(t, client, "wshut", 60)
-	sendBodies(t, client, src, n)
+	testenv.SendBodies(t, client, src, n)
 
 	var mu sync.Mutex
 	handled := map[string]int{}

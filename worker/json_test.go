@@ -19,7 +19,7 @@ import (
 func TestJSONHandlerInWorker(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			f := sqstest.New()
+			f := sqstest.For(t)
 			src, dlqURL := f.MustCreateQueueWithDLQ(t, "orders", 5, nil)
 			for _, c := range jsontest.Cases {
 				f.MustSend(t, src, c.Body)

@@ -17,7 +17,7 @@ import (
 )
 
 func newFIFO(t *testing.T) (*sqstest.Fake, string, string) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "orders.fifo", 10, map[string]string{"VisibilityTimeout": "30"})
 	return f, src, dlq
 }
@@ -196,14 +196,17 @@ func TestShutdownReleasesUnstartedAtOnce(t *testing.T) {
 
 func TestAllowNoDLQPermanentIsKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src := f.MustCreateQueue(t, "nodlq", map[string]string{"VisibilityTimeout": "30"})
 		f.MustSend(t, src, "poison")
+		var mu sync.Mutex
+		var got []worker.Settlement
 		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error {
 			return errors.New("x")
 		}), func(o *worker.Options) {
 			o.AllowNoDLQ = true
 			o.RetryPolicy = fixedPolicy(0, 0)
+			o.OnSettled = func(s worker.Settlement) { mu.Lock(); got = append(got, s); mu.Unlock() }
 		})
 		time.Sleep(10 * time.Second)
 		if err := h.stop(); err != nil {
@@ -211,6 +214,15 @@ func TestAllowNoDLQPermanentIsKept(t *testing.T) {
 		}
 		if n := len(f.Messages(src)); n != 1 {
 			t.Fatalf("without a DLQ the message must stay in the queue, found %d", n)
+		}
+		// The settlement says why it was kept rather than dead-lettered.
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) == 0 {
+			t.Fatal("no settlement reported")
+		}
+		if s := got[0]; s.Outcome != worker.Retrying || !strings.Contains(s.Reason, "not dead-lettered") || !strings.Contains(s.Reason, "no dead-letter queue") {
+			t.Fatalf("settlement %v %q; want Retrying with the reason it was not dead-lettered", s.Outcome, s.Reason)
 		}
 	})
 }
@@ -243,7 +255,7 @@ func TestTwelveHourCapAsksHandlerToStop(t *testing.T) {
 }
 
 func TestZeroVisibilityQueueRefused(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, _ := f.MustCreateQueueWithDLQ(t, "zero", 5, map[string]string{"VisibilityTimeout": "0"})
 	_, err := worker.New(f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
 		func(o *worker.Options) { o.Logger = quiet })

@@ -63,14 +63,16 @@ type Options struct {
 	MaxUnsettled int
 
 	// OnSettled, when set, is called once per message after SQS confirmed
-	// its fate (or it is clear it will not): deleted, retrying, dead-lettered,
-	// released, lost or abandoned, with the attempt, the timings and the
-	// handler's error. It runs on a goroutine of its own, one event at a
-	// time, in the order the settlements were confirmed, so it never delays
-	// settlement or the heartbeat; if it falls more than 4,096 events
-	// behind, newer events are dropped and counted in Stats.HookDropped. A
-	// panic in it is recovered and logged. Run waits for queued events
-	// within FlushTimeout before returning. Zero value: nil.
+	// its fate (or it is clear it will not): deleted, retrying, snoozed,
+	// delayed, dead-lettered, released, lost or abandoned, with the attempt,
+	// the timings and the handler's error. It runs on a goroutine of its
+	// own, one event at a time, in the order the settlements were
+	// confirmed, so it never delays settlement or the heartbeat; if it falls
+	// more than 4,096 events behind, newer events are dropped and counted in
+	// Stats.HookDropped. A panic in it is recovered and logged. Run waits
+	// for queued events within FlushTimeout before returning; those still
+	// queued then are dropped and counted (a call in progress is left to
+	// finish). Zero value: nil.
 	OnSettled func(Settlement)
 
 	// HandlerTimeout bounds each handler call; on expiry its context is
@@ -133,8 +135,10 @@ type Options struct {
 	BatchLinger time.Duration
 
 	// ReceiveBackOff returns the backoff used between failed receive calls.
-	// Zero value: exponential from 200 ms to 20 s, retrying forever (fatal
-	// errors such as a deleted queue or denied access end Run instead).
+	// When it returns backoff.Stop, Run shuts down and returns an error
+	// wrapping the last receive error. Zero value: exponential from 200 ms
+	// to 20 s, retrying forever (fatal errors such as a deleted queue or
+	// denied access end Run instead).
 	ReceiveBackOff func() backoff.BackOff
 
 	// HandlerName names the handler in dead-letter provenance. Zero value:

@@ -17,7 +17,7 @@ import (
 // released at once on shutdown.
 func TestPrefetchedMessagesAreLeasedCappedAndReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New(func(o *sqstest.Options) { o.Latency = 15 * time.Millisecond })
+		f := sqstest.For(t, func(o *sqstest.Options) { o.Latency = 15 * time.Millisecond })
 		src, _ := f.MustCreateQueueWithDLQ(t, "jobs", 10, map[string]string{"VisibilityTimeout": "2"})
 		sendMany(t, f, src, 600)
 		release := make(chan struct{})
@@ -74,7 +74,7 @@ func TestPrefetchedMessagesAreLeasedCappedAndReleased(t *testing.T) {
 func TestFullBatchesAndBusyHandlers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const jobs = 5000
-		f := sqstest.New(func(o *sqstest.Options) { o.Latency = 15 * time.Millisecond })
+		f := sqstest.For(t, func(o *sqstest.Options) { o.Latency = 15 * time.Millisecond })
 		src, _ := f.MustCreateQueueWithDLQ(t, "jobs", 5, map[string]string{"VisibilityTimeout": "30"})
 		sendMany(t, f, src, jobs)
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {

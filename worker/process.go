@@ -25,6 +25,15 @@ func (w *Worker) process(r *run, j *job) {
 		w.release(r, j) // received but not started: let another consumer have it now
 		return
 	}
+	if lost := j.lostCause(); lost != nil {
+		// Given up while it waited for a handler (its extensions failed):
+		// another consumer may have it now, so it does not run here.
+		r.flow.unstarted()
+		j.lease.Stop()
+		w.warn.Warn("lost-waiting", "sqsworker: lost a received message before its handler started (its visibility could not be extended); SQS will deliver it again", "message", j.msg.ID, "cause", lost)
+		w.drop(r, j, settle.Lost, lost.Error())
+		return
+	}
 	// A job sent with a delay beyond 15 minutes waits for its due time
 	// without running the handler or counting an attempt.
 	if d, ok, err := settle.Due(&j.msg, time.Now(), w.queueInfo); err != nil || (ok && d.Action != schedule.Run) {
@@ -101,10 +110,10 @@ func (w *Worker) settle(r *run, j *job, d settle.Decision) {
 	case settle.Retry:
 		if d.Snoozed {
 			settle.Uncount(r.bg, w.opts.CallTimeout, w.opts.AttemptCounter, &j.msg, w.opts.Logger)
-			j.hide(r, settle.Snoozed, d.Delay)
+			j.hide(r, settle.Snoozed, d.Delay, "")
 			break
 		}
-		j.hide(r, settle.Retrying, d.Delay)
+		j.hide(r, settle.Retrying, d.Delay, "")
 	case settle.DeadLetter:
 		w.deadLetter(r, j, d.Reason)
 	}
@@ -128,7 +137,7 @@ func (w *Worker) queueInfo() settle.Queue { return w.queue }
 func (w *Worker) wait(r *run, j *job, d schedule.Decision) {
 	w.c.settling.Add(1)
 	if d.Action == schedule.Hide {
-		j.hide(r, settle.Delayed, d.Delay)
+		j.hide(r, settle.Delayed, d.Delay, d.String())
 		return
 	}
 	in := schedule.ResendInput(w.queueURL, j.msg.Raw, d.Delay)
@@ -145,11 +154,12 @@ func (j *job) send(b *settle.Batcher, st stage, result settle.Result, reason str
 }
 
 // hide hides the message for d (capped by SQS's 12-hour limit from its
-// receive), after which it is delivered again: a retry delay or a snooze.
-func (j *job) hide(r *run, result settle.Result, d time.Duration) {
+// receive), after which it is delivered again: a retry delay, a snooze, a
+// wait for its due time. reason, if any, says why.
+func (j *job) hide(r *run, result settle.Result, d time.Duration, reason string) {
 	d = settle.CapDelay(d, j.msg.ReceivedAt, time.Now())
 	j.w.opts.Logger.Debug("sqsworker: retry scheduled", "message", j.msg.ID, "attempt", j.msg.Attempt, "delay", d, "outcome", Outcome(result).String(), "err", j.herr)
-	j.send(r.changes, stageChange, result, "", d, settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: retry.VisibilitySeconds(d), Lease: j.lease})
+	j.send(r.changes, stageChange, result, reason, d, settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: retry.VisibilitySeconds(d), Lease: j.lease})
 }
 
 // release makes a received message visible again at once, unprocessed.
@@ -169,7 +179,7 @@ func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
 		if !o.OK {
 			// Not re-sent: it waits a visibility timeout and is tried again.
 			w.warn.Warn("resend", "sqsworker: re-sending a job that is not due yet failed; it is tried again after the visibility timeout", "message", j.msg.ID, "err", o.Err)
-			j.hide(r, settle.Delayed, w.visibility)
+			j.hide(r, settle.Delayed, w.visibility, j.reason)
 			return
 		}
 		j.send(r.deletes, stageDelete, settle.Delayed, j.reason, j.delay, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease})
@@ -188,7 +198,7 @@ func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
 func (j *job) retryLater(why string, problem error) {
 	j.w.warn.Warn("dlq-"+why, "sqsworker: the message should go to the dead-letter queue but cannot now; it stays in the queue and will be tried again",
 		"message", j.msg.ID, "reason", j.reason, "problem", problem, "err", j.herr)
-	j.hide(j.r, settle.Retrying, j.w.visibility)
+	j.hide(j.r, settle.Retrying, j.w.visibility, fmt.Sprintf("%s (not dead-lettered: %v); it comes back after the visibility timeout", j.reason, problem))
 }
 
 // deadLetter copies the message to the DLQ with provenance, then deletes

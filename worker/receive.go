@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -63,8 +64,11 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 				return describeQueueError(w.queueURL, err)
 			}
 			wait := bo.NextBackOff()
+			if wait == backoff.Stop {
+				return fmt.Errorf("sqsworker: receiving from %s kept failing and Options.ReceiveBackOff gave up (it returned backoff.Stop), so Run stops: %w; restart it once SQS answers, or use a backoff that never stops (MaxElapsedTime 0, the default)", w.queueURL, err)
+			}
 			w.warn.Warn("receive", "sqsworker: receive failed; retrying", "queue", w.queueURL, "in", wait, "err", err)
-			if wait == backoff.Stop || !settle.Sleep(ctx, wait) {
+			if !settle.Sleep(ctx, wait) {
 				return nil
 			}
 			continue

@@ -24,7 +24,7 @@ import (
 // dead-letter it before it ever ran.
 func TestFIFODeadLetteredHeadLetsGroupGoOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src, dlqURL := f.MustCreateQueueWithDLQ(t, "orders.fifo", 4, map[string]string{"VisibilityTimeout": "30"})
 		f.MustSend(t, src, "poison", sqstest.SendGroup("g", "1"))
 		f.MustSend(t, src, "good", sqstest.SendGroup("g", "2"))
@@ -62,7 +62,7 @@ func TestFIFODeadLetteredHeadLetsGroupGoOn(t *testing.T) {
 // heartbeat calls), so it runs once.
 func TestFIFOWaitingMessageKeptInvisible(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src, _ := f.MustCreateQueueWithDLQ(t, "orders.fifo", 10, map[string]string{"VisibilityTimeout": "5"})
 		f.MustSend(t, src, "m1", sqstest.SendGroup("g", "1"))
 		f.MustSend(t, src, "m2", sqstest.SendGroup("g", "2"))

@@ -76,16 +76,20 @@ type Settlement struct {
 	Outcome Outcome
 	// Attempt is the attempt the handler ran as (0 when it did not run).
 	Attempt int
-	// Delay is how long the message stays invisible, for Retrying and
-	// Snoozed.
+	// Delay is how long the message stays invisible, for Retrying, Snoozed
+	// and Delayed.
 	Delay time.Duration
-	// Reason says why, for DeadLettered, Lost and Abandoned.
+	// Reason says why, for DeadLettered, Lost and Abandoned; for Delayed,
+	// how the job waits for its due time; for Retrying, why a message that
+	// should have been dead-lettered was not (no dead-letter queue, a copy
+	// that failed).
 	Reason string
 	// Err is the handler's error, when it ran and failed.
 	Err error
-	// Late reports a settlement SQS confirmed only after the message's
-	// visibility deadline: another consumer may have received the message
-	// meanwhile, so it may run again.
+	// Late reports a settlement whose message's visibility deadline passed
+	// before SQS confirmed it (a call carrying it, or an earlier failed
+	// one, ended after the deadline): another consumer may have received
+	// the message meanwhile, so it may run again.
 	Late bool
 	// Extensions are when the heartbeat extended the message's visibility
 	// while the runtime held it, oldest first.

@@ -22,7 +22,7 @@ func TestEmulatorThrottledDeletes(t *testing.T) {
 	const jobs = 3000
 	direct := testenv.SQS(t)
 	src, dlqURL := emulatorQueue(t, direct, "throttled-deletes", 5)
-	sendBodies(t, direct, src, jobs)
+	testenv.SendBodies(t, direct, src, jobs)
 
 	p, err := faultproxy.Start(faultproxy.Options{
 		Upstream: testenv.Get(t).SQS,

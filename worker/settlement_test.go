@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/cenkalti/backoff/v4"
 
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/visibility"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -115,6 +117,185 @@ func TestHangingVisibilityChangeBoundedShutdown(t *testing.T) {
 		}
 		if d := time.Since(begin); d > 4*time.Second {
 			t.Fatalf("Run returned %v after cancel; want at most 4s", d)
+		}
+	})
+}
+
+// A delete that outlives the lease is Late, even when a retry of it is
+// then confirmed in time: meanwhile the message was visible, and here it
+// is received and run a second time. The duplicate must be explained —
+// the first delivery's settlement says Late and Stats counts it — never
+// silent.
+func TestDeleteOutlivingItsLeaseIsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "5")
+		sendMany(t, f, src, 1)
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Hang: true, Times: 1})
+		var runs atomic.Int64
+		var mu sync.Mutex
+		var settled []worker.Settlement
+		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error {
+			runs.Add(1)
+			return nil
+		}), func(o *worker.Options) {
+			o.CallTimeout = 20 * time.Second // the hung delete outlives the 5 s lease
+			o.OnSettled = func(s worker.Settlement) { mu.Lock(); settled = append(settled, s); mu.Unlock() }
+		})
+		time.Sleep(40 * time.Second)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if runs.Load() != 2 || len(settled) != 2 {
+			t.Fatalf("ran %d times, %d settlements; want the job run twice (its lease lapsed while its delete hung)", runs.Load(), len(settled))
+		}
+		late := 0
+		for _, s := range settled {
+			if s.Outcome != worker.Deleted {
+				t.Errorf("settlement %+v; want Deleted", s)
+			}
+			if s.Late {
+				late++
+			}
+		}
+		if st := h.w.Stats(); late != 1 || st.SettledLate != 1 {
+			t.Fatalf("%d settlements Late, Stats.SettledLate %d; want the first delivery's delete reported Late", late, st.SettledLate)
+		}
+	})
+}
+
+// An extension that hangs while its message settles at shutdown does not
+// hold Run past ShutdownTimeout + FlushTimeout: the settling call waits
+// for the extension only until the flush budget ends.
+func TestHungExtensionDoesNotDelayShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "30")
+		sendMany(t, f, src, 1)
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, _ *worker.Message) error {
+			<-ctx.Done() // runs until the shutdown timeout cancels it
+			return context.Cause(ctx)
+		}), func(o *worker.Options) {
+			o.ShutdownTimeout, o.FlushTimeout, o.CallTimeout = time.Second, time.Second, 20*time.Second
+		})
+		// The heartbeat extends the message at 20 s, 10 s before its
+		// deadline; that call never answers (it would time out at 25 s).
+		time.Sleep(19 * time.Second)
+		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Hang: true})
+		time.Sleep(2 * time.Second)
+		begin := time.Now()
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(begin); d > 2*time.Second {
+			t.Fatalf("Run returned %v after cancel; want at most ShutdownTimeout + FlushTimeout = 2s", d)
+		}
+		if st := h.w.Stats(); st.Abandoned != 1 {
+			t.Fatalf("Stats = %+v; want the unconfirmed release counted Abandoned", st)
+		}
+	})
+}
+
+// A received message the heartbeat lost while it waited for a handler does
+// not run: another consumer may have it. It is reported Lost and runs
+// once SQS delivers it again.
+func TestMessageLostWhileWaitingDoesNotRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "2")
+		sendMany(t, f, src, 3)
+		remove := f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Err: sqstest.ServerError()})
+		var mu sync.Mutex
+		runs := map[string]int{}
+		var ranLost []string
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			mu.Lock()
+			runs[m.Body]++
+			if errors.Is(context.Cause(ctx), visibility.ErrLost) {
+				ranLost = append(ranLost, m.Body)
+			}
+			mu.Unlock()
+			if m.Body == "0" && m.ReceiveCount == 1 {
+				<-ctx.Done() // holds the only handler until the lease is lost
+				return context.Cause(ctx)
+			}
+			return nil
+		}), func(o *worker.Options) { o.Concurrency = 1; o.MaxPrefetch = 10 })
+		time.Sleep(5 * time.Second)
+		remove()
+		waitFor(t, time.Minute, func() bool { v, inflight, _ := f.Count(src); return v+inflight == 0 })
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ranLost) > 0 {
+			t.Fatalf("handlers ran messages already lost: %v", ranLost)
+		}
+		// Concurrency 1 prefetches 1: the running message and the waiting
+		// one are lost.
+		if st := h.w.Stats(); st.Lost != 2 || st.Deleted != 3 || runs["1"] != 1 || runs["2"] != 1 {
+			t.Fatalf("Stats: lost %d, deleted %d; runs %v; want 2 lost (the running one and the waiting one), then each run once and deleted", st.Lost, st.Deleted, runs)
+		}
+	})
+}
+
+// A handler stopped by the 12-hour limit still owns its message until the
+// deadline: the error it returns is retried as usual, not reported Lost.
+func TestHandlerErrorAtTheTwelveHourLimitIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "30")
+		sendMany(t, f, src, 1)
+		var mu sync.Mutex
+		var got []worker.Settlement
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			if m.ReceiveCount > 1 {
+				return nil
+			}
+			<-ctx.Done()
+			if !errors.Is(context.Cause(ctx), visibility.ErrMaxVisibility) {
+				t.Errorf("handler cancelled with %v; want ErrMaxVisibility", context.Cause(ctx))
+			}
+			return errors.New("stopped before the limit")
+		}), func(o *worker.Options) {
+			o.Concurrency = 1
+			o.RetryPolicy = fixedPolicy(5, time.Minute)
+			o.OnSettled = func(s worker.Settlement) { mu.Lock(); got = append(got, s); mu.Unlock() }
+		})
+		time.Sleep(12*time.Hour + 5*time.Minute)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		st := h.w.Stats()
+		if st.Lost != 0 || st.Retried != 1 || st.Deleted != 1 || len(got) != 2 {
+			t.Fatalf("Stats: lost %d, retried %d, deleted %d; %d settlements; want the failure retried, then the job deleted", st.Lost, st.Retried, st.Deleted, len(got))
+		}
+		// The retry delay is capped by what is left of the 12 hours.
+		if got[0].Outcome != worker.Retrying || got[0].Delay <= 0 || got[0].Delay > time.Minute {
+			t.Fatalf("first settlement %v after %v; want Retrying within 1m", got[0].Outcome, got[0].Delay)
+		}
+	})
+}
+
+// A ReceiveBackOff that gives up ends Run with the receive error, rather
+// than leaving a worker that neither receives nor returns.
+func TestReceiveBackOffStopEndsRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "30")
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: sqstest.ServerError()})
+		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
+			func(o *worker.Options) {
+				o.ReceiveBackOff = func() backoff.BackOff { return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Second), 3) }
+			})
+		time.Sleep(time.Minute)
+		select {
+		case err := <-h.done:
+			if err == nil || !strings.Contains(err.Error(), "ReceiveBackOff gave up") {
+				t.Fatalf("Run returned %v; want the receive error and what to do", err)
+			}
+		default:
+			t.Fatal("Run still running a minute after its ReceiveBackOff gave up")
 		}
 	})
 }

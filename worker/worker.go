@@ -84,8 +84,10 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	w := &Worker{client: &countingClient{next: client}, handler: h, opts: o, warn: settle.NewWarner(o.Logger)}
-	w.notify = settle.NewNotifier(settlementHook(o.OnSettled), o.Logger, w.warn)
+	w := &Worker{client: &countingClient{next: client}, handler: h, opts: o, warn: &settle.Warner{Log: o.Logger}}
+	if o.OnSettled != nil {
+		w.notify = &settle.Notifier{Hook: settlementHook(o.OnSettled), Log: o.Logger, Warn: w.warn}
+	}
 	if o.MaxReceivesPerSecond > 0 {
 		w.limiter = newRateLimiter(o.MaxReceivesPerSecond)
 	}
@@ -266,13 +268,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	bo := settle.BatcherOptions{Linger: w.opts.BatchLinger, Senders: w.opts.Pollers, CallTimeout: w.opts.CallTimeout, Log: log, Warn: w.warn}
 	deleteOpts := bo
 	deleteOpts.OnRetry = func(n int) { w.c.deleteRetried.Add(int64(n)) }
-	r.deletes = settle.NewDeleter(w.client, w.queueURL, deleteOpts)
-	r.changes = settle.NewChanger(w.client, w.queueURL, bo)
+	var errs [4]error
+	r.deletes, errs[0] = settle.NewDeleter(w.client, w.queueURL, deleteOpts)
+	r.changes, errs[1] = settle.NewChanger(w.client, w.queueURL, bo)
 	if w.target != nil {
-		r.sends = settle.NewSender(w.client, w.target.QueueURL, bo)
+		r.sends, errs[2] = settle.NewSender(w.client, w.target.QueueURL, bo)
 	}
 	if !w.fifo {
-		r.resends = settle.NewSender(w.client, w.queueURL, bo)
+		r.resends, errs[3] = settle.NewSender(w.client, w.queueURL, bo)
+	}
+	if err := errors.Join(errs[:]...); err != nil {
+		stopHB()
+		<-hbDone
+		return fmt.Errorf("sqsworker: %w", err)
 	}
 
 	// Concurrency handler goroutines take the received messages from the
@@ -324,6 +332,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	// adds its delete), then deletes and visibility changes together.
 	flushCtx, cancelFlush := context.WithTimeout(bg, w.opts.FlushTimeout)
 	defer cancelFlush()
+	// The heartbeat keeps messages invisible while they settle, but not past
+	// the budget: a settling call waits for an extension of its message in
+	// flight (so the two cannot overwrite each other), and ending the
+	// heartbeat cancels one that hangs.
+	stopHBAfterFlush := context.AfterFunc(flushCtx, stopHB)
+	defer stopHBAfterFlush()
 	before := w.c.abandoned.Load()
 	if r.sends != nil {
 		r.sends.Close(flushCtx)

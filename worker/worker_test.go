@@ -59,7 +59,7 @@ func (h *harness) stop() error {
 }
 
 func newQueue(t *testing.T, maxReceive int, visibility string) (*sqstest.Fake, string, string) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "jobs", maxReceive, map[string]string{"VisibilityTimeout": visibility})
 	return f, src, dlq
 }
@@ -395,7 +395,7 @@ func TestLostOwnershipCancelsHandlerWithCause(t *testing.T) {
 }
 
 func TestNoRedrivePolicyRefused(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "orders", nil)
 	h := worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })
 	_, err := worker.New(f, url, h, func(o *worker.Options) { o.Logger = quiet })
@@ -413,7 +413,7 @@ func TestNoRedrivePolicyRefused(t *testing.T) {
 }
 
 func TestUnknownQueueRefused(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	_, err := worker.New(f, "https://sqs.us-east-1.amazonaws.com/000000000000/nope",
 		worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
 		func(o *worker.Options) { o.Logger = quiet })

@@ -29,7 +29,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,10 +36,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/testenv"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -155,8 +154,11 @@ func measure(ctx context.Context, sc scenario, round int, name, endpoint string)
 	var admin setupAPI
 	var fake *sqstest.Fake
 	if sc.Backend == "sqstest" {
-		fake = sqstest.New(func(o *sqstest.Options) { o.Latency = sc.Latency })
-		client, admin = fake, fake
+		f, err := sqstest.New(func(o *sqstest.Options) { o.Latency = sc.Latency })
+		if err != nil {
+			return res, err
+		}
+		fake, client, admin = f, f, f
 	} else {
 		direct := newClient(endpoint, newMeter())
 		admin = direct
@@ -185,7 +187,7 @@ func measure(ctx context.Context, sc scenario, round int, name, endpoint string)
 		admin.DeleteQueue(c, &sqs.DeleteQueueInput{QueueUrl: aws.String(target.SourceURL)})
 		admin.DeleteQueue(c, &sqs.DeleteQueueInput{QueueUrl: aws.String(target.QueueURL)})
 	}()
-	if err := sendN(ctx, admin, target.SourceURL, sc.Messages); err != nil {
+	if err := testenv.Send(ctx, admin, target.SourceURL, sc.Messages); err != nil {
 		return res, err
 	}
 	if fake != nil {
@@ -378,35 +380,4 @@ func median(rs []result, f func(result) float64) float64 {
 		return 0
 	}
 	return v[len(v)/2]
-}
-
-// sendN sends bodies 0..n-1 with SendMessageBatch, eight calls at a time.
-func sendN(ctx context.Context, c setupAPI, url string, n int) error {
-	sem := make(chan struct{}, 8)
-	errs := make(chan error, (n+9)/10)
-	for start := 0; start < n; start += 10 {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem }()
-			in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
-			for i := start; i < min(start+10, n); i++ {
-				in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(strconv.Itoa(i))})
-			}
-			out, err := c.SendMessageBatch(ctx, in)
-			if err == nil && len(out.Failed) > 0 {
-				err = fmt.Errorf("%d entries not sent: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
-			}
-			errs <- err
-		}()
-	}
-	for range cap(sem) {
-		sem <- struct{}{}
-	}
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

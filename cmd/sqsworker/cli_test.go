@@ -28,9 +28,9 @@ type harness struct {
 	client client
 }
 
-func newHarness() *harness {
-	f := sqstest.New()
-	return &harness{fake: f, sns: snstest.New(f), now: time.Date(2025, 3, 1, 14, 0, 0, 0, time.UTC)}
+func newHarness(t testing.TB) *harness {
+	f := sqstest.For(t)
+	return &harness{fake: f, sns: snstest.For(t, f), now: time.Date(2025, 3, 1, 14, 0, 0, 0, time.UTC)}
 }
 
 func (h *harness) run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -73,7 +73,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestHelpWorksForEveryCommand(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	for _, c := range commands() {
 		for _, flagName := range []string{"--help", "-h"} {
 			args := append(strings.Fields(c.path), flagName)
@@ -112,7 +112,7 @@ func TestHelpWorksForEveryCommand(t *testing.T) {
 }
 
 func TestUsageErrorsExitTwo(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	for _, args := range [][]string{
 		{},
 		{"frobnicate"},
@@ -140,7 +140,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 }
 
 func TestFlagsAfterArguments(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	code, out, errOut := h.run(t, "setup", "orders", "--max-receive-count", "9", "-o", "json")
 	if code != exitOK || !strings.Contains(out, `"maxReceiveCount": 9`) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)

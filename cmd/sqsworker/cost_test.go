@@ -43,7 +43,7 @@ func writeStats(t *testing.T, s worker.Stats) string {
 }
 
 func TestCostFromFile(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	code, out, errOut := h.run(t, "cost", writeStats(t, sampleStats()), "--monthly", "50000000")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -65,7 +65,7 @@ func TestCostFromFile(t *testing.T) {
 }
 
 func TestCostJSONFromStdinFIFOPerJob(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	b, _ := json.Marshal(sampleStats())
 	h.stdin = string(b)
 	code, out, errOut := h.run(t, "cost", "-", "--fifo", "--per", "5000", "-o", "json")
@@ -100,7 +100,7 @@ func TestCostIntervalFromURL(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(s)
 	}))
 	defer srv.Close()
-	h := newHarness()
+	h := newHarness(t)
 	code, out, errOut := h.run(t, "cost", srv.URL, "--interval", "10ms", "--count", "1")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -111,7 +111,7 @@ func TestCostIntervalFromURL(t *testing.T) {
 }
 
 func TestCostRefusesOtherJSON(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	h.stdin = `{"state":"running"}`
 	if code, _, errOut := h.run(t, "cost", "-"); code != exitProblems || !strings.Contains(errOut, "StatsHandler") {
 		t.Errorf("exit %d, %q; want 1 and advice", code, errOut)

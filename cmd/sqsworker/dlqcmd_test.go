@@ -49,7 +49,7 @@ func deadLetter(t *testing.T, h *harness, name string, n int, errText func(i int
 
 func TestDLQLs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness()
+		h := newHarness(t)
 		deadLetter(t, h, "orders", 3, func(int) string { return "boom" })
 		deadLetter(t, h, "invoices", 0, nil)
 		h.fake.MustCreateQueue(t, "plain", nil)
@@ -75,7 +75,7 @@ func TestDLQLs(t *testing.T) {
 
 func TestDLQPeek(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness()
+		h := newHarness(t)
 		target := deadLetter(t, h, "orders", 3, func(i int) string { return fmt.Sprintf("card declined #%d", i) })
 		code, out, errOut := h.run(t, "dlq", "peek", "orders", "-n", "2")
 		if code != exitOK || errOut != "" {
@@ -116,7 +116,7 @@ func TestDLQPeek(t *testing.T) {
 
 func TestDLQRedrive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness()
+		h := newHarness(t)
 		target := deadLetter(t, h, "orders", 6, func(i int) string {
 			if i%2 == 0 {
 				return "timeout"
@@ -157,7 +157,7 @@ func TestDLQRedrive(t *testing.T) {
 
 func TestDLQRedriveJSONAndFailureExit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness()
+		h := newHarness(t)
 		deadLetter(t, h, "orders", 2, func(int) string { return "x" })
 		h.fake.MustCreateQueue(t, "parking", nil)
 		code, out, _ := h.run(t, "dlq", "redrive", "orders", "--to", "parking", "--method", "manual", "--keep-provenance", "-o", "json")
@@ -190,7 +190,7 @@ func hideSome(t *testing.T, h *harness, target dlq.Target, n int) {
 // and redrive exit 1 when they did not see every message.
 func TestDLQCommandsSayWhatTheyDidNotSee(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness()
+		h := newHarness(t)
 		target := deadLetter(t, h, "orders", 5, func(int) string { return "boom" })
 		hideSome(t, h, target, 2)
 		const notSeen = "2 messages of queue orders-dlq were not seen (it held about 5 at the start, 2 of them in flight): hidden by another reader or by a receive whose response was lost"
@@ -233,7 +233,7 @@ func TestDLQCommandsSayWhatTheyDidNotSee(t *testing.T) {
 
 func TestDLQPurgeAsksFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness()
+		h := newHarness(t)
 		target := deadLetter(t, h, "orders", 2, func(int) string { return "x" })
 		left := func() int { return len(h.fake.Messages(target.QueueURL)) }
 
@@ -265,7 +265,7 @@ func TestDLQPurgeAsksFirst(t *testing.T) {
 }
 
 func TestSetupCommand(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	args := []string{"setup", "orders", "--max-receive-count", "6", "--retention", "3d", "--visibility-timeout", "45s"}
 	code, out, errOut := h.run(t, args...)
 	if code != exitOK || errOut != "" {
@@ -318,7 +318,7 @@ func TestSetupCommand(t *testing.T) {
 // unknown format is a usage error, before anything is done.
 func TestEveryCommandRejectsUnknownOutput(t *testing.T) {
 	for _, c := range commands() {
-		h := newHarness()
+		h := newHarness(t)
 		args := append(strings.Fields(c.path), "x")
 		switch c.path {
 		case "policy preview", "version", "dlq ls":

@@ -38,7 +38,7 @@ func doctorQueues(t *testing.T, h *harness) {
 }
 
 func TestDoctorGolden(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	doctorQueues(t, h)
 	policy := []string{"--policy", "testdata/doctor-policy.json", "--handler-timeout", "1m"}
 
@@ -69,7 +69,7 @@ func TestDoctorGolden(t *testing.T) {
 }
 
 func TestDoctorInfoFindingsDoNotFail(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	doctorQueues(t, h)
 	_, dlq := h.fake.MustCreateQueueWithDLQ(t, "quiet", 8, nil)
 	if _, err := h.fake.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(dlq), Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}}); err != nil {
@@ -83,7 +83,7 @@ func TestDoctorInfoFindingsDoNotFail(t *testing.T) {
 }
 
 func TestDoctorBadPolicyFileIsUsageError(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	h.stdin = `{"numRetries": "three"}`
 	code, _, errOut := h.run(t, "doctor", "orders", "--policy", "-")
 	if code != exitUsage || !strings.Contains(errOut, "numRetries") {

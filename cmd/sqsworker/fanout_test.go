@@ -28,7 +28,7 @@ func filterFile(t *testing.T) string {
 }
 
 func TestSetupTopicCommand(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	args := []string{"setup", "--topic", "rental-orders", "billing", "--filter-policy", filterFile(t)}
 	code, out, errOut := h.run(t, args...)
 	if code != exitOK || errOut != "" {
@@ -78,7 +78,7 @@ func TestSetupTopicCommand(t *testing.T) {
 }
 
 func TestDoctorChecksTheSubscriptions(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	if code, _, errOut := h.run(t, "setup", "--topic", "rental-orders", "fulfilment"); code != exitOK {
 		t.Fatal(errOut)
 	}
@@ -113,7 +113,7 @@ func TestDoctorChecksTheSubscriptions(t *testing.T) {
 
 func TestDLQCommandsOnASubscriptionDLQ(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness()
+		h := newHarness(t)
 		if code, _, errOut := h.run(t, "setup", "--topic", "rental-orders", "fulfilment", "--raw"); code != exitOK {
 			t.Fatal(errOut)
 		}
@@ -202,7 +202,7 @@ func getAttOf(v any) string {
 }
 
 func TestTemplateStructure(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	code, out, errOut := h.run(t, "template", "fulfilment", "--topic", "rental-orders", "--filter-policy", filterFile(t), "--max-receive-count", "8")
 	if code != exitOK || errOut != "" {
 		t.Fatalf("exit %d, %q", code, errOut)
@@ -272,7 +272,7 @@ func TestTemplateStructure(t *testing.T) {
 }
 
 func TestTemplateFIFOAndJSON(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	code, out, errOut := h.run(t, "template", "ledger", "--topic", "rental-orders.fifo", "--raw", "-o", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d, %q", code, errOut)

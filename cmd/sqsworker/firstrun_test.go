@@ -24,7 +24,7 @@ import (
 
 func TestDLQCommandsAcceptTheDLQsOwnName(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness()
+		h := newHarness(t)
 		target := deadLetter(t, h, "orders", 3, func(int) string { return "boom" })
 
 		code, out, errOut := h.run(t, "dlq", "peek", "orders-dlq", "-n", "1")
@@ -67,7 +67,7 @@ func TestDLQCommandsAcceptTheDLQsOwnName(t *testing.T) {
 }
 
 func TestDoctorAttemptsAndPolicyAreExclusive(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	doctorQueues(t, h)
 	code, out, errOut := h.run(t, "doctor", "orders", "--attempts", "3", "--policy", "testdata/doctor-policy.json")
 	if code != exitUsage || out != "" || errOut != "sqsworker doctor: give the retry policy either with --policy or with --attempts and --schedule-total, not both\n" {
@@ -76,7 +76,7 @@ func TestDoctorAttemptsAndPolicyAreExclusive(t *testing.T) {
 }
 
 func TestDoctorWarnsOfHandlerTimeoutOver12h(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	doctorQueues(t, h)
 	h.fake.MustCreateQueue(t, "long", map[string]string{"MessageRetentionPeriod": "1209599"})
 	code, out, _ := h.run(t, "doctor", "orders", "--attempts", "1", "--handler-timeout", "13h")
@@ -86,7 +86,7 @@ func TestDoctorWarnsOfHandlerTimeoutOver12h(t *testing.T) {
 }
 
 func TestDoctorAppliesTheFIFORule(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	src, dlqURL := h.fake.MustCreateQueueWithDLQ(t, "events.fifo", 5, map[string]string{"FifoQueue": "true"})
 	_ = src
 	if _, err := h.fake.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(dlqURL), Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}}); err != nil {
@@ -112,7 +112,7 @@ func TestPolicyErrorsAreOneSentenceNamingTheFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"healthyRetryPolicy": {"numRetries": 1000}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness()
+	h := newHarness(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -150,7 +150,7 @@ func (noMoveTasks) ListDeadLetterSourceQueues(context.Context, *sqs.ListDeadLett
 
 func TestRedriveMoveTaskWithoutMoveTasksSaysUseManual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness()
+		h := newHarness(t)
 		deadLetter(t, h, "orders", 2, func(int) string { return "x" })
 		h.client = noMoveTasks{h.fake}
 		code, _, errOut := h.run(t, "dlq", "redrive", "orders", "--method", "move-task")
@@ -166,7 +166,7 @@ func TestRedriveMoveTaskWithoutMoveTasksSaysUseManual(t *testing.T) {
 
 func TestRedriveToAQueueOfTheOtherTypeIsRefusedFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness()
+		h := newHarness(t)
 		deadLetter(t, h, "orders", 2, func(int) string { return "x" })
 		h.fake.MustCreateQueue(t, "parking.fifo", map[string]string{"FifoQueue": "true"})
 		receives := h.fake.RequestCount("ReceiveMessage")
@@ -193,7 +193,7 @@ func TestConnectionRefusedIsOneCause(t *testing.T) {
 		{"dlq", "peek", "orders"},
 		{"setup", "orders"},
 	} {
-		h := newHarness()
+		h := newHarness(t)
 		h.fake.InjectFault(sqstest.Fault{Err: refused()})
 		code, out, errOut := h.run(t, args...)
 		if code != exitProblems || out != "" || strings.Count(errOut, "\n") != 1 ||
@@ -242,7 +242,7 @@ func TestConnectToNothingSaysStartTheEmulators(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		code, out, errOut := h.run(t, args...)
 		if code != exitOK || errOut != "" || !strings.HasPrefix(out, "sqsworker ") || !strings.Contains(out, "built with go") {

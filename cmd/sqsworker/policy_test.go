@@ -20,7 +20,7 @@ func TestPolicyPreviewGolden(t *testing.T) {
 		{"policy-json", []string{"policy", "preview", "--retries", "4", "--min-delay", "10", "--max-delay", "80", "--backoff", "exponential", "-o", "json"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := newHarness().run(t, tc.args...)
+			code, out, errOut := newHarness(t).run(t, tc.args...)
 			if code != exitOK || errOut != "" {
 				t.Fatalf("exit %d, stderr %q", code, errOut)
 			}
@@ -30,7 +30,7 @@ func TestPolicyPreviewGolden(t *testing.T) {
 }
 
 func TestPolicyPreviewFromStdinAndSNSCheck(t *testing.T) {
-	h := newHarness()
+	h := newHarness(t)
 	h.stdin = `{"numRetries": 2, "minDelayTarget": 7200, "maxDelayTarget": 7200}`
 	code, out, errOut := h.run(t, "policy", "preview", "-", "-o", "json")
 	if code != exitOK {

@@ -80,7 +80,7 @@ func TestDemoFake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := defaultSettings()
 		var out bytes.Buffer
-		sum, err := run(t.Context(), &out, sqstest.New(), s)
+		sum, err := run(t.Context(), &out, sqstest.For(t), s)
 		t.Log("\n" + out.String())
 		if err != nil {
 			t.Fatal(err)
@@ -127,7 +127,7 @@ func TestDemoFakeQuick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := quickSettings()
 		var out bytes.Buffer
-		sum, err := run(t.Context(), &out, sqstest.New(), s)
+		sum, err := run(t.Context(), &out, sqstest.For(t), s)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, out.String())
 		}

@@ -36,11 +36,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 	if err := dynamocounter.CreateTable(ctx, db, table); err != nil {
 		return err
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		_, _ = db.DeleteTable(dctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	}()
+	defer exampleutil.DeleteTable(ctx, db, table)
 	fmt.Fprintf(out, "DynamoDB table %s: key %s, TTL on %s\n", table, dynamocounter.KeyAttribute, dynamocounter.TTLAttribute)
 
 	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "sqsworker-attempts-" + suffix, MaxReceiveCount: 10})

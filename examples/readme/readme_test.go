@@ -14,10 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -123,11 +125,24 @@ func serveHealth(w *worker.Worker) {
 	go http.ListenAndServe("127.0.0.1:8080", mux)
 }
 
+// README: Effectively once: idempotency on DynamoDB.
+
+func guarded(cfg aws.Config, h worker.Handler) (worker.Handler, error) {
+	guard, err := idempotency.New(dynamodb.NewFromConfig(cfg), "orders-idempotency", func(o *idempotency.Options) {
+		o.KeyPrefix = "charge-order"            // one per handler sharing the table
+		o.Key = idempotency.JSONKey("order_id") // default: the SQS message ID
+	})
+	if err != nil {
+		return nil, err // a nil client, no table name, a negative option
+	}
+	return worker.Chain(h, guard.Wrap), nil // for worker.New and sqslambda.New alike
+}
+
 // README: Testing your handlers with sqstest.
 
 func TestPoisonGoesToTheDLQ(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { // virtual time: retries and long polls cost nothing
-		client := sqstest.New()
+		client := sqstest.For(t)
 		setup, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: "orders"})
 		if err != nil {
 			t.Fatal(err)

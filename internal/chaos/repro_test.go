@@ -39,7 +39,7 @@ func TestReproDeleteAfterLapsedLeaseIsNotLate(t *testing.T) {
 		t.Skip("SKIP: reproduces an open runtime bug (a delete confirmed after its lease lapsed is reported on time); run with SQSWORKER_REPRO=1")
 	}
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src, _ := f.MustCreateQueueWithDLQ(t, "jobs", 10, map[string]string{"VisibilityTimeout": "5"})
 		f.MustSend(t, src, "job")
 		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Hang: true, Times: 1})
@@ -96,7 +96,7 @@ func TestReproHungExtensionDelaysShutdown(t *testing.T) {
 		t.Skip("SKIP: reproduces an open runtime bug (a hung heartbeat extension delays Run past its shutdown bound); run with SQSWORKER_REPRO=1")
 	}
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src, _ := f.MustCreateQueueWithDLQ(t, "jobs", 10, map[string]string{"VisibilityTimeout": "30"})
 		f.MustSend(t, src, "long job")
 		w, err := worker.New(f, src, worker.HandlerFunc(func(ctx context.Context, _ *worker.Message) error {

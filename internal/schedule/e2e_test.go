@@ -25,7 +25,7 @@ func TestThirtyDayDelayOnTheFake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const maxReceive = 5
 		ctx := t.Context()
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src, dlqURL := f.MustCreateQueueWithDLQ(t, "later", maxReceive, nil) // SQS's default 4-day retention
 		p, err := producer.New(f, src)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // The batch calls, one narrow interface each, with the SDK's signatures.
@@ -64,7 +65,7 @@ type Entry struct {
 
 	attempts int
 	deadline time.Time // the lease's deadline when the call went out
-	leased   bool      // the lease was held for the call
+	lapsed   bool      // a call carrying it was sent or ended after the lease's deadline
 }
 
 // Owner receives an Entry's outcome. An owner that embeds its Entry
@@ -83,8 +84,10 @@ func (f DoneFunc) Settled(_ *Entry, out Outcome) { f(out) }
 type Outcome struct {
 	// OK: SQS confirmed the entry.
 	OK bool
-	// Late: confirmed only after the lease's deadline had passed; another
-	// consumer may have received the message meanwhile.
+	// Late: the lease lapsed while the entry was being settled — a call
+	// carrying it was sent, or ended, after the message's deadline (an
+	// earlier failed call counts too) — so another consumer may have
+	// received the message meanwhile.
 	Late bool
 	// Class says why the entry was not confirmed.
 	Class sqserr.Class
@@ -162,7 +165,10 @@ type result struct {
 }
 
 // NewDeleter returns a Batcher of DeleteMessageBatch calls on queueURL.
-func NewDeleter(client DeleteAPI, queueURL string, o BatcherOptions) *Batcher {
+func NewDeleter(client DeleteAPI, queueURL string, o BatcherOptions) (*Batcher, error) {
+	if client == nil || queueURL == "" {
+		return nil, errMissing
+	}
 	return newBatcher("DeleteMessageBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
 		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.DeleteMessageBatchRequestEntry, len(batch))}
 		for i, e := range batch {
@@ -172,20 +178,16 @@ func NewDeleter(client DeleteAPI, queueURL string, o BatcherOptions) *Batcher {
 		if err != nil {
 			return nil, err
 		}
-		res := make([]result, len(batch))
-		for _, s := range out.Successful {
-			if i, ok := index(s.Id, len(batch)); ok {
-				res[i].ok = true
-			}
-		}
-		failed(res, out.Failed)
-		return res, nil
+		return results(len(batch), out.Successful, func(e types.DeleteMessageBatchResultEntry) (*string, string) { return e.Id, "" }, out.Failed), nil
 	})
 }
 
 // NewChanger returns a Batcher of ChangeMessageVisibilityBatch calls on
 // queueURL.
-func NewChanger(client ChangeAPI, queueURL string, o BatcherOptions) *Batcher {
+func NewChanger(client ChangeAPI, queueURL string, o BatcherOptions) (*Batcher, error) {
+	if client == nil || queueURL == "" {
+		return nil, errMissing
+	}
 	return newBatcher("ChangeMessageVisibilityBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
 		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))}
 		for i, e := range batch {
@@ -195,19 +197,15 @@ func NewChanger(client ChangeAPI, queueURL string, o BatcherOptions) *Batcher {
 		if err != nil {
 			return nil, err
 		}
-		res := make([]result, len(batch))
-		for _, s := range out.Successful {
-			if i, ok := index(s.Id, len(batch)); ok {
-				res[i].ok = true
-			}
-		}
-		failed(res, out.Failed)
-		return res, nil
+		return results(len(batch), out.Successful, func(e types.ChangeMessageVisibilityBatchResultEntry) (*string, string) { return e.Id, "" }, out.Failed), nil
 	})
 }
 
 // NewSender returns a Batcher of SendMessageBatch calls on queueURL.
-func NewSender(client SendAPI, queueURL string, o BatcherOptions) *Batcher {
+func NewSender(client SendAPI, queueURL string, o BatcherOptions) (*Batcher, error) {
+	if client == nil || queueURL == "" {
+		return nil, errMissing
+	}
 	return newBatcher("SendMessageBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
 		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.SendMessageBatchRequestEntry, len(batch))}
 		for i, e := range batch {
@@ -218,14 +216,7 @@ func NewSender(client SendAPI, queueURL string, o BatcherOptions) *Batcher {
 		if err != nil {
 			return nil, err
 		}
-		res := make([]result, len(batch))
-		for _, s := range out.Successful {
-			if i, ok := index(s.Id, len(batch)); ok {
-				res[i].ok, res[i].messageID = true, aws.ToString(s.MessageId)
-			}
-		}
-		failed(res, out.Failed)
-		return res, nil
+		return results(len(batch), out.Successful, func(e types.SendMessageBatchResultEntry) (*string, string) { return e.Id, aws.ToString(e.MessageId) }, out.Failed), nil
 	})
 }
 
@@ -247,12 +238,22 @@ func SendEntry(in *sqs.SendMessageInput) types.SendMessageBatchRequestEntry {
 // counts every retry.
 func noSDKRetry(o *sqs.Options) { o.RetryMaxAttempts = 1 }
 
-func failed(res []result, fails []types.BatchResultErrorEntry) {
+// results maps a batch response back to its n entries: ok says which
+// succeeded (and, for sends, the new message's ID), fails which failed.
+func results[S any](n int, ok []S, id func(S) (*string, string), fails []types.BatchResultErrorEntry) []result {
+	res := make([]result, n)
+	for _, s := range ok {
+		sid, msgID := id(s)
+		if i, ok := index(sid, n); ok {
+			res[i].ok, res[i].messageID = true, msgID
+		}
+	}
 	for j := range fails {
-		if i, ok := index(fails[j].Id, len(res)); ok && !res[i].ok {
+		if i, ok := index(fails[j].Id, n); ok && !res[i].ok {
 			res[i].fail = &fails[j]
 		}
 	}
+	return res
 }
 
 func index(id *string, n int) (int, bool) {
@@ -260,7 +261,11 @@ func index(id *string, n int) (int, bool) {
 	return i, err == nil && i >= 0 && i < n
 }
 
-func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Entry) ([]result, error)) *Batcher {
+// errMissing is the error of a Batcher constructor without a client or a
+// queue URL.
+var errMissing = errors.New("sqsworker: a batcher needs an SQS client and a queue URL")
+
+func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Entry) ([]result, error)) (*Batcher, error) {
 	if o.Linger <= 0 {
 		o.Linger = 20 * time.Millisecond
 	}
@@ -274,7 +279,7 @@ func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Ent
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	if o.Warn == nil {
-		o.Warn = NewWarner(o.Log)
+		o.Warn = &Warner{Log: o.Log}
 	}
 	b := &Batcher{name: name, call: call, o: o, waiting: map[*Entry]*time.Timer{}}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
@@ -282,7 +287,7 @@ func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Ent
 	for range o.Senders {
 		b.senders.Go(b.sender)
 	}
-	return b
+	return b, nil
 }
 
 // size is what e counts against a batch's payload limit.
@@ -293,8 +298,15 @@ func (e *Entry) size() int {
 	return sqslimit.MessageSize(*e.Send.MessageBody, e.Send.MessageAttributes)
 }
 
-// Add queues e. After the Batcher stopped, e ends at once with ErrClosed.
+// Add queues e. After the Batcher stopped (or on a nil Batcher), e ends at
+// once with ErrClosed.
 func (b *Batcher) Add(e *Entry) {
+	if b == nil {
+		if e.Owner != nil {
+			e.Owner.Settled(e, Outcome{Class: sqserr.Canceled, Err: ErrClosed})
+		}
+		return
+	}
 	b.mu.Lock()
 	if b.stopped {
 		b.mu.Unlock()
@@ -383,13 +395,17 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 			continue
 		}
 		deadline, cause := e.Lease.Hold()
-		e.deadline, e.leased = deadline, cause == nil
+		e.deadline = deadline
+		e.lapsed = e.lapsed || now.After(deadline)
+		// A lease ended by the 12-hour limit is still ours until its
+		// deadline: what its handler returned applies as usual.
+		stale := cause != nil && !errors.Is(cause, visibility.ErrMaxVisibility)
 		switch {
-		case closing && (cause != nil || now.After(deadline)):
+		case closing && (stale || now.After(deadline)):
 			// Its handle may no longer be valid: it comes back anyway.
 			e.Lease.Stop()
 			b.finish(e, Outcome{Class: sqserr.Stale, Err: errHandleExpired, Attempts: e.attempts})
-		case cause != nil && b.name != "DeleteMessageBatch":
+		case stale && b.name != "DeleteMessageBatch":
 			// Not ours any more: leave its visibility alone.
 			e.Lease.Stop()
 			b.finish(e, Outcome{Class: sqserr.Stale, Err: cause, Attempts: e.attempts})
@@ -409,6 +425,13 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 	res, err := b.call(ctx, send)
 	cancel()
 	done := time.Now()
+	for _, e := range send {
+		// However this call ends, the message was visible for a while if
+		// it outlived the lease: another consumer may have received it.
+		if e.Lease != nil && done.After(e.deadline) {
+			e.lapsed = true
+		}
+	}
 	if err != nil {
 		class := sqserr.Of(err)
 		if b.ctx.Err() != nil {
@@ -431,7 +454,7 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 		r := res[i]
 		switch {
 		case r.ok:
-			b.end(e, Outcome{OK: true, Late: e.leased && done.After(e.deadline), Attempts: e.attempts, MessageID: r.messageID})
+			b.end(e, Outcome{OK: true, Late: e.lapsed, Attempts: e.attempts, MessageID: r.messageID})
 		case r.fail != nil:
 			ferr := sqserr.EntryError(*r.fail)
 			if class := sqserr.OfEntry(*r.fail); class.Retryable() {
@@ -541,6 +564,9 @@ func (b *Batcher) finish(e *Entry, out Outcome) {
 // handle is no longer valid (deadline passed, ownership lost) are not sent.
 // Entries added after Close end with ErrClosed at once.
 func (b *Batcher) Close(ctx context.Context) {
+	if b == nil {
+		return
+	}
 	b.mu.Lock()
 	b.closing = true
 	b.cutLocked()

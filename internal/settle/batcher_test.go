@@ -93,11 +93,11 @@ func received(t *testing.T, f *sqstest.Fake, n int) (string, []types.Message) {
 
 func TestEveryTenthCallThrottledAllConfirmed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url, msgs := received(t, f, 300)
 		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.Throttled(), Every: 10})
 		var retried int
-		b := settle.NewDeleter(f, url, settle.BatcherOptions{Senders: 2, OnRetry: func(n int) { retried += n }})
+		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{Senders: 2, OnRetry: func(n int) { retried += n }}))
 		o := newOutcomes()
 		leases := make([]*fakeLease, len(msgs))
 		for i, m := range msgs {
@@ -135,10 +135,10 @@ func TestEveryTenthCallThrottledAllConfirmed(t *testing.T) {
 
 func TestEntryFailuresRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url, msgs := received(t, f, 20)
 		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Err: sqstest.ServerError(), Entries: true, Every: 3})
-		b := settle.NewChanger(f, url, settle.BatcherOptions{})
+		b := mustBatcher(t)(settle.NewChanger(f, url, settle.BatcherOptions{}))
 		o := newOutcomes()
 		for i, m := range msgs {
 			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Timeout: 0, Owner: o.done(i)})
@@ -157,10 +157,10 @@ func TestEntryFailuresRetried(t *testing.T) {
 
 func TestHangingCallEndsWithTheBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url, msgs := received(t, f, 5)
 		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Hang: true})
-		b := settle.NewDeleter(f, url, settle.BatcherOptions{CallTimeout: time.Hour})
+		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{CallTimeout: time.Hour}))
 		o := newOutcomes()
 		for i, m := range msgs {
 			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Lease: &fakeLease{deadline: time.Now().Add(time.Hour)}, Owner: o.done(i)})
@@ -188,10 +188,10 @@ func TestHangingCallEndsWithTheBudget(t *testing.T) {
 
 func TestPerCallTimeoutThenRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url, msgs := received(t, f, 1)
 		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Hang: true, Times: 1})
-		b := settle.NewDeleter(f, url, settle.BatcherOptions{CallTimeout: 2 * time.Second})
+		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{CallTimeout: 2 * time.Second}))
 		var out settle.Outcome
 		start := time.Now()
 		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Urgent: true, Owner: settle.DoneFunc(func(o settle.Outcome) { out = o })})
@@ -207,10 +207,10 @@ func TestPerCallTimeoutThenRetry(t *testing.T) {
 
 func TestFatalEndsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url, msgs := received(t, f, 3)
 		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: &smithy.GenericAPIError{Code: "AccessDenied", Message: "no", Fault: smithy.FaultClient}})
-		b := settle.NewDeleter(f, url, settle.BatcherOptions{})
+		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{}))
 		o := newOutcomes()
 		for i, m := range msgs {
 			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Owner: o.done(i)})
@@ -226,9 +226,9 @@ func TestFatalEndsAtOnce(t *testing.T) {
 
 func TestCloseSkipsInvalidHandles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url, msgs := received(t, f, 2)
-		b := settle.NewDeleter(f, url, settle.BatcherOptions{Linger: time.Minute})
+		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{Linger: time.Minute}))
 		o := newOutcomes()
 		expired := &fakeLease{deadline: time.Now().Add(-time.Second)}
 		lost := &fakeLease{deadline: time.Now().Add(time.Hour), cause: errors.New("lost")}
@@ -251,9 +251,9 @@ func TestCloseSkipsInvalidHandles(t *testing.T) {
 
 func TestChangeLeavesLostMessageAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url, msgs := received(t, f, 1)
-		b := settle.NewChanger(f, url, settle.BatcherOptions{})
+		b := mustBatcher(t)(settle.NewChanger(f, url, settle.BatcherOptions{}))
 		var out settle.Outcome
 		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Timeout: 60, Lease: &fakeLease{cause: errors.New("lost")}, Urgent: true, Owner: settle.DoneFunc(func(o settle.Outcome) { out = o })})
 		b.Close(context.Background())
@@ -265,10 +265,10 @@ func TestChangeLeavesLostMessageAlone(t *testing.T) {
 
 func TestLateConfirmation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url, msgs := received(t, f, 1)
 		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Latency: 2 * time.Second})
-		b := settle.NewDeleter(f, url, settle.BatcherOptions{})
+		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{}))
 		var out settle.Outcome
 		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Lease: &fakeLease{deadline: time.Now().Add(time.Second)}, Urgent: true, Owner: settle.DoneFunc(func(o settle.Outcome) { out = o })})
 		b.Close(context.Background())
@@ -280,9 +280,9 @@ func TestLateConfirmation(t *testing.T) {
 
 func TestLingerAndFullBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url, msgs := received(t, f, 25)
-		b := settle.NewDeleter(f, url, settle.BatcherOptions{Linger: 50 * time.Millisecond})
+		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{Linger: 50 * time.Millisecond}))
 		o := newOutcomes()
 		start := time.Now()
 		for i, m := range msgs[:3] {
@@ -313,9 +313,9 @@ func TestLingerAndFullBatches(t *testing.T) {
 
 func TestSendsCutBySize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "dlq", nil)
-		b := settle.NewSender(f, url, settle.BatcherOptions{Linger: time.Second})
+		b := mustBatcher(t)(settle.NewSender(f, url, settle.BatcherOptions{Linger: time.Second}))
 		o := newOutcomes()
 		body := strings.Repeat("x", 300<<10)
 		for i := range 10 {
@@ -331,4 +331,24 @@ func TestSendsCutBySize(t *testing.T) {
 			t.Fatalf("%d calls for 10 × 300 KiB, want 4 (3 per 1 MiB batch)", n)
 		}
 	})
+}
+
+// mustBatcher fails t when a Batcher constructor fails.
+func mustBatcher(t *testing.T) func(*settle.Batcher, error) *settle.Batcher {
+	return func(b *settle.Batcher, err error) *settle.Batcher {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+}
+
+func TestBatcherNeedsClientAndQueue(t *testing.T) {
+	if b, err := settle.NewDeleter(nil, "url", settle.BatcherOptions{}); err == nil || b != nil {
+		t.Error("NewDeleter(nil client) succeeded")
+	}
+	if b, err := settle.NewSender(sqstest.For(t), "", settle.BatcherOptions{}); err == nil || b != nil {
+		t.Error("NewSender(no queue URL) succeeded")
+	}
 }

@@ -13,6 +13,15 @@ type Queue struct {
 	FIFO            bool
 	MaxReceiveCount int           // 0: no redrive policy
 	Retention       time.Duration // 0: SQS's default
+	// RedriveUnknown: the redrive policy could not be read, so a waiting
+	// job is only ever re-sent (a fresh copy, receive count 1), never
+	// hidden, which SQS might count toward a maxReceiveCount.
+	RedriveUnknown bool
+	// ReceiveSlack is how much earlier than Message.ReceivedAt SQS may
+	// have counted the receive (a Lambda poller holds records up to its
+	// batching window before the invocation): SQS's 12-hour visibility
+	// limit counts from the earlier time.
+	ReceiveSlack time.Duration
 }
 
 // Due says what to do with a received message that may carry a due time
@@ -39,8 +48,8 @@ func Due(m *Message, now time.Time, queue func() Queue) (d schedule.Decision, ok
 		return schedule.Decision{}, false, nil
 	}
 	d = schedule.Decide(schedule.Input{
-		Due: due, Now: now, ReceivedAt: m.ReceivedAt, SentAt: m.SentAt, FirstReceivedAt: m.FirstReceivedAt,
-		ReceiveCount: m.ReceiveCount, MaxReceiveCount: q.MaxReceiveCount, Retention: q.Retention,
+		Due: due, Now: now, ReceivedAt: m.ReceivedAt.Add(-q.ReceiveSlack), SentAt: m.SentAt, FirstReceivedAt: m.FirstReceivedAt,
+		ReceiveCount: m.ReceiveCount, MaxReceiveCount: q.MaxReceiveCount, Retention: q.Retention, NoHide: q.RedriveUnknown,
 	})
 	return d, true, nil
 }

@@ -29,10 +29,10 @@ type Event struct {
 	Result  Result
 	Attempt int
 	Delay   time.Duration // Retrying: how long the message stays invisible
-	Reason  string        // DeadLettered, Lost, Abandoned: why
+	Reason  string        // why: DeadLettered, Lost, Abandoned, Delayed, a Retrying that should have been dead-lettered
 	Err     error         // the handler's error, if it ran and failed
-	// Late: SQS confirmed the settlement only after the message's
-	// visibility deadline; another consumer may have received it meanwhile.
+	// Late: the message's visibility deadline passed before SQS confirmed
+	// the settlement; another consumer may have received it meanwhile.
 	Late bool
 	// Extensions are when the heartbeat extended the message's visibility.
 	Extensions []time.Time
@@ -46,15 +46,18 @@ const notifierQueue = 4096
 
 // Notifier delivers events to a hook on a goroutine of its own, in order,
 // so a slow or panicking hook never delays settlement. When more than
-// notifierQueue events wait, new ones are dropped and counted.
+// notifierQueue events wait, new ones are dropped and counted. Set Hook,
+// Log and Warn; a nil *Notifier does nothing (no hook).
 type Notifier struct {
-	hook    func(*Event)
-	log     *slog.Logger
-	warn    *Warner
-	ch      chan item // never closed: a stop item ends the loop
+	Hook func(*Event)
+	Log  *slog.Logger
+	Warn *Warner
+
+	ch      chan item // never closed: a stop item ends the loop; made by start
 	once    sync.Once
 	wg      sync.WaitGroup
 	closed  atomic.Bool
+	discard atomic.Bool // Close gave up: queued events are dropped, not delivered
 	dropped atomic.Int64
 }
 
@@ -66,17 +69,13 @@ type item struct {
 	stop    bool
 }
 
-// NewNotifier returns a Notifier for hook, or nil when hook is nil (Notify
-// on a nil Notifier does nothing).
-func NewNotifier(hook func(*Event), log *slog.Logger, warn *Warner) *Notifier {
-	if hook == nil {
-		return nil
-	}
-	return &Notifier{hook: hook, log: log, warn: warn, ch: make(chan item, notifierQueue)}
-}
-
+// start makes the queue and starts the delivering goroutine, once.
 func (n *Notifier) start() {
 	n.once.Do(func() {
+		n.ch = make(chan item, notifierQueue)
+		if n.Log == nil {
+			n.Log = slog.New(slog.DiscardHandler)
+		}
 		n.wg.Add(1)
 		go n.loop()
 	})
@@ -90,6 +89,8 @@ func (n *Notifier) loop() {
 			return
 		case it.flushed != nil:
 			close(it.flushed)
+		case n.discard.Load():
+			n.dropped.Add(1)
 		default:
 			n.call(it.ev)
 		}
@@ -99,10 +100,10 @@ func (n *Notifier) loop() {
 func (n *Notifier) call(ev *Event) {
 	defer func() {
 		if p := recover(); p != nil {
-			n.warn.Warn("hook-panic", "sqsworker: the settlement hook panicked; the event is skipped", "panic", p)
+			n.Warn.Warn("hook-panic", "sqsworker: the settlement hook panicked; the event is skipped", "panic", p)
 		}
 	}()
-	n.hook(ev)
+	n.Hook(ev)
 }
 
 // Notify queues ev for the hook, or drops it when the hook is too far
@@ -111,16 +112,16 @@ func (n *Notifier) Notify(ev *Event) {
 	if n == nil {
 		return
 	}
+	n.start()
 	if n.closed.Load() {
 		n.dropped.Add(1)
 		return
 	}
-	n.start()
 	select {
 	case n.ch <- item{ev: ev}:
 	default:
 		n.dropped.Add(1)
-		n.warn.Warn("hook-behind", "sqsworker: the settlement hook is too slow; settlement events are being dropped (the runtime does not wait for it)", "queued", notifierQueue)
+		n.Warn.Warn("hook-behind", "sqsworker: the settlement hook is too slow; settlement events are being dropped (the runtime does not wait for it)", "queued", notifierQueue)
 	}
 }
 
@@ -154,20 +155,34 @@ func (n *Notifier) flush(ctx context.Context) bool {
 	case <-flushed:
 		return true
 	case <-ctx.Done():
-		n.warn.Warn("hook-flush", "sqsworker: the settlement hook did not catch up before the deadline; its remaining events are delivered later")
+		n.Warn.Warn("hook-flush", "sqsworker: the settlement hook did not catch up before the deadline; its remaining events are delivered later")
 		return false
 	}
 }
 
-// Close delivers the queued events until ctx ends, then stops: later
-// events are dropped.
+// Close delivers the queued events until ctx ends, then stops: the
+// events still queued are dropped (and counted), as are later ones. A hook
+// call in progress when ctx ends is left to finish on its own.
 func (n *Notifier) Close(ctx context.Context) {
 	if n == nil || n.closed.Swap(true) {
 		return
 	}
 	if !n.flush(ctx) {
-		n.log.Warn("sqsworker: the settlement hook did not finish in time; its remaining events are dropped", "dropped", len(n.ch))
-		n.dropped.Add(int64(len(n.ch)))
+		n.discard.Store(true)
+		dropped := 0
+	drain:
+		for {
+			select {
+			case it := <-n.ch:
+				if it.ev != nil {
+					dropped++
+				}
+			default:
+				break drain
+			}
+		}
+		n.dropped.Add(int64(dropped))
+		n.Log.Warn("sqsworker: the settlement hook did not finish in time; its remaining events are dropped", "dropped", dropped)
 	}
 	select {
 	case n.ch <- item{stop: true}:

@@ -18,12 +18,12 @@ func TestNotifierNeverBlocksAndDropsWhenBehind(t *testing.T) {
 		release := make(chan struct{})
 		var mu sync.Mutex
 		var got []int
-		n := settle.NewNotifier(func(ev *settle.Event) {
+		n := &settle.Notifier{Hook: func(ev *settle.Event) {
 			<-release // a hook stuck until released
 			mu.Lock()
 			got = append(got, ev.Attempt)
 			mu.Unlock()
-		}, quiet, settle.NewWarner(quiet))
+		}, Log: quiet, Warn: &settle.Warner{Log: quiet}}
 		start := time.Now()
 		for i := range 5000 {
 			n.Notify(&settle.Event{Attempt: i})
@@ -56,12 +56,12 @@ func TestNotifierNeverBlocksAndDropsWhenBehind(t *testing.T) {
 func TestNotifierSurvivesPanicsAndFlushes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var seen []int
-		n := settle.NewNotifier(func(ev *settle.Event) {
+		n := &settle.Notifier{Hook: func(ev *settle.Event) {
 			if ev.Attempt == 1 {
 				panic("hook bug")
 			}
 			seen = append(seen, ev.Attempt)
-		}, quiet, settle.NewWarner(quiet))
+		}, Log: quiet, Warn: &settle.Warner{Log: quiet}}
 		for i := range 3 {
 			n.Notify(&settle.Event{Attempt: i})
 		}
@@ -78,7 +78,7 @@ func TestNotifierSurvivesPanicsAndFlushes(t *testing.T) {
 func TestNotifierFlushBoundedByContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		block := make(chan struct{})
-		n := settle.NewNotifier(func(ev *settle.Event) { <-block }, quiet, settle.NewWarner(quiet))
+		n := &settle.Notifier{Hook: func(ev *settle.Event) { <-block }, Log: quiet, Warn: &settle.Warner{Log: quiet}}
 		n.Notify(&settle.Event{})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -94,7 +94,7 @@ func TestWarnerOncePerInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var lines []string
 		h := &recordHandler{lines: &lines}
-		w := settle.NewWarner(slog.New(h))
+		w := &settle.Warner{Log: slog.New(h)}
 		for range 100 {
 			w.Warn("a", "cause a")
 		}
@@ -118,4 +118,33 @@ func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
 	r.Attrs(func(a slog.Attr) bool { s += " " + a.String(); return true })
 	*h.lines = append(*h.lines, s)
 	return nil
+}
+
+// When Close's budget ends, what is still queued is dropped and counted,
+// not delivered later (after Run returned, into a closed exporter): only
+// the hook call in progress finishes.
+func TestNotifierCloseDropsWhatItCouldNotDeliver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		delivered := 0
+		n := &settle.Notifier{Hook: func(*settle.Event) {
+			time.Sleep(time.Second)
+			mu.Lock()
+			delivered++
+			mu.Unlock()
+		}, Log: quiet, Warn: &settle.Warner{Log: quiet}}
+		for range 5 {
+			n.Notify(&settle.Event{})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		defer cancel()
+		n.Close(ctx)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if delivered != 2 || n.Dropped() != 3 {
+			t.Fatalf("delivered %d, dropped %d; want 2 delivered (one before the budget ended, one in progress then) and 3 dropped", delivered, n.Dropped())
+		}
+	})
 }

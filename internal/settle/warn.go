@@ -12,9 +12,11 @@ const WarnInterval = 10 * time.Second
 // Warner logs one WARN per cause per interval, not one per message: the
 // first occurrence of a cause is logged at once; later ones within the
 // interval are counted and reported with the next line for that cause.
+//
+// Its zero value discards its logs; set Log.
 type Warner struct {
-	log      *slog.Logger
-	interval time.Duration
+	// Log receives the warnings. Zero value: discarded.
+	Log *slog.Logger
 
 	mu     sync.Mutex
 	causes map[string]*warnState
@@ -25,11 +27,6 @@ type warnState struct {
 	suppressed int
 }
 
-// NewWarner returns a Warner that logs to log.
-func NewWarner(log *slog.Logger) *Warner {
-	return &Warner{log: log, interval: WarnInterval, causes: map[string]*warnState{}}
-}
-
 // Warn logs msg with args for cause, unless cause was logged within the
 // interval; then it only counts the occurrence.
 func (w *Warner) Warn(cause, msg string, args ...any) {
@@ -38,12 +35,15 @@ func (w *Warner) Warn(cause, msg string, args ...any) {
 	}
 	now := time.Now()
 	w.mu.Lock()
+	if w.causes == nil {
+		w.causes = map[string]*warnState{}
+	}
 	s := w.causes[cause]
 	if s == nil {
 		s = &warnState{}
 		w.causes[cause] = s
 	}
-	if !s.last.IsZero() && now.Sub(s.last) < w.interval {
+	if !s.last.IsZero() && now.Sub(s.last) < WarnInterval {
 		s.suppressed++
 		w.mu.Unlock()
 		return
@@ -54,5 +54,7 @@ func (w *Warner) Warn(cause, msg string, args ...any) {
 	if n > 0 {
 		args = append(args, "alsoSinceLastLog", n)
 	}
-	w.log.Warn(msg, args...)
+	if w.Log != nil {
+		w.Log.Warn(msg, args...)
+	}
 }

@@ -18,7 +18,7 @@ import (
 // them and returns every message once.
 func TestDrainWaitsForMessagesALostReceiveHid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "q", nil)
 		for _, b := range []string{"a", "b", "c"} {
 			f.MustSend(t, url, b)
@@ -38,7 +38,7 @@ func TestDrainWaitsForMessagesALostReceiveHid(t *testing.T) {
 // says how many.
 func TestDrainSaysWhatItCouldNotRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "q", nil)
 		f.MustSend(t, url, "held")
 		f.MustSend(t, url, "free")

@@ -4,6 +4,8 @@
 package sqslimit
 
 import (
+	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -51,4 +53,22 @@ func Fit(n, maxBytes int, size func(i int) int) int {
 		k++
 	}
 	return k
+}
+
+var (
+	regionRE  = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	accountRE = regexp.MustCompile(`^[0-9]{12}$`)
+)
+
+// CheckIdentity reports whether region and account can name queues and
+// topics in URLs and ARNs: an AWS region name (such as us-east-1) and a
+// 12-digit account ID. The error starts with the field at fault.
+func CheckIdentity(region, account string) error {
+	if !regionRE.MatchString(region) {
+		return fmt.Errorf("Region %q is not an AWS region name (such as us-east-1)", region)
+	}
+	if !accountRE.MatchString(account) {
+		return fmt.Errorf("AccountID %q is not a 12-digit AWS account ID", account)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sqsworker/sqsworker/internal/sqsdrain"
 )
@@ -294,3 +296,42 @@ func Drain(t testing.TB, client DrainAPI, url string) []types.Message {
 
 // DrainAPI is what Drain calls.
 type DrainAPI = sqsdrain.API
+
+// BatchSender is the SQS call SendBodies makes.
+type BatchSender interface {
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+// SendBodies sends the bodies "0" … "n-1" to url (Send); it fails tb on
+// any error or failed entry.
+func SendBodies(tb testing.TB, client BatchSender, url string, n int) {
+	tb.Helper()
+	if err := Send(context.Background(), client, url, n); err != nil {
+		tb.Fatalf("testenv: %v", err)
+	}
+}
+
+// Send sends the bodies "0" … "n-1" to url with SendMessageBatch, ten per
+// call, 16 calls at a time, and returns the first error or failed entry.
+// Benchmarks and load tools that have no testing.TB use it directly.
+func Send(ctx context.Context, client BatchSender, url string, n int) error {
+	var g errgroup.Group
+	g.SetLimit(16)
+	for start := 0; start < n; start += 10 {
+		g.Go(func() error {
+			in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
+			for i := start; i < min(start+10, n); i++ {
+				in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i - start)), MessageBody: aws.String(strconv.Itoa(i))})
+			}
+			out, err := client.SendMessageBatch(ctx, in)
+			if err == nil && len(out.Failed) > 0 {
+				err = fmt.Errorf("%d entries failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("sending %d messages to %s: %w", n, url, err)
+	}
+	return nil
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/sqsworker/sqsworker/retry"
 )
@@ -166,61 +165,5 @@ func (c *Counter) Uncount(ctx context.Context, messageID string) error {
 // explain wraps an UpdateItem error with what to do about it.
 func (c *Counter) explain(err error, messageID string) error {
 	what := fmt.Sprintf("dynamocounter: counting attempt of message %s in table %q", messageID, c.table)
-	var notFound *types.ResourceNotFoundException
-	switch {
-	case errors.As(err, &notFound):
-		return &hintError{what: what, hint: "the table does not exist in this client's account and region; create it with dynamocounter.CreateTable, or fix the table name or region", sentinel: ErrTableNotFound, err: err}
-	case isThrottling(err):
-		return &hintError{what: what, hint: "DynamoDB throttled the update beyond the SDK's retries; switch the table to on-demand capacity (PAY_PER_REQUEST, as CreateTable does), raise its provisioned write capacity, or lower the worker's concurrency", sentinel: ErrThrottled, err: err}
-	case apiErrorCode(err) == "AccessDeniedException":
-		return &hintError{what: what, hint: "the caller may not update the table; grant dynamodb:UpdateItem on it to the worker's role", err: err}
-	case apiErrorCode(err) == "ValidationException":
-		return &hintError{what: what, hint: fmt.Sprintf("the table does not fit the counter; it needs a partition key %s of type S and no sort key (dynamocounter.CreateTable makes one)", KeyAttribute), err: err}
-	}
-	return &hintError{what: what, err: err}
-}
-
-func isThrottling(err error) bool {
-	var (
-		pte *types.ProvisionedThroughputExceededException
-		rle *types.RequestLimitExceeded
-		te  *types.ThrottlingException
-	)
-	if errors.As(err, &pte) || errors.As(err, &rle) || errors.As(err, &te) {
-		return true
-	}
-	switch apiErrorCode(err) {
-	case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded", "Throttling":
-		return true
-	}
-	return false
-}
-
-func apiErrorCode(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
-
-// hintError is "<what>: <hint>: <err>", matching sentinel (if any) and err.
-type hintError struct {
-	what, hint string
-	sentinel   error
-	err        error
-}
-
-func (e *hintError) Error() string {
-	if e.hint == "" {
-		return e.what + ": " + e.err.Error()
-	}
-	return e.what + ": " + e.hint + ": " + e.err.Error()
-}
-
-func (e *hintError) Unwrap() []error {
-	if e.sentinel == nil {
-		return []error{e.err}
-	}
-	return []error{e.sentinel, e.err}
+	return counterTable(c.table).Explain(err, what, "dynamodb:UpdateItem")
 }

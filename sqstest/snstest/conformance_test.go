@@ -15,9 +15,18 @@ func TestConformanceFake(t *testing.T) {
 	conformance.RunSNS(t, conformance.SNSBackend{
 		Name: "snstest",
 		NewClients: func(*testing.T) (conformance.SNSAPI, conformance.API) {
-			queues := sqstest.New()
-			return snstest.New(queues), queues
+			queues := sqstest.For(t)
+			return snstest.For(t, queues), queues
 		},
 		Wrap: func(t *testing.T, f func(*testing.T)) { synctest.Test(t, f) },
 	})
+}
+
+func TestNewRefusesBadArguments(t *testing.T) {
+	if f, err := snstest.New(nil); err == nil || f != nil {
+		t.Errorf("New(nil queues) = %v, %v; want an error", f, err)
+	}
+	if f, err := snstest.New(sqstest.For(t), func(o *snstest.Options) { o.AccountID = "x" }); err == nil || f != nil {
+		t.Errorf("New with a bad account = %v, %v; want an error", f, err)
+	}
 }

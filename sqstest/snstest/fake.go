@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,6 +28,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // API is every SNS call the Fake implements, with the SDK's signatures.
@@ -109,8 +111,12 @@ type Stats struct {
 	Lost int
 }
 
-// New returns an SNS Fake with no topics that delivers through queues.
-func New(queues Queues, optFns ...func(*Options)) *Fake {
+// New returns an SNS Fake with no topics that delivers through queues. It
+// returns an error when queues is nil or an option is out of range.
+func New(queues Queues, optFns ...func(*Options)) (*Fake, error) {
+	if queues == nil {
+		return nil, errors.New("snstest: New needs the queues to deliver to (an *sqstest.Fake)")
+	}
 	var o Options
 	for _, fn := range optFns {
 		fn(&o)
@@ -121,7 +127,21 @@ func New(queues Queues, optFns ...func(*Options)) *Fake {
 	if o.AccountID == "" {
 		o.AccountID = "000000000000"
 	}
-	return &Fake{queues: queues, opts: o, topics: map[string]*topic{}, subs: map[string]*subscription{}}
+	if err := sqslimit.CheckIdentity(o.Region, o.AccountID); err != nil {
+		return nil, fmt.Errorf("snstest: Options.%w", err)
+	}
+	return &Fake{queues: queues, opts: o, topics: map[string]*topic{}, subs: map[string]*subscription{}}, nil
+}
+
+// For returns a new SNS Fake for a test, failing tb on error: what most
+// tests call.
+func For(tb testing.TB, queues Queues, optFns ...func(*Options)) *Fake {
+	tb.Helper()
+	f, err := New(queues, optFns...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return f
 }
 
 // Stats returns the delivery counts so far.

@@ -36,7 +36,7 @@ var jobs = worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error
 })
 
 func newFakeQueue(t *testing.T, name string) (*sqstest.Fake, string, string) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	src, dlqURL := f.MustCreateQueueWithDLQ(t, name, 10, map[string]string{"VisibilityTimeout": "30"})
 	return f, src, dlqURL
 }
@@ -193,7 +193,7 @@ func TestFailedMoveIsReportedAndKept(t *testing.T) {
 
 func TestNoRedrivePolicyReportsInsteadOfMoving(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src := f.MustCreateQueue(t, "orders", map[string]string{"VisibilityTimeout": "30"})
 		f.MustSend(t, src, "poison-1")
 		h := mustNew(t, jobs, func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })

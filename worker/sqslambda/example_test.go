@@ -76,7 +76,11 @@ func ExampleRunLocal() {
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
 
-	f := sqstest.New() // or an *sqs.Client for LocalStack or the emulator
+	f, err := sqstest.New() // or an *sqs.Client for LocalStack or the emulator
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	dead, _ := f.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders-dlq")})
 	src, _ := f.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders"), Attributes: map[string]string{
 		"VisibilityTimeout": "30",

@@ -103,7 +103,7 @@ func TestFIFOStopWithConcurrencyStartsNothingAfterAFailure(t *testing.T) {
 // released at once, and SQS's group lock keeps the group in order.
 func TestFIFOBackoffKeepsGroupOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.New()
+		f := sqstest.For(t)
 		src, _ := f.MustCreateQueueWithDLQ(t, "payments.fifo", 10, map[string]string{"VisibilityTimeout": "30"})
 		for _, b := range []struct{ g, body string }{{"A", "A1"}, {"A", "A2"}, {"A", "A3"}, {"B", "B1"}} {
 			f.MustSend(t, src, b.body, sqstest.SendGroup(b.g, b.body))

@@ -63,7 +63,7 @@ func New(h worker.Handler, optFns ...func(*Options)) (*Handler, error) {
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Handler{h: h, opts: o, warn: settle.NewWarner(o.Logger), byARN: map[string]*queueState{}}, nil
+	return &Handler{h: h, opts: o, warn: &settle.Warner{Log: o.Logger}, byARN: map[string]*queueState{}}, nil
 }
 
 func (h *Handler) batcherOptions() settle.BatcherOptions {
@@ -459,7 +459,7 @@ func (b *batch) notify() {
 	if b.h.opts.OnSettled == nil {
 		return
 	}
-	n := settle.NewNotifier(func(ev *settle.Event) { b.h.opts.OnSettled(settlementOf(ev)) }, b.h.opts.Logger, b.h.warn)
+	n := &settle.Notifier{Hook: func(ev *settle.Event) { b.h.opts.OnSettled(settlementOf(ev)) }, Log: b.h.opts.Logger, Warn: b.h.warn}
 	now := time.Now()
 	for _, r := range b.recs {
 		ev := &settle.Event{Message: r.msg.Copy(), Result: r.result, Attempt: r.msg.Attempt, Delay: r.delay, Reason: r.reason, Err: r.herr,

@@ -21,7 +21,7 @@ import (
 func TestJSONHandlerInLambda(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
-			f := sqstest.New()
+			f := sqstest.For(t)
 			src, dlqURL := f.MustCreateQueueWithDLQ(t, "orders", 5, map[string]string{"VisibilityTimeout": "30"})
 			for _, c := range jsontest.Cases {
 				f.MustSend(t, src, c.Body)

@@ -327,7 +327,7 @@ func TestRunLocalReleasesGatheredRecordsOnStop(t *testing.T) {
 }
 
 func TestRunLocalRefusesWhatLambdaRefuses(t *testing.T) {
-	f := sqstest.New()
+	f := sqstest.For(t)
 	short := f.MustCreateQueue(t, "short", map[string]string{"VisibilityTimeout": "2"})
 	fifo, _ := f.MustCreateQueueWithDLQ(t, "jobs.fifo", 5, nil)
 	std := f.MustCreateQueue(t, "std", nil)

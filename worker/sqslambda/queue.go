@@ -2,6 +2,7 @@ package sqslambda
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -137,43 +138,13 @@ func (iq *invocationQueue) dlq(ctx context.Context, h *Handler) (*dlq.Copier, er
 	return c, nil
 }
 
-// changer returns the invocation's visibility Batcher for the queue.
-func (iq *invocationQueue) changer(h *Handler) *settle.Batcher {
-	iq.mu.Lock()
-	defer iq.mu.Unlock()
-	if iq.changes == nil {
-		iq.changes = settle.NewChanger(h.opts.Client, iq.q.url, h.batcherOptions())
-	}
-	return iq.changes
-}
-
-// sender returns the invocation's Batcher of dead-letter copies for the
-// queue; c is its Copier.
-func (iq *invocationQueue) sender(h *Handler, c *dlq.Copier) *settle.Batcher {
-	iq.mu.Lock()
-	defer iq.mu.Unlock()
-	if iq.sends == nil {
-		iq.sends = settle.NewSender(h.opts.Client, c.Target().QueueURL, h.batcherOptions())
-	}
-	return iq.sends
-}
-
-// deleter returns the invocation's delete Batcher for the queue (deletes of
-// dead-lettered records).
-func (iq *invocationQueue) deleter(h *Handler) *settle.Batcher {
-	iq.mu.Lock()
-	defer iq.mu.Unlock()
-	if iq.deletes == nil {
-		iq.deletes = settle.NewDeleter(h.opts.Client, iq.q.url, h.batcherOptions())
-	}
-	return iq.deletes
-}
-
 // settings returns what the schedule of delayed jobs needs to know of the
 // queue: its retention (GetQueueAttributes) and maxReceiveCount (from the
 // dead-letter discovery moves use), read at most once per invocation until
-// it succeeds, then kept. When it cannot be read, the schedule assumes
-// SQS's default retention and no redrive policy.
+// it succeeds, then kept. When the retention cannot be read, the schedule
+// assumes SQS's default; when the redrive policy cannot be, waiting jobs
+// are re-sent rather than hidden (hiding counts receives toward its
+// maxReceiveCount).
 func (iq *invocationQueue) settings(ctx context.Context, h *Handler) settle.Queue {
 	q := iq.q
 	q.mu.Lock()
@@ -182,7 +153,10 @@ func (iq *invocationQueue) settings(ctx context.Context, h *Handler) settle.Queu
 	if known != nil {
 		return *known
 	}
-	s := settle.Queue{FIFO: q.fifo}
+	// Until the redrive policy is known, waiting jobs are re-sent; the
+	// poller may have received a record up to its batching window before
+	// the invocation started.
+	s := settle.Queue{FIFO: q.fifo, RedriveUnknown: true, ReceiveSlack: maxBatchingWindow}
 	iq.mu.Lock()
 	tried := iq.triedInfo
 	iq.triedInfo = true
@@ -200,22 +174,55 @@ func (iq *invocationQueue) settings(ctx context.Context, h *Handler) settle.Queu
 	}
 	secs, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMessageRetentionPeriod)])
 	s.Retention = time.Duration(secs) * time.Second
-	if c, err := iq.dlq(ctx, h); err == nil {
+	c, err := iq.dlq(ctx, h)
+	switch {
+	case err == nil:
 		s.MaxReceiveCount = c.Target().MaxReceiveCount
+	case !errors.Is(err, dlq.ErrNoRedrivePolicy):
+		return s // not known: read again by a later invocation
 	}
+	s.RedriveUnknown = false
 	q.mu.Lock()
 	q.settings = &s
 	q.mu.Unlock()
 	return s
 }
 
-// resender returns the invocation's Batcher of fresh copies of jobs not
-// yet due, sent back to the queue.
-func (iq *invocationQueue) resender(h *Handler) *settle.Batcher {
+// batcher returns *b, making it with mk the first time: an invocation's
+// batchers are made only when a record needs one.
+//
+// The Handler has a client and the queue a URL whenever a record needs a
+// batcher, so mk does not fail; if it did, the entry would end at once
+// (a nil Batcher ends every entry with ErrClosed).
+func (iq *invocationQueue) batcher(b **settle.Batcher, mk func() (*settle.Batcher, error)) *settle.Batcher {
 	iq.mu.Lock()
 	defer iq.mu.Unlock()
-	if iq.resends == nil {
-		iq.resends = settle.NewSender(h.opts.Client, iq.q.url, h.batcherOptions())
+	if *b == nil {
+		*b, _ = mk()
 	}
-	return iq.resends
+	return *b
+}
+
+// changer is the invocation's visibility Batcher for the queue.
+func (iq *invocationQueue) changer(h *Handler) *settle.Batcher {
+	return iq.batcher(&iq.changes, func() (*settle.Batcher, error) { return settle.NewChanger(h.opts.Client, iq.q.url, h.batcherOptions()) })
+}
+
+// sender is the invocation's Batcher of dead-letter copies (c's queue).
+func (iq *invocationQueue) sender(h *Handler, c *dlq.Copier) *settle.Batcher {
+	return iq.batcher(&iq.sends, func() (*settle.Batcher, error) {
+		return settle.NewSender(h.opts.Client, c.Target().QueueURL, h.batcherOptions())
+	})
+}
+
+// deleter is the invocation's delete Batcher for the queue (deletes after a
+// dead-letter copy or a fresh copy of a job not yet due).
+func (iq *invocationQueue) deleter(h *Handler) *settle.Batcher {
+	return iq.batcher(&iq.deletes, func() (*settle.Batcher, error) { return settle.NewDeleter(h.opts.Client, iq.q.url, h.batcherOptions()) })
+}
+
+// resender is the invocation's Batcher of fresh copies of jobs not yet due,
+// sent back to the queue.
+func (iq *invocationQueue) resender(h *Handler) *settle.Batcher {
+	return iq.batcher(&iq.resends, func() (*settle.Batcher, error) { return settle.NewSender(h.opts.Client, iq.q.url, h.batcherOptions()) })
 }

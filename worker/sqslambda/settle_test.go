@@ -192,38 +192,56 @@ func TestLambdaSettlementHook(t *testing.T) {
 // A job sent with a 30-day delay waits in the Lambda adapter as in the
 // worker: run once, on time, as attempt 1, never dead-lettered.
 func TestThirtyDayDelayInLambda(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		f, src, dlqURL := newFakeQueue(t, "orders")
-		p, err := producer.New(f, src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		due := time.Now().Add(30 * 24 * time.Hour)
-		if _, err := p.SendBatch(context.Background(), []producer.Message{{Body: "invoice", Delay: time.Until(due)}}); err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var runs []time.Time
-		var attempts []int
-		h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-			mu.Lock()
-			defer mu.Unlock()
-			runs = append(runs, time.Now())
-			attempts = append(attempts, m.Attempt)
-			return nil
-		}), func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })
-		stop := startLocal(t, f, src, h.Handle, reportFailures)
-		time.Sleep(31 * 24 * time.Hour)
-		if err := stop(); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(runs) != 1 || runs[0].Before(due) || runs[0].Sub(due) > time.Second || attempts[0] != 1 {
-			t.Fatalf("ran at %v (due %v), attempts %v; want once, on time, as attempt 1", runs, due, attempts)
-		}
-		if n := len(f.Messages(dlqURL)); n != 0 {
-			t.Fatalf("%d messages dead-lettered", n)
-		}
-	})
+	// With a batching window, the poller receives a record up to the
+	// window before the invocation: SQS's 12-hour visibility limit counts
+	// from that receive, not from the invocation. (The window stays below
+	// the queue's 30 s visibility timeout, as AWS advises.)
+	for _, window := range []time.Duration{0, 20 * time.Second} {
+		t.Run(fmt.Sprint("window-", window), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f, src, dlqURL := newFakeQueue(t, "orders")
+				p, err := producer.New(f, src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				due := time.Now().Add(30 * 24 * time.Hour)
+				if _, err := p.SendBatch(context.Background(), []producer.Message{{Body: "invoice", Delay: time.Until(due)}}); err != nil {
+					t.Fatal(err)
+				}
+				var mu sync.Mutex
+				var runs []time.Time
+				var attempts []int
+				h := mustNew(t, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+					mu.Lock()
+					defer mu.Unlock()
+					runs = append(runs, time.Now())
+					attempts = append(attempts, m.Attempt)
+					return nil
+				}), func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })
+				stop := startLocal(t, f, src, h.Handle, reportFailures, func(o *sqslambda.LocalOptions) { o.MaximumBatchingWindow = window })
+				time.Sleep(31 * 24 * time.Hour)
+				if err := stop(); err != nil {
+					t.Fatal(err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(runs) != 1 || runs[0].Before(due) || runs[0].Sub(due) > window+time.Second || attempts[0] != 1 {
+					first := time.Time{}
+					if len(runs) > 0 {
+						first = runs[0]
+					}
+					t.Fatalf("ran %d times, first %v after the due time; want once, on time (within the batching window), as attempt 1", len(runs), first.Sub(due))
+				}
+				if n := len(f.Messages(dlqURL)); n != 0 {
+					t.Fatalf("%d messages dead-lettered", n)
+				}
+				// Each hide holds the job for up to 12 hours: about 60 over
+				// 30 days. A hide SQS refuses (beyond 12 hours from the
+				// receive) brings the job back every visibility timeout.
+				if n := f.RequestCount("ChangeMessageVisibilityBatch"); n == 0 || n > 70 {
+					t.Fatalf("%d visibility changes over 30 days; want about 60 (one hide per 12 hours)", n)
+				}
+			})
+		})
+	}
 }

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sqsworker/sqsworker/internal/testenv"
+)
+
+// TestRun runs the example against the local SQS and DynamoDB (the
+// emulators under make test, or the configured endpoints). It takes a few
+// seconds: the charge of order 7 and one visibility timeout.
+func TestRun(t *testing.T) {
+	client := testenv.SQS(t)
+	db := testenv.DynamoDB(t)
+	db = dynamodb.New(db.Options(), func(o *dynamodb.Options) { o.Logger = quietChecksums(o.Logger) })
+	var out bytes.Buffer
+	err := run(t.Context(), &out, client, db)
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"snoozed", "its delete is lost", "ok: order 7 charged once"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

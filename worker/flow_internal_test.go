@@ -1,0 +1,82 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sqsworker/sqsworker/internal/settle"
+)
+
+func testFlow(concurrency int, fifo bool) *flow {
+	return newFlow(&Options{Concurrency: concurrency, MaxPrefetch: 300, MaxUnsettled: 100, ReceiveBatchWait: 10 * time.Millisecond}, fifo)
+}
+
+func jobsIn(group string, n int) []*job {
+	jobs := make([]*job, n)
+	for i := range jobs {
+		jobs[i] = &job{msg: settle.Message{GroupID: group}}
+	}
+	return jobs
+}
+
+// Handlers that take the last buffered jobs wake a poller: with handlers
+// still idle and nothing buffered or on its way, a receive goes out at
+// once rather than when some handler finishes (a long job may take
+// hours).
+func TestTakingTheLastBufferedJobWakesAPoller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := testFlow(4, false)
+		ctx := context.Background()
+		n := f.reserve(ctx)
+		if !f.received(n, jobsIn("", 2), time.Millisecond) {
+			t.Fatal("flow stopped")
+		}
+		got := make(chan int, 1)
+		go func() { got <- f.reserve(ctx) }()
+		synctest.Wait() // the poller waits: two jobs are buffered for idle handlers
+		f.next()
+		f.next()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		select {
+		case n := <-got:
+			if n == 0 {
+				t.Fatal("reserve returned 0")
+			}
+		default:
+			t.Fatal("2 handlers idle with nothing buffered and no receive in flight, and no poller woken")
+		}
+		f.stop()
+	})
+}
+
+// Jobs received by a call that ends after the flow stopped are released by
+// the caller: they count as settling until then, and their settlement
+// touches no FIFO group they never joined.
+func TestJobsReceivedAfterStopSettleCleanly(t *testing.T) {
+	f := testFlow(4, true)
+	ctx := context.Background()
+	n := f.reserve(ctx)
+	f.received(n, jobsIn("g", 1), time.Millisecond)
+	active := f.next()
+	f.stop()
+	late := jobsIn("g", 3)
+	if f.received(1, late, time.Millisecond) {
+		t.Fatal("received after stop reported success")
+	}
+	for _, j := range late {
+		if rest := f.settled(j, false); len(rest) > 0 {
+			t.Fatalf("a late job's release released %d others", len(rest))
+		}
+	}
+	if f.settling != 0 || f.groups["g"] == nil || f.groups["g"].active != active {
+		t.Fatalf("settling %d, group %+v; want 0 and the group still held by its running job", f.settling, f.groups["g"])
+	}
+	f.handled()
+	f.settled(active, true)
+	if f.settling != 0 || f.running != 0 || f.buffered != 0 || len(f.groups) != 0 {
+		t.Fatalf("settling %d running %d buffered %d groups %d; want all 0", f.settling, f.running, f.buffered, len(f.groups))
+	}
+}
