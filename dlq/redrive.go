@@ -180,10 +180,15 @@ type RedriveResult struct {
 // RedriveOptions configures Redrive. Every field's zero value is usable.
 type RedriveOptions struct {
 	// Destination is the URL of the queue to move the messages to. Zero
-	// value: back to the source queue (Target.SourceURL); then only messages
-	// that came from that source, or whose origin is unknown, are moved — a
-	// dead-letter queue shared by several queues keeps the others'.
+	// value: back to the source queue (Target.SourceURL). Either way only
+	// messages that came from Target's source queue, or whose origin is
+	// unknown, are moved — a dead-letter queue shared by several queues
+	// keeps the others' (see AllSources).
 	Destination string
+	// AllSources moves every message of the dead-letter queue to
+	// Destination, whatever queue it came from; it needs a Destination.
+	// Zero value: only Target's source queue's messages move.
+	AllSources bool
 	// Method chooses how to move. Zero value: MethodAuto.
 	Method Method
 	// Filter selects the messages to move (manual move only). Zero value:
@@ -253,6 +258,14 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 // failure in between may leave a message in both queues, never in neither.
 // Messages it does not move are released at the end.
 //
+// A dead-letter queue may serve several queues. Redrive moves only the
+// messages that came from t's source queue (by their provenance or their
+// DeadLetterQueueSourceArn) or whose origin is unknown, with or without a
+// Destination; the others stay (ActionOtherSource). A move task cannot tell
+// them apart, so it is used only when the dead-letter queue serves t's
+// source alone (MethodMoveTask is refused otherwise, and MethodAuto moves
+// manually). opts.AllSources, with a Destination, moves every message.
+//
 // The manual move never ends short without saying so. It counts the
 // dead-letter queue's messages (visible and in flight) first; when it went
 // through the queue and received fewer, it returns a *NotSeenError
@@ -273,6 +286,9 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptions) (RedriveResult, error) {
 	if t.QueueURL == "" || t.SourceURL == "" {
 		return RedriveResult{}, errors.New("redrive: the Target has no dead-letter queue or source URL; get it from Discover")
+	}
+	if opts.AllSources && opts.Destination == "" {
+		return RedriveResult{}, errors.New("redrive: AllSources moves the messages of every queue the dead-letter queue serves; set Destination to the queue they all go to (or leave AllSources off to move this source's messages back to it)")
 	}
 	r := &redriver{client: client, t: t, opts: opts, dest: opts.Destination}
 	if r.dest == "" {
@@ -337,17 +353,18 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 			return r.res, fmt.Errorf("redrive: reading destination queue %s: %w", QueueName(r.opts.Destination), err)
 		}
 		destARN = a[attrQueueArn]
-	} else {
-		// Every message goes to one explicit destination (SQS cannot send
-		// messages Move dead-lettered back to their source otherwise), so
-		// make sure the DLQ serves this source only.
+	}
+	if !r.opts.AllSources {
+		// A move task moves every message of the DLQ to one destination
+		// (SQS cannot send messages Move dead-lettered back to their source
+		// otherwise), so make sure the DLQ serves this source only.
 		sources, err := r.deadLetterSources(ctx)
 		if err != nil {
 			return r.res, err
 		}
 		for _, s := range sources {
 			if QueueName(s) != QueueName(r.t.SourceURL) {
-				return r.res, &errNoMoveTask{reason: fmt.Sprintf("dead-letter queue %s also serves queue %s", QueueName(r.t.QueueURL), QueueName(s))}
+				return r.res, &errNoMoveTask{reason: fmt.Sprintf("dead-letter queue %s also serves queue %s, and a move task would move its messages too", QueueName(r.t.QueueURL), QueueName(s))}
 			}
 		}
 	}
@@ -480,7 +497,7 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 			m := newMessage(raw)
 			r.res.Scanned++
 			switch {
-			case r.opts.Destination == "" && m.Origin() != "" && QueueName(m.Origin()) != QueueName(r.t.SourceURL):
+			case !r.opts.AllSources && m.Origin() != "" && QueueName(m.Origin()) != QueueName(r.t.SourceURL):
 				s.hold(raw)
 				r.res.Skipped++
 				r.on(m, ActionOtherSource, nil)

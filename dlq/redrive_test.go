@@ -258,6 +258,60 @@ func TestRedriveSharedDLQMovesOnlyThisSource(t *testing.T) {
 	})
 }
 
+// A destination does not widen a redrive to the other sources of a shared
+// dead-letter queue: the manual move still leaves their messages, a move
+// task (which would move them all) is refused, and only AllSources moves
+// every message.
+func TestRedriveSharedDLQWithDestinationMovesOnlyThisSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, a := fakePair(t, "orders")
+		bURL := f.MustCreateQueue(t, "invoices", map[string]string{
+			"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, a.ARN),
+		})
+		b, err := Discover(context.Background(), f, bURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		archive := f.MustCreateQueue(t, "archive", nil)
+		deadLetter(t, f, a, 4, nil, failedWith("a"))
+		deadLetter(t, f, b, 3, nil, failedWith("b"))
+		ctx := context.Background()
+
+		_, err = Redrive(ctx, f, a, RedriveOptions{Method: MethodMoveTask, Destination: archive})
+		if !errors.Is(err, ErrNoMoveTask) || !strings.Contains(err.Error(), "also serves queue invoices") {
+			t.Errorf("move task with a destination on a shared DLQ: %v; want ErrNoMoveTask", err)
+		}
+		if n := len(f.Messages(archive)); n != 0 {
+			t.Fatalf("the refused move task moved %d messages", n)
+		}
+
+		res, err := Redrive(ctx, f, a, RedriveOptions{Destination: archive})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Method != MethodManual || res.Moved != 4 || res.Skipped != 3 {
+			t.Errorf("result = %+v; want orders' 4 moved, invoices' 3 skipped", res)
+		}
+		if n := len(f.Messages(archive)); n != 4 {
+			t.Errorf("archive holds %d; want orders' 4", n)
+		}
+		if visible, _, _ := f.Count(a.QueueURL); visible != 3 {
+			t.Errorf("DLQ keeps %d; want invoices' 3", visible)
+		}
+
+		if _, err := Redrive(ctx, f, a, RedriveOptions{AllSources: true}); err == nil || !strings.Contains(err.Error(), "Destination") {
+			t.Errorf("AllSources without a destination: %v; want a refusal naming Destination", err)
+		}
+		res, err = Redrive(ctx, f, a, RedriveOptions{Method: MethodManual, Destination: archive, AllSources: true})
+		if err != nil || res.Moved != 3 {
+			t.Fatalf("AllSources: %+v, %v", res, err)
+		}
+		if n := len(f.Messages(archive)); n != 7 {
+			t.Errorf("archive holds %d; want all 7", n)
+		}
+	})
+}
+
 func TestRedriveFilterDryRunAndMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
