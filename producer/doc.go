@@ -14,7 +14,9 @@
 // into full batches: a batch leaves when it holds 10 messages (or 1 MiB), or
 // when its first message has waited Options.Linger (20 ms). Enqueue returns
 // at once with a Pending; Send waits for the result. Close flushes the
-// batcher. 10,000 messages enqueued in a burst take 1,000 calls: 0.1 requests
+// batcher within its context's deadline: Enqueue calls waiting for room
+// then return ErrClosed, and every accepted message not sent by the
+// deadline fails in its Result. 10,000 messages enqueued in a burst take 1,000 calls: 0.1 requests
 // per message.
 //
 // # Failures

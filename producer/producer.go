@@ -101,12 +101,14 @@ type Producer struct {
 
 	startOnce sync.Once
 	queue     chan *item
-	mu        sync.RWMutex // guards closed against sends on queue
+	mu        sync.RWMutex // guards closed and the registration in enqueuing
 	closed    bool
+	closing   chan struct{}  // closed by Close: Enqueue stops waiting for room
+	enqueuing sync.WaitGroup // Enqueue calls that may send on queue
 	loopDone  chan struct{}
 	sending   sync.WaitGroup
 	ctx       context.Context // the batcher's calls; cancelled by Close's deadline
-	cancel    context.CancelFunc
+	cancel    context.CancelCauseFunc
 
 	st stats
 }
@@ -154,9 +156,9 @@ func New(client API, queueURL string, optFns ...func(*Options)) (*Producer, erro
 	p := &Producer{
 		client: client, queueURL: queueURL, fifo: strings.HasSuffix(queueURL, ".fifo"), opts: o,
 		calls: make(chan struct{}, o.Concurrency), flights: make(chan struct{}, o.Concurrency),
-		loopDone: make(chan struct{}),
+		loopDone: make(chan struct{}), closing: make(chan struct{}),
 	}
-	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	return p, nil
 }
 
