@@ -17,13 +17,16 @@
 // RunSNS is the same idea for the SNS fan-out sqsworker relies on: enveloped
 // and raw delivery with message attributes, filter policies on attributes
 // and on the body, FIFO topics, idempotent subscribing, subscription
-// attributes, and subscription dead-letter queues for deliveries SNS cannot
-// make (a deleted queue, a queue policy refusing the topic). It runs
-// against sqstest/snstest's fake (TestConformanceFake there) and against the
-// emulator (TestConformanceEmulatorSNS). fauxqs 1.9.2's SNS declares two
-// quirks (FauxqsSNSQuirks): it ignores queue policies, and it drops a
-// delivery to a deleted queue instead of sending it to the subscription's
-// dead-letter queue.
+// attributes, subscription dead-letter queues for deliveries SNS cannot
+// make (a deleted queue, a queue policy refusing the topic), and how SNS
+// lists a subscription pending confirmation (SubscriptionArn
+// "PendingConfirmation", not its ARN). It runs against sqstest/snstest's
+// fake (TestConformanceFake there) and against the emulator
+// (TestConformanceEmulatorSNS). fauxqs 1.9.2's SNS declares three quirks
+// (FauxqsSNSQuirks): it ignores queue policies, it drops a delivery to a
+// deleted queue instead of sending it to the subscription's dead-letter
+// queue, and it confirms every SQS subscription at once, also of another
+// account's queue.
 //
 // # Backends and runners
 //

@@ -18,8 +18,14 @@
 // real SNS that sqsworker relies on; the emulator's differences are
 // declared there as quirks.
 //
+// A subscription of a queue in another account than the fake's
+// (Options.AccountID) is pending until the test calls Fake.Confirm, as SNS
+// keeps it until the queue's owner confirms: SNS's listings show
+// "PendingConfirmation" instead of its ARN, and it gets no deliveries.
+//
 // Not modelled: delivery retries and delivery policies (SNS retries server
 // errors for days; the fake's deliveries either succeed or fail at once),
-// other protocols than sqs, subscription confirmation across accounts,
-// topic policies, data protection, and message archiving.
+// other protocols than sqs, the confirmation message and ConfirmSubscription
+// (Fake.Confirm stands for them), topic policies, data protection, and
+// message archiving.
 package snstest

@@ -93,7 +93,16 @@ type topic struct {
 type subscription struct {
 	arn, topicARN, endpoint string
 	attrs                   map[string]string
+	pending                 bool // waiting for the queue owner's confirmation
 }
+
+// pendingARN is what SNS lists instead of a pending subscription's ARN,
+// and pendingReply what Subscribe returns for one (without
+// ReturnSubscriptionArn).
+const (
+	pendingARN   = "PendingConfirmation"
+	pendingReply = "pending confirmation"
+)
 
 // Stats counts deliveries.
 type Stats struct {
@@ -258,9 +267,15 @@ func (f *Fake) GetTopicAttributes(ctx context.Context, params *sns.GetTopicAttri
 	if !ok {
 		return nil, notFound(op, "Topic")
 	}
+	pending := 0
+	for _, sa := range t.subs {
+		if f.subs[sa].pending {
+			pending++
+		}
+	}
 	attrs := map[string]string{
-		"TopicArn": t.arn, "Owner": f.opts.AccountID, "DisplayName": "", "SubscriptionsConfirmed": strconv.Itoa(len(t.subs)),
-		"SubscriptionsPending": "0", "SubscriptionsDeleted": "0",
+		"TopicArn": t.arn, "Owner": f.opts.AccountID, "DisplayName": "", "SubscriptionsConfirmed": strconv.Itoa(len(t.subs) - pending),
+		"SubscriptionsPending": strconv.Itoa(pending), "SubscriptionsDeleted": "0",
 	}
 	for k, v := range t.attrs {
 		attrs[k] = v
@@ -349,6 +364,13 @@ func checkAttribute(name, value string) error {
 // Subscribe subscribes an SQS queue (Protocol "sqs", Endpoint the queue's
 // ARN) to a topic. Subscribing the same queue again returns the existing
 // subscription if the attributes agree, and fails otherwise, as SNS does.
+//
+// A queue of another account than Options.AccountID is subscribed pending
+// confirmation, as SNS subscribes it until the queue's owner confirms: the
+// reply's SubscriptionArn is "pending confirmation" (its ARN with
+// ReturnSubscriptionArn), the listings show "PendingConfirmation" in its
+// place, GetSubscriptionAttributes reports PendingConfirmation "true", and
+// Publish delivers nothing to it until Confirm.
 func (f *Fake) Subscribe(ctx context.Context, params *sns.SubscribeInput, optFns ...func(*sns.Options)) (*sns.SubscribeOutput, error) {
 	const op = "Subscribe"
 	if err := canceled(op, ctx); err != nil {
@@ -385,15 +407,39 @@ func (f *Fake) Subscribe(ctx context.Context, params *sns.SubscribeInput, optFns
 				return nil, invalid(op, "Attributes Reason: Subscription already exists with different attributes")
 			}
 		}
-		return &sns.SubscribeOutput{SubscriptionArn: aws.String(s.arn)}, nil
+		return subscribed(s, params.ReturnSubscriptionArn), nil
 	}
-	s := &subscription{arn: t.arn + ":" + newID(), topicARN: t.arn, endpoint: endpoint, attrs: map[string]string{}}
+	s := &subscription{arn: t.arn + ":" + newID(), topicARN: t.arn, endpoint: endpoint, attrs: map[string]string{},
+		pending: strings.Split(endpoint, ":")[4] != f.opts.AccountID}
 	for k, v := range params.Attributes {
 		s.attrs[k] = v
 	}
 	f.subs[s.arn] = s
 	t.subs = append(t.subs, s.arn)
-	return &sns.SubscribeOutput{SubscriptionArn: aws.String(s.arn)}, nil
+	return subscribed(s, params.ReturnSubscriptionArn), nil
+}
+
+// subscribed is Subscribe's reply for s.
+func subscribed(s *subscription, returnARN bool) *sns.SubscribeOutput {
+	if s.pending && !returnARN {
+		return &sns.SubscribeOutput{SubscriptionArn: aws.String(pendingReply)}
+	}
+	return &sns.SubscribeOutput{SubscriptionArn: aws.String(s.arn)}
+}
+
+// Confirm confirms the pending subscription subscriptionARN (see
+// Subscribe), as the queue owner's ConfirmSubscription with the token SNS
+// sent would: from then on it is listed with its ARN and gets deliveries.
+// Confirming a confirmed subscription changes nothing.
+func (f *Fake) Confirm(subscriptionARN string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.subs[subscriptionARN]
+	if !ok {
+		return fmt.Errorf("snstest: Confirm: subscription %s does not exist", subscriptionARN)
+	}
+	s.pending = false
+	return nil
 }
 
 // Unsubscribe removes a subscription.
@@ -420,8 +466,14 @@ func (f *Fake) Unsubscribe(ctx context.Context, params *sns.UnsubscribeInput, op
 	return &sns.UnsubscribeOutput{}, nil
 }
 
+// listed is s as the listings show it: a pending subscription without its
+// ARN, as SNS lists it.
 func (f *Fake) listed(s *subscription) types.Subscription {
-	return types.Subscription{SubscriptionArn: aws.String(s.arn), TopicArn: aws.String(s.topicARN), Protocol: aws.String("sqs"),
+	arn := s.arn
+	if s.pending {
+		arn = pendingARN
+	}
+	return types.Subscription{SubscriptionArn: aws.String(arn), TopicArn: aws.String(s.topicARN), Protocol: aws.String("sqs"),
 		Endpoint: aws.String(s.endpoint), Owner: aws.String(f.opts.AccountID)}
 }
 
@@ -487,7 +539,7 @@ func (f *Fake) GetSubscriptionAttributes(ctx context.Context, params *sns.GetSub
 	}
 	attrs := map[string]string{
 		"SubscriptionArn": s.arn, "TopicArn": s.topicARN, "Protocol": "sqs", "Endpoint": s.endpoint, "Owner": f.opts.AccountID,
-		"PendingConfirmation": "false", "ConfirmationWasAuthenticated": "true", "RawMessageDelivery": "false",
+		"PendingConfirmation": strconv.FormatBool(s.pending), "ConfirmationWasAuthenticated": strconv.FormatBool(!s.pending), "RawMessageDelivery": "false",
 	}
 	for k, v := range s.attrs {
 		attrs[k] = v
@@ -576,6 +628,9 @@ func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...
 	var out []delivery
 	for _, sa := range t.subs {
 		s := f.subs[sa]
+		if s.pending {
+			continue // SNS delivers nothing before the confirmation
+		}
 		if !f.accepts(s, params) {
 			f.stats.Filtered++
 			continue
