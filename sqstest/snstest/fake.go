@@ -67,6 +67,12 @@ type Options struct {
 	Region string
 	// AccountID is the account of topic ARNs. Zero value: "000000000000".
 	AccountID string
+	// DeliveryRetries is how many times a delivery that fails with a
+	// server error or throttling is retried before it goes to the
+	// subscription's dead-letter queue; set it to see that happen without
+	// 23 days of virtual time. Zero value: 100,015, SNS's policy for SQS
+	// endpoints (see Fake.Publish).
+	DeliveryRetries int
 }
 
 // Fake is an in-memory Amazon SNS that delivers to SQS queues (an
@@ -76,11 +82,13 @@ type Fake struct {
 	queues Queues
 	opts   Options
 
-	mu     sync.Mutex
-	topics map[string]*topic        // by ARN
-	subs   map[string]*subscription // by ARN
-	seq    uint64
-	stats  Stats
+	mu      sync.Mutex
+	topics  map[string]*topic        // by ARN
+	subs    map[string]*subscription // by ARN
+	seq     uint64
+	stats   Stats
+	retries map[*time.Timer]bool // deliveries waiting for a retry
+	stopped bool                 // the test ended: no more retries
 }
 
 type topic struct {
@@ -112,11 +120,17 @@ type Stats struct {
 	Delivered int
 	// Filtered is the number of deliveries a filter policy skipped.
 	Filtered int
+	// Retried is the number of retries made of deliveries that failed with
+	// a server error or throttling (see Fake.Publish).
+	Retried int
+	// Waiting is the number of deliveries waiting for their next retry.
+	Waiting int
 	// DeadLettered is the number of failed deliveries sent to a
 	// subscription's dead-letter queue.
 	DeadLettered int
 	// Lost is the number of failed deliveries that had no dead-letter queue
-	// to go to, or could not be sent there: SNS discards them.
+	// to go to, or could not be sent there, and of deliveries waiting for a
+	// retry when their subscription was removed: SNS discards them.
 	Lost int
 }
 
@@ -139,17 +153,24 @@ func New(queues Queues, optFns ...func(*Options)) (*Fake, error) {
 	if err := sqslimit.CheckIdentity(o.Region, o.AccountID); err != nil {
 		return nil, fmt.Errorf("snstest: Options.%w", err)
 	}
-	return &Fake{queues: queues, opts: o, topics: map[string]*topic{}, subs: map[string]*subscription{}}, nil
+	switch {
+	case o.DeliveryRetries < 0:
+		return nil, fmt.Errorf("snstest: Options.DeliveryRetries is %d; use 0 for SNS's %d, or a positive number", o.DeliveryRetries, managedRetries)
+	case o.DeliveryRetries == 0:
+		o.DeliveryRetries = managedRetries
+	}
+	return &Fake{queues: queues, opts: o, topics: map[string]*topic{}, subs: map[string]*subscription{}, retries: map[*time.Timer]bool{}}, nil
 }
 
 // For returns a new SNS Fake for a test, failing tb on error: what most
-// tests call.
+// tests call. Retries still waiting when the test ends are dropped.
 func For(tb testing.TB, queues Queues, optFns ...func(*Options)) *Fake {
 	tb.Helper()
 	f, err := New(queues, optFns...)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(f.stopRetries)
 	return f
 }
 
@@ -575,19 +596,25 @@ func (f *Fake) SetSubscriptionAttributes(ctx context.Context, params *sns.SetSub
 	return &sns.SetSubscriptionAttributesOutput{}, nil
 }
 
-// delivery is one subscription's delivery of a publish.
-type delivery struct {
-	sub *subscription
-	in  *sqs.SendMessageInput
-}
-
 // Publish publishes a message to a topic and delivers it, before
 // returning, to each SQS subscription whose filter policy accepts it: the
 // message itself with its attributes (raw message delivery) or SNS's JSON
-// envelope. A delivery SNS cannot make — the queue does not exist, its
-// policy does not let the topic send, it is encrypted with the AWS managed
-// key — goes to the subscription's dead-letter queue (RedrivePolicy) as the
-// same message, or is lost without one, as SNS discards it.
+// envelope. A delivery SNS cannot make because of a client error — the
+// queue does not exist, its policy does not let the topic send, it is
+// encrypted with the AWS managed key, SQS denies or refuses the send — goes
+// to the subscription's dead-letter queue (RedrivePolicy) as the same
+// message, or is lost without one, as SNS discards it.
+//
+// A delivery that fails with a server error or throttling (sqstest's
+// InjectFault with ServerError or Throttled, a timeout) is retried on SNS's
+// delivery policy for SQS endpoints, which cannot be changed: 3 retries at
+// once (before Publish returns), 2 after 1 s, 10 from 1 s to 20 s
+// (exponential), then 100,000 every 20 s — 100,015 retries over 23 days —
+// without SNS's jitter, on timers (virtual time inside a synctest bubble).
+// Only when they run out (or Options.DeliveryRetries) does the message go
+// to the dead-letter queue.
+// Stats.Retried and Stats.Waiting count them. Deliveries do not use the
+// publisher's context: SNS has the message once Publish returned.
 func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error) {
 	const op = "Publish"
 	if err := canceled(op, ctx); err != nil {
@@ -651,28 +678,7 @@ func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...
 	f.mu.Unlock()
 
 	for _, d := range out {
-		err := f.deliver(ctx, d.sub.endpoint, d.sub.topicARN, d.in)
-		f.mu.Lock()
-		switch {
-		case err == nil:
-			f.stats.Delivered++
-		case d.sub.attrs["RedrivePolicy"] != "":
-			var p struct {
-				Target string `json:"deadLetterTargetArn"`
-			}
-			_ = json.Unmarshal([]byte(d.sub.attrs["RedrivePolicy"]), &p)
-			f.mu.Unlock()
-			derr := f.deliver(ctx, p.Target, d.sub.topicARN, d.in)
-			f.mu.Lock()
-			if derr == nil {
-				f.stats.DeadLettered++
-			} else {
-				f.stats.Lost++
-			}
-		default:
-			f.stats.Lost++
-		}
-		f.mu.Unlock()
+		f.attempt(context.WithoutCancel(ctx), d, 0)
 	}
 	res := &sns.PublishOutput{MessageId: aws.String(id)}
 	if seq != "" {
