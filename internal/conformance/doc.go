@@ -97,6 +97,9 @@
 //   - NoAWSTraceHeader: the AWSTraceHeader system attribute of a send is
 //     accepted but not returned on receive (sqsotel's links through it are
 //     tested on the fake).
+//   - FIFORedriveKeepsEnqueueTime: a FIFO message redriven to its FIFO
+//     dead-letter queue keeps its SentTimestamp (real SQS: the enqueue time
+//     resets to the move).
 //
 // Bare fauxqs 1.9.2 has one more difference, which its launcher
 // (localstack/fauxqs-server.mjs) corrects, so it is not declared: a long
@@ -132,7 +135,9 @@
 //   - Redrive moves a message to the DLQ on the receive attempt after the
 //     maxReceiveCount-th (that receive returns nothing), keeping MessageId,
 //     body, attributes, SentTimestamp and ApproximateReceiveCount ("received
-//     across all queues").
+//     across all queues") — except that a FIFO dead-letter queue resets the
+//     enqueue time (SentTimestamp) to the move, so its retention starts
+//     again.
 //   - A move task (StartMessageMoveTask) enqueues new messages: new
 //     MessageId, new enqueue time, receive count from zero.
 //   - FIFO: a receive returns several messages of one group in order; while
