@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -384,6 +385,61 @@ func TestRedriveManualRateLimit(t *testing.T) {
 		// 30 messages at 10/s: the last batch of 10 may start 2 s in.
 		if took := time.Since(start); took < 2*time.Second || took > 4*time.Second {
 			t.Errorf("30 messages at 10/s took %v", took)
+		}
+	})
+}
+
+// At a slow rate a batch waits longer than the default hold before it is
+// sent: the hold must cover that wait, or the messages become visible,
+// another reader takes them, and the delete with the old receipt handle
+// "succeeds" without deleting — counted moved while in both queues.
+func TestRedriveSlowRateKeepsItsHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, target := fakePair(t, "orders")
+		deadLetter(t, f, target, 12, nil, failedWith("boom"))
+		// Another reader of the dead-letter queue looks every 7 s and lets
+		// what it gets go after a second.
+		done := make(chan struct{})
+		var other sync.WaitGroup
+		other.Go(func() {
+			time.Sleep(3 * time.Second)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				_, _ = f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(target.QueueURL), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
+				time.Sleep(7 * time.Second)
+			}
+		})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Rate: 0.1})
+		close(done)
+		other.Wait()
+		if err != nil || res.Moved != 12 || res.Duplicated != 0 {
+			t.Fatalf("Redrive at 0.1/s = %+v, %v", res, err)
+		}
+		if visible, inflight, _ := f.Count(target.QueueURL); visible+inflight != 0 {
+			t.Errorf("the DLQ still holds %d messages counted as moved", visible+inflight)
+		}
+		if n := len(f.Messages(target.SourceURL)); n != 12 {
+			t.Errorf("source got %d", n)
+		}
+	})
+}
+
+// A rate so slow that one batch would take longer than SQS's 12-hour
+// visibility limit is refused before anything is received.
+func TestRedriveRefusesARateTooSlowForAnyHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, target := fakePair(t, "orders")
+		deadLetter(t, f, target, 2, nil, failedWith("boom"))
+		_, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Rate: 0.0001})
+		if err == nil || !strings.Contains(err.Error(), "Rate") {
+			t.Fatalf("Redrive at 0.0001/s: %v; want a refusal naming Rate", err)
+		}
+		if visible, _, _ := f.Count(target.QueueURL); visible != 2 {
+			t.Errorf("the DLQ has %d visible; want both untouched", visible)
 		}
 	})
 }

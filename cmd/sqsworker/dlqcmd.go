@@ -489,8 +489,9 @@ them server-side with a message move task (StartMessageMoveTask); otherwise —
 local emulators, FIFO queues, a dead-letter queue shared by several queues,
 or --method manual — they are moved here: received, sent in batches at --rate
 messages per second, and deleted from the dead-letter queue only after the
-send succeeded. An interruption can leave a message in both queues, never in
-neither. The manual move removes sqsworker's provenance attributes (unless
+send succeeded (the messages stay hidden meanwhile for --hold, which a slow
+--rate raises to cover a batch). An interruption can leave a message in both
+queues, never in neither. The manual move removes sqsworker's provenance attributes (unless
 --keep-provenance), so the queue gets the original message; a move task
 cannot.
 
@@ -541,7 +542,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	fs.Var(durationValue{&o.Filter.NewerThan}, "newer-than", "only messages dead-lettered less than this long ago")
 	fs.BoolVar(&o.KeepProvenance, "keep-provenance", false, "keep the provenance attributes on moved messages")
 	fs.BoolVar(&o.AllSources, "all-sources", false, "with --to: move every message, whatever queue it came from (default: only QUEUE's messages of a shared dead-letter queue)")
-	fs.Var(durationValue{&o.Hold}, "hold", "how long messages being worked on stay hidden at most (default 1m)")
+	fs.Var(durationValue{&o.Hold}, "hold", "how long messages being worked on stay hidden at most (default 1m; raised to a batch of 10 at --rate plus 30s)")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
