@@ -491,9 +491,9 @@ or --method manual — they are moved here: received, sent in batches at --rate
 messages per second, and deleted from the dead-letter queue only after the
 send succeeded (the messages stay hidden meanwhile for --hold, which a slow
 --rate raises to cover a batch). An interruption can leave a message in both
-queues, never in neither. The manual move removes sqsworker's provenance attributes (unless
---keep-provenance), so the queue gets the original message; a move task
-cannot.
+queues, never in neither. The manual move removes sqsworker's provenance
+attributes (unless --keep-provenance), so the queue gets the original
+message; a move task cannot.
 
 A dead-letter queue shared by several queues: only the messages that came
 from QUEUE are moved, also with --to, and always by the manual move (a move
