@@ -114,15 +114,18 @@ func (in *Instrumentation) Middleware() worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			ctx, span := in.start(ctx, m)
+			// The settlement names the message as received: key the span
+			// by its handle now, as the handler may change its copy.
+			handle := m.ReceiptHandle
 			returned := false
 			defer func() {
 				if !returned { // the handler panicked; the runtime recovers it
-					in.handlerDone(span, m.ReceiptHandle, worker.ErrPanic)
+					in.handlerDone(span, handle, worker.ErrPanic)
 				}
 			}()
 			err := next.Handle(ctx, m)
 			returned = true
-			in.handlerDone(span, m.ReceiptHandle, err)
+			in.handlerDone(span, handle, err)
 			return err
 		})
 	}
