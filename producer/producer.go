@@ -287,7 +287,7 @@ func (p *Producer) prepare(ctx context.Context, m Message) *item {
 	if n := len(m.Attributes); n > sqslimit.MaxMessageAttributes {
 		return fail(fmt.Errorf("%w: %d message attributes; SQS allows %d", ErrInvalid, n, sqslimit.MaxMessageAttributes))
 	}
-	it.size = m.Size()
+	it.size = m.dropAdded(p.opts.MaxMessageSize) // trace context goes before the message does
 	if it.size > p.opts.MaxMessageSize {
 		hint := "configure Options.Offloader (package s3payload) to store large bodies in S3"
 		if it.res.Offloaded {
