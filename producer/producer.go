@@ -290,8 +290,11 @@ func (p *Producer) prepare(ctx context.Context, m Message) *item {
 	it.size = m.dropAdded(p.opts.MaxMessageSize) // trace context goes before the message does
 	if it.size > p.opts.MaxMessageSize {
 		hint := "configure Options.Offloader (package s3payload) to store large bodies in S3"
-		if it.res.Offloaded {
+		switch {
+		case it.res.Offloaded:
 			hint = "the attributes alone are too large"
+		case p.opts.Offloader != nil:
+			hint = fmt.Sprintf("Options.Offloader did not take it, so its threshold (s3payload's Options.Threshold) must be above this producer's Options.MaxMessageSize (%d): set the threshold to at most that, or raise MaxMessageSize to the queue's MaximumMessageSize", p.opts.MaxMessageSize)
 		}
 		return fail(fmt.Errorf("%w: %w: %d bytes (body and attributes), over the limit of %d; %s", ErrInvalid, ErrTooLarge, it.size, p.opts.MaxMessageSize, hint))
 	}

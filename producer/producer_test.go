@@ -320,3 +320,25 @@ func TestTraceContextDroppedBeforeTheMessageForSize(t *testing.T) {
 		t.Errorf("too large with the caller's own attribute: %v; want ErrTooLarge", res[0].Err)
 	}
 }
+
+// neverOffload is an Offloader whose threshold no message reaches.
+type neverOffload struct{}
+
+func (neverOffload) Offload(context.Context, *producer.Message) (bool, error) { return false, nil }
+
+// A message too large for MaxMessageSize that the configured Offloader did
+// not take names both settings, not "configure Options.Offloader".
+func TestTooLargeHintWithAnOffloaderThatDidNotTakeIt(t *testing.T) {
+	f := sqstest.For(t)
+	url := f.MustCreateQueue(t, "jobs", nil)
+	p := newProducer(t, f, url, func(o *producer.Options) {
+		o.MaxMessageSize = 256 << 10
+		o.Offloader = neverOffload{}
+	})
+	res, _ := p.SendBatch(t.Context(), []producer.Message{{Body: strings.Repeat("x", 300<<10)}})
+	err := res[0].Err
+	if !errors.Is(err, producer.ErrTooLarge) || strings.Contains(err.Error(), "configure Options.Offloader") ||
+		!strings.Contains(err.Error(), "Threshold") || !strings.Contains(err.Error(), "MaxMessageSize (262144)") {
+		t.Errorf("error %v; want ErrTooLarge naming the offloader's threshold and MaxMessageSize", err)
+	}
+}
