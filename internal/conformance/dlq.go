@@ -53,15 +53,7 @@ func redriveToDLQ(e *env) {
 	}
 	e.wantEmpty(source, 1, fmt.Sprintf("receive %d from the source (past maxReceiveCount %d)", maxReceives+1, maxReceives))
 
-	var moved types.Message
-	e.eventually("message in the DLQ", 30*time.Second, func() error {
-		ms := e.recv(dlq, 1, 2)
-		if len(ms) == 0 {
-			return errors.New("DLQ is empty")
-		}
-		moved = ms[0]
-		return nil
-	})
+	moved := e.recvEventually(dlq, "message in the DLQ", 30*time.Second)
 	if aws.ToString(moved.MessageId) != aws.ToString(sent.MessageId) || aws.ToString(moved.Body) != "poison" {
 		e.t.Errorf("DLQ message %s %q, want the sent %s %q", aws.ToString(moved.MessageId), aws.ToString(moved.Body), aws.ToString(sent.MessageId), "poison")
 	}
@@ -98,15 +90,7 @@ func fifoRedriveResetsEnqueueTime(e *env) {
 	e.sleep(1500 * time.Millisecond)
 	before := time.Now().Add(-time.Second) // allow for the clocks' skew
 	e.wantEmpty(source, 1, "receive past maxReceiveCount 1")
-	var moved types.Message
-	e.eventually("message in the FIFO DLQ", 30*time.Second, func() error {
-		ms := e.recv(dlq, 1, 2)
-		if len(ms) == 0 {
-			return errors.New("DLQ is empty")
-		}
-		moved = ms[0]
-		return nil
-	})
+	moved := e.recvEventually(dlq, "message in the FIFO DLQ", 30*time.Second)
 	if aws.ToString(moved.Body) != "poison" {
 		e.t.Fatalf("FIFO DLQ holds %q, want the poison message", aws.ToString(moved.Body))
 	}
@@ -181,15 +165,7 @@ func startMessageMoveTask(e *env) {
 		e.t.Errorf("StartMessageMoveTask returned no TaskHandle")
 	}
 
-	var back types.Message
-	e.eventually("the message back in the source queue", 60*time.Second, func() error {
-		ms := e.recv(source, 1, 2)
-		if len(ms) == 0 {
-			return errors.New("source queue is empty")
-		}
-		back = ms[0]
-		return nil
-	})
+	back := e.recvEventually(source, "the message back in the source queue", 60*time.Second)
 	if aws.ToString(back.Body) != "redrive me" {
 		e.t.Errorf("redriven body %q, want %q", aws.ToString(back.Body), "redrive me")
 	}

@@ -471,16 +471,7 @@ func snsDeletedQueueDLQ(e *snsEnv) {
 // take a few seconds to give up on a delivery).
 func (e *snsEnv) recvDLQ(url, what string) types.Message {
 	e.t.Helper()
-	var got types.Message
-	e.eventually(what+" reaches the subscription's DLQ", 30*time.Second, func() error {
-		ms := e.recv(url, 1, 2)
-		if len(ms) == 0 {
-			return errors.New("nothing yet")
-		}
-		got = ms[0]
-		return nil
-	})
-	return got
+	return e.recvEventually(url, what+" reaches the subscription's DLQ", 30*time.Second)
 }
 
 // A queue whose policy does not let the topic send gets nothing; the
