@@ -18,7 +18,8 @@
 //     consuming them; [Count] counts them without receiving any.
 //   - [Redrive] moves them back to the source queue (or elsewhere), by a
 //     server-side message move task or by a filtered, rate-limited manual
-//     move.
+//     move; from a dead-letter queue shared by several queues, only the
+//     source's own messages (unless RedriveOptions.AllSources).
 //   - [Setup] creates what is missing of a queue, its dead-letter queue and
 //     the RedrivePolicy, with the recommended retentions; it keeps existing
 //     settings unless asked to change one, reports each [Change], and

@@ -24,9 +24,10 @@ type Message struct {
 	// HasProvenance reports whether there were any.
 	Provenance    Provenance
 	HasProvenance bool
-	// SentAt is the message's SentTimestamp. SQS's own redrive keeps the
-	// original enqueue time, so for those messages it is when the message
-	// entered the source queue, and retention counts from it.
+	// SentAt is the message's SentTimestamp. SQS's own redrive from a
+	// standard queue keeps the original enqueue time, so for those messages
+	// it is when the message entered the source queue, and retention counts
+	// from it; a FIFO dead-letter queue resets it to the move.
 	SentAt time.Time
 	// ReceiveCount is the ApproximateReceiveCount, including the receive
 	// that inspected the message.

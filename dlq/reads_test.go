@@ -34,9 +34,10 @@ func (c sdkRetry) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInpu
 }
 
 // interruptedRedrive fills a DLQ with readsTotal messages and redrives
-// them; once 250 are moved, it injects fault for the next receive and
-// interrupts the redrive half a second later, while that receive is in
-// flight. It returns how long after the interrupt Redrive returned.
+// them (with no rate limit, so the next receive starts at once); once 250
+// are moved, it injects fault for the next receive and interrupts the
+// redrive half a second later, while that receive is in flight. It returns
+// how long after the interrupt Redrive returned.
 func interruptedRedrive(t *testing.T, fault sqstest.Fault) (f *sqstest.Fake, target Target, after time.Duration) {
 	t.Helper()
 	f, target = fakePair(t, "orders")
@@ -45,7 +46,7 @@ func interruptedRedrive(t *testing.T, fault sqstest.Fault) (f *sqstest.Fake, tar
 	defer cancel()
 	var cancelledAt time.Time
 	injected := false
-	res, err := Redrive(ctx, f, target, RedriveOptions{Method: MethodManual, Progress: func(p Progress) {
+	res, err := Redrive(ctx, f, target, RedriveOptions{Method: MethodManual, Rate: -1, Progress: func(p Progress) {
 		if injected || p.Moved < 250 {
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -180,10 +181,15 @@ type RedriveResult struct {
 // RedriveOptions configures Redrive. Every field's zero value is usable.
 type RedriveOptions struct {
 	// Destination is the URL of the queue to move the messages to. Zero
-	// value: back to the source queue (Target.SourceURL); then only messages
-	// that came from that source, or whose origin is unknown, are moved — a
-	// dead-letter queue shared by several queues keeps the others'.
+	// value: back to the source queue (Target.SourceURL). Either way only
+	// messages that came from Target's source queue, or whose origin is
+	// unknown, are moved — a dead-letter queue shared by several queues
+	// keeps the others' (see AllSources).
 	Destination string
+	// AllSources moves every message of the dead-letter queue to
+	// Destination, whatever queue it came from; it needs a Destination.
+	// Zero value: only Target's source queue's messages move.
+	AllSources bool
 	// Method chooses how to move. Zero value: MethodAuto.
 	Method Method
 	// Filter selects the messages to move (manual move only). Zero value:
@@ -204,8 +210,11 @@ type RedriveOptions struct {
 	// original message. (A move task cannot remove them.)
 	KeepProvenance bool
 	// Hold is how long the manual move keeps received messages hidden while
-	// it works; the ones it does not move are released at the end. Zero
-	// value: DefaultHold.
+	// it works; the ones it does not move are released at the end. It is
+	// raised to at least the time a batch of 10 takes at Rate plus 30
+	// seconds, so that no message's hold ends while it is being moved (a
+	// Rate too slow for SQS's 12-hour limit is refused). Zero value:
+	// DefaultHold.
 	Hold time.Duration
 	// PollInterval is how often a move task's progress is read. Zero value:
 	// one second.
@@ -253,6 +262,14 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 // failure in between may leave a message in both queues, never in neither.
 // Messages it does not move are released at the end.
 //
+// A dead-letter queue may serve several queues. Redrive moves only the
+// messages that came from t's source queue (by their provenance or their
+// DeadLetterQueueSourceArn) or whose origin is unknown, with or without a
+// Destination; the others stay (ActionOtherSource). A move task cannot tell
+// them apart, so it is used only when the dead-letter queue serves t's
+// source alone (MethodMoveTask is refused otherwise, and MethodAuto moves
+// manually). opts.AllSources, with a Destination, moves every message.
+//
 // The manual move never ends short without saying so. It counts the
 // dead-letter queue's messages (visible and in flight) first; when it went
 // through the queue and received fewer, it returns a *NotSeenError
@@ -273,6 +290,9 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptions) (RedriveResult, error) {
 	if t.QueueURL == "" || t.SourceURL == "" {
 		return RedriveResult{}, errors.New("redrive: the Target has no dead-letter queue or source URL; get it from Discover")
+	}
+	if opts.AllSources && opts.Destination == "" {
+		return RedriveResult{}, errors.New("redrive: AllSources moves the messages of every queue the dead-letter queue serves; set Destination to the queue they all go to (or leave AllSources off to move this source's messages back to it)")
 	}
 	r := &redriver{client: client, t: t, opts: opts, dest: opts.Destination}
 	if r.dest == "" {
@@ -337,17 +357,18 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 			return r.res, fmt.Errorf("redrive: reading destination queue %s: %w", QueueName(r.opts.Destination), err)
 		}
 		destARN = a[attrQueueArn]
-	} else {
-		// Every message goes to one explicit destination (SQS cannot send
-		// messages Move dead-lettered back to their source otherwise), so
-		// make sure the DLQ serves this source only.
+	}
+	if !r.opts.AllSources {
+		// A move task moves every message of the DLQ to one destination
+		// (SQS cannot send messages Move dead-lettered back to their source
+		// otherwise), so make sure the DLQ serves this source only.
 		sources, err := r.deadLetterSources(ctx)
 		if err != nil {
 			return r.res, err
 		}
 		for _, s := range sources {
 			if QueueName(s) != QueueName(r.t.SourceURL) {
-				return r.res, &errNoMoveTask{reason: fmt.Sprintf("dead-letter queue %s also serves queue %s", QueueName(r.t.QueueURL), QueueName(s))}
+				return r.res, &errNoMoveTask{reason: fmt.Sprintf("dead-letter queue %s also serves queue %s, and a move task would move its messages too", QueueName(r.t.QueueURL), QueueName(s))}
 			}
 		}
 	}
@@ -444,28 +465,69 @@ func (r *redriver) deadLetterSources(ctx context.Context) ([]string, error) {
 	}
 }
 
+// holdMargin is how much longer than a batch's wait for the rate limit
+// the manual move's hold lasts at least: room for the batch's send and
+// delete.
+const holdMargin = 30 * time.Second
+
+// maxHold is the longest SQS keeps a received message hidden.
+const maxHold = 12 * time.Hour
+
+// manualHold returns the hold of a manual move at rate messages per second:
+// hold (DefaultHold when zero), raised so that a batch's wait for the rate
+// limit and its calls fit in it — a message whose hold ran out could be
+// received by another reader, and deleting it with this move's old receipt
+// handle would then succeed without deleting it. It fails when no hold SQS
+// allows is long enough.
+func manualHold(hold time.Duration, rate float64) (time.Duration, error) {
+	if hold <= 0 {
+		hold = DefaultHold
+	}
+	if rate <= 0 { // no limit
+		return hold, nil
+	}
+	batch := time.Duration(float64(maxBatch) / rate * float64(time.Second))
+	if batch+holdMargin > maxHold {
+		least := math.Ceil(float64(maxBatch)/(maxHold-holdMargin).Seconds()*1e5) / 1e5
+		return 0, fmt.Errorf("redrive: Rate %g messages per second is too slow: a batch of %d would take %s, and SQS keeps received messages hidden for 12 hours at most; use a Rate of at least %g (about %.0f a day)",
+			rate, maxBatch, humanDuration(batch), least, math.Ceil(least*24*time.Hour.Seconds()))
+	}
+	return max(hold, batch+holdMargin), nil
+}
+
 // manual redrives by receiving, sending and deleting.
 func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 	r.res = RedriveResult{Progress: Progress{Method: MethodManual}, DryRun: r.opts.DryRun}
+	rate := r.opts.Rate
+	if rate == 0 {
+		rate = DefaultRate
+	}
+	hold, err := manualHold(r.opts.Hold, rate)
+	if err != nil {
+		return r.res, err
+	}
 	start, err := count(ctx, r.client, r.t.QueueURL)
 	if err != nil {
 		return r.res, fmt.Errorf("redrive: %w", err)
 	}
 	r.res.Total = start.Visible
-	s := newScanner(r.client, r.t.QueueURL, start, r.opts.Hold, 0)
+	s := newScanner(r.client, r.t.QueueURL, start, hold, 0)
 	defer func() {
 		if rerr := s.releaseAll(ctx); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		res = r.res
 	}()
-	rate := r.opts.Rate
-	if rate == 0 {
-		rate = DefaultRate
-	}
 	lim := newLimiter(rate)
 	var firstFailure, notSeen error
 	for r.opts.Max <= 0 || r.res.Matched < r.opts.Max {
+		// Wait for the rate before receiving, not after: received
+		// messages then wait at most for their own batch's earlier
+		// chunks, which the hold covers.
+		if err := lim.ready(ctx); err != nil {
+			r.report()
+			return r.res, fmt.Errorf("redrive: %w", interrupted(ctx))
+		}
 		batch, err := s.next(ctx, maxBatch)
 		if err != nil {
 			r.report()
@@ -480,7 +542,7 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 			m := newMessage(raw)
 			r.res.Scanned++
 			switch {
-			case r.opts.Destination == "" && m.Origin() != "" && QueueName(m.Origin()) != QueueName(r.t.SourceURL):
+			case !r.opts.AllSources && m.Origin() != "" && QueueName(m.Origin()) != QueueName(r.t.SourceURL):
 				s.hold(raw)
 				r.res.Skipped++
 				r.on(m, ActionOtherSource, nil)
@@ -685,6 +747,14 @@ func newLimiter(rate float64) *limiter {
 		return nil
 	}
 	return &limiter{every: time.Duration(float64(time.Second) / rate)}
+}
+
+// ready waits until a reservation made now would start at once.
+func (l *limiter) ready(ctx context.Context) error {
+	if l == nil {
+		return ctx.Err()
+	}
+	return sleep(ctx, time.Until(l.next))
 }
 
 // wait reserves n units and waits until the reservation starts.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -258,6 +259,60 @@ func TestRedriveSharedDLQMovesOnlyThisSource(t *testing.T) {
 	})
 }
 
+// A destination does not widen a redrive to the other sources of a shared
+// dead-letter queue: the manual move still leaves their messages, a move
+// task (which would move them all) is refused, and only AllSources moves
+// every message.
+func TestRedriveSharedDLQWithDestinationMovesOnlyThisSource(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, a := fakePair(t, "orders")
+		bURL := f.MustCreateQueue(t, "invoices", map[string]string{
+			"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, a.ARN),
+		})
+		b, err := Discover(context.Background(), f, bURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		archive := f.MustCreateQueue(t, "archive", nil)
+		deadLetter(t, f, a, 4, nil, failedWith("a"))
+		deadLetter(t, f, b, 3, nil, failedWith("b"))
+		ctx := context.Background()
+
+		_, err = Redrive(ctx, f, a, RedriveOptions{Method: MethodMoveTask, Destination: archive})
+		if !errors.Is(err, ErrNoMoveTask) || !strings.Contains(err.Error(), "also serves queue invoices") {
+			t.Errorf("move task with a destination on a shared DLQ: %v; want ErrNoMoveTask", err)
+		}
+		if n := len(f.Messages(archive)); n != 0 {
+			t.Fatalf("the refused move task moved %d messages", n)
+		}
+
+		res, err := Redrive(ctx, f, a, RedriveOptions{Destination: archive})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Method != MethodManual || res.Moved != 4 || res.Skipped != 3 {
+			t.Errorf("result = %+v; want orders' 4 moved, invoices' 3 skipped", res)
+		}
+		if n := len(f.Messages(archive)); n != 4 {
+			t.Errorf("archive holds %d; want orders' 4", n)
+		}
+		if visible, _, _ := f.Count(a.QueueURL); visible != 3 {
+			t.Errorf("DLQ keeps %d; want invoices' 3", visible)
+		}
+
+		if _, err := Redrive(ctx, f, a, RedriveOptions{AllSources: true}); err == nil || !strings.Contains(err.Error(), "Destination") {
+			t.Errorf("AllSources without a destination: %v; want a refusal naming Destination", err)
+		}
+		res, err = Redrive(ctx, f, a, RedriveOptions{Method: MethodManual, Destination: archive, AllSources: true})
+		if err != nil || res.Moved != 3 {
+			t.Fatalf("AllSources: %+v, %v", res, err)
+		}
+		if n := len(f.Messages(archive)); n != 7 {
+			t.Errorf("archive holds %d; want all 7", n)
+		}
+	})
+}
+
 func TestRedriveFilterDryRunAndMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
@@ -330,6 +385,61 @@ func TestRedriveManualRateLimit(t *testing.T) {
 		// 30 messages at 10/s: the last batch of 10 may start 2 s in.
 		if took := time.Since(start); took < 2*time.Second || took > 4*time.Second {
 			t.Errorf("30 messages at 10/s took %v", took)
+		}
+	})
+}
+
+// At a slow rate a batch waits longer than the default hold before it is
+// sent: the hold must cover that wait, or the messages become visible,
+// another reader takes them, and the delete with the old receipt handle
+// "succeeds" without deleting — counted moved while in both queues.
+func TestRedriveSlowRateKeepsItsHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, target := fakePair(t, "orders")
+		deadLetter(t, f, target, 12, nil, failedWith("boom"))
+		// Another reader of the dead-letter queue looks every 7 s and lets
+		// what it gets go after a second.
+		done := make(chan struct{})
+		var other sync.WaitGroup
+		other.Go(func() {
+			time.Sleep(3 * time.Second)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				_, _ = f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(target.QueueURL), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
+				time.Sleep(7 * time.Second)
+			}
+		})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Rate: 0.1})
+		close(done)
+		other.Wait()
+		if err != nil || res.Moved != 12 || res.Duplicated != 0 {
+			t.Fatalf("Redrive at 0.1/s = %+v, %v", res, err)
+		}
+		if visible, inflight, _ := f.Count(target.QueueURL); visible+inflight != 0 {
+			t.Errorf("the DLQ still holds %d messages counted as moved", visible+inflight)
+		}
+		if n := len(f.Messages(target.SourceURL)); n != 12 {
+			t.Errorf("source got %d", n)
+		}
+	})
+}
+
+// A rate so slow that one batch would take longer than SQS's 12-hour
+// visibility limit is refused before anything is received.
+func TestRedriveRefusesARateTooSlowForAnyHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, target := fakePair(t, "orders")
+		deadLetter(t, f, target, 2, nil, failedWith("boom"))
+		_, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Rate: 0.0001})
+		if err == nil || !strings.Contains(err.Error(), "Rate") {
+			t.Fatalf("Redrive at 0.0001/s: %v; want a refusal naming Rate", err)
+		}
+		if visible, _, _ := f.Count(target.QueueURL); visible != 2 {
+			t.Errorf("the DLQ has %d visible; want both untouched", visible)
 		}
 	})
 }

@@ -9,7 +9,9 @@
 //     dead-letter queue (dlq.Setup), the subscription, the subscription's
 //     dead-letter queue as its RedrivePolicy, and the queue policies that
 //     let the topic send to both queues — and changes only what it is asked
-//     to, reporting each dlq.Change.
+//     to, reporting each dlq.Change. A subscription pending confirmation
+//     (of a queue in another account) is reported, not subscribed again
+//     ([ErrSubscriptionPending]).
 //   - [Lint] checks the whole chain and returns dlq.Findings with stable
 //     codes that say what to do.
 //   - [Unwrap] is worker middleware that hands the handler the published

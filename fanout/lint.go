@@ -126,10 +126,16 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 		topic := topicName(s.TopicARN)
 		where := fmt.Sprintf("the subscription of queue %s to topic %s", name, topic)
 		if s.Pending {
-			add(dlq.SeverityWarning, CodeSubscriptionPending, where+" is pending confirmation: SNS delivers nothing to the queue until it is confirmed",
-				"confirm it (ConfirmSubscription with the token SNS sent to the queue), or subscribe again from the queue's account")
+			msg := where + " is pending confirmation: SNS delivers nothing to the queue until it is confirmed, and deletes it unconfirmed after three days"
+			if s.ARN == "" {
+				msg += "; its settings (dead-letter queue, raw delivery) cannot be read until then"
+			}
+			add(dlq.SeverityWarning, CodeSubscriptionPending, msg,
+				"confirm it from the queue's account (ConfirmSubscription with the token SNS sent to the queue), or subscribe the queue from its own account, then check again")
 		}
-		fs = append(fs, deliveryFindings(where, name, topic, s, opts.Delivery)...)
+		if s.ARN != "" {
+			fs = append(fs, deliveryFindings(where, name, topic, s, opts.Delivery)...)
+		}
 		if ok, err := queuepolicy.AllowsTopic(attrs["Policy"], queueARN, s.TopicARN); err != nil || !ok {
 			why := "does not let the topic send"
 			if err != nil {
@@ -140,6 +146,9 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 				fmt.Sprintf("add a statement allowing sns.amazonaws.com sqs:SendMessage on %s with the condition ArnEquals aws:SourceArn %s (`sqsworker setup --topic %s %s` adds it)", queueARN, s.TopicARN, topic, name))
 		}
 		fs = append(fs, kmsFindings(fmt.Sprintf("queue %s", name), attrs["KmsMasterKeyId"])...)
+		if s.ARN == "" {
+			continue // pending: its attributes are unknown
+		}
 		if s.DLQARN == "" {
 			add(dlq.SeverityError, CodeNoSubscriptionDLQ,
 				where+" has no RedrivePolicy: a message SNS cannot deliver (a deleted queue, a policy that refuses SNS, a KMS key SNS cannot use) is discarded",

@@ -47,6 +47,11 @@ func only(t *testing.T, got map[string]dlq.Finding, code string, sev dlq.Severit
 	}
 }
 
+func hasKey(m map[string]dlq.Finding, code string) bool {
+	_, ok := m[code]
+	return ok
+}
+
 func keys(m map[string]dlq.Finding) []string {
 	var out []string
 	for k := range m {
@@ -146,20 +151,33 @@ func TestLintDeliveryAgainstTheConsumer(t *testing.T) {
 	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryEnvelope), fanout.CodeRawDeliveryMismatch, dlq.SeverityError, "--raw=false")
 }
 
-// pending reports every subscription as waiting for confirmation.
-type pending struct{ *snstest.Fake }
-
-func (p pending) GetSubscriptionAttributes(ctx context.Context, in *sns.GetSubscriptionAttributesInput, optFns ...func(*sns.Options)) (*sns.GetSubscriptionAttributesOutput, error) {
-	out, err := p.Fake.GetSubscriptionAttributes(ctx, in, optFns...)
-	if err == nil {
-		out.Attributes["PendingConfirmation"] = "true"
+// pendingChain sets up topic "rental-orders" → queue name with the topic
+// in another account than the queue: SNS keeps the subscription pending
+// until the queue's owner confirms it, and lists it as PendingConfirmation.
+func pendingChain(t *testing.T, name string) (*sqstest.Fake, *snstest.Fake, fanout.SetupResult) {
+	t.Helper()
+	queues := sqstest.For(t)
+	topics := snstest.For(t, queues, func(o *snstest.Options) { o.AccountID = "111122223333" })
+	res := setupChain(t, topics, queues, name, raw)
+	if !res.Subscription.Pending || res.Subscription.ARN == "" {
+		t.Fatalf("subscription %+v; want a pending one with its ARN", res.Subscription)
 	}
-	return out, err
+	return queues, topics, res
 }
 
 func TestLintPendingSubscription(t *testing.T) {
-	queues, topics, res := chain(t, "fulfilment", raw)
-	only(t, lint(t, pending{topics}, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeSubscriptionPending, dlq.SeverityWarning, "ConfirmSubscription")
+	queues, topics, res := pendingChain(t, "fulfilment")
+	got := lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw)
+	only(t, got, fanout.CodeSubscriptionPending, dlq.SeverityWarning, "ConfirmSubscription")
+	if !strings.Contains(got[fanout.CodeSubscriptionPending].Message, "topic rental-orders") {
+		t.Errorf("message %q does not name the topic", got[fanout.CodeSubscriptionPending].Message)
+	}
+	if err := topics.Confirm(res.Subscription.ARN); err != nil {
+		t.Fatal(err)
+	}
+	if got := lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw); hasKey(got, fanout.CodeSubscriptionPending) {
+		t.Errorf("findings once confirmed: %v", keys(got))
+	}
 }
 
 // denied has no SNS permissions.

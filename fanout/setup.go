@@ -19,6 +19,10 @@ import (
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 )
 
+// ErrSubscriptionPending is wrapped by Setup's error when the queue's
+// subscription to the topic waits for confirmation.
+var ErrSubscriptionPending = errors.New("fanout: the subscription is pending confirmation")
+
 // SetupOptions describes a topic → subscription → queue chain for Setup.
 // As with dlq.Setup, the zero value of a setting keeps what an existing
 // resource has and gives a new one the documented default.
@@ -74,6 +78,13 @@ type SetupResult struct {
 // let the topic's SNS principal send to the queue and to that dead-letter
 // queue (conditioned on the topic's ARN) — and changes only what opts asks
 // for. Running it again with the same options changes nothing.
+//
+// A subscription of a queue in another account than the topic's waits for
+// the queue owner's confirmation: a new one comes back with
+// Subscription.Pending set. When SNS lists the queue's subscription as
+// pending, Setup does everything else, then returns the result so far
+// (without Subscription) and an error wrapping ErrSubscriptionPending
+// instead of subscribing again.
 //
 // Setup needs, besides dlq.Setup's SQS permissions: sns:CreateTopic,
 // sns:GetTopicAttributes, sns:Subscribe, sns:ListSubscriptionsByTopic,
@@ -136,10 +147,17 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 	res.TopicARN = topicARN
 
 	// The existing subscription, if any: its dead-letter queue is kept
-	// unless another is named.
+	// unless another is named. One pending confirmation is listed without
+	// its ARN: it can be neither read nor changed, and subscribing again
+	// would not confirm it.
 	var sub *Subscription
-	err = eachSQSSubscription(ctx, snsClient, topicARN, func(s types.Subscription) error {
+	pending := false
+	err = eachSQSSubscription(ctx, snsClient, topicARN, func(s types.Subscription, isPending bool) error {
 		if sub != nil || aws.ToString(s.Endpoint) != q.QueueARN {
+			return nil
+		}
+		if isPending {
+			pending = true
 			return nil
 		}
 		found, err := readSubscription(ctx, snsClient, aws.ToString(s.SubscriptionArn))
@@ -184,6 +202,11 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 		if err := grant(ctx, sqsClient, p.resource, p.url, p.arn, topicARN, &res.Changes); err != nil {
 			return SetupResult{}, err
 		}
+	}
+
+	if pending && sub == nil {
+		return res, fmt.Errorf("%w: the subscription of queue %s to topic %s waits for the queue owner's confirmation; SNS delivers nothing to the queue until then, and shows the subscription's settings only once it is confirmed. Confirm it (ConfirmSubscription with the token SNS sent to the queue, from the queue's account), then run setup again to check its settings",
+			ErrSubscriptionPending, dlq.QueueName(q.QueueURL), topicName)
 	}
 
 	// The subscription.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
@@ -122,5 +123,30 @@ func TestSetupValidatesOptions(t *testing.T) {
 	}
 	if n := queues.TotalRequests(); n != 0 {
 		t.Errorf("invalid options made %d SQS calls", n)
+	}
+}
+
+// Setup says a subscription is pending instead of subscribing again: SNS
+// lists it without an ARN, so its settings can be neither read nor set.
+func TestSetupSaysSubscriptionIsPending(t *testing.T) {
+	queues, topics, res := pendingChain(t, "fulfilment")
+	o := fanout.SetupOptions{Topic: res.TopicARN} // the topic is in another account
+	o.Queue.Name = "fulfilment"
+	again, err := fanout.Setup(context.Background(), topics, queues, o)
+	if !errors.Is(err, fanout.ErrSubscriptionPending) || !strings.Contains(err.Error(), "ConfirmSubscription") {
+		t.Fatalf("Setup of a pending subscription: %v; want ErrSubscriptionPending saying how to confirm", err)
+	}
+	if again.Queue.QueueURL != res.Queue.QueueURL || again.FanoutDLQURL != res.FanoutDLQURL {
+		t.Errorf("result so far %+v; want the queues", again)
+	}
+	list, err := topics.ListSubscriptionsByTopic(context.Background(), &sns.ListSubscriptionsByTopicInput{TopicArn: aws.String(res.TopicARN)})
+	if err != nil || len(list.Subscriptions) != 1 {
+		t.Fatalf("topic has %d subscriptions (%v); want the one pending", len(list.Subscriptions), err)
+	}
+	if err := topics.Confirm(res.Subscription.ARN); err != nil {
+		t.Fatal(err)
+	}
+	if again, err = fanout.Setup(context.Background(), topics, queues, o); err != nil || again.Subscription.ARN != res.Subscription.ARN || len(again.Changes) != 0 {
+		t.Errorf("Setup once confirmed: %+v, %v; want the subscription unchanged", again, err)
 	}
 }

@@ -17,7 +17,8 @@ import (
 // Subscription is an SQS queue's subscription to an SNS topic, as its
 // attributes describe it.
 type Subscription struct {
-	// ARN is the subscription's ARN.
+	// ARN is the subscription's ARN; empty for a subscription pending
+	// confirmation that SNS listed without its ARN (see Pending).
 	ARN string `json:"subscriptionArn"`
 	// TopicARN is the topic.
 	TopicARN string `json:"topicArn"`
@@ -32,7 +33,11 @@ type Subscription struct {
 	// DLQARN is the dead-letter queue of the subscription's RedrivePolicy,
 	// where SNS sends what it cannot deliver; "" without one.
 	DLQARN string `json:"dlqArn,omitempty"`
-	// Pending reports a subscription waiting for confirmation.
+	// Pending reports a subscription waiting for confirmation: SNS
+	// delivers nothing to it until the queue's owner confirms it, and
+	// deletes it unconfirmed after three days. SNS lists such a subscription
+	// with "PendingConfirmation" in place of its ARN, so one found by
+	// listing has no ARN, and only TopicARN and QueueARN are known of it.
 	Pending bool `json:"pending,omitempty"`
 }
 
@@ -61,10 +66,15 @@ func readSubscription(ctx context.Context, client SubscriptionsAPI, arn string) 
 	return s, nil
 }
 
+// pendingARN is what SNS lists in place of the ARN of a subscription
+// pending confirmation.
+const pendingARN = "PendingConfirmation"
+
 // eachSQSSubscription calls fn for every SQS subscription SNS lists (of
-// topicARN, or of the account when it is ""), skipping pending ones that
-// have no ARN yet.
-func eachSQSSubscription(ctx context.Context, client SubscriptionsAPI, topicARN string, fn func(types.Subscription) error) error {
+// topicARN, or of the account when it is ""), with pending set for one
+// pending confirmation, which SNS lists without its ARN. Entries with
+// neither an ARN nor that mark (being deleted) are skipped.
+func eachSQSSubscription(ctx context.Context, client SubscriptionsAPI, topicARN string, fn func(s types.Subscription, pending bool) error) error {
 	var token *string
 	for {
 		var subs []types.Subscription
@@ -83,10 +93,12 @@ func eachSQSSubscription(ctx context.Context, client SubscriptionsAPI, topicARN 
 			subs, next = out.Subscriptions, out.NextToken
 		}
 		for _, s := range subs {
-			if aws.ToString(s.Protocol) != "sqs" || !isARN(aws.ToString(s.SubscriptionArn)) {
+			arn := aws.ToString(s.SubscriptionArn)
+			pending := arn == pendingARN
+			if aws.ToString(s.Protocol) != "sqs" || !pending && !isARN(arn) {
 				continue
 			}
-			if err := fn(s); err != nil {
+			if err := fn(s, pending); err != nil {
 				return err
 			}
 		}
@@ -100,13 +112,18 @@ func eachSQSSubscription(ctx context.Context, client SubscriptionsAPI, topicARN 
 func isARN(s string) bool { return len(s) > 4 && s[:4] == "arn:" }
 
 // Subscriptions returns the subscriptions of the queue queueARN to SNS
-// topics, with their attributes.
+// topics, with their attributes. One pending confirmation has Pending set
+// and, as SNS lists it without its ARN, neither ARN nor attributes.
 //
 // It needs sns:ListSubscriptions and sns:GetSubscriptionAttributes.
 func Subscriptions(ctx context.Context, client SubscriptionsAPI, queueARN string) ([]Subscription, error) {
 	var out []Subscription
-	err := eachSQSSubscription(ctx, client, "", func(s types.Subscription) error {
+	err := eachSQSSubscription(ctx, client, "", func(s types.Subscription, pending bool) error {
 		if aws.ToString(s.Endpoint) != queueARN {
+			return nil
+		}
+		if pending {
+			out = append(out, Subscription{TopicARN: aws.ToString(s.TopicArn), QueueARN: queueARN, Pending: true})
 			return nil
 		}
 		sub, err := readSubscription(ctx, client, aws.ToString(s.SubscriptionArn))
@@ -124,10 +141,14 @@ func Subscriptions(ctx context.Context, client SubscriptionsAPI, queueARN string
 // subscription's dead-letter queue.
 //
 // It needs sns:ListSubscriptions and sns:GetSubscriptionAttributes (one
-// call per SQS subscription of the account).
+// call per SQS subscription of the account). Subscriptions pending
+// confirmation are not looked at: SNS lists them without an ARN to read.
 func ServedBy(ctx context.Context, client SubscriptionsAPI, dlqARN string) ([]Subscription, error) {
 	var out []Subscription
-	err := eachSQSSubscription(ctx, client, "", func(s types.Subscription) error {
+	err := eachSQSSubscription(ctx, client, "", func(s types.Subscription, pending bool) error {
+		if pending {
+			return nil
+		}
 		sub, err := readSubscription(ctx, client, aws.ToString(s.SubscriptionArn))
 		if err != nil {
 			if isNotFound(err) {
@@ -160,6 +181,9 @@ func FindSubscription(ctx context.Context, client SubscriptionsAPI, queueARN, to
 	}
 	queue := dlq.QueueName(queueARN)
 	switch {
+	case len(match) == 1 && match[0].Pending && match[0].ARN == "":
+		return Subscription{}, fmt.Errorf("%w: the subscription of queue %s to topic %s is pending confirmation, and SNS shows its settings only once it is confirmed; confirm it (the queue's owner calls ConfirmSubscription with the token SNS sent to the queue)",
+			ErrNoSubscription, queue, topicName(match[0].TopicARN))
 	case len(match) == 1:
 		return match[0], nil
 	case len(match) == 0 && topic != "":

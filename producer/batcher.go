@@ -3,6 +3,7 @@ package producer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -58,14 +59,28 @@ func (p *Producer) Enqueue(ctx context.Context, m Message) (*Pending, error) {
 		p.finish(it)
 		return &Pending{it}, nil
 	}
+	// The lock is held only to register; the wait for room is not under
+	// it, so Close (which closes p.closing) wakes a waiting Enqueue rather
+	// than waiting for it. Close closes p.queue once every registered
+	// Enqueue has returned.
 	p.mu.RLock()
-	defer p.mu.RUnlock()
 	if p.closed || p.queue == nil {
+		p.mu.RUnlock()
 		return nil, ErrClosed
+	}
+	p.enqueuing.Add(1)
+	p.mu.RUnlock()
+	defer p.enqueuing.Done()
+	select {
+	case <-p.closing: // not accepted, even if there is room now
+		return nil, ErrClosed
+	default:
 	}
 	select {
 	case p.queue <- it:
 		return &Pending{it}, nil
+	case <-p.closing:
+		return nil, ErrClosed
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
@@ -163,27 +178,35 @@ func (p *Producer) sendEnqueued(items []*item) {
 
 // Close stops accepting messages, sends what the batcher holds, and waits
 // for every call in flight, or for ctx to end: then the calls still in
-// flight are cancelled and their messages fail with the context's error.
-// It returns a *BatchError when any message given to Send or Enqueue was
-// not sent, and ctx's error when the flush did not finish. Call Close once
+// flight are cancelled, and every message accepted and not sent — in a
+// call, waiting for one, or still queued — fails with an error that wraps
+// the context's. Enqueue (and Send) calls waiting for room in a full queue
+// return ErrClosed at once; their messages were not accepted. Close
+// returns a *BatchError when any message given to Send or Enqueue was not
+// sent, and ctx's error when the flush did not finish. Call Close once
 // done with a Producer that used Send or Enqueue; SendBatch needs no
 // background work, but is refused after Close too.
 func (p *Producer) Close(ctx context.Context) error {
 	p.startOnce.Do(func() { close(p.loopDone) }) // never started: nothing to flush
 	p.mu.Lock()
-	if !p.closed && p.queue != nil {
+	first := !p.closed
+	if first {
+		p.closed = true
+		close(p.closing)
+	}
+	p.mu.Unlock()
+	if first && p.queue != nil {
+		p.enqueuing.Wait() // they return at once: p.closing is closed
 		close(p.queue)
 	}
-	p.closed = true
-	p.mu.Unlock()
 	select {
 	case <-p.loopDone:
 	case <-ctx.Done():
-		p.cancel()
+		p.cancel(fmt.Errorf("producer: Close's deadline passed before the message was sent: %w", context.Cause(ctx)))
 		<-p.loopDone
 		return errors.Join(context.Cause(ctx), p.enqueuedError())
 	}
-	p.cancel()
+	p.cancel(ErrClosed)
 	return p.enqueuedError()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -167,6 +168,68 @@ func TestCloseDeadlineCancelsCallsInFlight(t *testing.T) {
 		}
 		if r, err := pd.Wait(t.Context()); err == nil {
 			t.Errorf("message cut off by Close's deadline: %+v, want an error", r)
+		}
+	})
+}
+
+// Close keeps its deadline while Enqueue callers wait for room: with a
+// full queue and every send slot held by a slow call, Close returns at its
+// deadline (not after the slow call's retries), the waiting Enqueue gets
+// ErrClosed, and every accepted message gets a final Result saying it was
+// not sent.
+func TestCloseDeadlineWithEnqueueBlocked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.For(t)
+		url := f.MustCreateQueue(t, "jobs", nil)
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Hang: true})
+		p := newProducer(t, f, url, func(o *producer.Options) {
+			o.MaxPending, o.Concurrency, o.MaxBatch = 1, 1, 1
+			o.CallTimeout, o.MaxAttempts = time.Second, 3
+		})
+		var accepted []*producer.Pending
+		for i := range 3 { // one in the call, one waiting for a slot, one in the queue
+			pd, err := p.Enqueue(t.Context(), producer.Message{Body: fmt.Sprint("job-", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			accepted = append(accepted, pd)
+			synctest.Wait()
+		}
+		blocked := make(chan error, 1)
+		go func() {
+			_, err := p.Enqueue(t.Context(), producer.Message{Body: "waits for room"})
+			blocked <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-blocked:
+			t.Fatalf("Enqueue on a full queue returned %v at once", err)
+		default:
+		}
+
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		err := p.Close(ctx)
+		if took := time.Since(start); took > 100*time.Millisecond {
+			t.Errorf("Close with a 100ms deadline took %v", took)
+		}
+		var be *producer.BatchError
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &be) || be.Failed != 3 {
+			t.Errorf("Close = %v; want the deadline and 3 messages not sent", err)
+		}
+		if err := <-blocked; !errors.Is(err, producer.ErrClosed) {
+			t.Errorf("Enqueue waiting at Close: %v; want ErrClosed", err)
+		}
+		for i, pd := range accepted {
+			select {
+			case <-pd.Done():
+			default:
+				t.Fatalf("message %d has no final Result after Close returned", i)
+			}
+			if r, err := pd.Wait(t.Context()); err == nil || !strings.Contains(err.Error(), "Close's deadline passed before the message was sent") {
+				t.Errorf("message %d: %+v, %v; want an error saying Close's deadline passed before it was sent", i, r, err)
+			}
 		}
 	})
 }

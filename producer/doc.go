@@ -14,7 +14,9 @@
 // into full batches: a batch leaves when it holds 10 messages (or 1 MiB), or
 // when its first message has waited Options.Linger (20 ms). Enqueue returns
 // at once with a Pending; Send waits for the result. Close flushes the
-// batcher. 10,000 messages enqueued in a burst take 1,000 calls: 0.1 requests
+// batcher within its context's deadline: Enqueue calls waiting for room
+// then return ErrClosed, and every accepted message not sent by the
+// deadline fails in its Result. 10,000 messages enqueued in a burst take 1,000 calls: 0.1 requests
 // per message.
 //
 // # Failures
@@ -77,8 +79,10 @@
 // either as the AWSTraceHeader system attribute (Message.TraceHeader, which
 // does not count toward SQS's 10 message attributes) or as a message
 // attribute through Message.SetAttribute, which adds it only when a slot is
-// free (counting the slots the producer still needs) and otherwise sends the
-// message without it: trace context is dropped before a message is.
+// free (counting the slots the producer still needs), and removes it again
+// when the message would be too large with it (Options.MaxMessageSize,
+// after the Offloader); the message is then sent without it: trace context
+// is dropped before a message is.
 //
 // Options.Offloader stores bodies over its threshold elsewhere and sends a
 // pointer instead; package s3payload does it in S3, in the format of AWS's

@@ -5,7 +5,9 @@ import (
 	"fmt"
 )
 
-// ErrClosed is returned for messages given to a Producer after Close.
+// ErrClosed is returned for messages given to a Producer after Close, and
+// by Enqueue (and Send) calls that were waiting for room when Close began:
+// their messages were not accepted.
 var ErrClosed = errors.New("producer: closed")
 
 // ErrInvalid is wrapped by the errors of messages refused before any call

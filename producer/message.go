@@ -39,6 +39,9 @@ type Message struct {
 	// reserved counts attribute slots the producer will still fill after
 	// the BeforeSend hooks (the offloader's size attribute).
 	reserved int
+	// added are the attributes SetAttribute added: dropped again when the
+	// message is too large with them.
+	added []string
 }
 
 // Size is the message's size as SQS counts it against its limits: the body
@@ -50,16 +53,34 @@ func (m *Message) Size() int { return sqslimit.MessageSize(m.Body, m.Attributes)
 // has to add, and reports whether it did. BeforeSend hooks use it to attach
 // context (a W3C traceparent, say): when the message is full, the
 // attribute is left out and the message is sent without it, rather than
-// failing the send.
+// failing the send. Likewise for size: an attribute it added is removed
+// again before the send when the message would otherwise be over
+// Options.MaxMessageSize (after the Offloader, if any, had its turn).
 func (m *Message) SetAttribute(name string, v types.MessageAttributeValue) bool {
-	if _, ok := m.Attributes[name]; !ok && len(m.Attributes)+m.reserved >= sqslimit.MaxMessageAttributes {
+	_, had := m.Attributes[name]
+	if !had && len(m.Attributes)+m.reserved >= sqslimit.MaxMessageAttributes {
 		return false
 	}
 	if m.Attributes == nil {
 		m.Attributes = map[string]types.MessageAttributeValue{}
 	}
 	m.Attributes[name] = v
+	if !had {
+		m.added = append(m.added, name)
+	}
 	return true
+}
+
+// dropAdded removes the attributes SetAttribute added, newest first, until
+// the message's size is at most limit, and returns that size.
+func (m *Message) dropAdded(limit int) int {
+	size := m.Size()
+	for i := len(m.added) - 1; i >= 0 && size > limit; i-- {
+		delete(m.Attributes, m.added[i])
+		size = m.Size()
+	}
+	m.added = nil
+	return size
 }
 
 // WithDelay returns an option that sets Message.Delay, for the typed

@@ -101,12 +101,14 @@ type Producer struct {
 
 	startOnce sync.Once
 	queue     chan *item
-	mu        sync.RWMutex // guards closed against sends on queue
+	mu        sync.RWMutex // guards closed and the registration in enqueuing
 	closed    bool
+	closing   chan struct{}  // closed by Close: Enqueue stops waiting for room
+	enqueuing sync.WaitGroup // Enqueue calls that may send on queue
 	loopDone  chan struct{}
 	sending   sync.WaitGroup
 	ctx       context.Context // the batcher's calls; cancelled by Close's deadline
-	cancel    context.CancelFunc
+	cancel    context.CancelCauseFunc
 
 	st stats
 }
@@ -154,9 +156,9 @@ func New(client API, queueURL string, optFns ...func(*Options)) (*Producer, erro
 	p := &Producer{
 		client: client, queueURL: queueURL, fifo: strings.HasSuffix(queueURL, ".fifo"), opts: o,
 		calls: make(chan struct{}, o.Concurrency), flights: make(chan struct{}, o.Concurrency),
-		loopDone: make(chan struct{}),
+		loopDone: make(chan struct{}), closing: make(chan struct{}),
 	}
-	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	return p, nil
 }
 
@@ -285,11 +287,14 @@ func (p *Producer) prepare(ctx context.Context, m Message) *item {
 	if n := len(m.Attributes); n > sqslimit.MaxMessageAttributes {
 		return fail(fmt.Errorf("%w: %d message attributes; SQS allows %d", ErrInvalid, n, sqslimit.MaxMessageAttributes))
 	}
-	it.size = m.Size()
+	it.size = m.dropAdded(p.opts.MaxMessageSize) // trace context goes before the message does
 	if it.size > p.opts.MaxMessageSize {
 		hint := "configure Options.Offloader (package s3payload) to store large bodies in S3"
-		if it.res.Offloaded {
+		switch {
+		case it.res.Offloaded:
 			hint = "the attributes alone are too large"
+		case p.opts.Offloader != nil:
+			hint = fmt.Sprintf("Options.Offloader did not take it, so its threshold (s3payload's Options.Threshold) must be above this producer's Options.MaxMessageSize (%d): set the threshold to at most that, or raise MaxMessageSize to the queue's MaximumMessageSize", p.opts.MaxMessageSize)
 		}
 		return fail(fmt.Errorf("%w: %w: %d bytes (body and attributes), over the limit of %d; %s", ErrInvalid, ErrTooLarge, it.size, p.opts.MaxMessageSize, hint))
 	}

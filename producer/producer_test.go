@@ -293,3 +293,52 @@ func TestBeforeSendHooks(t *testing.T) {
 		t.Error("the hook changed the caller's attribute map")
 	}
 }
+
+// Trace context is dropped before a message is: a message that fits SQS's
+// size limit only without the attributes a hook added with SetAttribute is
+// sent without them, not refused as too large.
+func TestTraceContextDroppedBeforeTheMessageForSize(t *testing.T) {
+	f := sqstest.For(t)
+	url := f.MustCreateQueue(t, "jobs", nil)
+	p := newProducer(t, f, url, func(o *producer.Options) { o.BeforeSend = append(o.BeforeSend, traceHook) })
+	big := strings.Repeat("x", 1<<20-30) // fits, but not with a traceparent
+	res, err := p.SendBatch(t.Context(), []producer.Message{{Body: big}, {Body: "small"}})
+	if err != nil {
+		t.Fatalf("SendBatch: %v (%+v); want the big message sent without its trace context", err, res[0])
+	}
+	has := map[int]bool{}
+	for _, m := range f.Messages(url) {
+		_, has[len(m.Body)] = m.Attributes["traceparent"]
+	}
+	if len(has) != 2 || has[len(big)] || !has[len("small")] {
+		t.Errorf("traceparent by body size: %v; want it on the small message only", has)
+	}
+	// An attribute the caller set is never dropped: that message is too
+	// large.
+	withOwn := producer.Message{Body: big, Attributes: map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme-corporation-of-the-world")}}}
+	if res, _ := p.SendBatch(t.Context(), []producer.Message{withOwn}); !errors.Is(res[0].Err, producer.ErrTooLarge) {
+		t.Errorf("too large with the caller's own attribute: %v; want ErrTooLarge", res[0].Err)
+	}
+}
+
+// neverOffload is an Offloader whose threshold no message reaches.
+type neverOffload struct{}
+
+func (neverOffload) Offload(context.Context, *producer.Message) (bool, error) { return false, nil }
+
+// A message too large for MaxMessageSize that the configured Offloader did
+// not take names both settings, not "configure Options.Offloader".
+func TestTooLargeHintWithAnOffloaderThatDidNotTakeIt(t *testing.T) {
+	f := sqstest.For(t)
+	url := f.MustCreateQueue(t, "jobs", nil)
+	p := newProducer(t, f, url, func(o *producer.Options) {
+		o.MaxMessageSize = 256 << 10
+		o.Offloader = neverOffload{}
+	})
+	res, _ := p.SendBatch(t.Context(), []producer.Message{{Body: strings.Repeat("x", 300<<10)}})
+	err := res[0].Err
+	if !errors.Is(err, producer.ErrTooLarge) || strings.Contains(err.Error(), "configure Options.Offloader") ||
+		!strings.Contains(err.Error(), "Threshold") || !strings.Contains(err.Error(), "MaxMessageSize (262144)") {
+		t.Errorf("error %v; want ErrTooLarge naming the offloader's threshold and MaxMessageSize", err)
+	}
+}

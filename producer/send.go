@@ -2,6 +2,7 @@ package producer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -98,6 +99,11 @@ func (p *Producer) deliver(ctx context.Context, items []*item) {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			for _, it := range retry { // say why there is no next attempt
+				if cause := context.Cause(ctx); !errors.Is(it.res.Err, cause) {
+					it.res.Err = fmt.Errorf("%w; %w", it.res.Err, cause)
+				}
+			}
 			return
 		case <-t.C:
 		}
@@ -169,6 +175,9 @@ func (p *Producer) call(ctx context.Context, batch []*item) (retry []*item) {
 	cancel()
 	if err != nil {
 		err = fmt.Errorf("producer: SendMessageBatch to queue %s failed: %w", queueName(p.queueURL), err)
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w; %w", err, cause) // e.g. Close's deadline passed
+		}
 		for _, it := range batch {
 			it.res.Err = err
 		}

@@ -51,10 +51,13 @@
 // worker's settlement hook (worker.Options.OnSettled), deletes the object
 // of a message once SQS has confirmed the message's delete after its job
 // succeeded; Store.Delete does the same for a message given directly. A
-// failed attempt, a retry, a dead-letter move and a redrive leave the
-// object in place. Objects of messages that leave SQS otherwise (a purge,
-// retention expiry, a DLQ message deleted by hand, a failed DeleteObject,
-// and every message consumed on AWS Lambda, where the event source mapping
+// failed attempt, a retry, a snooze, a due-time wait (a re-sent copy keeps
+// the pointer), a dead-letter move and a redrive leave the object in
+// place, and so does a delete SQS confirmed only after the message's
+// visibility ran out (Settlement.Late), since another consumer may have the
+// message by then. Objects of messages that leave SQS otherwise (a purge,
+// retention expiry, a DLQ message deleted by hand, a late delete, a failed
+// DeleteObject, and every message consumed on AWS Lambda, where the event source mapping
 // deletes records after the function returns) are not deleted: give the
 // bucket a lifecycle rule that expires objects some days after the longest
 // retention of the queues involved (14 days at most).

@@ -266,17 +266,22 @@ const deleteTimeout = 30 * time.Second
 // Settled deletes the payload object of a message whose job is done: a
 // settlement with Outcome worker.Deleted, which the worker reports only
 // once SQS has confirmed the message's delete. Every other outcome
-// (retrying, dead-lettered, released, lost, abandoned) keeps the object,
-// since the message will be read again. Use it as worker.Options.OnSettled,
-// or call it from yours; a failed delete is logged (Options.Logger) and
-// leaves the object to the bucket's lifecycle rule.
+// (retrying, dead-lettered, released, lost, abandoned, snoozed, delayed)
+// keeps the object, since the message — or its re-sent copy, which points
+// to the same object — will be read again. A Deleted settlement confirmed
+// late (Settlement.Late: the message's visibility ran out first) keeps it
+// too: another consumer may have received the message meanwhile and must
+// still find its object, so the bucket's lifecycle rule removes that one.
+// Use it as worker.Options.OnSettled, or call it from yours; a failed
+// delete is logged (Options.Logger) and leaves the object to the lifecycle
+// rule.
 //
 // Not on AWS Lambda: sqslambda reports a succeeded record as Deleted
 // before the event source mapping deletes it, so a record whose delete
 // then fails would come back without its object. There, leave objects to
 // the lifecycle rule.
 func (s *Store) Settled(st worker.Settlement) {
-	if st.Outcome != worker.Deleted || st.Message == nil {
+	if st.Outcome != worker.Deleted || st.Late || st.Message == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)

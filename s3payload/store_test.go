@@ -184,7 +184,10 @@ func TestMiddlewareFailures(t *testing.T) {
 }
 
 // TestSettledDeletesOnlyAfterTheDelete checks the settlement hook: the
-// object goes with a Deleted settlement, and stays for every other outcome.
+// object goes with a Deleted settlement confirmed in time, and stays for
+// every other outcome (Delayed too: a re-sent copy carries the same
+// pointer) and for a Deleted one confirmed Late (another consumer may
+// hold the message and must still find its object).
 func TestSettledDeletesOnlyAfterTheDelete(t *testing.T) {
 	s3c := newMemS3()
 	store := newStore(t, s3c)
@@ -194,11 +197,15 @@ func TestSettledDeletesOnlyAfterTheDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := &worker.Message{Body: m.Body, MessageAttributes: m.Attributes, Raw: types.Message{Body: aws.String(m.Body), MessageAttributes: m.Attributes}}
-	for _, o := range []worker.Outcome{worker.Retrying, worker.DeadLettered, worker.Released, worker.Lost, worker.Abandoned} {
+	for _, o := range []worker.Outcome{worker.Retrying, worker.DeadLettered, worker.Released, worker.Lost, worker.Abandoned, worker.Snoozed, worker.Delayed} {
 		store.Settled(worker.Settlement{Message: msg, Outcome: o})
 		if s3c.count() != 1 {
 			t.Fatalf("outcome %v deleted the object", o)
 		}
+	}
+	store.Settled(worker.Settlement{Message: msg, Outcome: worker.Deleted, Late: true})
+	if s3c.count() != 1 {
+		t.Fatal("a Deleted settlement confirmed late deleted the object another consumer may still need")
 	}
 	store.Settled(worker.Settlement{Message: msg, Outcome: worker.Deleted})
 	if s3c.count() != 0 {

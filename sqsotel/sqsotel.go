@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,15 +115,18 @@ func (in *Instrumentation) Middleware() worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			ctx, span := in.start(ctx, m)
+			// The settlement names the message as received: key the span
+			// by its handle now, as the handler may change its copy.
+			handle := m.ReceiptHandle
 			returned := false
 			defer func() {
 				if !returned { // the handler panicked; the runtime recovers it
-					in.handlerDone(span, m.ReceiptHandle, worker.ErrPanic)
+					in.handlerDone(span, handle, worker.ErrPanic)
 				}
 			}()
 			err := next.Handle(ctx, m)
 			returned = true
-			in.handlerDone(span, m.ReceiptHandle, err)
+			in.handlerDone(span, handle, err)
 			return err
 		})
 	}
@@ -234,22 +238,42 @@ const (
 	// sweepEvery is how many handler returns pass between sweeps of spans
 	// whose settlement never came (the hook dropped it).
 	sweepEvery = 1024
-	// maxPending bounds the spans awaiting their settlement.
-	maxPending = 1 << 16
+	// maxPending bounds the spans awaiting their settlement; a sweep over
+	// it keeps the newest pendingKeep.
+	maxPending  = 1 << 16
+	pendingKeep = maxPending - maxPending/8
 	// pendingLimit is how long a span may await its settlement: longer
 	// than SQS's 12-hour limit, after which no settlement can come.
 	pendingLimit = 13 * time.Hour
 )
 
-// sweepLocked removes spans that waited too long, and the oldest ones when
-// too many wait.
+// sweepLocked removes spans that waited too long and, when more than
+// maxPending wait, the oldest ones — those most likely to have lost their
+// settlement — down to pendingKeep, so that an overload sorts them only
+// once every maxPending−pendingKeep inserts.
 func (in *Instrumentation) sweepLocked(now time.Time) []*pendingSpan {
 	var out []*pendingSpan
 	for k, p := range in.pending {
-		if now.Sub(p.since) > pendingLimit || len(in.pending) > maxPending {
+		if now.Sub(p.since) > pendingLimit {
 			out = append(out, p)
 			delete(in.pending, k)
 		}
+	}
+	if len(in.pending) <= maxPending {
+		return out
+	}
+	type entry struct {
+		handle string
+		p      *pendingSpan
+	}
+	all := make([]entry, 0, len(in.pending))
+	for k, p := range in.pending {
+		all = append(all, entry{k, p})
+	}
+	slices.SortFunc(all, func(a, b entry) int { return a.p.since.Compare(b.p.since) })
+	for _, e := range all[:len(all)-pendingKeep] {
+		out = append(out, e.p)
+		delete(in.pending, e.handle)
 	}
 	return out
 }

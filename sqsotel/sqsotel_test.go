@@ -168,3 +168,29 @@ func TestHandlerPanicRecorded(t *testing.T) {
 func sameSpan(a, b trace.SpanContext) bool {
 	return a.TraceID() == b.TraceID() && a.SpanID() == b.SpanID()
 }
+
+// A handler may change its copy of the message, receipt handle included:
+// the span is still found, and ended, by the settlement of the message as
+// received (it stayed open until the 13-hour sweep).
+func TestSpanEndsWhenTheHandlerChangesItsCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		settled := tel.ins.OnSettled(nil)
+		h := tel.ins.Middleware()(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			m.ReceiptHandle, m.ID = "changed by the handler", "changed"
+			return nil
+		}))
+		received := &worker.Message{ID: "m1", Body: "x", ReceiptHandle: "r1", QueueURL: "https://sqs.eu-west-1.amazonaws.com/1/orders", Attempt: 1}
+		copied := *received
+		if err := h.Handle(context.Background(), &copied); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(tel.spans.Ended()); n != 0 {
+			t.Fatalf("%d spans ended before the settlement", n)
+		}
+		settled(worker.Settlement{Message: received, Outcome: worker.Deleted, SettledAt: time.Now()})
+		if ended := tel.spans.Ended(); len(ended) != 1 || attr(ended[0].Attributes(), "sqsworker.outcome") != "deleted" {
+			t.Fatalf("ended %v; want the message's span ended by its settlement", ended)
+		}
+	})
+}

@@ -369,7 +369,9 @@ func (f *Fake) receiveLocked(q *queue, max int, vis time.Duration, now time.Time
 }
 
 // deadLetterLocked moves m from src to dlq as SQS's redrive does: same
-// message ID, body, attributes and enqueue time; visible at once.
+// message ID, body and attributes; visible at once. A standard dead-letter
+// queue keeps the enqueue time (SentTimestamp, which retention counts
+// from); a FIFO one resets it to the move, as SQS does.
 func (f *Fake) deadLetterLocked(src, dlq *queue, m *message, now time.Time) {
 	m.inflight = false
 	m.handle = ""
@@ -377,6 +379,7 @@ func (f *Fake) deadLetterLocked(src, dlq *queue, m *message, now time.Time) {
 	m.dlqSource = src.arn
 	if dlq.fifo {
 		m.seq = dlq.nextSeq()
+		m.sent = now
 	}
 	dlq.add(m)
 	f.notifyLocked()

@@ -32,7 +32,7 @@ type message struct {
 	md5Attrs string
 	trace    string // AWSTraceHeader system attribute
 
-	sent      time.Time // kept when redriven to or from a DLQ
+	sent      time.Time // kept when redriven to a standard DLQ; reset by a FIFO DLQ
 	visibleAt time.Time // end of the delay or of the visibility timeout
 
 	receives     int

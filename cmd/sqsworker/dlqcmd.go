@@ -489,11 +489,18 @@ them server-side with a message move task (StartMessageMoveTask); otherwise —
 local emulators, FIFO queues, a dead-letter queue shared by several queues,
 or --method manual — they are moved here: received, sent in batches at --rate
 messages per second, and deleted from the dead-letter queue only after the
-send succeeded. An interruption can leave a message in both queues, never in
-neither. The manual move removes sqsworker's provenance attributes (unless
---keep-provenance), so the queue gets the original message; a move task
-cannot. With a shared dead-letter queue only the messages that came from
-QUEUE are moved.
+send succeeded (the messages stay hidden meanwhile for --hold, which a slow
+--rate raises to cover a batch). An interruption can leave a message in both
+queues, never in neither. The manual move removes sqsworker's provenance
+attributes (unless --keep-provenance), so the queue gets the original
+message; a move task cannot.
+
+A dead-letter queue shared by several queues: only the messages that came
+from QUEUE are moved, also with --to, and always by the manual move (a move
+task would move every queue's messages; --method move-task is refused).
+Naming the shared dead-letter queue itself is refused: name the queue whose
+messages to move, or give --to X --all-sources to move every message,
+whatever queue it came from, to X.
 
 Filters (manual move): --error-contains, --attr NAME=VALUE (repeatable; user
 attributes or provenance attributes such as sqsworker.dlq.handler),
@@ -534,7 +541,8 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	fs.Var(durationValue{&o.Filter.OlderThan}, "older-than", "only messages dead-lettered at least this long ago, e.g. 2h")
 	fs.Var(durationValue{&o.Filter.NewerThan}, "newer-than", "only messages dead-lettered less than this long ago")
 	fs.BoolVar(&o.KeepProvenance, "keep-provenance", false, "keep the provenance attributes on moved messages")
-	fs.Var(durationValue{&o.Hold}, "hold", "how long messages being worked on stay hidden at most (default 1m)")
+	fs.BoolVar(&o.AllSources, "all-sources", false, "with --to: move every message, whatever queue it came from (default: only QUEUE's messages of a shared dead-letter queue)")
+	fs.Var(durationValue{&o.Hold}, "hold", "how long messages being worked on stay hidden at most (default 1m; raised to a batch of 10 at --rate plus 30s)")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
@@ -558,12 +566,16 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 		}
 		o.Filter.Attributes[k] = v
 	}
+	if o.AllSources && *to == "" {
+		fmt.Fprintf(a.stderr, "sqsworker %s: --all-sources needs --to: it moves other queues' messages too, so name the queue they all go to\n", cmd.path)
+		return exitUsage
+	}
 	c, t, code, ok := a.connectTarget(ctx, cmd, conn, pos[0], ff)
 	if !ok {
 		return code
 	}
-	if len(t.sources) > 1 && *to == "" {
-		fmt.Fprintf(a.stderr, "sqsworker %s: dead-letter queue %s serves queues %s; name the queue to move messages back to (e.g. sqsworker dlq redrive %s: only the messages that came from it move), or give --to\n",
+	if len(t.sources) > 1 && !o.AllSources {
+		fmt.Fprintf(a.stderr, "sqsworker %s: dead-letter queue %s serves queues %s; name the queue whose messages to move (e.g. sqsworker dlq redrive %s: only the messages that came from it move, to it or to --to), or give --to QUEUE --all-sources to move every message there\n",
 			cmd.path, dlq.QueueName(t.QueueURL), t.sourceNames(), dlq.QueueName(t.sources[0]))
 		return exitUsage
 	}

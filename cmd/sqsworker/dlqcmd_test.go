@@ -155,6 +155,67 @@ func TestDLQRedrive(t *testing.T) {
 	})
 }
 
+// With a dead-letter queue shared by two queues, redrive QUEUE --to X moves
+// only QUEUE's messages (manually: a move task would move them all), and
+// moving every source's messages takes --all-sources.
+func TestDLQRedriveSharedDLQToAnotherQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		orders := deadLetter(t, h, "orders", 2, func(int) string { return "orders failed" })
+		refundsURL := h.fake.MustCreateQueue(t, "refunds", map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, orders.ARN)})
+		refunds, err := dlq.Discover(context.Background(), h.fake, refundsURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mover, err := dlq.NewMover(h.fake, refunds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			h.fake.MustSend(t, refundsURL, "refund")
+			out, err := h.fake.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(refundsURL)})
+			if err != nil || len(out.Messages) != 1 {
+				t.Fatalf("receive: %v", err)
+			}
+			if err := mover.Move(context.Background(), out.Messages[0], dlq.Provenance{Error: "refund failed"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		parking := h.fake.MustCreateQueue(t, "parking", nil)
+
+		code, _, errOut := h.run(t, "dlq", "redrive", "orders", "--to", "parking", "--method", "move-task")
+		if code != exitProblems || !strings.Contains(errOut, "also serves queue refunds") || !strings.Contains(errOut, "--method manual") {
+			t.Errorf("move task on a shared DLQ: exit %d, stderr %q", code, errOut)
+		}
+		if n := len(h.fake.Messages(parking)); n != 0 {
+			t.Fatalf("the refused move task moved %d messages", n)
+		}
+		code, out, errOut := h.run(t, "dlq", "redrive", "orders", "--to", "parking")
+		if code != exitOK || !strings.Contains(out, "moved 2 messages from orders-dlq to parking (manual); 3 left in place") {
+			t.Errorf("redrive orders --to parking: exit %d\n%s%s", code, out, errOut)
+		}
+		if n := len(h.fake.Messages(parking)); n != 2 {
+			t.Errorf("parking holds %d; want orders' 2", n)
+		}
+
+		code, _, errOut = h.run(t, "dlq", "redrive", "orders-dlq", "--to", "parking")
+		if code != exitUsage || !strings.Contains(errOut, "serves queues orders, refunds") || !strings.Contains(errOut, "--all-sources") {
+			t.Errorf("redrive of the shared DLQ by name with --to: exit %d, stderr %q", code, errOut)
+		}
+		code, _, errOut = h.run(t, "dlq", "redrive", "orders-dlq", "--all-sources")
+		if code != exitUsage || !strings.Contains(errOut, "--all-sources needs --to") {
+			t.Errorf("--all-sources without --to: exit %d, stderr %q", code, errOut)
+		}
+		code, out, errOut = h.run(t, "dlq", "redrive", "orders-dlq", "--to", "parking", "--all-sources")
+		if code != exitOK || !strings.Contains(out, "moved 3 messages from orders-dlq to parking") {
+			t.Errorf("--all-sources: exit %d\n%s%s", code, out, errOut)
+		}
+		if n := len(h.fake.Messages(parking)); n != 5 {
+			t.Errorf("parking holds %d; want all 5", n)
+		}
+	})
+}
+
 func TestDLQRedriveJSONAndFailureExit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)

@@ -151,7 +151,11 @@ func (a *app) setupFanout(ctx context.Context, cmd *command, conn *awsFlags, c c
 		delivery = "raw (the published message itself)"
 	}
 	fmt.Fprintf(tw, "topic\t%s\n", res.TopicARN)
-	fmt.Fprintf(tw, "subscription\t%s\n", res.Subscription.ARN)
+	pending := ""
+	if res.Subscription.Pending {
+		pending = " (pending confirmation: SNS delivers nothing until the queue's owner confirms it)"
+	}
+	fmt.Fprintf(tw, "subscription\t%s%s\n", res.Subscription.ARN, pending)
 	fmt.Fprintf(tw, "delivery\t%s\n", delivery)
 	if res.Subscription.FilterPolicy != "" {
 		fmt.Fprintf(tw, "filter policy\t%s (%s)\n", res.Subscription.FilterPolicy, orDefault(res.Subscription.FilterPolicyScope, "MessageAttributes"))

@@ -15,6 +15,7 @@ import (
 func dlqBehaviours() []behaviour {
 	return []behaviour{
 		{name: "RedriveToDLQAfterMaxReceiveCount", run: redriveToDLQ},
+		{name: "FIFORedriveResetsEnqueueTime", run: fifoRedriveResetsEnqueueTime},
 		{name: "ListDeadLetterSourceQueues", run: listDeadLetterSourceQueues},
 		{name: "StartMessageMoveTaskRedrivesToSource", run: startMessageMoveTask},
 	}
@@ -52,15 +53,7 @@ func redriveToDLQ(e *env) {
 	}
 	e.wantEmpty(source, 1, fmt.Sprintf("receive %d from the source (past maxReceiveCount %d)", maxReceives+1, maxReceives))
 
-	var moved types.Message
-	e.eventually("message in the DLQ", 30*time.Second, func() error {
-		ms := e.recv(dlq, 1, 2)
-		if len(ms) == 0 {
-			return errors.New("DLQ is empty")
-		}
-		moved = ms[0]
-		return nil
-	})
+	moved := e.recvEventually(dlq, "message in the DLQ", 30*time.Second)
 	if aws.ToString(moved.MessageId) != aws.ToString(sent.MessageId) || aws.ToString(moved.Body) != "poison" {
 		e.t.Errorf("DLQ message %s %q, want the sent %s %q", aws.ToString(moved.MessageId), aws.ToString(moved.Body), aws.ToString(sent.MessageId), "poison")
 	}
@@ -79,6 +72,38 @@ func redriveToDLQ(e *env) {
 		e.t.Errorf("first receive from the DLQ: ApproximateReceiveCount %d, want more than maxReceiveCount %d (the count is kept across queues)", n, maxReceives)
 	}
 	e.wantEmpty(source, 1, "the source after the move")
+}
+
+// A FIFO queue's redrive to its FIFO dead-letter queue resets the
+// message's enqueue time (SentTimestamp) to the move, unlike a standard
+// queue's (RedriveToDLQAfterMaxReceiveCount): AWS documents "For FIFO
+// queues, the enqueue timestamp resets when the message is moved to a
+// dead-letter queue", so the DLQ's retention counts from the move.
+func fifoRedriveResetsEnqueueTime(e *env) {
+	dlq := e.createFIFO("fiforedrivedlq", nil)
+	source := e.createFIFO("fiforedrive", map[string]string{
+		"VisibilityTimeout": "0",
+		"RedrivePolicy":     redrivePolicy(e.arn(dlq), 1),
+	})
+	e.sendGroup(source, "g", "d1", "poison")
+	sentAt := msAttr(e, e.recvOne(source, "the one allowed receive"), "SentTimestamp")
+	e.sleep(1500 * time.Millisecond)
+	before := time.Now().Add(-time.Second) // allow for the clocks' skew
+	e.wantEmpty(source, 1, "receive past maxReceiveCount 1")
+	moved := e.recvEventually(dlq, "message in the FIFO DLQ", 30*time.Second)
+	if aws.ToString(moved.Body) != "poison" {
+		e.t.Fatalf("FIFO DLQ holds %q, want the poison message", aws.ToString(moved.Body))
+	}
+	got := msAttr(e, moved, "SentTimestamp")
+	if e.quirk(QuirkFIFORedriveKeepsEnqueueTime) {
+		if !got.Equal(sentAt) {
+			e.t.Errorf("quirk check: SentTimestamp in the FIFO DLQ is %v, not the original %v; the emulator now resets it (remove the quirk)", got, sentAt)
+		}
+		return
+	}
+	if !got.After(sentAt) || got.Before(before) {
+		e.t.Errorf("SentTimestamp in the FIFO DLQ is %v (sent %v); want the time of the move, after %v", got, sentAt, before)
+	}
 }
 
 // ListDeadLetterSourceQueues of a DLQ lists the queues whose RedrivePolicy
@@ -140,15 +165,7 @@ func startMessageMoveTask(e *env) {
 		e.t.Errorf("StartMessageMoveTask returned no TaskHandle")
 	}
 
-	var back types.Message
-	e.eventually("the message back in the source queue", 60*time.Second, func() error {
-		ms := e.recv(source, 1, 2)
-		if len(ms) == 0 {
-			return errors.New("source queue is empty")
-		}
-		back = ms[0]
-		return nil
-	})
+	back := e.recvEventually(source, "the message back in the source queue", 60*time.Second)
 	if aws.ToString(back.Body) != "redrive me" {
 		e.t.Errorf("redriven body %q, want %q", aws.ToString(back.Body), "redrive me")
 	}

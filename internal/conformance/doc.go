@@ -17,13 +17,16 @@
 // RunSNS is the same idea for the SNS fan-out sqsworker relies on: enveloped
 // and raw delivery with message attributes, filter policies on attributes
 // and on the body, FIFO topics, idempotent subscribing, subscription
-// attributes, and subscription dead-letter queues for deliveries SNS cannot
-// make (a deleted queue, a queue policy refusing the topic). It runs
-// against sqstest/snstest's fake (TestConformanceFake there) and against the
-// emulator (TestConformanceEmulatorSNS). fauxqs 1.9.2's SNS declares two
-// quirks (FauxqsSNSQuirks): it ignores queue policies, and it drops a
-// delivery to a deleted queue instead of sending it to the subscription's
-// dead-letter queue.
+// attributes, subscription dead-letter queues for deliveries SNS cannot
+// make (a deleted queue, a queue policy refusing the topic), and how SNS
+// lists a subscription pending confirmation (SubscriptionArn
+// "PendingConfirmation", not its ARN). It runs against sqstest/snstest's
+// fake (TestConformanceFake there) and against the emulator
+// (TestConformanceEmulatorSNS). fauxqs 1.9.2's SNS declares three quirks
+// (FauxqsSNSQuirks): it ignores queue policies, it drops a delivery to a
+// deleted queue instead of sending it to the subscription's dead-letter
+// queue, and it confirms every SQS subscription at once, also of another
+// account's queue.
 //
 // # Backends and runners
 //
@@ -94,6 +97,9 @@
 //   - NoAWSTraceHeader: the AWSTraceHeader system attribute of a send is
 //     accepted but not returned on receive (sqsotel's links through it are
 //     tested on the fake).
+//   - FIFORedriveKeepsEnqueueTime: a FIFO message redriven to its FIFO
+//     dead-letter queue keeps its SentTimestamp (real SQS: the enqueue time
+//     resets to the move).
 //
 // Bare fauxqs 1.9.2 has one more difference, which its launcher
 // (localstack/fauxqs-server.mjs) corrects, so it is not declared: a long
@@ -129,7 +135,9 @@
 //   - Redrive moves a message to the DLQ on the receive attempt after the
 //     maxReceiveCount-th (that receive returns nothing), keeping MessageId,
 //     body, attributes, SentTimestamp and ApproximateReceiveCount ("received
-//     across all queues").
+//     across all queues") — except that a FIFO dead-letter queue resets the
+//     enqueue time (SentTimestamp) to the move, so its retention starts
+//     again.
 //   - A move task (StartMessageMoveTask) enqueues new messages: new
 //     MessageId, new enqueue time, receive count from zero.
 //   - FIFO: a receive returns several messages of one group in order; while

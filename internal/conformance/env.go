@@ -224,6 +224,22 @@ func (e *env) eventually(what string, timeout time.Duration, f func() error) {
 	}
 }
 
+// recvEventually receives one message from url, trying until timeout
+// passes (a DLQ move or a move task may take a while on real SQS).
+func (e *env) recvEventually(url, what string, timeout time.Duration) types.Message {
+	e.t.Helper()
+	var got types.Message
+	e.eventually(what, timeout, func() error {
+		ms := e.recv(url, 1, 2)
+		if len(ms) == 0 {
+			return errors.New("nothing received yet")
+		}
+		got = ms[0]
+		return nil
+	})
+	return got
+}
+
 func receiveCount(m types.Message) int {
 	n, err := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	if err != nil {

@@ -78,6 +78,11 @@ const (
 	// send is accepted but never returned by ReceiveMessage; real SQS
 	// returns it among the message's system attributes.
 	QuirkNoAWSTraceHeader Quirk = "NoAWSTraceHeader"
+
+	// QuirkFIFORedriveKeepsEnqueueTime: a FIFO queue's redrive keeps the
+	// message's SentTimestamp in its FIFO dead-letter queue; real SQS resets
+	// the enqueue time of a FIFO message to the move.
+	QuirkFIFORedriveKeepsEnqueueTime Quirk = "FIFORedriveKeepsEnqueueTime"
 )
 
 // Description says how a backend with the quirk differs from real SQS.
@@ -109,6 +114,8 @@ func (q Quirk) Description() string {
 		return "a message whose visibility timeout ended counts as not visible until the next ReceiveMessage on the queue (real SQS: visible again)"
 	case QuirkNoAWSTraceHeader:
 		return "the AWSTraceHeader system attribute of a send is accepted but not returned on receive (real SQS: returned)"
+	case QuirkFIFORedriveKeepsEnqueueTime:
+		return "a FIFO message redriven to its FIFO dead-letter queue keeps its SentTimestamp (real SQS: the enqueue time resets to the move)"
 	}
 	return "undocumented quirk"
 }
@@ -133,6 +140,7 @@ func FauxqsQuirks() map[Quirk]bool {
 		QuirkNoRetention:                     true,
 		QuirkCountsIgnoreVisibilityExpiry:    true,
 		QuirkNoAWSTraceHeader:                true,
+		QuirkFIFORedriveKeepsEnqueueTime:     true,
 	}
 }
 

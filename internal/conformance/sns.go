@@ -48,6 +48,12 @@ const (
 	// exists is dropped; real SNS sends the message to the subscription's
 	// dead-letter queue (RedrivePolicy).
 	QuirkSNSNoSubscriptionDLQ Quirk = "SNSNoSubscriptionDLQ"
+
+	// QuirkSNSConfirmsEverySQSSubscription: a subscription of a queue in
+	// another account is confirmed at once, listed with its ARN; real SNS
+	// keeps it pending until the queue's owner confirms it, and lists it
+	// with the SubscriptionArn "PendingConfirmation".
+	QuirkSNSConfirmsEverySQSSubscription Quirk = "SNSConfirmsEverySQSSubscription"
 )
 
 // snsQuirkDescription describes the SNS quirks.
@@ -57,13 +63,15 @@ func snsQuirkDescription(q Quirk) (string, bool) {
 		return "SNS delivers to a queue whose policy does not let the topic send (real SNS: the delivery fails and goes to the subscription's DLQ)", true
 	case QuirkSNSNoSubscriptionDLQ:
 		return "a delivery to a deleted queue is dropped, never sent to the subscription's dead-letter queue (real SNS: it is)", true
+	case QuirkSNSConfirmsEverySQSSubscription:
+		return "a subscription of another account's queue is confirmed at once and listed with its ARN (real SNS: pending, listed as PendingConfirmation)", true
 	}
 	return "", false
 }
 
 // FauxqsSNSQuirks returns the SNS quirks of fauxqs 1.9.2.
 func FauxqsSNSQuirks() map[Quirk]bool {
-	return map[Quirk]bool{QuirkSNSIgnoresQueuePolicy: true, QuirkSNSNoSubscriptionDLQ: true}
+	return map[Quirk]bool{QuirkSNSIgnoresQueuePolicy: true, QuirkSNSNoSubscriptionDLQ: true, QuirkSNSConfirmsEverySQSSubscription: true}
 }
 
 // SNSQuirksFor returns the declared SNS quirks of a backend named as
@@ -99,7 +107,8 @@ type snsEnv struct {
 // Run does: the parts of SNS fan-out sqsworker relies on — enveloped and raw
 // delivery with message attributes, filter policies on attributes and on
 // the body, FIFO topics, idempotent subscribing, subscription attributes,
-// and subscription dead-letter queues for deliveries SNS cannot make.
+// subscription dead-letter queues for deliveries SNS cannot make, and the
+// listing of a subscription pending confirmation.
 func RunSNS(t *testing.T, b SNSBackend) {
 	t.Helper()
 	if b.Name == "" || b.NewClients == nil {
@@ -152,6 +161,7 @@ func snsBehaviours() []snsBehaviour {
 		{"SubscriptionAttributesReadBack", snsSubscriptionAttributes},
 		{"DeliveryToDeletedQueueGoesToSubscriptionDLQ", snsDeletedQueueDLQ},
 		{"QueuePolicyRefusingTheTopicSendsToSubscriptionDLQ", snsPolicyRefusalDLQ},
+		{"PendingSubscriptionIsListedWithoutARN", snsPendingListed},
 	}
 }
 
@@ -461,16 +471,7 @@ func snsDeletedQueueDLQ(e *snsEnv) {
 // take a few seconds to give up on a delivery).
 func (e *snsEnv) recvDLQ(url, what string) types.Message {
 	e.t.Helper()
-	var got types.Message
-	e.eventually(what+" reaches the subscription's DLQ", 30*time.Second, func() error {
-		ms := e.recv(url, 1, 2)
-		if len(ms) == 0 {
-			return errors.New("nothing yet")
-		}
-		got = ms[0]
-		return nil
-	})
-	return got
+	return e.recvEventually(url, what+" reaches the subscription's DLQ", 30*time.Second)
 }
 
 // A queue whose policy does not let the topic send gets nothing; the
@@ -499,5 +500,60 @@ func snsPolicyRefusalDLQ(e *snsEnv) {
 	}
 	if got := e.recv(q, 10, 1); len(got) != 0 {
 		e.t.Errorf("the queue whose policy refuses the topic got %d messages", len(got))
+	}
+}
+
+// A subscription of a queue in another account waits for the queue owner's
+// confirmation: Subscribe answers "pending confirmation" (its ARN with
+// ReturnSubscriptionArn), GetSubscriptionAttributes says
+// PendingConfirmation "true", and ListSubscriptionsByTopic lists it with the
+// SubscriptionArn "PendingConfirmation" instead of its ARN.
+func snsPendingListed(e *snsEnv) {
+	topic := e.topic(false)
+	parts := strings.Split(topic, ":")
+	other := "111122223333"
+	if parts[4] == other {
+		other = "444455556666"
+	}
+	endpoint := fmt.Sprintf("arn:%s:sqs:%s:%s:%s", parts[1], parts[3], other, testenv.UniqueName("cfpending"))
+	in := &sns.SubscribeInput{TopicArn: aws.String(topic), Protocol: aws.String("sqs"), Endpoint: aws.String(endpoint)}
+	out, err := e.sns.Subscribe(e.ctx(), in)
+	if err != nil {
+		e.t.Fatalf("Subscribe a queue of account %s: %v", other, err)
+	}
+	reply := aws.ToString(out.SubscriptionArn)
+	in.ReturnSubscriptionArn = true
+	out, err = e.sns.Subscribe(e.ctx(), in)
+	if err != nil {
+		e.t.Fatalf("Subscribe again with ReturnSubscriptionArn: %v", err)
+	}
+	arn := aws.ToString(out.SubscriptionArn)
+	attrs, err := e.sns.GetSubscriptionAttributes(e.ctx(), &sns.GetSubscriptionAttributesInput{SubscriptionArn: aws.String(arn)})
+	if err != nil {
+		e.t.Fatalf("GetSubscriptionAttributes %s: %v", arn, err)
+	}
+	list, err := e.sns.ListSubscriptionsByTopic(e.ctx(), &sns.ListSubscriptionsByTopicInput{TopicArn: aws.String(topic)})
+	if err != nil || len(list.Subscriptions) != 1 || aws.ToString(list.Subscriptions[0].Endpoint) != endpoint || aws.ToString(list.Subscriptions[0].Protocol) != "sqs" {
+		e.t.Fatalf("ListSubscriptionsByTopic = %+v, %v; want the one subscription", list, err)
+	}
+	listed := aws.ToString(list.Subscriptions[0].SubscriptionArn)
+	if e.snsQuirk(QuirkSNSConfirmsEverySQSSubscription) {
+		if listed != arn || reply != arn || attrs.Attributes["PendingConfirmation"] != "false" {
+			e.t.Errorf("quirk check: listed as %q, Subscribe answered %q, PendingConfirmation %q; the emulator now keeps such subscriptions pending (remove the quirk)",
+				listed, reply, attrs.Attributes["PendingConfirmation"])
+		}
+		return
+	}
+	if reply != "pending confirmation" {
+		e.t.Errorf("Subscribe answered %q; want \"pending confirmation\"", reply)
+	}
+	if !strings.HasPrefix(arn, topic+":") {
+		e.t.Errorf("Subscribe with ReturnSubscriptionArn answered %q; want the subscription's ARN", arn)
+	}
+	if attrs.Attributes["PendingConfirmation"] != "true" {
+		e.t.Errorf("PendingConfirmation = %q; want true", attrs.Attributes["PendingConfirmation"])
+	}
+	if listed != "PendingConfirmation" {
+		e.t.Errorf("listed with SubscriptionArn %q; want PendingConfirmation", listed)
 	}
 }

@@ -51,8 +51,9 @@ var ErrThrottled = errors.New("dynamocounter: throttled")
 // Options configures a Counter.
 type Options struct {
 	// TTL is how long an item lives after its last update before DynamoDB may
-	// delete it. Zero or negative means DefaultTTL (15 days). Keep it longer
-	// than the queue's retention period, or a count may restart at 1.
+	// delete it. Zero means DefaultTTL (15 days); New refuses a negative
+	// TTL. Keep it longer than the queue's retention period, or a count may
+	// restart at 1.
 	TTL time.Duration
 	// Now returns the current time, used only to compute the expiry. Nil
 	// means time.Now.
@@ -69,8 +70,8 @@ type Counter struct {
 }
 
 // New returns a Counter that keeps its counts in table through client. The
-// table must exist (see CreateTable). New returns an error if client is nil
-// or table is empty.
+// table must exist (see CreateTable). New returns an error if client is nil,
+// table is empty or Options.TTL is negative.
 func New(client API, table string, optFns ...func(*Options)) (*Counter, error) {
 	if client == nil {
 		return nil, errors.New("dynamocounter.New: client is nil; pass a *dynamodb.Client")

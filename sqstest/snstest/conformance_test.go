@@ -29,4 +29,7 @@ func TestNewRefusesBadArguments(t *testing.T) {
 	if f, err := snstest.New(sqstest.For(t), func(o *snstest.Options) { o.AccountID = "x" }); err == nil || f != nil {
 		t.Errorf("New with a bad account = %v, %v; want an error", f, err)
 	}
+	if f, err := snstest.New(sqstest.For(t), func(o *snstest.Options) { o.DeliveryRetries = -1 }); err == nil || f != nil {
+		t.Errorf("New with negative DeliveryRetries = %v, %v; want an error", f, err)
+	}
 }

@@ -5,21 +5,32 @@
 // dead-letter queues.
 //
 // Publish delivers at once, before it returns, to every subscription whose
-// filter policy accepts the message. A delivery fails as it does on AWS
-// when the subscribed queue does not exist, its queue policy does not let
-// the topic's SNS principal send (the policy language is read the way
-// fanout.Setup writes and fanout.Lint checks it), or it is encrypted with
-// the AWS managed key; the message then goes, unchanged, to the
-// subscription's RedrivePolicy dead-letter queue (which needs the same
-// permission), or is discarded and counted in Stats.Lost.
+// filter policy accepts the message. A delivery fails with a client error,
+// as it does on AWS, when the subscribed queue does not exist, its queue
+// policy does not let the topic's SNS principal send (the policy language
+// is read the way fanout.Setup writes and fanout.Lint checks it), it is
+// encrypted with the AWS managed key, or SQS denies or refuses the send; the
+// message then goes, unchanged, to the subscription's RedrivePolicy
+// dead-letter queue (which needs the same permission), or is discarded and
+// counted in Stats.Lost. A delivery that fails with a server error or
+// throttling (sqstest's injected faults, say) is retried instead, on SNS's
+// delivery policy for SQS endpoints — 3 retries at once, then on timers
+// (virtual time in a synctest bubble) for 23 days, or
+// Options.DeliveryRetries — and dead-lettered only when the retries run
+// out. Deliveries do not depend on the publisher's context.
 //
 // The SNS conformance suite in internal/conformance runs against this fake
 // and against the emulator (fauxqs), so the fake keeps to the behaviour of
 // real SNS that sqsworker relies on; the emulator's differences are
 // declared there as quirks.
 //
-// Not modelled: delivery retries and delivery policies (SNS retries server
-// errors for days; the fake's deliveries either succeed or fail at once),
-// other protocols than sqs, subscription confirmation across accounts,
-// topic policies, data protection, and message archiving.
+// A subscription of a queue in another account than the fake's
+// (Options.AccountID) is pending until the test calls Fake.Confirm, as SNS
+// keeps it until the queue's owner confirms: SNS's listings show
+// "PendingConfirmation" instead of its ARN, and it gets no deliveries.
+//
+// Not modelled: SNS's jitter on retry delays, the order of a FIFO topic's
+// messages when one waits for a retry, other protocols than sqs, the confirmation message and ConfirmSubscription
+// (Fake.Confirm stands for them), topic policies, data protection, and
+// message archiving.
 package snstest

@@ -67,6 +67,12 @@ type Options struct {
 	Region string
 	// AccountID is the account of topic ARNs. Zero value: "000000000000".
 	AccountID string
+	// DeliveryRetries is how many times a delivery that fails with a
+	// server error or throttling is retried before it goes to the
+	// subscription's dead-letter queue; set it to see that happen without
+	// 23 days of virtual time. Zero value: 100,015, SNS's policy for SQS
+	// endpoints (see Fake.Publish).
+	DeliveryRetries int
 }
 
 // Fake is an in-memory Amazon SNS that delivers to SQS queues (an
@@ -76,11 +82,13 @@ type Fake struct {
 	queues Queues
 	opts   Options
 
-	mu     sync.Mutex
-	topics map[string]*topic        // by ARN
-	subs   map[string]*subscription // by ARN
-	seq    uint64
-	stats  Stats
+	mu      sync.Mutex
+	topics  map[string]*topic        // by ARN
+	subs    map[string]*subscription // by ARN
+	seq     uint64
+	stats   Stats
+	retries map[*time.Timer]bool // deliveries waiting for a retry
+	stopped bool                 // the test ended: no more retries
 }
 
 type topic struct {
@@ -93,7 +101,16 @@ type topic struct {
 type subscription struct {
 	arn, topicARN, endpoint string
 	attrs                   map[string]string
+	pending                 bool // waiting for the queue owner's confirmation
 }
+
+// pendingARN is what SNS lists instead of a pending subscription's ARN,
+// and pendingReply what Subscribe returns for one (without
+// ReturnSubscriptionArn).
+const (
+	pendingARN   = "PendingConfirmation"
+	pendingReply = "pending confirmation"
+)
 
 // Stats counts deliveries.
 type Stats struct {
@@ -103,11 +120,17 @@ type Stats struct {
 	Delivered int
 	// Filtered is the number of deliveries a filter policy skipped.
 	Filtered int
+	// Retried is the number of retries made of deliveries that failed with
+	// a server error or throttling (see Fake.Publish).
+	Retried int
+	// Waiting is the number of deliveries waiting for their next retry.
+	Waiting int
 	// DeadLettered is the number of failed deliveries sent to a
 	// subscription's dead-letter queue.
 	DeadLettered int
 	// Lost is the number of failed deliveries that had no dead-letter queue
-	// to go to, or could not be sent there: SNS discards them.
+	// to go to, or could not be sent there, and of deliveries waiting for a
+	// retry when their subscription was removed: SNS discards them.
 	Lost int
 }
 
@@ -130,17 +153,24 @@ func New(queues Queues, optFns ...func(*Options)) (*Fake, error) {
 	if err := sqslimit.CheckIdentity(o.Region, o.AccountID); err != nil {
 		return nil, fmt.Errorf("snstest: Options.%w", err)
 	}
-	return &Fake{queues: queues, opts: o, topics: map[string]*topic{}, subs: map[string]*subscription{}}, nil
+	switch {
+	case o.DeliveryRetries < 0:
+		return nil, fmt.Errorf("snstest: Options.DeliveryRetries is %d; use 0 for SNS's %d, or a positive number", o.DeliveryRetries, managedRetries)
+	case o.DeliveryRetries == 0:
+		o.DeliveryRetries = managedRetries
+	}
+	return &Fake{queues: queues, opts: o, topics: map[string]*topic{}, subs: map[string]*subscription{}, retries: map[*time.Timer]bool{}}, nil
 }
 
 // For returns a new SNS Fake for a test, failing tb on error: what most
-// tests call.
+// tests call. Retries still waiting when the test ends are dropped.
 func For(tb testing.TB, queues Queues, optFns ...func(*Options)) *Fake {
 	tb.Helper()
 	f, err := New(queues, optFns...)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(f.stopRetries)
 	return f
 }
 
@@ -258,9 +288,15 @@ func (f *Fake) GetTopicAttributes(ctx context.Context, params *sns.GetTopicAttri
 	if !ok {
 		return nil, notFound(op, "Topic")
 	}
+	pending := 0
+	for _, sa := range t.subs {
+		if f.subs[sa].pending {
+			pending++
+		}
+	}
 	attrs := map[string]string{
-		"TopicArn": t.arn, "Owner": f.opts.AccountID, "DisplayName": "", "SubscriptionsConfirmed": strconv.Itoa(len(t.subs)),
-		"SubscriptionsPending": "0", "SubscriptionsDeleted": "0",
+		"TopicArn": t.arn, "Owner": f.opts.AccountID, "DisplayName": "", "SubscriptionsConfirmed": strconv.Itoa(len(t.subs) - pending),
+		"SubscriptionsPending": strconv.Itoa(pending), "SubscriptionsDeleted": "0",
 	}
 	for k, v := range t.attrs {
 		attrs[k] = v
@@ -349,6 +385,13 @@ func checkAttribute(name, value string) error {
 // Subscribe subscribes an SQS queue (Protocol "sqs", Endpoint the queue's
 // ARN) to a topic. Subscribing the same queue again returns the existing
 // subscription if the attributes agree, and fails otherwise, as SNS does.
+//
+// A queue of another account than Options.AccountID is subscribed pending
+// confirmation, as SNS subscribes it until the queue's owner confirms: the
+// reply's SubscriptionArn is "pending confirmation" (its ARN with
+// ReturnSubscriptionArn), the listings show "PendingConfirmation" in its
+// place, GetSubscriptionAttributes reports PendingConfirmation "true", and
+// Publish delivers nothing to it until Confirm.
 func (f *Fake) Subscribe(ctx context.Context, params *sns.SubscribeInput, optFns ...func(*sns.Options)) (*sns.SubscribeOutput, error) {
 	const op = "Subscribe"
 	if err := canceled(op, ctx); err != nil {
@@ -385,15 +428,39 @@ func (f *Fake) Subscribe(ctx context.Context, params *sns.SubscribeInput, optFns
 				return nil, invalid(op, "Attributes Reason: Subscription already exists with different attributes")
 			}
 		}
-		return &sns.SubscribeOutput{SubscriptionArn: aws.String(s.arn)}, nil
+		return subscribed(s, params.ReturnSubscriptionArn), nil
 	}
-	s := &subscription{arn: t.arn + ":" + newID(), topicARN: t.arn, endpoint: endpoint, attrs: map[string]string{}}
+	s := &subscription{arn: t.arn + ":" + newID(), topicARN: t.arn, endpoint: endpoint, attrs: map[string]string{},
+		pending: strings.Split(endpoint, ":")[4] != f.opts.AccountID}
 	for k, v := range params.Attributes {
 		s.attrs[k] = v
 	}
 	f.subs[s.arn] = s
 	t.subs = append(t.subs, s.arn)
-	return &sns.SubscribeOutput{SubscriptionArn: aws.String(s.arn)}, nil
+	return subscribed(s, params.ReturnSubscriptionArn), nil
+}
+
+// subscribed is Subscribe's reply for s.
+func subscribed(s *subscription, returnARN bool) *sns.SubscribeOutput {
+	if s.pending && !returnARN {
+		return &sns.SubscribeOutput{SubscriptionArn: aws.String(pendingReply)}
+	}
+	return &sns.SubscribeOutput{SubscriptionArn: aws.String(s.arn)}
+}
+
+// Confirm confirms the pending subscription subscriptionARN (see
+// Subscribe), as the queue owner's ConfirmSubscription with the token SNS
+// sent would: from then on it is listed with its ARN and gets deliveries.
+// Confirming a confirmed subscription changes nothing.
+func (f *Fake) Confirm(subscriptionARN string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.subs[subscriptionARN]
+	if !ok {
+		return fmt.Errorf("snstest: Confirm: subscription %s does not exist", subscriptionARN)
+	}
+	s.pending = false
+	return nil
 }
 
 // Unsubscribe removes a subscription.
@@ -420,8 +487,14 @@ func (f *Fake) Unsubscribe(ctx context.Context, params *sns.UnsubscribeInput, op
 	return &sns.UnsubscribeOutput{}, nil
 }
 
+// listed is s as the listings show it: a pending subscription without its
+// ARN, as SNS lists it.
 func (f *Fake) listed(s *subscription) types.Subscription {
-	return types.Subscription{SubscriptionArn: aws.String(s.arn), TopicArn: aws.String(s.topicARN), Protocol: aws.String("sqs"),
+	arn := s.arn
+	if s.pending {
+		arn = pendingARN
+	}
+	return types.Subscription{SubscriptionArn: aws.String(arn), TopicArn: aws.String(s.topicARN), Protocol: aws.String("sqs"),
 		Endpoint: aws.String(s.endpoint), Owner: aws.String(f.opts.AccountID)}
 }
 
@@ -487,7 +560,7 @@ func (f *Fake) GetSubscriptionAttributes(ctx context.Context, params *sns.GetSub
 	}
 	attrs := map[string]string{
 		"SubscriptionArn": s.arn, "TopicArn": s.topicARN, "Protocol": "sqs", "Endpoint": s.endpoint, "Owner": f.opts.AccountID,
-		"PendingConfirmation": "false", "ConfirmationWasAuthenticated": "true", "RawMessageDelivery": "false",
+		"PendingConfirmation": strconv.FormatBool(s.pending), "ConfirmationWasAuthenticated": strconv.FormatBool(!s.pending), "RawMessageDelivery": "false",
 	}
 	for k, v := range s.attrs {
 		attrs[k] = v
@@ -523,19 +596,25 @@ func (f *Fake) SetSubscriptionAttributes(ctx context.Context, params *sns.SetSub
 	return &sns.SetSubscriptionAttributesOutput{}, nil
 }
 
-// delivery is one subscription's delivery of a publish.
-type delivery struct {
-	sub *subscription
-	in  *sqs.SendMessageInput
-}
-
 // Publish publishes a message to a topic and delivers it, before
 // returning, to each SQS subscription whose filter policy accepts it: the
 // message itself with its attributes (raw message delivery) or SNS's JSON
-// envelope. A delivery SNS cannot make — the queue does not exist, its
-// policy does not let the topic send, it is encrypted with the AWS managed
-// key — goes to the subscription's dead-letter queue (RedrivePolicy) as the
-// same message, or is lost without one, as SNS discards it.
+// envelope. A delivery SNS cannot make because of a client error — the
+// queue does not exist, its policy does not let the topic send, it is
+// encrypted with the AWS managed key, SQS denies or refuses the send — goes
+// to the subscription's dead-letter queue (RedrivePolicy) as the same
+// message, or is lost without one, as SNS discards it.
+//
+// A delivery that fails with a server error or throttling (sqstest's
+// InjectFault with ServerError or Throttled, a timeout) is retried on SNS's
+// delivery policy for SQS endpoints, which cannot be changed: 3 retries at
+// once (before Publish returns), 2 after 1 s, 10 from 1 s to 20 s
+// (exponential), then 100,000 every 20 s — 100,015 retries over 23 days —
+// without SNS's jitter, on timers (virtual time inside a synctest bubble).
+// Only when they run out (or Options.DeliveryRetries) does the message go
+// to the dead-letter queue.
+// Stats.Retried and Stats.Waiting count them. Deliveries do not use the
+// publisher's context: SNS has the message once Publish returned.
 func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error) {
 	const op = "Publish"
 	if err := canceled(op, ctx); err != nil {
@@ -576,6 +655,9 @@ func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...
 	var out []delivery
 	for _, sa := range t.subs {
 		s := f.subs[sa]
+		if s.pending {
+			continue // SNS delivers nothing before the confirmation
+		}
 		if !f.accepts(s, params) {
 			f.stats.Filtered++
 			continue
@@ -596,28 +678,7 @@ func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...
 	f.mu.Unlock()
 
 	for _, d := range out {
-		err := f.deliver(ctx, d.sub.endpoint, d.sub.topicARN, d.in)
-		f.mu.Lock()
-		switch {
-		case err == nil:
-			f.stats.Delivered++
-		case d.sub.attrs["RedrivePolicy"] != "":
-			var p struct {
-				Target string `json:"deadLetterTargetArn"`
-			}
-			_ = json.Unmarshal([]byte(d.sub.attrs["RedrivePolicy"]), &p)
-			f.mu.Unlock()
-			derr := f.deliver(ctx, p.Target, d.sub.topicARN, d.in)
-			f.mu.Lock()
-			if derr == nil {
-				f.stats.DeadLettered++
-			} else {
-				f.stats.Lost++
-			}
-		default:
-			f.stats.Lost++
-		}
-		f.mu.Unlock()
+		f.attempt(context.WithoutCancel(ctx), d, 0)
 	}
 	res := &sns.PublishOutput{MessageId: aws.String(id)}
 	if seq != "" {
