@@ -113,7 +113,7 @@ func (f *Fake) sendLocked(q *queue, e sendEntry, now time.Time) (sendResult, err
 			return sendResult{id: rec.messageID, md5Body: m.md5Body, md5Attrs: m.md5Attrs, seq: rec.seq}, nil
 		}
 		m.seq = q.nextSeq()
-		q.dedup[m.dedupID] = dedupRec{until: now.Add(DeduplicationInterval), messageID: m.id, seq: m.seq}
+		q.remember(m.dedupID, dedupRec{until: now.Add(DeduplicationInterval), messageID: m.id, seq: m.seq})
 	} else if e.dedupID != nil {
 		return sendResult{}, invalidParameter("Value %s for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.", *e.dedupID)
 	}
@@ -409,7 +409,7 @@ func (f *Fake) deleteLocked(q *queue, handle string) error {
 		return err
 	}
 	if m.handle == handle {
-		q.remove(m)
+		q.markRemoved(m) // the calling API compacts
 		if q.fifo {
 			f.notifyLocked() // the group may be unlocked: waiting long polls look again
 		}
@@ -426,7 +426,9 @@ func (f *Fake) DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput
 	}
 	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
-	if err := f.deleteLocked(q, aws.ToString(params.ReceiptHandle)); err != nil {
+	err = f.deleteLocked(q, aws.ToString(params.ReceiptHandle))
+	q.compact()
+	if err != nil {
 		return nil, opError(op, err)
 	}
 	return &sqs.DeleteMessageOutput{}, nil
@@ -453,6 +455,7 @@ func (f *Fake) DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessage
 		}
 		out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: e.Id})
 	}
+	q.compact()
 	return out, nil
 }
 

@@ -25,6 +25,7 @@ const (
 
 // message is one stored message. Every field is guarded by Fake.mu.
 type message struct {
+	removed  bool // deleted or moved; still in its queue's msgs until compact
 	id       string
 	body     string
 	attrs    map[string]types.MessageAttributeValue

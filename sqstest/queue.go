@@ -56,6 +56,12 @@ type queue struct {
 	dedup     map[string]dedupRec // FIFO deduplication IDs seen
 	seq       uint64              // FIFO sequence numbers
 	lastPurge time.Time
+
+	// Bounds that spare scans of every message on every call: no message
+	// was sent before oldest, and no deduplication ID expires before
+	// dedupNext.
+	oldest, dedupNext time.Time
+	removed           int // messages marked removed, still in msgs until compact
 }
 
 type dedupRec struct {
@@ -283,25 +289,46 @@ var knownAttribute = func() map[string]bool {
 	return m
 }()
 
-// expireLocked drops messages past the queue's retention period.
+// expireLocked drops messages past the queue's retention period, and
+// deduplication IDs past their interval. It looks at every message only
+// when one may have expired.
 func (q *queue) expireLocked(now time.Time) {
-	kept := q.msgs[:0]
-	for _, m := range q.msgs {
-		if now.Sub(m.sent) < q.retention {
-			kept = append(kept, m)
-		} else {
-			delete(q.byID, m.id)
+	if len(q.msgs) > 0 && now.Sub(q.oldest) >= q.retention {
+		kept := q.msgs[:0]
+		q.oldest = now
+		for _, m := range q.msgs {
+			if now.Sub(m.sent) < q.retention {
+				kept = append(kept, m)
+				if m.sent.Before(q.oldest) {
+					q.oldest = m.sent
+				}
+			} else {
+				delete(q.byID, m.id)
+			}
+		}
+		for i := len(kept); i < len(q.msgs); i++ {
+			q.msgs[i] = nil
+		}
+		q.msgs = kept
+	}
+	if len(q.dedup) > 0 && !now.Before(q.dedupNext) {
+		q.dedupNext = time.Time{}
+		for id, rec := range q.dedup {
+			if !now.Before(rec.until) {
+				delete(q.dedup, id)
+			} else if q.dedupNext.IsZero() || rec.until.Before(q.dedupNext) {
+				q.dedupNext = rec.until
+			}
 		}
 	}
-	for i := len(kept); i < len(q.msgs); i++ {
-		q.msgs[i] = nil
+}
+
+// remember records a deduplication ID until its interval ends.
+func (q *queue) remember(id string, rec dedupRec) {
+	if len(q.dedup) == 0 || rec.until.Before(q.dedupNext) {
+		q.dedupNext = rec.until
 	}
-	q.msgs = kept
-	for id, rec := range q.dedup {
-		if !now.Before(rec.until) {
-			delete(q.dedup, id)
-		}
-	}
+	q.dedup[id] = rec
 }
 
 // add appends m to the queue.
@@ -309,6 +336,10 @@ func (q *queue) add(m *message) {
 	if q.byID == nil {
 		q.byID = map[string]*message{}
 	}
+	if len(q.msgs) == 0 || m.sent.Before(q.oldest) {
+		q.oldest = m.sent
+	}
+	m.removed = false // a message dead-lettered from another queue
 	q.msgs = append(q.msgs, m)
 	q.byID[m.id] = m
 }
@@ -318,19 +349,40 @@ func (q *queue) clearMessages() {
 	clear(q.msgs)
 	q.msgs = q.msgs[:0]
 	clear(q.byID)
+	q.removed = 0
 }
 
 // remove deletes m from the queue.
 func (q *queue) remove(m *message) {
+	q.markRemoved(m)
+	q.compact()
+}
+
+// markRemoved takes m out of the queue's index; compact takes it out of
+// msgs. A call that removes several messages compacts once, at its end.
+func (q *queue) markRemoved(m *message) {
+	if q.byID[m.id] != m {
+		return
+	}
 	delete(q.byID, m.id)
-	for i, x := range q.msgs {
-		if x == m {
-			copy(q.msgs[i:], q.msgs[i+1:])
-			q.msgs[len(q.msgs)-1] = nil
-			q.msgs = q.msgs[:len(q.msgs)-1]
-			return
+	m.removed = true
+	q.removed++
+}
+
+// compact drops the messages marked removed from msgs, keeping the order.
+func (q *queue) compact() {
+	if q.removed == 0 {
+		return
+	}
+	kept := q.msgs[:0]
+	for _, m := range q.msgs {
+		if !m.removed {
+			kept = append(kept, m)
 		}
 	}
+	clear(q.msgs[len(kept):])
+	q.msgs = kept
+	q.removed = 0
 }
 
 // attrNamesToStrings turns the deprecated AttributeNames field into names.
