@@ -370,18 +370,24 @@ func (q *queue) markRemoved(m *message) {
 }
 
 // compact drops the messages marked removed from msgs, keeping the order.
+// Deleted messages are mostly the oldest, so it looks at messages only
+// until it has found every removed one and moves the rest in one copy.
 func (q *queue) compact() {
 	if q.removed == 0 {
 		return
 	}
-	kept := q.msgs[:0]
-	for _, m := range q.msgs {
-		if !m.removed {
-			kept = append(kept, m)
+	w, i := 0, 0
+	for ; i < len(q.msgs) && q.removed > 0; i++ {
+		if m := q.msgs[i]; m.removed {
+			q.removed--
+		} else {
+			q.msgs[w] = m
+			w++
 		}
 	}
-	clear(q.msgs[len(kept):])
-	q.msgs = kept
+	w += copy(q.msgs[w:], q.msgs[i:])
+	clear(q.msgs[w:])
+	q.msgs = q.msgs[:w]
 	q.removed = 0
 }
 
