@@ -23,7 +23,8 @@ import (
 // stays within Concurrency + the prefetch target, and fewer than
 // MaxUnsettled messages await their settlement; receives carry full
 // batches (10) unless handlers would otherwise starve. The prefetch target
-// adapts to measured handler throughput × receive latency (see retarget).
+// adapts to measured handler throughput (what the handlers can take:
+// Concurrency / mean handler time) × receive latency (see retarget).
 type flow struct {
 	concurrency  int
 	maxPrefetch  int // the cap on the target; 0: no prefetch
@@ -48,8 +49,9 @@ type flow struct {
 
 	// Measurements for the target, guarded by mu.
 	completed  int           // handler completions since the last retarget
+	busy       time.Duration // the handler time of those completions
 	lastTarget time.Time     // when retarget last ran
-	rate       float64       // handler completions per second (EWMA)
+	rate       float64       // handler throughput: messages per second the handlers can take (EWMA)
 	latency    time.Duration // non-empty receive latency (EWMA)
 }
 
@@ -235,12 +237,14 @@ func (f *flow) next() *job {
 	return j
 }
 
-// handled moves a job from running to settling (its handler returned).
-func (f *flow) handled() {
+// handled moves a job from running to settling (its handler returned
+// after holding its slot for busy).
+func (f *flow) handled(busy time.Duration) {
 	f.mu.Lock()
 	f.running--
 	f.settling++
 	f.completed++
+	f.busy += busy
 	f.retargetLocked(time.Now())
 	f.wakePollerLocked()
 	f.mu.Unlock()
@@ -310,22 +314,32 @@ func (f *flow) stop() (release []*job) {
 // retargetLocked updates the handler throughput estimate, at most every
 // 100 ms, and the prefetch target from it: enough received ahead to keep
 // the handlers busy for twice the receive latency, plus one full batch,
-// within MaxPrefetch.
+// within MaxPrefetch. Throughput is what the handlers can take when kept
+// busy (Concurrency / their mean time per message), not the rate they
+// happened to complete at: handlers waiting for receives must not make
+// the target, and so the receives, smaller.
 func (f *flow) retargetLocked(now time.Time) {
 	elapsed := now.Sub(f.lastTarget)
-	if elapsed < 100*time.Millisecond {
+	if elapsed < 100*time.Millisecond || f.completed == 0 {
 		return
 	}
-	inst := float64(f.completed) / elapsed.Seconds()
-	f.completed, f.lastTarget = 0, now
+	const most = 1e9 // messages per second: handlers that take no measurable time
+	inst := most
+	if f.busy > 0 {
+		inst = min(most, float64(f.completed)*float64(f.concurrency)/f.busy.Seconds())
+	}
+	f.completed, f.busy, f.lastTarget = 0, 0, now
 	const w = 0.3
 	if f.rate == 0 {
 		f.rate = inst
 	} else {
 		f.rate = (1-w)*f.rate + w*inst
 	}
-	ahead := int(math.Ceil(2 * f.rate * f.latency.Seconds()))
-	f.target = min(f.maxPrefetch, ahead+f.fill())
+	ahead := 2*f.rate*f.latency.Seconds() + float64(f.fill())
+	f.target = f.maxPrefetch
+	if ahead < float64(f.maxPrefetch) {
+		f.target = int(math.Ceil(ahead))
+	}
 }
 
 // snapshot returns the counts for Stats.

@@ -74,7 +74,7 @@ func TestJobsReceivedAfterStopSettleCleanly(t *testing.T) {
 	if f.settling != 0 || f.groups["g"] == nil || f.groups["g"].active != active {
 		t.Fatalf("settling %d, group %+v; want 0 and the group still held by its running job", f.settling, f.groups["g"])
 	}
-	f.handled()
+	f.handled(time.Millisecond)
 	f.settled(active, true)
 	if f.settling != 0 || f.running != 0 || f.buffered != 0 || len(f.groups) != 0 {
 		t.Fatalf("settling %d running %d buffered %d groups %d; want all 0", f.settling, f.running, f.buffered, len(f.groups))

@@ -20,6 +20,7 @@ import (
 // dead-letter move): see flow.settled.
 func (w *Worker) process(r *run, j *job) {
 	log := w.opts.Logger
+	slot := time.Now()
 	if w.stopping.Load() {
 		r.flow.unstarted()
 		w.release(r, j) // received but not started: let another consumer have it now
@@ -36,8 +37,8 @@ func (w *Worker) process(r *run, j *job) {
 	}
 	// A job sent with a delay beyond 15 minutes waits for its due time
 	// without running the handler or counting an attempt.
-	if d, ok, err := settle.Due(&j.msg, time.Now(), w.queueInfo); err != nil || (ok && d.Action != schedule.Run) {
-		r.flow.handled()
+	if d, ok, err := settle.Due(&j.msg, slot, w.queueInfo); err != nil || (ok && d.Action != schedule.Run) {
+		r.flow.handled(time.Since(slot))
 		if err != nil {
 			w.c.failed.Add(1)
 			j.herr = err
@@ -61,7 +62,7 @@ func (w *Worker) process(r *run, j *job) {
 	j.finished = time.Now()
 	cause := context.Cause(hctx)
 	cancelHandler(nil)
-	r.flow.handled()
+	r.flow.handled(j.finished.Sub(slot))
 
 	if herr == nil {
 		w.c.succeeded.Add(1)
