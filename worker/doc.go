@@ -53,8 +53,9 @@
 // buffer that pollers fill ahead of them, so handlers never wait for a
 // receive's round trip: throughput is bounded by the handlers or by SQS,
 // not by latency. The buffer's depth adapts to the measured handler
-// throughput × receive latency (twice that, plus one batch), within
-// Options.MaxPrefetch. Prefetched messages are leased like running ones
+// throughput (Concurrency / mean handler time: what the handlers can take,
+// not what they happened to get) × receive latency (twice that, plus one
+// batch), within Options.MaxPrefetch. Prefetched messages are leased like running ones
 // from their receipt, counted in Stats.Prefetched, and released at once on
 // shutdown. Receives carry full batches of 10 at steady state whatever
 // Options.Pollers is; fewer only when a handler would otherwise starve.

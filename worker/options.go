@@ -100,8 +100,9 @@ type Options struct {
 	// MaxPrefetch caps how many messages the worker receives ahead of a
 	// free handler, so handlers never wait for a receive's round trip. The
 	// depth adapts between a full receive batch and this cap: twice the
-	// measured handler throughput × receive latency, plus one batch (at
-	// most Concurrency, when that is under 10). Prefetched messages are
+	// measured handler throughput (Concurrency / mean handler time) ×
+	// receive latency, plus one batch (at most Concurrency, when that is
+	// under 10). Prefetched messages are
 	// leased from their receipt like running ones (the heartbeat keeps
 	// them invisible), counted in Stats.Prefetched, and released at once
 	// on shutdown. The depth reaches the cap only when handlers outrun
