@@ -2,9 +2,10 @@ package sqstest
 
 import (
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -198,10 +199,11 @@ func (f *Fake) RequestSummary() string {
 }
 
 func (f *Fake) newID() string {
+	// IDs and handle nonces need to be unique, not secret: the runtime's
+	// fast generator (randomly seeded, 128 bits) is enough.
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
 	b[6] = (b[6] & 0x0f) | 0x40
 	b[8] = (b[8] & 0x3f) | 0x80
 	h := hex.EncodeToString(b[:])
