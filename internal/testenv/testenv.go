@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -219,8 +221,18 @@ func SQS(t testing.TB) *sqs.Client {
 	if e.SQS == "" {
 		unavailable(t, "no SQS endpoint (set AWS_ENDPOINT_URL_SQS)")
 	}
-	return sqs.NewFromConfig(AWSConfig(t, e.SQS), func(o *sqs.Options) { o.BaseEndpoint = aws.String(e.SQS) })
+	return sqs.NewFromConfig(AWSConfig(t, e.SQS), func(o *sqs.Options) {
+		o.BaseEndpoint, o.HTTPClient = aws.String(e.SQS), sqsHTTPClient
+	})
 }
+
+// sqsHTTPClient keeps as many idle connections as a worker keeps calls in
+// flight, as the README tells users to (the SDK's default keeps 10 per
+// host, so a worker's receives, deletes and extensions would open and
+// close connections).
+var sqsHTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+	t.MaxIdleConnsPerHost = 100
+})
 
 // SNS returns an SNS client for the local AWS (fauxqs emulates SNS too).
 func SNS(t testing.TB) *sns.Client {
@@ -239,7 +251,9 @@ func SQSAt(t testing.TB, endpoint string) *sqs.Client {
 	if !isLoopback(endpoint) {
 		t.Fatalf("testenv: %s is not a loopback address", endpoint)
 	}
-	return sqs.NewFromConfig(AWSConfig(t, endpoint), func(o *sqs.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	return sqs.NewFromConfig(AWSConfig(t, endpoint), func(o *sqs.Options) {
+		o.BaseEndpoint, o.HTTPClient = aws.String(endpoint), sqsHTTPClient
+	})
 }
 
 // DynamoDB returns a DynamoDB client for the local AWS.
