@@ -111,3 +111,22 @@ func TestPackageLockPinsEmulators(t *testing.T) {
 		}
 	}
 }
+
+// Two stacks on different ports keep their pid files apart, so stopping one
+// (a benchmark's, say) never orphans the other.
+func TestEachPairOfPortsHasItsOwnRunDir(t *testing.T) {
+	runDir := func(sqs, ddb string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", `here=$PWD; . ./lib.sh; echo "$run_dir"`)
+		cmd.Env = append(os.Environ(), "SQSWORKER_SQS_PORT="+sqs, "SQSWORKER_DYNAMODB_PORT="+ddb, "SQSWORKER_LOCAL_AWS_DIR=")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("sourcing lib.sh: %v", err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	a, b := runDir("9324", "8000"), runDir("9350", "8050")
+	if a == b || filepath.Dir(a) != filepath.Dir(b) {
+		t.Fatalf("run dirs %q and %q; want one per pair of ports, side by side", a, b)
+	}
+}

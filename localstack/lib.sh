@@ -3,7 +3,9 @@
 
 sqs_port=${SQSWORKER_SQS_PORT:-9324}
 ddb_port=${SQSWORKER_DYNAMODB_PORT:-8000}
-run_dir=${SQSWORKER_LOCAL_AWS_DIR:-$here/.run}
+# One directory per pair of ports: stacks on other ports (another checkout's,
+# a benchmark's) keep their own pid files, so stopping one never forgets another.
+run_dir=${SQSWORKER_LOCAL_AWS_DIR:-$here/.run/$sqs_port-$ddb_port}
 start_timeout=${SQSWORKER_START_TIMEOUT:-60}
 
 log() { echo "local-aws: $*" >&2; }

@@ -15,7 +15,7 @@
 # Environment:
 #   SQSWORKER_SQS_PORT       fauxqs port (default 9324)
 #   SQSWORKER_DYNAMODB_PORT  DynamoDB Local port (default 8000)
-#   SQSWORKER_LOCAL_AWS_DIR  where pid and log files go (default localstack/.run)
+#   SQSWORKER_LOCAL_AWS_DIR  where pid and log files go (default localstack/.run/SQSPORT-DDBPORT)
 #   SQSWORKER_START_TIMEOUT  seconds to wait for each emulator (default 60)
 set -euo pipefail
 
