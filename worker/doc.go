@@ -55,9 +55,9 @@
 // not by latency. The buffer's depth adapts to the measured handler
 // throughput (Concurrency / mean handler time: what the handlers can take,
 // not what they happened to get) × receive latency (twice that, plus one
-// batch), within Options.MaxPrefetch. Prefetched messages are leased like running ones
-// from their receipt, counted in Stats.Prefetched, and released at once on
-// shutdown. Receives carry full batches of 10 at steady state whatever
+// batch), within Options.MaxPrefetch. Prefetched messages are leased like
+// running ones from their receipt, counted in Stats.Prefetched, and
+// released at once on shutdown. Receives carry full batches of 10 at steady state whatever
 // Options.Pollers is; fewer only when a handler would otherwise starve.
 // While the queue is empty only one long poll (20 s by default) stays open.
 // Transient receive errors back off exponentially; errors retrying cannot

@@ -80,3 +80,40 @@ func TestJobsReceivedAfterStopSettleCleanly(t *testing.T) {
 		t.Fatalf("settling %d running %d buffered %d groups %d; want all 0", f.settling, f.running, f.buffered, len(f.groups))
 	}
 }
+
+// The prefetch target follows what the handlers can take (Concurrency /
+// mean handler time) × twice the receive latency, plus one batch, within
+// MaxPrefetch — not the rate they happened to complete at: fast handlers
+// that wait for receives still get the whole cap, slow ones only what
+// keeps them busy.
+func TestPrefetchTargetFollowsHandlerCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cases := []struct {
+			name        string
+			concurrency int
+			handler     time.Duration
+			want        int
+		}{
+			{"fast handlers starved by receives", 10, 10 * time.Microsecond, 300},
+			{"50 ms handlers", 50, 50 * time.Millisecond, 2*1000*20/1000 + 10}, // 1,000/s × 2 × 20 ms + 10
+			{"6 s jobs", 50, 6 * time.Second, 11},                              // ⌈50/6 per s × 2 × 20 ms + 10⌉
+		}
+		for _, c := range cases {
+			f := testFlow(c.concurrency, false)
+			ctx := context.Background()
+			for range 20 { // 2 s of receives that take 20 ms, one completion per 100 ms
+				n := f.reserve(ctx)
+				f.received(n, jobsIn("", 1), 20*time.Millisecond)
+				f.requested = 0 // only one of the reserved messages came
+				time.Sleep(100 * time.Millisecond)
+				f.next()
+				f.handled(c.handler)
+				f.settling--
+			}
+			if _, target := f.snapshot(); target != c.want {
+				t.Errorf("%s: target %d, want %d (rate %.1f/s, latency %v)", c.name, target, c.want, f.rate, f.latency)
+			}
+			f.stop()
+		}
+	})
+}
