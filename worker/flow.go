@@ -23,8 +23,9 @@ import (
 // stays within Concurrency + the prefetch target, and fewer than
 // MaxUnsettled messages await their settlement; receives carry full
 // batches (10) unless handlers would otherwise starve. The prefetch target
-// adapts to measured handler throughput (what the handlers can take:
-// Concurrency / mean handler time) × receive latency (see retarget).
+// adapts to measured throughput × receive latency: what the handlers can
+// take (Concurrency / mean handler time) while the queue has more, the
+// rate messages arrive while it does not (see retarget).
 type flow struct {
 	concurrency  int
 	maxPrefetch  int // the cap on the target; 0: no prefetch
@@ -50,8 +51,10 @@ type flow struct {
 	// Measurements for the target, guarded by mu.
 	completed  int           // handler completions since the last retarget
 	busy       time.Duration // the handler time of those completions
+	receives   int           // receives that brought messages since the last retarget
+	full       int           // of those, the ones that brought all they asked for
 	lastTarget time.Time     // when retarget last ran
-	rate       float64       // handler throughput: messages per second the handlers can take (EWMA)
+	rate       float64       // messages per second the worker can take (EWMA)
 	latency    time.Duration // non-empty receive latency (EWMA)
 }
 
@@ -181,6 +184,10 @@ func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
 	f.receiving--
 	f.empty = len(jobs) == 0
 	if len(jobs) > 0 {
+		f.receives++
+		if len(jobs) >= n {
+			f.full++
+		}
 		const w = 0.2
 		if f.latency == 0 {
 			f.latency = latency
@@ -311,24 +318,35 @@ func (f *flow) stop() (release []*job) {
 	return release
 }
 
-// retargetLocked updates the handler throughput estimate, at most every
-// 100 ms, and the prefetch target from it: enough received ahead to keep
-// the handlers busy for twice the receive latency, plus one full batch,
-// within MaxPrefetch. Throughput is what the handlers can take when kept
-// busy (Concurrency / their mean time per message), not the rate they
-// happened to complete at: handlers waiting for receives must not make
-// the target, and so the receives, smaller.
+// retargetLocked updates the throughput estimate, at most every 100 ms,
+// and the prefetch target from it: enough received ahead to keep the
+// handlers busy for twice the receive latency, plus one full batch, within
+// MaxPrefetch.
+//
+// While receives come back full the queue has more than the worker takes,
+// and the estimate is what the handlers can take (Concurrency / their mean
+// time per message), not the rate they happened to complete at: handlers
+// waiting for receives must not keep the target, and so the receives,
+// small. While receives come back partial the queue is drained and the
+// estimate is the rate messages arrive (completions per second): more
+// receives in flight would only split the arrivals into smaller batches,
+// more requests per message.
 func (f *flow) retargetLocked(now time.Time) {
 	elapsed := now.Sub(f.lastTarget)
 	if elapsed < 100*time.Millisecond || f.completed == 0 {
 		return
 	}
-	const most = 1e9 // messages per second: handlers that take no measurable time
-	inst := most
-	if f.busy > 0 {
-		inst = min(most, float64(f.completed)*float64(f.concurrency)/f.busy.Seconds())
+	var inst float64
+	if f.receives > 0 && 2*f.full >= f.receives {
+		const most = 1e9 // messages per second: handlers that take no measurable time
+		inst = most
+		if f.busy > 0 {
+			inst = min(most, float64(f.completed)*float64(f.concurrency)/f.busy.Seconds())
+		}
+	} else {
+		inst = float64(f.completed) / elapsed.Seconds()
 	}
-	f.completed, f.busy, f.lastTarget = 0, 0, now
+	f.completed, f.busy, f.receives, f.full, f.lastTarget = 0, 0, 0, 0, now
 	const w = 0.3
 	if f.rate == 0 {
 		f.rate = inst

@@ -81,34 +81,44 @@ func TestJobsReceivedAfterStopSettleCleanly(t *testing.T) {
 	}
 }
 
-// The prefetch target follows what the handlers can take (Concurrency /
-// mean handler time) × twice the receive latency, plus one batch, within
-// MaxPrefetch — not the rate they happened to complete at: fast handlers
-// that wait for receives still get the whole cap, slow ones only what
-// keeps them busy.
-func TestPrefetchTargetFollowsHandlerCapacity(t *testing.T) {
+// The prefetch target follows what the worker can take × twice the receive
+// latency, plus one batch, within MaxPrefetch. While receives come back
+// full that is the handlers' capacity (Concurrency / mean handler time),
+// not the rate they happened to complete at: fast handlers that wait for
+// receives still get the whole cap, slow ones what keeps them busy. While
+// receives come back partial (the queue is drained) it is the arrival
+// rate, so that more receives in flight do not split the arrivals into
+// smaller batches.
+func TestPrefetchTargetFollowsWhatTheWorkerCanTake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cases := []struct {
 			name        string
 			concurrency int
 			handler     time.Duration
+			drained     bool // receives bring 1 message instead of all they ask for
 			want        int
 		}{
-			{"fast handlers starved by receives", 10, 10 * time.Microsecond, 300},
-			{"50 ms handlers", 50, 50 * time.Millisecond, 2*1000*20/1000 + 10}, // 1,000/s × 2 × 20 ms + 10
-			{"6 s jobs", 50, 6 * time.Second, 11},                              // ⌈50/6 per s × 2 × 20 ms + 10⌉
+			{"fast handlers starved by receives", 10, 10 * time.Microsecond, false, 300},
+			{"50 ms handlers", 50, 50 * time.Millisecond, false, 50},              // 1,000/s × 2 × 20 ms + 10
+			{"6 s jobs", 50, 6 * time.Second, false, 11},                          // ⌈50/6 per s × 2 × 20 ms + 10⌉
+			{"fast handlers, drained queue", 10, 10 * time.Microsecond, true, 11}, // ⌈10/s × 2 × 20 ms + 10⌉
 		}
 		for _, c := range cases {
 			f := testFlow(c.concurrency, false)
 			ctx := context.Background()
-			for range 20 { // 2 s of receives that take 20 ms, one completion per 100 ms
+			for range 20 { // 2 s of receives that take 20 ms, one every 100 ms
 				n := f.reserve(ctx)
-				f.received(n, jobsIn("", 1), 20*time.Millisecond)
-				f.requested = 0 // only one of the reserved messages came
+				got := n
+				if c.drained {
+					got = 1
+				}
+				f.received(n, jobsIn("", got), 20*time.Millisecond)
 				time.Sleep(100 * time.Millisecond)
-				f.next()
-				f.handled(c.handler)
-				f.settling--
+				for range got {
+					f.next()
+					f.handled(c.handler)
+					f.settling--
+				}
 			}
 			if _, target := f.snapshot(); target != c.want {
 				t.Errorf("%s: target %d, want %d (rate %.1f/s, latency %v)", c.name, target, c.want, f.rate, f.latency)
