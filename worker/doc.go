@@ -52,10 +52,12 @@
 // A fixed pool of Concurrency handler goroutines takes messages from a
 // buffer that pollers fill ahead of them, so handlers never wait for a
 // receive's round trip: throughput is bounded by the handlers or by SQS,
-// not by latency. The buffer's depth adapts to the measured handler
-// throughput (Concurrency / mean handler time: what the handlers can take,
-// not what they happened to get) × receive latency (twice that, plus one
-// batch), within Options.MaxPrefetch. Prefetched messages are leased like
+// not by latency. The buffer's depth adapts to measured throughput ×
+// receive latency (twice that, plus one batch), within Options.MaxPrefetch:
+// while receives come back full, the throughput the handlers can take
+// (Concurrency / mean handler time, not what they happened to get); while
+// they come back partial, the rate messages arrive, so that a drained queue
+// is not polled by more receives than it fills. Prefetched messages are leased like
 // running ones from their receipt, counted in Stats.Prefetched, and
 // released at once on shutdown. Receives carry full batches of 10 at steady state whatever
 // Options.Pollers is; fewer only when a handler would otherwise starve.

@@ -100,14 +100,16 @@ type Options struct {
 	// MaxPrefetch caps how many messages the worker receives ahead of a
 	// free handler, so handlers never wait for a receive's round trip. The
 	// depth adapts between a full receive batch and this cap: twice the
-	// measured handler throughput (Concurrency / mean handler time) ×
-	// receive latency, plus one batch (at most Concurrency, when that is
-	// under 10). Prefetched messages are
-	// leased from their receipt like running ones (the heartbeat keeps
-	// them invisible), counted in Stats.Prefetched, and released at once
-	// on shutdown. The depth reaches the cap only when handlers outrun
-	// receiving (fast handlers, a distant SQS); the buffer then holds up to
-	// MaxPrefetch messages in memory, so lower it for very large bodies.
+	// measured throughput × receive latency, plus one batch (at most
+	// Concurrency, when that is under 10). Throughput is what the handlers
+	// can take (Concurrency / mean handler time) while receives come back
+	// full, and the arrival rate while they come back partial. Prefetched
+	// messages are leased from their receipt like running ones (the
+	// heartbeat keeps them invisible), counted in Stats.Prefetched, and
+	// released at once on shutdown. The depth reaches the cap only when
+	// handlers outrun receiving (fast handlers, a distant SQS, a backlog);
+	// the buffer then holds up to MaxPrefetch messages in memory, so lower
+	// it for very large bodies.
 	// Zero value: 300. Negative: no prefetch, receive only for free
 	// handlers.
 	MaxPrefetch int
