@@ -221,8 +221,13 @@ func SQS(t testing.TB) *sqs.Client {
 	if e.SQS == "" {
 		unavailable(t, "no SQS endpoint (set AWS_ENDPOINT_URL_SQS)")
 	}
-	return sqs.NewFromConfig(AWSConfig(t, e.SQS), func(o *sqs.Options) {
-		o.BaseEndpoint, o.HTTPClient = aws.String(e.SQS), sqsHTTPClient
+	return newSQS(t, e.SQS)
+}
+
+// newSQS returns an SQS client for endpoint, configured as SQS returns it.
+func newSQS(t testing.TB, endpoint string) *sqs.Client {
+	return sqs.NewFromConfig(AWSConfig(t, endpoint), func(o *sqs.Options) {
+		o.BaseEndpoint, o.HTTPClient = aws.String(endpoint), sqsHTTPClient
 	})
 }
 
@@ -251,9 +256,7 @@ func SQSAt(t testing.TB, endpoint string) *sqs.Client {
 	if !isLoopback(endpoint) {
 		t.Fatalf("testenv: %s is not a loopback address", endpoint)
 	}
-	return sqs.NewFromConfig(AWSConfig(t, endpoint), func(o *sqs.Options) {
-		o.BaseEndpoint, o.HTTPClient = aws.String(endpoint), sqsHTTPClient
-	})
+	return newSQS(t, endpoint)
 }
 
 // DynamoDB returns a DynamoDB client for the local AWS.
