@@ -169,7 +169,7 @@ func reconcile(ev evidence) *Report {
 		}
 		p := ev.Procs[run.Worker]
 		switch {
-		case seen.Reached:
+		case seen.Reached && !seen.Faulted:
 			// SQS deleted it; the process did not get to log the event.
 			if p.Signal != "SIGKILL" && !p.Hung && !p.Crashed {
 				r.MissingSettlements++
@@ -178,6 +178,8 @@ func reconcile(ev evidence) *Report {
 		case p.Signal == "SIGKILL" || p.Hung || p.Crashed:
 			return false, CauseKilled
 		case seen.Faulted:
+			// A delete carrying it faulted (it hung, say); one that
+			// reached SQS may have come after the lease lapsed.
 			return false, CauseDeleteFault
 		case ev.Files.Exits[run.Worker].Stats.HookDropped > 0:
 			return false, CauseEventDropped

@@ -115,6 +115,22 @@ func TestReconcileClassifiesDuplicates(t *testing.T) {
 	}
 }
 
+// A run without a settlement event whose delete hung, and whose retried
+// delete reached SQS only after the message had come back to another
+// worker, is a duplicate caused by its delete's fault, not a clean run.
+func TestReconcileFaultedDeleteReachedLate(t *testing.T) {
+	w := newWorld(Job{ID: "a", Kind: Succeed})
+	w.ev.Procs["w4"] = procInfo{Signal: "SIGTERM"}
+	h := w.run("a", "w4", 1, true)
+	w.ev.Deletes[h] = deleteSeen{Faulted: true, Reached: true}
+	w.settle(w.run("a", "w1", 9, true), "deleted", false)
+	r := reconcile(w.ev)
+	want := map[Cause]int{CauseDeleteFault: 1}
+	if r.Duplicates != 1 || !maps.Equal(r.DuplicatesBy, want) || !r.Passed() {
+		t.Fatalf("duplicates %d by %v, failures %v; want 1 by %v, passed", r.Duplicates, r.DuplicatesBy, r.Failures, want)
+	}
+}
+
 func TestReconcileFailsWhatBreaksThePromise(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
