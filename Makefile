@@ -30,7 +30,7 @@ test:
 # endpoint and prints one line per backend (the full log on failure).
 conformance:
 	@out=$$(mktemp); \
-	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./sqstest/snstest ./internal/conformance >"$$out" 2>&1; then \
+	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./sqstest/snstest ./internal/harness/conformance >"$$out" 2>&1; then \
 		grep -E 'conformance suite:' "$$out" | sed -E 's/^ *[a-z_]+\.go:[0-9]+: //'; \
 		grep -E '^ok' "$$out"; rm -f "$$out"; \
 	else cat "$$out"; rm -f "$$out"; exit 1; fi
@@ -57,7 +57,7 @@ bench:
 demo:
 	$(WITH_AWS) $(GO) run ./examples/demo
 
-# chaos runs one variant of the chaos suite (internal/chaos) and prints its report; the run's
+# chaos runs one variant of the chaos suite (internal/harness/chaos) and prints its report; the run's
 # files (worker records, proxy log, report.txt, report.json) go to CHAOSOUT (default: a new
 # temporary directory). Zero values keep the variant's own settings.
 VARIANT  ?= chaos
@@ -68,13 +68,13 @@ DURATION ?= 0
 CHAOSOUT ?=
 CHAOSFLAGS ?=
 chaos:
-	$(WITH_AWS) $(GO) run ./internal/chaos/cmd/chaos -variant $(VARIANT) -seed $(SEED) -jobs $(JOBS) \
+	$(WITH_AWS) $(GO) run ./internal/harness/chaos/cmd/chaos -variant $(VARIANT) -seed $(SEED) -jobs $(JOBS) \
 		-workers $(WORKERS) -duration $(DURATION) $(if $(CHAOSOUT),-out $(CHAOSOUT)) $(CHAOSFLAGS)
 
 # fuzz runs every fuzz target for FUZZTIME each (the parsers of outside input).
 FUZZTIME ?= 30s
 fuzz:
-	@set -e; for pkg in ./retry ./dlq ./worker/sqslambda ./fanout ./internal/queuepolicy ./internal/schedule ./s3payload ./idempotency ./internal/faultproxy ./sqsotel; do \
+	@set -e; for pkg in ./retry ./dlq ./worker/sqslambda ./fanout ./internal/queuepolicy ./internal/schedule ./s3payload ./idempotency ./internal/harness/faultproxy ./sqsotel; do \
 		dir=.; case $$pkg in ./sqsotel) dir=sqsotel; pkg=.;; esac; \
 		for fz in $$(cd $$dir && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "== $$dir $$pkg $$fz"; (cd $$dir && $(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) $$pkg); \

@@ -18,7 +18,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 	"github.com/sqsworker/sqsworker/worker"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 	"github.com/sqsworker/sqsworker/worker"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 	"github.com/sqsworker/sqsworker/worker"
 )
 

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 )
 
 // TestRun runs the example against the local SQS and DynamoDB (the

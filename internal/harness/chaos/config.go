@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
 )
 
 // Config is one chaos run. Start from Variant and change what you need.
@@ -50,7 +50,7 @@ type Config struct {
 	// Zero: a new temporary directory.
 	Dir string `json:"-"`
 	// WorkerBinary is the worker program. Zero: Run builds
-	// ./internal/chaos/cmd/chaosworker with `go build` (with -race when
+	// ./internal/harness/chaos/cmd/chaosworker with `go build` (with -race when
 	// Race is set) into Dir.
 	WorkerBinary string `json:"-"`
 	Race         bool   `json:"race,omitempty"`

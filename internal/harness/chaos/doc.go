@@ -2,7 +2,7 @@
 // promise — a job is done, waiting for its next retry, or in the DLQ with
 // its reason, never silently gone and never silently re-run — with real
 // worker processes, a faulty network and kill -9. `make chaos` runs it
-// (command internal/chaos/cmd/chaos); TestChaosBounded runs a bounded
+// (command internal/harness/chaos/cmd/chaos); TestChaosBounded runs a bounded
 // variant inside `make test`. RELIABILITY.md at the repository's root has
 // the figures of every variant and the command for each.
 //
@@ -13,8 +13,8 @@
 //     succeed, fail transiently a few times, are poison (retry.Permanent),
 //     or work longer than the queue's visibility timeout (only the
 //     heartbeat keeps them).
-//  2. Start a fault proxy (internal/faultproxy) in front of the emulator and
-//     the worker processes (internal/chaos/cmd/chaosworker, built with go
+//  2. Start a fault proxy (internal/harness/faultproxy) in front of the emulator and
+//     the worker processes (internal/harness/chaos/cmd/chaosworker, built with go
 //     build) behind it. Each process runs a worker.Worker and records, in
 //     files of its own: every handler run (RunRecord, one write each, so
 //     it survives SIGKILL), every success (appended and fsynced before the

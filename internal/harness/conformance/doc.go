@@ -39,14 +39,14 @@
 // Run it against LocalStack (for example the docker-compose.yml one):
 //
 //	AWS_ENDPOINT_URL_SQS=http://localhost:4566 SQSWORKER_SQS_BACKEND=localstack \
-//	  go test ./internal/conformance/ -run TestConformanceEmulator -v
+//	  go test ./internal/harness/conformance/ -run TestConformanceEmulator -v
 //
 // and against real SQS (it creates and deletes queues named cf…-<run>-<n>;
 // credentials from the usual AWS environment or profile):
 //
 //	AWS_REGION=eu-west-1 AWS_PROFILE=sandbox SQSWORKER_SQS_BACKEND=aws \
 //	  AWS_ENDPOINT_URL_SQS=https://sqs.eu-west-1.amazonaws.com \
-//	  go test ./internal/conformance/ -run TestConformanceEmulator -v -timeout 30m
+//	  go test ./internal/harness/conformance/ -run TestConformanceEmulator -v -timeout 30m
 //
 // Neither LocalStack nor real SQS declares quirks: a failure there is either
 // a LocalStack difference to declare in QuirksFor, or a mistake in the suite

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 )
 
 // TestChaosBounded is the chaos variant, bounded for `make test`: 3,000

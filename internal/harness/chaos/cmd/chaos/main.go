@@ -1,11 +1,11 @@
-// Command chaos runs the chaos suite (package internal/chaos) against the
+// Command chaos runs the chaos suite (package internal/harness/chaos) against the
 // SQS endpoint in AWS_ENDPOINT_URL_SQS (or AWS_ENDPOINT_URL), a loopback
 // emulator; `make chaos` starts one and runs this command. It prints the
 // report, writes it (text and JSON) to the run's directory, and exits 1
 // when the run broke an acceptance criterion.
 //
 //	make chaos VARIANT=graceful
-//	go run ./internal/chaos/cmd/chaos -variant scale -seed 7 -out /tmp/scale
+//	go run ./internal/harness/chaos/cmd/chaos -variant scale -seed 7 -out /tmp/scale
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/chaos"
+	"github.com/sqsworker/sqsworker/internal/harness/chaos"
 )
 
 func main() {

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/conformance"
-	"github.com/sqsworker/sqsworker/internal/testenv"
+	"github.com/sqsworker/sqsworker/internal/harness/conformance"
+	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 )
 
 // TestConformanceEmulator runs the SQS conformance suite against the SQS

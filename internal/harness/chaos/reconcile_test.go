@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
 	"github.com/sqsworker/sqsworker/worker"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/internal/sqsdrain"
+	"github.com/sqsworker/sqsworker/internal/harness/sqsdrain"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
 )
 
 // Cause is why a job ran to completion more than once.

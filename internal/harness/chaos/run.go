@@ -24,13 +24,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/sqsdrain"
+	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/harness/sqsdrain"
 )
 
 // WorkerPackage is the worker program Run builds when Config.WorkerBinary
 // is empty.
-const WorkerPackage = "github.com/sqsworker/sqsworker/internal/chaos/cmd/chaosworker"
+const WorkerPackage = "github.com/sqsworker/sqsworker/internal/harness/chaos/cmd/chaosworker"
 
 // Run runs one chaos run: it creates a queue and its DLQ on cfg.SQS, sends
 // cfg.Jobs jobs, runs cfg.Workers worker processes through a fault proxy

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
 )
 
 // Report is what one chaos run found. Failures lists the acceptance

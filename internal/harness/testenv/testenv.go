@@ -30,7 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sqsworker/sqsworker/internal/sqsdrain"
+	"github.com/sqsworker/sqsworker/internal/harness/sqsdrain"
 )
 
 // RequireEnv is the environment variable that turns a missing local AWS from

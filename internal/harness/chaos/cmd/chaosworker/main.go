@@ -1,5 +1,5 @@
 // Command chaosworker is one worker process of the chaos suite (package
-// internal/chaos): it runs a worker on the chaos queue through the fault
+// internal/harness/chaos): it runs a worker on the chaos queue through the fault
 // proxy until SIGTERM or SIGINT, recording every run, success and
 // settlement in its files. The orchestrator builds and starts it; it is
 // not meant to be run by hand.
@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/chaos"
+	"github.com/sqsworker/sqsworker/internal/harness/chaos"
 )
 
 func main() {
