@@ -92,9 +92,13 @@ type Options struct {
 	// value: 20 s.
 	WaitTime time.Duration
 
-	// VisibilityTimeout, when set, is asked for on every receive and used by
-	// the heartbeat as its extension. Zero value: the queue's own
-	// VisibilityTimeout.
+	// VisibilityTimeout is the visibility timeout the worker asks for on
+	// every receive; the heartbeat counts each message's lease from it and
+	// extends by it. It is rounded down to whole seconds, as SQS counts
+	// them, and must be at least 1 s. Zero value: the queue's
+	// VisibilityTimeout as New reads it; a later change of the queue's
+	// attribute does not change what a running worker asks for (restart it
+	// to pick the change up).
 	VisibilityTimeout time.Duration
 
 	// MaxPrefetch caps how many messages the worker receives ahead of a
@@ -191,8 +195,8 @@ func (o *Options) setDefaults() error {
 	if o.WaitTime < time.Second || o.WaitTime > 20*time.Second {
 		return fmt.Errorf("worker: Options.WaitTime is %v; SQS long polling takes 1s to 20s", o.WaitTime)
 	}
-	if o.VisibilityTimeout < 0 || o.VisibilityTimeout > visibility.MaxVisibility {
-		return fmt.Errorf("worker: Options.VisibilityTimeout is %v; SQS allows 0 to 12h", o.VisibilityTimeout)
+	if o.VisibilityTimeout < 0 || o.VisibilityTimeout > visibility.MaxVisibility || (o.VisibilityTimeout > 0 && o.VisibilityTimeout < time.Second) {
+		return fmt.Errorf("worker: Options.VisibilityTimeout is %v; SQS counts it in whole seconds from 1s to 12h (or 0 for the queue's own)", o.VisibilityTimeout)
 	}
 	switch {
 	case o.MaxPrefetch == 0:

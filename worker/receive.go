@@ -43,9 +43,9 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			WaitTimeSeconds:             int32(w.opts.WaitTime / time.Second),
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
-		}
-		if w.opts.VisibilityTimeout > 0 {
-			in.VisibilityTimeout = int32((w.opts.VisibilityTimeout + time.Second - 1) / time.Second)
+			// The lease the heartbeat counts from, whatever the queue's
+			// attribute says now.
+			VisibilityTimeout: int32(w.visibility / time.Second),
 		}
 		callCtx, cancel := context.WithTimeout(recvCtx, w.opts.WaitTime+w.opts.CallTimeout)
 		began := time.Now()

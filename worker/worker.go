@@ -106,10 +106,14 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	if err != nil {
 		return nil, describeQueueError(queueURL, err)
 	}
+	// Every receive asks for this visibility timeout (whole seconds, as SQS
+	// counts them) and the heartbeat counts each lease from it, so a later
+	// change of the queue's attribute cannot shorten a lease the worker
+	// relies on.
 	secs, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameVisibilityTimeout)])
 	w.visibility = time.Duration(secs) * time.Second
 	if o.VisibilityTimeout > 0 {
-		w.visibility = o.VisibilityTimeout
+		w.visibility = o.VisibilityTimeout.Truncate(time.Second)
 	}
 	w.fifo = out.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true"
 	retention, _ := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameMessageRetentionPeriod)])
