@@ -152,8 +152,9 @@ type Stats struct {
 	// them again.
 	Lost int64
 	// Abandoned counts settlements that could not be confirmed (the
-	// shutdown flush ended, or SQS refused them for good): SQS delivers
-	// those messages again.
+	// shutdown flush ended, or SQS refused them for good), and messages
+	// whose handler Run returned without (ErrHandlersNotStopped): SQS
+	// delivers those messages again.
 	Abandoned int64
 	// DeleteRetried counts deletes sent again after a failed call or entry
 	// (throttling, server errors, timeouts). The message stays owned, and

@@ -17,7 +17,8 @@
 //	handler still running                 → the heartbeat (package visibility) extends the visibility in batches;
 //	                                        if ownership is lost the handler's context is cancelled with the cause
 //	received, not started, at shutdown    → released at once (visibility 0) for another consumer
-//	running when the shutdown deadline passes → handler cancelled (cause ErrShutdown); message released
+//	running when the shutdown deadline passes → handler cancelled (cause ErrShutdown); message released when it returns
+//	still running FlushTimeout/2 after that → Run returns without it (ErrHandlersNotStopped); message left to SQS
 //	queue without RedrivePolicy           → New refuses, unless Options.AllowNoDLQ
 //
 // A failed message is deleted only after its dead-letter copy is confirmed
@@ -77,9 +78,21 @@
 // could not be confirmed is counted and logged once ("N settlements not
 // confirmed at shutdown; those messages will be delivered again"). So Run
 // returns within ShutdownTimeout + FlushTimeout of its context's end,
-// whatever the network does. A handler that ignores its context still
-// delays Run: its goroutine cannot be stopped from outside (its message
-// stays invisible, kept by the heartbeat).
+// whatever the network does.
+//
+// Nor can a handler that ignores its context hold Run: a goroutine cannot
+// be stopped from outside, so, as http.Server.Shutdown does, Run returns
+// without it. A cancelled handler has the first half of FlushTimeout to
+// return; one still running then is given up: its message is neither
+// released (another consumer would run the job while this handler still
+// does) nor deleted, and its lease is not extended any more, so SQS
+// delivers it again when its visibility timeout ends (an attempt that
+// counts). It is counted in Stats.Abandoned, reported to Options.OnSettled
+// as Abandoned with the reason, and logged at ERROR with its message ID;
+// Run's error wraps ErrHandlersNotStopped and says how many there were.
+// Whatever such a handler returns later is not applied — nothing is
+// deleted, retried or dead-lettered after Run returned — and is logged at
+// WARN. Exit the process once Run has returned.
 //
 // # FIFO queues
 //

@@ -34,9 +34,10 @@ type HealthOptions struct {
 	// receive started for that long while a handler slot is free, the last
 	// receive did not fail and settlements do not hold receiving back
 	// (Options.MaxUnsettled), or a shutdown still draining that long past
-	// Options.ShutdownTimeout + Options.FlushTimeout (a handler ignoring its
-	// context). Zero value: 1 minute, plus the time MaxReceivesPerSecond
-	// takes to allow ten messages when a rate is set.
+	// Options.ShutdownTimeout + Options.FlushTimeout (Run's own bound rules
+	// that out, even with handlers that ignore their context, so it means
+	// the process is starved). Zero value: 1 minute, plus the time
+	// MaxReceivesPerSecond takes to allow ten messages when a rate is set.
 	StuckAfter time.Duration
 }
 
@@ -240,7 +241,7 @@ func (h *health) status(now time.Time, o HealthOptions, w *Worker) HealthStatus 
 		problems = append(problems, "shutting down")
 		if limit := w.opts.ShutdownTimeout + w.opts.FlushTimeout + o.StuckAfter; now.Sub(stoppingAt) > limit {
 			st.Live = false
-			problems = append(problems, "stuck: still draining "+now.Sub(stoppingAt).Round(time.Second).String()+" after the shutdown began (a handler ignores its context?)")
+			problems = append(problems, "stuck: still draining "+now.Sub(stoppingAt).Round(time.Second).String()+" after the shutdown began, past ShutdownTimeout + FlushTimeout (is the process starved of CPU?)")
 		}
 	case !runAt.IsZero():
 		st.State = StateRunning

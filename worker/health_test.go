@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -186,9 +187,10 @@ func TestHealthStuckLoop(t *testing.T) {
 	})
 }
 
-// A shutdown held up by a handler that ignores its context is stuck, and
-// the worker is not ready from the moment it begins to stop.
-func TestHealthStuckShutdown(t *testing.T) {
+// The worker is not ready from the moment it begins to stop; a handler
+// that ignores its context does not hold Run, and once Run has returned
+// without it the worker is neither ready nor live.
+func TestHealthShutdownWithStuckHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newQueue(t, 5, "30")
 		f.MustSend(t, src, "a")
@@ -203,12 +205,13 @@ func TestHealthStuckShutdown(t *testing.T) {
 		if st := h.w.Health(); st.State != worker.StateStopping || st.Ready || !st.Live {
 			t.Fatalf("stopping: %+v; want live, not ready", st)
 		}
-		time.Sleep(2 * time.Minute)
-		if st := h.w.Health(); st.Live || !strings.Contains(st.Reason, "stuck: still draining") {
-			t.Fatalf("stopping for 2 min: %+v; want stuck", st)
+		if err := <-h.done; !errors.Is(err, worker.ErrHandlersNotStopped) {
+			t.Fatalf("Run: %v; want ErrHandlersNotStopped", err)
+		}
+		if st := h.w.Health(); st.State != worker.StateStopped || st.Ready || st.Live {
+			t.Fatalf("after Run returned: %+v; want stopped, neither ready nor live", st)
 		}
 		close(release)
-		<-h.done
 	})
 }
 

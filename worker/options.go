@@ -33,19 +33,22 @@ type Options struct {
 
 	// ShutdownTimeout is how long Run waits, once its context is cancelled,
 	// for running handlers to finish before cancelling them (cause
-	// ErrShutdown) and releasing their messages. Run then still waits for
-	// those handlers to return: a handler that ignores its context delays
-	// Run (its message stays invisible, kept by the heartbeat). Once every
-	// handler has returned, Run flushes pending settlements for at most
-	// FlushTimeout, so it returns within ShutdownTimeout + FlushTimeout
-	// whatever the network does. Zero value: 30 s.
+	// ErrShutdown) and releasing their messages as they return. Cancelled
+	// handlers then have half of FlushTimeout to return; Run returns
+	// without those that do not (ErrHandlersNotStopped: their messages are
+	// left to SQS, see Run). Run flushes pending settlements for at most
+	// FlushTimeout from the deadline (or from the moment every handler has
+	// returned), so it returns within ShutdownTimeout + FlushTimeout
+	// whatever the network and the handlers do. Zero value: 30 s.
 	ShutdownTimeout time.Duration
 
 	// FlushTimeout bounds the flush at the end of Run: deletes, retry
 	// delays, releases and dead-letter copies still pending are sent (and
 	// retried) until it passes; what is still unconfirmed then is counted in
 	// Stats.Abandoned and logged once — those messages are delivered again.
-	// Messages whose visibility deadline already passed are not sent. Zero
+	// Messages whose visibility deadline already passed are not sent. When
+	// the shutdown deadline cancels handlers, the flush budget starts then,
+	// and its first half is also the time they have to return. Zero
 	// value: 5 s.
 	FlushTimeout time.Duration
 

@@ -58,7 +58,11 @@ func (w *Worker) process(r *run, j *job) {
 	}
 	m := j.handlerMessage()
 	j.started = time.Now()
-	herr := settle.Invoke(hctx, log, j.msg.ID, w.handler, m)
+	herr, detached := w.invoke(hctx, r, j, m)
+	if detached {
+		cancelHandler(nil)
+		return // Run returned without this handler: nothing it returns is applied (see Run)
+	}
 	j.finished = time.Now()
 	cause := context.Cause(hctx)
 	cancelHandler(nil)

@@ -30,7 +30,9 @@ const (
 	// settle it (its visibility could not be kept); SQS delivers it again.
 	Lost
 	// Abandoned: the settlement could not be confirmed (the shutdown flush
-	// ended, or SQS refused it for good); SQS delivers the message again.
+	// ended, or SQS refused it for good), or Run returned without the
+	// message's handler (it ignored its context; see Run); SQS delivers the
+	// message again.
 	Abandoned
 	// Snoozed: the handler snoozed the message (retry.Snooze): SQS
 	// confirmed it hidden for Settlement.Delay; the attempt does not count.

@@ -34,6 +34,11 @@ var (
 	// ErrAlreadyRunning is returned by Run when the Worker is already running
 	// or has run.
 	ErrAlreadyRunning = errors.New("sqsworker: Run was already called on this Worker; create a new one")
+	// ErrHandlersNotStopped is wrapped by the error Run returns when
+	// handlers were still running half of Options.FlushTimeout after the
+	// shutdown deadline cancelled their contexts: Run returned without them.
+	// Their messages were neither released nor deleted (see Run).
+	ErrHandlersNotStopped = errors.New("sqsworker: handlers did not stop")
 )
 
 // Worker receives messages from one queue and runs a Handler on each,
@@ -232,17 +237,109 @@ type run struct {
 	changes  *settle.Batcher
 	sends    *settle.Batcher // dead-letter copies; nil without a DLQ
 	resends  *settle.Batcher // fresh copies of jobs not yet due (internal/schedule)
+
+	mu       sync.Mutex
+	running  map[*job]struct{} // handlers under way (see invoke)
+	detached bool              // Run has given up on the handlers still running
+}
+
+// invoke runs the handler on j's message and reports whether Run gave up
+// on it meanwhile (or before it started): then Run has returned, or is
+// returning, without it, the job is already accounted for as abandoned,
+// and nothing the handler returned may be applied.
+func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err error, detached bool) {
+	r.mu.Lock()
+	if r.detached {
+		r.mu.Unlock()
+		// Reached its handler only after Run gave up (a slow attempt
+		// counter): it does not start.
+		w.abandon(r, j, "not started: Run was returning; SQS delivers the message again when its visibility timeout ends")
+		return nil, true
+	}
+	if r.running == nil {
+		r.running = map[*job]struct{}{}
+	}
+	r.running[j] = struct{}{}
+	r.mu.Unlock()
+
+	err = settle.Invoke(ctx, w.opts.Logger, j.msg.ID, w.handler, m)
+
+	r.mu.Lock()
+	delete(r.running, j)
+	detached = r.detached
+	r.mu.Unlock()
+	if detached {
+		w.opts.Logger.Warn("sqsworker: a handler returned after Run had returned without it; its result is not applied (nothing is deleted, retried or dead-lettered), and SQS delivers the message again",
+			"queue", w.queueURL, "message", j.msg.ID, "err", err)
+	}
+	return err, detached
+}
+
+// detach gives up on the handlers still running at the end of the
+// shutdown's wait: their leases end where they are (no release while the
+// handler runs, no further extension), each is counted as abandoned and
+// reported, and what they return later is not applied. It returns how
+// many there were.
+func (w *Worker) detach(r *run) int {
+	r.mu.Lock()
+	r.detached = true
+	stuck := make([]*job, 0, len(r.running))
+	for j := range r.running {
+		stuck = append(stuck, j)
+	}
+	r.mu.Unlock()
+	if len(stuck) == 0 {
+		return 0
+	}
+	ids := make([]string, len(stuck))
+	for i, j := range stuck {
+		ids[i] = j.msg.ID
+		w.abandon(r, j, fmt.Sprintf("the handler did not return within ShutdownTimeout (%v) + FlushTimeout/2 (%v) after its context was cancelled; the message was neither released nor deleted: SQS delivers it again when its visibility timeout (%v) ends",
+			w.opts.ShutdownTimeout, w.opts.FlushTimeout/2, w.visibility))
+	}
+	w.opts.Logger.Error(fmt.Sprintf("sqsworker: %d handlers ignored the cancellation of their context; Run returns without them, and their messages will be delivered again when their visibility timeout ends (whatever these handlers do now is not applied; exit the process)", len(stuck)),
+		"queue", w.queueURL, "messages", ids)
+	return len(stuck)
+}
+
+// abandon accounts for a job whose handler Run gave up on: its lease ends
+// without a settlement call.
+func (w *Worker) abandon(r *run, j *job, reason string) {
+	j.lease.Stop()
+	w.c.abandoned.Add(1)
+	w.drop(r, j, settle.Abandoned, reason)
+}
+
+// stuckError is Run's error for n handlers it returned without.
+func (w *Worker) stuckError(n int) error {
+	what := "1 handler"
+	if n != 1 {
+		what = strconv.Itoa(n) + " handlers"
+	}
+	return fmt.Errorf("%w: %s still running %v after the shutdown deadline cancelled their contexts (FlushTimeout/2); Run returned without them: their messages were neither released (that would run them twice at once) nor deleted, and SQS delivers them again when their visibility timeout (%v) ends; what the handlers return is not applied. Make handlers return when their context is cancelled, and exit the process once Run has returned",
+		ErrHandlersNotStopped, what, w.opts.FlushTimeout/2, w.visibility)
 }
 
 // Run receives and handles messages until ctx is cancelled, then shuts down:
 // it stops receiving, releases received messages that have not started,
 // waits up to Options.ShutdownTimeout for running handlers, cancels those
-// still running and releases their messages, flushes pending settlements
-// for at most Options.FlushTimeout, and returns nil. Whatever the network
-// does, Run returns within ShutdownTimeout + FlushTimeout of ctx's end once
-// the handlers have returned. It returns an error early when receiving
-// fails in a way retrying cannot fix (the queue was deleted, access was
-// denied), after the same shutdown.
+// still running (cause ErrShutdown) and releases their messages as they
+// return, flushes pending settlements for at most Options.FlushTimeout,
+// and returns nil. Whatever the network and the handlers do, Run returns
+// within ShutdownTimeout + FlushTimeout of ctx's end.
+//
+// Cancelled handlers have half of FlushTimeout to return. Run returns
+// without those that do not (a handler that ignores its context), with an
+// error wrapping ErrHandlersNotStopped that counts them: their messages
+// are neither released (another consumer would run them while these
+// handlers still do) nor deleted, but left to SQS, which delivers them
+// again when their visibility timeout ends; each is counted in
+// Stats.Abandoned, reported to Options.OnSettled as Abandoned and logged
+// at ERROR, and whatever such a handler returns later is not applied
+// (logged at WARN). Exit the process once Run has returned.
+//
+// Run returns an error early when receiving fails in a way retrying cannot
+// fix (the queue was deleted, access was denied), after the same shutdown.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
@@ -319,23 +416,39 @@ func (w *Worker) Run(ctx context.Context) error {
 		r.handlers.Wait()
 		close(done)
 	}()
+	// The flush budget starts when the handlers have returned, or at the
+	// shutdown deadline: cancelled handlers have its first half to return,
+	// then Run gives up on them. The batchers keep sending meanwhile.
+	var flushCtx context.Context
+	var cancelFlush context.CancelFunc
+	stuck := 0
 	t := time.NewTimer(w.opts.ShutdownTimeout)
 	select {
 	case <-done:
+		flushCtx, cancelFlush = context.WithTimeout(bg, w.opts.FlushTimeout)
 	case <-t.C:
 		log.Warn("sqsworker: shutdown timeout passed; cancelling running handlers and releasing their messages",
 			"queue", w.queueURL, "running", w.c.inFlight.Load()-w.c.settling.Load())
 		hardCancel(ErrShutdown)
-		<-done
+		flushCtx, cancelFlush = context.WithTimeout(bg, w.opts.FlushTimeout)
+		grace := time.NewTimer(w.opts.FlushTimeout / 2)
+		select {
+		case <-done:
+		case <-grace.C:
+			stuck = w.detach(r)
+		}
+		grace.Stop()
 	}
+	defer cancelFlush()
 	t.Stop()
 	cancelRecv()
 	runErr := g.Wait()
+	if stuck > 0 {
+		runErr = errors.Join(runErr, w.stuckError(stuck))
+	}
 
 	// Flush, within one budget: dead-letter copies first (a confirmed copy
 	// adds its delete), then deletes and visibility changes together.
-	flushCtx, cancelFlush := context.WithTimeout(bg, w.opts.FlushTimeout)
-	defer cancelFlush()
 	// The heartbeat keeps messages invisible while they settle, but not past
 	// the budget: a settling call waits for an extension of its message in
 	// flight (so the two cannot overwrite each other), and ending the
