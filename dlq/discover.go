@@ -29,6 +29,11 @@ type Target struct {
 	// MaxMessageSize is the dead-letter queue's MaximumMessageSize in bytes.
 	// Zero means unknown; the Mover then assumes DefaultMaxMessageSize.
 	MaxMessageSize int
+	// SourceMaxMessageSize is the source queue's MaximumMessageSize in
+	// bytes (zero: unknown). When it is larger than MaxMessageSize, a
+	// failed message may be too large to copy (see ErrTooLarge and
+	// MoverOptions.Offloader); NewCopier warns.
+	SourceMaxMessageSize int
 }
 
 // noPolicyError is the error for a queue without a RedrivePolicy.
@@ -59,14 +64,14 @@ func Discover(ctx context.Context, client QueueAPI, queueURL string) (Target, er
 // discover is Discover that also returns the source queue's attributes.
 func discover(ctx context.Context, client QueueAPI, queueURL string) (Target, map[string]string, error) {
 	name := QueueName(queueURL)
-	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout)
+	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout, attrMaxMessageSize)
 	if err != nil {
 		if isNotExist(err) {
 			return Target{}, nil, fmt.Errorf("queue %s does not exist (%s); check the URL, region and account: %w", name, queueURL, err)
 		}
 		return Target{}, nil, fmt.Errorf("reading the RedrivePolicy of queue %s: %w", name, err)
 	}
-	t := Target{SourceURL: queueURL, SourceARN: src[attrQueueArn], FIFO: src[attrFifoQueue] == "true"}
+	t := Target{SourceURL: queueURL, SourceARN: src[attrQueueArn], FIFO: src[attrFifoQueue] == "true", SourceMaxMessageSize: intAttr(src, attrMaxMessageSize)}
 	if src[attrRedrivePolicy] == "" {
 		retention, ok := secondsAttr(src, attrRetention)
 		if !ok {

@@ -77,6 +77,10 @@ const (
 	CodeFIFOMaxReceiveCount   = "fifo-max-receive-count"   // warning: a FIFO queue's maxReceiveCount under RecommendedMaxReceiveCount
 	CodeHandlerTimeoutOver12h = "handler-timeout-over-12h" // warning: SQS cannot keep a message invisible that long
 	CodeIsDeadLetterQueue     = "is-dead-letter-queue"     // info: the queue is another queue's DLQ and needs no RedrivePolicy
+	// CodeDLQMaxMessageSizeSmaller (warning): the dead-letter queue's
+	// MaximumMessageSize is below its source's, so a large failed message
+	// cannot be copied there with its reason.
+	CodeDLQMaxMessageSizeSmaller = "dlq-max-message-size-smaller"
 )
 
 // MinVisibilityTimeout is the shortest visibility timeout Lint accepts: below
@@ -131,7 +135,7 @@ type LintOptions struct {
 // (and, for a queue without a RedrivePolicy, what SourcesOf needs).
 func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOptions) ([]Finding, error) {
 	name := QueueName(queueURL)
-	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout)
+	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout, attrMaxMessageSize)
 	if err != nil {
 		if isNotExist(err) {
 			return nil, fmt.Errorf("queue %s does not exist (%s); check the name, region and account: %w", name, queueURL, err)
@@ -279,7 +283,7 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 			fmt.Sprintf("create queue %s (`sqsworker setup %s` does), with MessageRetentionPeriod 1209600 (14 days)%s", dlqName, name, fifoHint(fifo)))
 		return fs, nil
 	}
-	dlq, err := getAttributes(ctx, client, url, attrFifoQueue, attrRetention, attrVisible)
+	dlq, err := getAttributes(ctx, client, url, attrFifoQueue, attrRetention, attrVisible, attrMaxMessageSize)
 	if err != nil {
 		if isNotExist(err) {
 			add(SeverityError, CodeDLQMissing,
@@ -293,6 +297,13 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 		add(SeverityError, CodeDLQWrongType,
 			fmt.Sprintf("queue %s is %s but its dead-letter queue %s is %s: SQS cannot move messages between them, and explicit moves fail", name, queueKind(fifo), dlqName, queueKind(dlqFIFO)),
 			fmt.Sprintf("point queue %s's RedrivePolicy at %s (create one with `sqsworker setup %s`)", name, queueKind(fifo), name))
+	}
+	if srcMax, dlqMax := intAttr(src, attrMaxMessageSize), intAttr(dlq, attrMaxMessageSize); dlqMax > 0 && srcMax > dlqMax {
+		add(SeverityWarning, CodeDLQMaxMessageSizeSmaller,
+			fmt.Sprintf("dead-letter queue %s takes messages of at most %s (MaximumMessageSize) but queue %s takes up to %s: a failed message larger than %s cannot be copied there with its reason, so it is retried until SQS's own redrive moves it after maxReceiveCount receives, without provenance (the worker logs the reason at ERROR)",
+				dlqName, sizeString(dlqMax), name, sizeString(srcMax), sizeString(dlqMax)),
+			fmt.Sprintf("set dead-letter queue %s's MaximumMessageSize to %d, as queue %s's, or configure an offloader for dead-letter copies (worker.Options.DeadLetterOffloader, e.g. an s3payload.Store)",
+				dlqName, srcMax, name))
 	}
 	dlqRetention, ok := secondsAttr(dlq, attrRetention)
 	if !ok {

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // ErrNotDeleted is wrapped by the error Move returns when the message
@@ -25,8 +27,32 @@ var ErrNotDeleted = errors.New("dlq: copied to the dead-letter queue but not del
 // source and will be delivered again when its visibility timeout ends.
 var ErrNotSent = errors.New("dlq: not sent to the dead-letter queue")
 
+// ErrTooLarge is wrapped by the error Input and Move return when a message
+// with its own attributes is larger than the dead-letter queue's
+// MaximumMessageSize (a dead-letter queue set smaller than its source) and
+// no Offloader stored its body: no copy is made and nothing is deleted.
+// The error (and an ERROR log) carries the provenance's reason, since SQS's
+// own redrive, which will move the message after maxReceiveCount receives,
+// does not.
+var ErrTooLarge = errors.New("dlq: the message is too large for the dead-letter queue")
+
 // DefaultMaxErrorBytes is how much error text Move keeps by default.
 const DefaultMaxErrorBytes = 1024
+
+// DefaultOffloadTimeout is MoverOptions.OffloadTimeout's zero value.
+const DefaultOffloadTimeout = 30 * time.Second
+
+// Offloader stores the body of a dead-letter copy that does not fit the
+// dead-letter queue elsewhere, so the copy carries a pointer to it and its
+// full provenance. s3payload.Store implements it: the copy is then in the
+// format of AWS's SQS extended clients, and a handler behind the Store's
+// middleware reads it after a redrive as it read the original.
+type Offloader interface {
+	// OffloadBody stores body and returns the body the copy carries
+	// instead and the message attributes that mark it as offloaded (they
+	// are added to the message's own).
+	OffloadBody(ctx context.Context, body string) (pointer string, marker map[string]types.MessageAttributeValue, err error)
+}
 
 // MoverOptions configures a Mover. Every field's zero value is usable.
 type MoverOptions struct {
@@ -41,6 +67,16 @@ type MoverOptions struct {
 	// Now is the clock used for Provenance.FailedAt when the caller leaves
 	// it zero. Zero value: time.Now.
 	Now func() time.Time
+	// Offloader, when set, stores the body of a message whose copy, with
+	// its full provenance, would be larger than the dead-letter queue's
+	// MaximumMessageSize, and the copy carries a pointer instead. Zero
+	// value: none; a message too large for the dead-letter queue is not
+	// copied (ErrTooLarge), and one that fits only without its full
+	// provenance is copied with it shortened (see Move).
+	Offloader Offloader
+	// OffloadTimeout bounds each Offloader call. Zero value:
+	// DefaultOffloadTimeout (30 s).
+	OffloadTimeout time.Duration
 }
 
 // Copier builds the messages that carry failed messages to a dead-letter
@@ -69,6 +105,22 @@ func NewCopier(t Target, optFns ...func(*MoverOptions)) (*Copier, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.OffloadTimeout <= 0 {
+		o.OffloadTimeout = DefaultOffloadTimeout
+	}
+	if t.MaxMessageSize > 0 && t.SourceMaxMessageSize > t.MaxMessageSize {
+		// The runtimes make their Copier when they discover the queue's
+		// dead-letter queue: this is their warning (worker.New, sqslambda's
+		// first dead-letter move).
+		if o.Offloader == nil {
+			o.Logger.Warn(fmt.Sprintf("sqsworker/dlq: dead-letter queue %s takes messages of at most %s but queue %s takes up to %s; a failed message larger than that cannot be copied there with its reason: it is retried until SQS's own redrive moves it, without provenance (its reason is logged at ERROR). Raise the dead-letter queue's MaximumMessageSize to %d, or configure an offloader for dead-letter copies (e.g. an s3payload.Store)",
+				QueueName(t.QueueURL), sizeString(t.MaxMessageSize), QueueName(t.SourceURL), sizeString(t.SourceMaxMessageSize), t.SourceMaxMessageSize),
+				"queue", t.SourceURL, "dlq", t.QueueURL, "code", CodeDLQMaxMessageSizeSmaller)
+		} else {
+			o.Logger.Info("sqsworker/dlq: dead-letter queue is smaller than its source; dead-letter copies that do not fit go through the offloader",
+				"queue", t.SourceURL, "dlq", t.QueueURL, "dlqMaxMessageSize", t.MaxMessageSize, "sourceMaxMessageSize", t.SourceMaxMessageSize)
+		}
 	}
 	return &Copier{t: t, opts: o}, nil
 }
@@ -115,6 +167,13 @@ func NewMover(client API, t Target, optFns ...func(*MoverOptions)) (*Mover, erro
 // deduplication ID derived from the source queue and the message ID, so a
 // retried Move of the same message is deduplicated by SQS for five minutes.
 //
+// A message larger than the dead-letter queue's MaximumMessageSize (a
+// dead-letter queue set smaller than its source) is copied through
+// MoverOptions.Offloader when one is set: the copy carries a pointer to
+// the stored body and its full provenance. Without one it is not moved:
+// the error wraps ErrTooLarge and carries the reason, which is also logged
+// at ERROR with the message ID.
+//
 // Errors: a failed send wraps ErrNotSent (nothing deleted; the message
 // returns to the source when its visibility timeout ends); a failed delete
 // wraps ErrNotDeleted (the message stays in the source and is delivered
@@ -126,7 +185,7 @@ func (m *Mover) Move(ctx context.Context, msg types.Message, p Provenance) error
 	if msg.ReceiptHandle == nil || *msg.ReceiptHandle == "" {
 		return fmt.Errorf("moving message %s to the dead-letter queue: it has no receipt handle; pass the message exactly as ReceiveMessage returned it", id)
 	}
-	in, err := m.Input(msg, p)
+	in, err := m.InputContext(ctx, msg, p)
 	if err != nil {
 		return err
 	}
@@ -145,8 +204,16 @@ func (m *Mover) Move(ctx context.Context, msg types.Message, p Provenance) error
 
 // Input builds the SendMessage request that copies msg (the raw SDK message
 // as received) to the dead-letter queue with provenance p, as Move does:
-// see Move for what is kept and how provenance fits SQS's limits.
+// see Move for what is kept, how provenance fits SQS's limits and what
+// happens to a message too large for the dead-letter queue. It is
+// InputContext with a background context (an Offloader call still has
+// MoverOptions.OffloadTimeout).
 func (m *Copier) Input(msg types.Message, p Provenance) (*sqs.SendMessageInput, error) {
+	return m.InputContext(context.Background(), msg, p)
+}
+
+// InputContext is Input with a context for the Offloader's call.
+func (m *Copier) InputContext(ctx context.Context, msg types.Message, p Provenance) (*sqs.SendMessageInput, error) {
 	id := aws.ToString(msg.MessageId)
 	body := aws.ToString(msg.Body)
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(m.t.QueueURL), MessageBody: aws.String(body)}
@@ -171,8 +238,26 @@ func (m *Copier) Input(msg types.Message, p Provenance) (*sqs.SendMessageInput, 
 		limit = DefaultMaxMessageSize
 	}
 	user := StripProvenance(msg.MessageAttributes)
-	budget := limit - len(body) - attributesSize(user)
-	attrs, kept, mode := attachProvenance(msg.MessageAttributes, p, budget)
+	size := len(body) + attributesSize(user)
+	var offloadErr error
+	if m.opts.Offloader != nil && size+attributesSize(separateAttributes(p)) > limit {
+		// Offloaded, the copy keeps its full provenance.
+		pointer, withMarker, err := m.offload(ctx, body, user)
+		if err == nil {
+			body, user = pointer, withMarker
+			size = len(body) + attributesSize(user)
+			in.MessageBody = aws.String(body)
+			m.opts.Logger.Info("sqsworker/dlq: the dead-letter copy's body was offloaded; the copy carries a pointer to it",
+				"message_id", id, "queue", QueueName(m.t.SourceURL), "dlq", QueueName(m.t.QueueURL))
+		} else {
+			offloadErr = err
+		}
+	}
+	if size > limit {
+		return nil, m.tooLarge(id, size, limit, p, offloadErr)
+	}
+	budget := limit - size
+	attrs, kept, mode := attachProvenance(user, p, budget)
 	switch {
 	case mode == provenanceNone:
 		m.opts.Logger.Warn("sqsworker/dlq: moving message without provenance attributes: no attribute or byte left",
@@ -186,6 +271,64 @@ func (m *Copier) Input(msg types.Message, p Provenance) (*sqs.SendMessageInput, 
 		in.MessageAttributes = attrs
 	}
 	return in, nil
+}
+
+// offload stores body through the Offloader and returns the pointer and
+// the user's attributes with the offloader's marker added.
+func (m *Copier) offload(ctx context.Context, body string, user map[string]types.MessageAttributeValue) (string, map[string]types.MessageAttributeValue, error) {
+	if len(user) >= MaxMessageAttributes {
+		return "", nil, fmt.Errorf("the message has %d attributes, SQS's limit, and leaves none for the offloaded body's marker", len(user))
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.opts.OffloadTimeout)
+	defer cancel()
+	pointer, marker, err := m.opts.Offloader.OffloadBody(ctx, body)
+	if err != nil {
+		return "", nil, fmt.Errorf("the offloader failed: %w", err)
+	}
+	out := make(map[string]types.MessageAttributeValue, len(user)+len(marker))
+	for k, v := range user {
+		out[k] = v
+	}
+	for k, v := range marker {
+		out[k] = v
+	}
+	if len(out) > MaxMessageAttributes {
+		return "", nil, fmt.Errorf("the message's %d attributes and the offloader's %d marker attributes are more than SQS's limit of %d (the stored body is left to the bucket's lifecycle rule)", len(user), len(marker), MaxMessageAttributes)
+	}
+	return pointer, out, nil
+}
+
+// tooLarge logs, at ERROR, a message that cannot be copied to the
+// dead-letter queue because of its size, with the reason it failed (SQS's
+// own redrive will move it without one), and returns the error saying so.
+func (m *Copier) tooLarge(id string, size, limit int, p Provenance, offloadErr error) error {
+	src, dlqName := QueueName(m.t.SourceURL), QueueName(m.t.QueueURL)
+	how := "no offloader is configured (MoverOptions.Offloader; the runtimes' Options.DeadLetterOffloader)"
+	if offloadErr != nil {
+		how = "offloading its body failed: " + offloadErr.Error()
+	}
+	redrive := "SQS's own redrive moves it once its receives exceed maxReceiveCount"
+	if m.t.MaxReceiveCount > 0 {
+		redrive = fmt.Sprintf("SQS's own redrive moves it after %d receives (maxReceiveCount)", m.t.MaxReceiveCount)
+	}
+	fix := fmt.Sprintf("raise dead-letter queue %s's MaximumMessageSize to at least %d (SQS allows up to %d), or configure an offloader for dead-letter copies (e.g. an s3payload.Store)",
+		dlqName, max(size, m.t.SourceMaxMessageSize), sqslimit.MaxMessageSize)
+	m.opts.Logger.Error("sqsworker/dlq: a failed message is too large for its dead-letter queue and is not copied there; it stays in its queue, and "+redrive+" without provenance: this log keeps its reason (SQS's redrive keeps the message ID)",
+		"message_id", id, "queue", src, "dlq", dlqName, "bytes", size, "dlqMaxMessageSize", limit,
+		"error", p.Error, "attempt", p.Attempt, "handler", p.Handler, "offload", how, "fix", fix)
+	return fmt.Errorf("%w: message %s is %d bytes with its attributes, more than dead-letter queue %s's MaximumMessageSize (%d), and %s; it stays in queue %s and comes back, and %s, without provenance (the reason %q is logged at ERROR with the message ID); %s",
+		ErrTooLarge, id, size, dlqName, limit, how, src, redrive, p.Error, fix)
+}
+
+// sizeString formats a message size: "256 KiB", "1 MiB", "1000 bytes".
+func sizeString(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return strconv.Itoa(n) + " bytes"
 }
 
 // fillProvenance applies Provenance's documented defaults and SQS's limits.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyrand "github.com/aws/smithy-go/rand"
 
+	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
@@ -92,7 +94,10 @@ type Store struct {
 	opts   Options
 }
 
-var _ producer.Offloader = (*Store)(nil)
+var (
+	_ producer.Offloader = (*Store)(nil)
+	_ dlq.Offloader      = (*Store)(nil)
+)
 
 // New returns a Store that puts bodies in bucket. Fetching and deleting
 // follow each message's own pointer, whatever its bucket.
@@ -149,29 +154,44 @@ func (s *Store) Offload(ctx context.Context, m *producer.Message) (bool, error) 
 	if len(m.Attributes) >= sqslimit.MaxMessageAttributes {
 		return false, fmt.Errorf("s3payload: an offloaded message needs one attribute for its size, and this one has %d already (SQS allows %d)", len(m.Attributes), sqslimit.MaxMessageAttributes)
 	}
+	pointer, marker, err := s.OffloadBody(ctx, m.Body)
+	if err != nil {
+		return false, err
+	}
+	if m.Attributes == nil {
+		m.Attributes = map[string]types.MessageAttributeValue{}
+	}
+	maps.Copy(m.Attributes, marker)
+	m.Body = pointer
+	return true, nil
+}
+
+// OffloadBody stores body in S3, whatever its size, and returns the
+// pointer body and the size attribute (Options.SizeAttribute) an offloaded
+// message carries. It is Offload's storing step, and what a dead-letter
+// copy too large for its dead-letter queue goes through (Store implements
+// dlq.Offloader: set it as worker.Options.DeadLetterOffloader or
+// sqslambda.Options.DeadLetterOffloader). The object must outlive the
+// message: the bucket's lifecycle rule expires it (see the package doc).
+func (s *Store) OffloadBody(ctx context.Context, body string) (string, map[string]types.MessageAttributeValue, error) {
 	id, err := smithyrand.NewUUID(rand.Reader).GetUUID() // random (version 4), as the Java client's keys
 	if err != nil {
-		return false, fmt.Errorf("s3payload: naming the object: %w", err)
+		return "", nil, fmt.Errorf("s3payload: naming the object: %w", err)
 	}
 	p := Pointer{Bucket: s.bucket, Key: s.opts.KeyPrefix + id}
 	in := &s3.PutObjectInput{
 		Bucket: aws.String(p.Bucket), Key: aws.String(p.Key),
-		Body: strings.NewReader(m.Body), ContentLength: aws.Int64(int64(len(m.Body))),
+		Body: strings.NewReader(body), ContentLength: aws.Int64(int64(len(body))),
 	}
 	if s.opts.PutObject != nil {
 		s.opts.PutObject(in)
 	}
 	if _, err := s.client.PutObject(ctx, in); err != nil {
-		return false, fmt.Errorf("s3payload: storing the body in %s: %w", p, err)
+		return "", nil, fmt.Errorf("s3payload: storing the body in %s: %w", p, err)
 	}
-	if m.Attributes == nil {
-		m.Attributes = map[string]types.MessageAttributeValue{}
-	}
-	m.Attributes[s.opts.SizeAttribute] = types.MessageAttributeValue{
-		DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(len(m.Body))),
-	}
-	m.Body = p.Body()
-	return true, nil
+	return p.Body(), map[string]types.MessageAttributeValue{s.opts.SizeAttribute: {
+		DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(len(body))),
+	}}, nil
 }
 
 // Middleware returns a worker.Middleware that gives the handler the

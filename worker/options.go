@@ -7,6 +7,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/visibility"
@@ -158,6 +159,20 @@ type Options struct {
 	// StartupTimeout bounds New's calls to SQS (queue attributes, DLQ
 	// discovery). Zero value: 30 s.
 	StartupTimeout time.Duration
+
+	// DeadLetterOffloader, when set, stores the body of a failed message
+	// whose dead-letter copy would not fit the dead-letter queue (one whose
+	// MaximumMessageSize is below its source's, as SQS allows) elsewhere:
+	// the copy then carries a pointer to it and the full reason. An
+	// s3payload.Store does it in S3, in the extended clients' format, so
+	// its Middleware reads a redriven copy as it read the original. Each
+	// call is bounded by CallTimeout. Zero value: none; such a message is
+	// not dead-lettered: its reason is logged at ERROR with the message ID
+	// and given in the settlement's Reason, and it comes back after the
+	// visibility timeout until SQS's own redrive moves it (after
+	// maxReceiveCount receives, without provenance). New warns when the
+	// dead-letter queue is smaller than its source.
+	DeadLetterOffloader dlq.Offloader
 }
 
 func (o *Options) setDefaults() error {

@@ -136,7 +136,9 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	case err == nil:
 		w.target = &target
 		w.queue.MaxReceiveCount = target.MaxReceiveCount
-		if w.copier, err = dlq.NewCopier(target, func(mo *dlq.MoverOptions) { mo.Logger = o.Logger }); err != nil {
+		if w.copier, err = dlq.NewCopier(target, func(mo *dlq.MoverOptions) {
+			mo.Logger, mo.Offloader, mo.OffloadTimeout = o.Logger, o.DeadLetterOffloader, o.CallTimeout
+		}); err != nil {
 			return nil, fmt.Errorf("sqsworker: %w", err)
 		}
 		settle.CheckPolicy(o.Logger, queueURL, w.fifo, target.MaxReceiveCount, o.RetryPolicy)

@@ -90,3 +90,23 @@ func TestDoctorBadPolicyFileIsUsageError(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A dead-letter queue whose MaximumMessageSize is below its queue's is a
+// problem doctor reports, with the fix.
+func TestDoctorDLQSmallerThanItsQueue(t *testing.T) {
+	h := newHarness(t)
+	_, dlq := h.fake.MustCreateQueueWithDLQ(t, "uploads", 8, nil)
+	if _, err := h.fake.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(dlq),
+		Attributes: map[string]string{"MessageRetentionPeriod": "1209600", "MaximumMessageSize": "262144"}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := h.run(t, "doctor", "uploads")
+	if code != exitProblems {
+		t.Errorf("exit %d, want %d", code, exitProblems)
+	}
+	for _, want := range []string{"uploads: 1 problem", "warning  dlq-max-message-size-smaller", "256 KiB", "1048576, as queue uploads"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+}

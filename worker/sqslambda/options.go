@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -132,6 +133,21 @@ type Options struct {
 	// the AWS_LAMBDA_FUNCTION_NAME environment variable when New runs, else
 	// "sqslambda".
 	HandlerName string
+
+	// DeadLetterOffloader, when set, stores the body of a failed message
+	// whose dead-letter copy would not fit the dead-letter queue (one whose
+	// MaximumMessageSize is below its source's, as SQS allows) elsewhere:
+	// the copy then carries a pointer to it and the full reason. An
+	// s3payload.Store does it in S3, in the extended clients' format, so
+	// its Middleware reads a redriven copy as it read the original. Each
+	// call is bounded by CallTimeout. Zero value: none; such a message is
+	// not dead-lettered: its reason is logged at ERROR with the message ID
+	// and given in the settlement's Reason, and it comes back after the
+	// visibility timeout (reported as failed) until SQS's own redrive
+	// moves it (after maxReceiveCount receives, without provenance). The
+	// discovery of the dead-letter queue, at the first move, warns when it
+	// is smaller than its source.
+	DeadLetterOffloader dlq.Offloader
 }
 
 func (o *Options) setDefaults() error {

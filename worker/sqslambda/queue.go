@@ -128,7 +128,9 @@ func (iq *invocationQueue) dlq(ctx context.Context, h *Handler) (*dlq.Copier, er
 		iq.copierErr = err
 		return nil, err
 	}
-	c, err := dlq.NewCopier(t, func(o *dlq.MoverOptions) { o.Logger = h.opts.Logger })
+	c, err := dlq.NewCopier(t, func(o *dlq.MoverOptions) {
+		o.Logger, o.Offloader, o.OffloadTimeout = h.opts.Logger, h.opts.DeadLetterOffloader, h.opts.CallTimeout
+	})
 	if err != nil {
 		iq.copierErr = err
 		return nil, err

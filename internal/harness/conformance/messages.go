@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,7 +22,33 @@ func messageBehaviours() []behaviour {
 		{name: "MaxNumberOfMessagesAbove10Rejected", run: maxNumberOfMessagesAbove10},
 		{name: "ZeroInputsMeanQueueDefaults", run: zeroInputsMeanQueueDefaults},
 		{name: "AWSTraceHeaderBeyondTenAttributes", run: awsTraceHeaderBeyondTenAttributes},
+		{name: "MaximumMessageSizePerQueue", run: maximumMessageSizePerQueue},
 	}
+}
+
+// Each queue enforces its own MaximumMessageSize (1,024 bytes to 1 MiB):
+// a 300 KiB message goes to a queue of the default 1 MiB and is refused
+// with InvalidParameterValue by one of 256 KiB, as a dead-letter queue
+// smaller than its source refuses a copy of a large message. Lowering the
+// attribute applies to the next send.
+func maximumMessageSizePerQueue(e *env) {
+	big := e.createQueue("sizebig", nil)
+	small := e.createQueue("sizesmall", map[string]string{"MaximumMessageSize": "262144"})
+	if got := e.attributes(small, types.QueueAttributeNameMaximumMessageSize)[string(types.QueueAttributeNameMaximumMessageSize)]; got != "262144" {
+		e.t.Errorf("MaximumMessageSize of the small queue reads %q, want 262144", got)
+	}
+	body := strings.Repeat("x", 300<<10)
+	e.send(big, body)
+	_, err := e.api.SendMessage(e.ctx(), &sqs.SendMessageInput{QueueUrl: aws.String(small), MessageBody: aws.String(body)})
+	e.wantCode(err, "InvalidParameterValue", "SendMessage of 300 KiB to a queue of MaximumMessageSize 256 KiB")
+	e.send(small, strings.Repeat("x", 200<<10))
+
+	if _, err := e.api.SetQueueAttributes(e.ctx(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(big),
+		Attributes: map[string]string{"MaximumMessageSize": "262144"}}); err != nil {
+		e.t.Fatalf("SetQueueAttributes MaximumMessageSize 262144: %v", err)
+	}
+	_, err = e.api.SendMessage(e.ctx(), &sqs.SendMessageInput{QueueUrl: aws.String(big), MessageBody: aws.String(body)})
+	e.wantCode(err, "InvalidParameterValue", "SendMessage of 300 KiB after MaximumMessageSize was lowered to 256 KiB")
 }
 
 func stringAttr(v string) types.MessageAttributeValue {
