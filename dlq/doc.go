@@ -63,6 +63,25 @@
 // [StripProvenance] removes them; the manual redrive strips them, so the
 // source gets the original message back.
 //
+// # A dead-letter queue smaller than its source
+//
+// SQS lets a dead-letter queue's MaximumMessageSize be below its source's
+// (256 KiB behind 1 MiB, say), and its own redrive moves a large message
+// there anyway — without a reason. An explicit move cannot: the copy would
+// be refused. With [MoverOptions].Offloader set (an s3payload.Store; the
+// worker's and sqslambda's Options.DeadLetterOffloader pass it through),
+// the body of a copy that would not fit with its full provenance is stored
+// elsewhere and the copy carries the pointer and the whole reason.
+// Without one, a message too large for the dead-letter queue is not
+// copied: [Copier.Input] and [Mover.Move] return an error wrapping
+// [ErrTooLarge] that holds the reason and the fix, and log it at ERROR
+// with the message ID (which SQS's redrive keeps, so the line matches the
+// message that later reaches the dead-letter queue). The message stays in
+// its queue; a runtime retries it after the visibility timeout, with that
+// reason in its settlement, until SQS's redrive moves it. [NewCopier] warns
+// of the mismatch when the [Target] knows both sizes ([Discover] reads
+// them), and [Lint] reports it ([CodeDLQMaxMessageSizeSmaller]).
+//
 // # Duplicates, never losses
 //
 // Every move in this package sends before it deletes. If the delete fails

@@ -45,6 +45,16 @@
 // received, pointer and all. A dead-lettered or redriven message therefore
 // still points to its object: the object must outlive the message.
 //
+// # Dead-letter copies
+//
+// Store implements dlq.Offloader too (OffloadBody): set it as the worker's
+// (or sqslambda's) Options.DeadLetterOffloader, and a failed message whose
+// dead-letter copy would not fit a dead-letter queue smaller than its
+// source goes there as a pointer, with its full provenance, whatever
+// Options.Threshold says. The Middleware reads such a copy after a redrive
+// as it read the original; its object is left to the lifecycle rule like
+// every dead-lettered message's.
+//
 // # Deleting objects
 //
 // An object is deleted only after its message: Store.Settled, set as the

@@ -23,6 +23,11 @@
 //
 // A failed message is deleted only after its dead-letter copy is confirmed
 // sent. When the copy fails, the message stays in the queue and comes back.
+// A message too large for a dead-letter queue smaller than its queue goes
+// through Options.DeadLetterOffloader (an s3payload.Store) when it is set;
+// otherwise it is not dead-lettered, and its reason is logged at ERROR and
+// given in its settlement's Reason (see package dlq; New warns of the
+// mismatch).
 // The handler gets a copy of the message: nothing it does to its Message
 // changes how the message is settled.
 //
