@@ -254,3 +254,52 @@ func TestIntegrationRedriveManual(t *testing.T) {
 		}
 	}
 }
+
+// On the emulator, a DLQ of 256 KiB behind a queue of 1 MiB: Move of a
+// 300 KiB message refuses with ErrTooLarge and keeps it; with an offloader
+// the pointer copy and its reason reach the DLQ.
+func TestIntegrationMoveTooLargeForTheDLQ(t *testing.T) {
+	c := testenv.SQS(t)
+	ctx := integrationContext(t)
+	res, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-size")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{res.QueueURL, res.DLQURL} {
+		t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}) })
+	}
+	if _, err := c.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(res.QueueURL), Attributes: map[string]string{attrMaxMessageSize: "1048576"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(res.DLQURL), Attributes: map[string]string{attrMaxMessageSize: "262144"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(res.QueueURL), MessageBody: aws.String(strings.Repeat("x", 300<<10))}); err != nil {
+		t.Fatalf("sending 300 KiB to the 1 MiB queue: %v", err)
+	}
+	target, err := Discover(ctx, c, res.QueueURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target.MaxMessageSize != 256<<10 || target.SourceMaxMessageSize != 1<<20 {
+		t.Fatalf("Discover sizes %d / %d", target.MaxMessageSize, target.SourceMaxMessageSize)
+	}
+	msg := receiveOne(t, c, res.QueueURL)
+	log, _ := logBuffer()
+	m, err := NewMover(c, target, func(o *MoverOptions) { o.Logger = log })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Move(ctx, msg, permanent); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Move without an offloader: %v; want ErrTooLarge", err)
+	}
+	off := &memOffloader{}
+	m, _ = NewMover(c, target, func(o *MoverOptions) { o.Logger = log; o.Offloader = off })
+	if err := m.Move(ctx, msg, permanent); err != nil {
+		t.Fatalf("Move with an offloader: %v", err)
+	}
+	dead := receiveOne(t, c, res.DLQURL)
+	if p, ok := ParseProvenance(dead.MessageAttributes); aws.ToString(dead.Body) != "pointer:obj0" || !ok || p.Error != permanent.Error {
+		t.Errorf("DLQ copy %q with provenance %+v", aws.ToString(dead.Body), p)
+	}
+}
