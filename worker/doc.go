@@ -90,9 +90,9 @@
 // without it. A cancelled handler has the first half of FlushTimeout to
 // return; one still running then is given up: its message is neither
 // released (another consumer would run the job while this handler still
-// does) nor deleted, and its lease is not extended any more, so SQS
-// delivers it again when its visibility timeout ends (an attempt that
-// counts). It is counted in Stats.Abandoned, reported to Options.OnSettled
+// does) nor deleted, and its lease is not extended once Run has returned,
+// so SQS delivers it again when its visibility timeout ends (an attempt
+// that counts). It is counted in Stats.Abandoned, reported to Options.OnSettled
 // as Abandoned with the reason, and logged at ERROR with its message ID;
 // Run's error wraps ErrHandlersNotStopped and says how many there were.
 // Whatever such a handler returns later is not applied — nothing is

@@ -278,9 +278,9 @@ func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err er
 }
 
 // detach gives up on the handlers still running at the end of the
-// shutdown's wait: their leases end where they are (no release while the
-// handler runs, no further extension), each is counted as abandoned and
-// reported, and what they return later is not applied. It returns how
+// shutdown's wait: their messages are not released while the handler
+// runs, their leases end with the heartbeat, each is counted as abandoned
+// and reported, and what they return later is not applied. It returns how
 // many there were.
 func (w *Worker) detach(r *run) int {
 	r.mu.Lock()
@@ -299,27 +299,32 @@ func (w *Worker) detach(r *run) int {
 		w.abandon(r, j, fmt.Sprintf("the handler did not return within ShutdownTimeout (%v) + FlushTimeout/2 (%v) after its context was cancelled; the message was neither released nor deleted: SQS delivers it again when its visibility timeout (%v) ends",
 			w.opts.ShutdownTimeout, w.opts.FlushTimeout/2, w.visibility))
 	}
-	w.opts.Logger.Error(fmt.Sprintf("sqsworker: %d handlers ignored the cancellation of their context; Run returns without them, and their messages will be delivered again when their visibility timeout ends (whatever these handlers do now is not applied; exit the process)", len(stuck)),
+	w.opts.Logger.Error(fmt.Sprintf("sqsworker: %s ignored the cancellation of their context; Run returns without them, and their messages will be delivered again when their visibility timeout ends (whatever these handlers do now is not applied; exit the process)", handlers(len(stuck))),
 		"queue", w.queueURL, "messages", ids)
 	return len(stuck)
 }
 
-// abandon accounts for a job whose handler Run gave up on: its lease ends
-// without a settlement call.
+// abandon accounts for a job whose handler Run gave up on: no settlement
+// call is made, and its lease ends with the heartbeat, at the end of the
+// flush (Lease.Stop could wait for an extension in flight, past Run's
+// bound).
 func (w *Worker) abandon(r *run, j *job, reason string) {
-	j.lease.Stop()
 	w.c.abandoned.Add(1)
 	w.drop(r, j, settle.Abandoned, reason)
 }
 
+// handlers says "1 handler" or "n handlers".
+func handlers(n int) string {
+	if n == 1 {
+		return "1 handler"
+	}
+	return strconv.Itoa(n) + " handlers"
+}
+
 // stuckError is Run's error for n handlers it returned without.
 func (w *Worker) stuckError(n int) error {
-	what := "1 handler"
-	if n != 1 {
-		what = strconv.Itoa(n) + " handlers"
-	}
 	return fmt.Errorf("%w: %s still running %v after the shutdown deadline cancelled their contexts (FlushTimeout/2); Run returned without them: their messages were neither released (that would run them twice at once) nor deleted, and SQS delivers them again when their visibility timeout (%v) ends; what the handlers return is not applied. Make handlers return when their context is cancelled, and exit the process once Run has returned",
-		ErrHandlersNotStopped, what, w.opts.FlushTimeout/2, w.visibility)
+		ErrHandlersNotStopped, handlers(n), w.opts.FlushTimeout/2, w.visibility)
 }
 
 // Run receives and handles messages until ctx is cancelled, then shuts down:
