@@ -299,7 +299,7 @@ func (w *Worker) detach(r *run) int {
 		w.abandon(r, j, fmt.Sprintf("the handler did not return within ShutdownTimeout (%v) + FlushTimeout/2 (%v) after its context was cancelled; the message was neither released nor deleted: SQS delivers it again when its visibility timeout (%v) ends",
 			w.opts.ShutdownTimeout, w.opts.FlushTimeout/2, w.visibility))
 	}
-	w.opts.Logger.Error(fmt.Sprintf("sqsworker: %s ignored the cancellation of their context; Run returns without them, and their messages will be delivered again when their visibility timeout ends (whatever these handlers do now is not applied; exit the process)", handlers(len(stuck))),
+	w.opts.Logger.Error(fmt.Sprintf("sqsworker: %s ignored the cancellation of their context; Run returns without them, and their messages will be delivered again when their visibility timeout ends (whatever these handlers do now is not applied; exit the process)", countHandlers(len(stuck))),
 		"queue", w.queueURL, "messages", ids)
 	return len(stuck)
 }
@@ -313,8 +313,8 @@ func (w *Worker) abandon(r *run, j *job, reason string) {
 	w.drop(r, j, settle.Abandoned, reason)
 }
 
-// handlers says "1 handler" or "n handlers".
-func handlers(n int) string {
+// countHandlers says "1 handler" or "n handlers".
+func countHandlers(n int) string {
 	if n == 1 {
 		return "1 handler"
 	}
@@ -324,7 +324,7 @@ func handlers(n int) string {
 // stuckError is Run's error for n handlers it returned without.
 func (w *Worker) stuckError(n int) error {
 	return fmt.Errorf("%w: %s still running %v after the shutdown deadline cancelled their contexts (FlushTimeout/2); Run returned without them: their messages were neither released (that would run them twice at once) nor deleted, and SQS delivers them again when their visibility timeout (%v) ends; what the handlers return is not applied. Make handlers return when their context is cancelled, and exit the process once Run has returned",
-		ErrHandlersNotStopped, handlers(n), w.opts.FlushTimeout/2, w.visibility)
+		ErrHandlersNotStopped, countHandlers(n), w.opts.FlushTimeout/2, w.visibility)
 }
 
 // Run receives and handles messages until ctx is cancelled, then shuts down:
