@@ -1,0 +1,531 @@
+package contract
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// The suite's fixed timings. Every runtime and backend gets the same.
+const (
+	// VisibilityTimeout is the source queue's VisibilityTimeout: a message
+	// nobody settles comes back this long after its last visibility change.
+	VisibilityTimeout = 10 * time.Second
+	// RetryDelay is the delay the scenarios' retry policy gives every retry.
+	RetryDelay = 3 * time.Second
+	// HandlerTimeout is how long a handler may run: the worker's
+	// Options.HandlerTimeout, and the time the Lambda adapter leaves a
+	// handler before the invocation's deadline margin.
+	HandlerTimeout = 4 * time.Second
+	// CallTimeout bounds every SQS call of both runtimes, so a hung call
+	// ends after it.
+	CallTimeout = 2 * time.Second
+	// maxReceiveCount is the source's redrive threshold: high enough that
+	// SQS's own redrive never acts within a scenario, so every DLQ copy the
+	// suite sees is the runtime's, with provenance.
+	maxReceiveCount = 20
+)
+
+// Kind is what became of a message, as SQS shows it.
+type Kind int
+
+const (
+	// Deleted: gone from the source, not in the DLQ.
+	Deleted Kind = iota + 1
+	// BackAfter: in the source, hidden, visible again Fate.Delay after it
+	// was settled (its visibility was changed to the retry delay).
+	BackAfter
+	// DeadLettered: gone from the source; in the DLQ (Fate.Copies copies),
+	// every copy with provenance (source, attempt, reason).
+	DeadLettered
+	// ComesBack: not deleted and not in the DLQ; visible again within the
+	// queue's VisibilityTimeout of its settlement, to be tried again.
+	ComesBack
+	// Untouched: the handler never ran and nothing was settled within
+	// UntouchedWait; the message waits, visible, in the source. Only a
+	// declared Gap expects it.
+	Untouched
+)
+
+// UntouchedWait is how long an Untouched fate is watched: long enough for
+// any runtime whose calls have timeouts to receive, run and settle a
+// message several times over.
+const UntouchedWait = time.Minute
+
+// String returns the kind's name.
+func (k Kind) String() string {
+	switch k {
+	case Deleted:
+		return "deleted"
+	case BackAfter:
+		return "back after a delay"
+	case DeadLettered:
+		return "dead-lettered"
+	case ComesBack:
+		return "comes back"
+	case Untouched:
+		return "untouched"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Fate is the expected end of a scenario's message.
+type Fate struct {
+	Kind Kind
+	// Delay is, for BackAfter, how long after its settlement the message
+	// is visible again.
+	Delay time.Duration
+	// Attempt is, for DeadLettered, the attempt recorded in the provenance.
+	Attempt int
+	// Reason is, for DeadLettered, a word the provenance's error must
+	// contain besides the handler's error ("permanent", "exhausted").
+	Reason string
+	// Copies is, for DeadLettered, how many copies the DLQ holds. Zero
+	// value: 1.
+	Copies int
+	// Runs is how many times the handler ran. Zero value: once per
+	// settlement the scenario waits for (Scenario.Settlements).
+	Runs int
+}
+
+// String describes the fate.
+func (f Fate) String() string {
+	switch f.Kind {
+	case BackAfter:
+		return fmt.Sprintf("%v (%v)", f.Kind, f.Delay)
+	case DeadLettered:
+		return fmt.Sprintf("%v (attempt %d, %q)", f.Kind, f.Attempt, f.Reason)
+	}
+	return f.Kind.String()
+}
+
+// Difference is a fate a runtime reaches instead of the scenario's: the
+// suite asserts it as strictly as the common one, and logs Why.
+type Difference struct {
+	Want Fate
+	Why  string
+	// Gap marks a difference that is not by design but a known defect of
+	// the runtime, kept visible here: the suite asserts the defect (so the
+	// fix makes it fail) and logs it as a gap. Fixing the runtime means
+	// deleting the Difference.
+	Gap bool
+}
+
+// Scenario is one situation every runtime must end the same way (or with
+// a declared Difference).
+type Scenario struct {
+	Name string
+	// Handle is the handler's behaviour on its run-th call (1 for the
+	// first). It must return when ctx ends.
+	Handle func(ctx context.Context, run int) error
+	// Retries is how many retries the retry policy allows (each after
+	// RetryDelay) before the message goes to the DLQ. Zero value: 3.
+	Retries int
+	// Faults are injected before the message is sent, once the runtime is
+	// constructed (so they never hit its start-up calls).
+	Faults []Fault
+	// Settlements is how many settlements (worker.Options.OnSettled and
+	// sqslambda.Options.OnSettled events) to wait for before the runtime
+	// is stopped and the fate read. Zero value: 1.
+	Settlements int
+	// Want is the fate every runtime must reach.
+	Want Fate
+	// Differs declares, by runtime name, a fate a runtime reaches instead
+	// by design.
+	Differs map[string]Difference
+}
+
+// FaultKind is a fault a backend can inject.
+type FaultKind int
+
+// The faults. A backend may inject only some of them (Backend.Cannot).
+const (
+	// Throttle fails the call with SQS's RequestThrottled.
+	Throttle FaultKind = iota + 1
+	// ServerError fails the call with HTTP 500 InternalError.
+	ServerError
+	// AccessDenied fails the call with AccessDenied (a role without the
+	// permission).
+	AccessDenied
+	// KMSAccessDenied fails the call with the error SQS returns when the
+	// queue's KMS key refuses the caller (KmsAccessDenied, whose
+	// query-compatible code the SDK reports: KMS.AccessDeniedException).
+	KMSAccessDenied
+	// QueueDoesNotExist fails the call with QueueDoesNotExist.
+	QueueDoesNotExist
+	// EntryThrottle fails single entries of a batch call with
+	// RequestThrottled, the call itself succeeding.
+	EntryThrottle
+	// EntryAccessDenied fails single entries of a batch call with
+	// AccessDenied.
+	EntryAccessDenied
+	// EntryKMSAccessDenied fails single entries of a batch call with
+	// KMS.AccessDeniedException, as SendMessageBatch reports a queue whose
+	// KMS key refuses the caller.
+	EntryKMSAccessDenied
+	// LostResponse lets the call take effect and then loses its answer: the
+	// caller sees a server error (the fake) or a reset connection (the
+	// emulator).
+	LostResponse
+	// Hang never answers: the caller's call timeout ends the call.
+	Hang
+	// DLQDeleted deletes the dead-letter queue (API is ignored): the copy
+	// finds no queue.
+	DLQDeleted
+)
+
+// String returns the fault's name.
+func (k FaultKind) String() string {
+	names := [...]string{"", "throttle", "server-error", "access-denied", "kms-access-denied", "queue-does-not-exist",
+		"entry-throttle", "entry-access-denied", "entry-kms-access-denied", "lost-response", "hang", "dlq-deleted"}
+	if int(k) > 0 && int(k) < len(names) {
+		return names[k]
+	}
+	return "FaultKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Fault is one injected failure.
+type Fault struct {
+	// API is the SQS call to affect ("SendMessageBatch").
+	API  string
+	Kind FaultKind
+	// Times is how many calls (entries, for the Entry kinds) fail; then
+	// they succeed. Zero value: they fail for good.
+	Times int
+}
+
+// String describes the fault.
+func (f Fault) String() string {
+	n := "for good"
+	if f.Times > 0 {
+		n = fmt.Sprintf("×%d", f.Times)
+	}
+	if f.Kind == DLQDeleted {
+		return f.Kind.String()
+	}
+	return fmt.Sprintf("%s %s %s", f.API, f.Kind, n)
+}
+
+// Env is one scenario's queues on a backend.
+type Env struct {
+	// Client is what the runtime calls: injected faults apply to it.
+	Client sqstest.API
+	// Observer reads the queues without faults, for the fate.
+	Observer sqstest.API
+	// Source is the source queue's URL (VisibilityTimeout, a RedrivePolicy
+	// to DLQ), DLQ the dead-letter queue's.
+	Source, DLQ string
+	// Inject injects a fault the backend can inject (see Backend.Cannot).
+	Inject func(t *testing.T, f Fault)
+	// DLQGone reports whether a fault deleted the DLQ.
+	DLQGone func() bool
+}
+
+// Backend is an SQS the suite runs on.
+type Backend struct {
+	Name string
+	// Cannot returns why the backend cannot inject f, or "" when it can;
+	// scenarios with a fault it cannot inject do not run on it (the suite
+	// logs them and why).
+	Cannot func(f Fault) string
+	// Run runs fn as one scenario's test on one runtime: in a
+	// testing/synctest bubble for the fake (time is virtual), as it is for
+	// an emulator.
+	Run func(t *testing.T, fn func(t *testing.T))
+	// Parallel runs the scenarios and runtimes as parallel subtests: an
+	// emulator's time is real, and most of it is spent waiting.
+	Parallel bool
+	// New creates a scenario's queues (see Env).
+	New func(t *testing.T) *Env
+	// Tolerance is how far from the expected moment a delay may end.
+	Tolerance time.Duration
+	// MaxWait bounds the wait for a scenario's settlements.
+	MaxWait time.Duration
+}
+
+// Setup is what a runtime is built with for one scenario.
+type Setup struct {
+	Client  sqstest.API
+	Source  string
+	Handler worker.Handler
+	Policy  retry.Policy
+	// OnSettled must receive every settlement event.
+	OnSettled func(worker.Settlement)
+}
+
+// Runtime is a way of running handlers on an SQS queue.
+type Runtime struct {
+	Name string
+	// New builds the runtime for s without receiving anything yet, and
+	// returns the function that runs it until ctx ends.
+	New func(t *testing.T, s Setup) (run func(ctx context.Context) error)
+}
+
+// Run runs every scenario through every runtime on b, each as its own
+// subtest "<scenario>/<runtime>", and fails when a runtime's message does
+// not reach the scenario's fate (or the runtime's declared Difference).
+func Run(t *testing.T, b Backend, runtimes []Runtime, scenarios []Scenario) {
+	for _, sc := range scenarios {
+		var missing []string
+		for _, f := range sc.Faults {
+			if why := b.Cannot(f); why != "" {
+				missing = append(missing, f.String()+": "+why)
+			}
+		}
+		if len(missing) > 0 {
+			t.Logf("NOT ON %s: %s (%s)", b.Name, sc.Name, strings.Join(missing, "; "))
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			if b.Parallel {
+				t.Parallel()
+			}
+			for _, rt := range runtimes {
+				t.Run(rt.Name, func(t *testing.T) {
+					if b.Parallel {
+						t.Parallel()
+					}
+					b.Run(t, func(t *testing.T) { runScenario(t, b, rt, sc) })
+				})
+			}
+		})
+	}
+}
+
+// runScenario takes one message through sc on rt and checks its fate.
+func runScenario(t *testing.T, b Backend, rt Runtime, sc Scenario) {
+	want := sc.Want
+	if d, ok := sc.Differs[rt.Name]; ok {
+		if d.Gap {
+			t.Logf("KNOWN GAP (not by design; once fixed, delete the declaration): %s ends %v instead of %v: %s", rt.Name, d.Want, sc.Want, d.Why)
+		} else {
+			t.Logf("DECLARED DIFFERENCE: %s ends %v instead of %v: %s", rt.Name, d.Want, sc.Want, d.Why)
+		}
+		want = d.Want
+	}
+	settlements := max(sc.Settlements, 1)
+	if want.Kind == Untouched {
+		settlements = 0
+	} else if want.Runs == 0 {
+		want.Runs = settlements
+	}
+	env := b.New(t)
+	var runs atomic.Int64
+	settled := make(chan worker.Settlement, 64)
+	retries := sc.Retries
+	if retries == 0 {
+		retries = 3
+	}
+	run := rt.New(t, Setup{
+		Client: env.Client,
+		Source: env.Source,
+		Handler: worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			return sc.Handle(ctx, int(runs.Add(1)))
+		}),
+		Policy: retry.PolicyFunc(func(attempt int) (time.Duration, bool) {
+			return RetryDelay, attempt <= retries
+		}),
+		OnSettled: func(s worker.Settlement) { settled <- s },
+	})
+	for _, f := range sc.Faults {
+		env.Inject(t, f)
+	}
+	body := "job " + sc.Name
+	if _, err := env.Observer.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(env.Source), MessageBody: aws.String(body)}); err != nil {
+		t.Fatalf("sending the scenario's message: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	var events []string
+	var t0 time.Time
+	wait := b.MaxWait
+	if want.Kind == Untouched {
+		wait = UntouchedWait
+	}
+	limit := time.NewTimer(wait)
+	for timedOut := false; !timedOut && (want.Kind == Untouched || len(events) < settlements); {
+		select {
+		case s := <-settled:
+			events = append(events, fmt.Sprintf("%v attempt %d %s", s.Outcome, s.Attempt, s.Reason))
+			t0 = time.Now()
+		case <-limit.C:
+			timedOut = true
+		}
+	}
+	limit.Stop()
+	if len(events) != settlements {
+		cancel()
+		<-done
+		t.Fatalf("%s: %d settlements within %v (%v); want %d, %v", rt.Name, len(events), wait, events, settlements, want)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("%s returned %v", rt.Name, err)
+	}
+	t.Logf("%s settled: %s", rt.Name, strings.Join(events, "; "))
+	if n := runs.Load(); n != int64(want.Runs) {
+		t.Errorf("%s ran the handler %d times, want %d", rt.Name, n, want.Runs)
+	}
+	check(t, b, env, rt.Name, body, want, t0)
+}
+
+// check reads what became of the message in SQS and compares it with want.
+// t0 is when the last awaited settlement was reported.
+func check(t *testing.T, b Backend, env *Env, runtime, body string, want Fate, t0 time.Time) {
+	t.Helper()
+	src := countIn(t, env.Observer, env.Source)
+	dlqCopies := 0
+	if !env.DLQGone() {
+		dlqCopies = countIn(t, env.Observer, env.DLQ)
+	}
+	if want.Kind != DeadLettered && dlqCopies != 0 {
+		t.Fatalf("%s: %d copies in the DLQ; want %v", runtime, dlqCopies, want)
+	}
+	switch want.Kind {
+	case Deleted:
+		if src != 0 {
+			t.Fatalf("%s: the message is still in the source queue (%d); want it deleted", runtime, src)
+		}
+	case DeadLettered:
+		if src != 0 {
+			t.Fatalf("%s: the message is still in the source queue (%d); want it deleted after its DLQ copy", runtime, src)
+		}
+		copies := receiveAll(t, env.Observer, env.DLQ)
+		if n := max(want.Copies, 1); len(copies) != n {
+			t.Fatalf("%s: %d copies in the DLQ; want %d, with provenance", runtime, len(copies), n)
+		}
+		for _, m := range copies {
+			checkProvenance(t, runtime, env.Source, body, m, want)
+		}
+	case BackAfter:
+		if src != 1 {
+			t.Fatalf("%s: %d messages in the source queue; want the message there, hidden for %v", runtime, src, want.Delay)
+		}
+		early := t0.Add(want.Delay - b.Tolerance)
+		if time.Now().After(early) {
+			t.Fatalf("%s: the runtime stopped %v after the settlement, too late to see the message still hidden %v after it", runtime, time.Since(t0), want.Delay-b.Tolerance)
+		}
+		time.Sleep(time.Until(early))
+		if got := receive(t, env.Observer, env.Source, 0); len(got) != 0 {
+			t.Fatalf("%s: the message is visible again %v after its settlement; want it hidden for %v", runtime, time.Since(t0), want.Delay)
+		}
+		if got := receiveBy(t, env.Observer, env.Source, t0.Add(want.Delay+b.Tolerance)); len(got) != 1 {
+			t.Fatalf("%s: the message is not visible %v after its settlement; want it back after %v", runtime, time.Since(t0), want.Delay)
+		}
+	case ComesBack:
+		if src != 1 {
+			t.Fatalf("%s: %d messages in the source queue; want the message there (not deleted), to come back within the visibility timeout", runtime, src)
+		}
+		if got := receiveBy(t, env.Observer, env.Source, t0.Add(VisibilityTimeout+b.Tolerance)); len(got) != 1 {
+			t.Fatalf("%s: the message did not come back within %v of its settlement", runtime, VisibilityTimeout+b.Tolerance)
+		}
+	case Untouched:
+		if got := receive(t, env.Observer, env.Source, 0); len(got) != 1 {
+			t.Fatalf("%s: %d messages visible in the source; want the message there, never received", runtime, len(got))
+		}
+	default:
+		t.Fatalf("scenario has no fate")
+	}
+}
+
+// checkProvenance checks one DLQ copy: the body, and the provenance the
+// runtime wrote.
+func checkProvenance(t *testing.T, runtime, source, body string, m types.Message, want Fate) {
+	t.Helper()
+	if got := aws.ToString(m.Body); got != body {
+		t.Errorf("%s: DLQ copy has body %q, want %q", runtime, got, body)
+	}
+	p, ok := dlq.ParseProvenance(m.MessageAttributes)
+	if !ok {
+		t.Fatalf("%s: DLQ copy has no provenance attributes (%v)", runtime, slices.Sorted(maps.Keys(m.MessageAttributes)))
+	}
+	if p.SourceQueue != source {
+		t.Errorf("%s: provenance source %q, want %q", runtime, p.SourceQueue, source)
+	}
+	if p.Attempt != want.Attempt {
+		t.Errorf("%s: provenance attempt %d, want %d", runtime, p.Attempt, want.Attempt)
+	}
+	if !strings.Contains(p.Error, want.Reason) || !strings.Contains(p.Error, handlerError) {
+		t.Errorf("%s: provenance error %q, want the reason (%q) and the handler's error (%q)", runtime, p.Error, want.Reason, handlerError)
+	}
+}
+
+// countIn returns how many messages a queue holds: visible, in flight and
+// delayed.
+func countIn(t *testing.T, api sqstest.API, url string) int {
+	t.Helper()
+	out, err := api.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed},
+	})
+	if err != nil {
+		t.Fatalf("reading queue %s: %v", url, err)
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		k, _ := strconv.Atoi(v)
+		n += k
+	}
+	return n
+}
+
+// receive receives once from url, long-polling for wait.
+func receive(t *testing.T, api sqstest.API, url string, wait time.Duration) []types.Message {
+	t.Helper()
+	out, err := api.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: int32(wait / time.Second),
+		MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+	})
+	if err != nil {
+		t.Fatalf("receiving from %s: %v", url, err)
+	}
+	return out.Messages
+}
+
+// receiveBy polls url until it returns messages or deadline passes.
+// (Short polls, so a message is seen when it turns visible, whatever the
+// backend's long polling does.)
+func receiveBy(t *testing.T, api sqstest.API, url string, deadline time.Time) []types.Message {
+	t.Helper()
+	for {
+		if got := receive(t, api, url, 0); len(got) > 0 {
+			return got
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil
+		}
+		time.Sleep(min(left, 250*time.Millisecond))
+	}
+}
+
+// receiveAll receives every message of url (all visible now).
+func receiveAll(t *testing.T, api sqstest.API, url string) []types.Message {
+	t.Helper()
+	var all []types.Message
+	for {
+		got := receive(t, api, url, time.Second)
+		if len(got) == 0 {
+			return all
+		}
+		all = append(all, got...)
+	}
+}
