@@ -27,7 +27,11 @@ const (
 	// nobody settles comes back this long after its last visibility change.
 	VisibilityTimeout = 10 * time.Second
 	// RetryDelay is the delay the scenarios' retry policy gives every retry.
-	RetryDelay = 3 * time.Second
+	// It, AfterDelay and VisibilityTimeout lie further apart than a
+	// backend's Tolerance, so the check tells them apart, and RetryDelay
+	// minus the Tolerance leaves a runtime time to stop before the
+	// message's hiding is checked.
+	RetryDelay = 5 * time.Second
 	// HandlerTimeout is how long a handler may run: the worker's
 	// Options.HandlerTimeout, and the time the Lambda adapter leaves a
 	// handler before the invocation's deadline margin.

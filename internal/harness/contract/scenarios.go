@@ -14,7 +14,7 @@ const handlerError = "contract: the handler failed"
 
 // AfterDelay is the delay the retry.After scenario asks for: distinct from
 // RetryDelay and shorter than VisibilityTimeout.
-const AfterDelay = 7 * time.Second
+const AfterDelay = 8 * time.Second
 
 // The handlers' behaviours.
 func succeed(context.Context, int) error { return nil }
