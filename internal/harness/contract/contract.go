@@ -344,7 +344,12 @@ func runScenario(t *testing.T, b Backend, rt Runtime, sc Scenario) {
 		Policy: retry.PolicyFunc(func(attempt int) (time.Duration, bool) {
 			return RetryDelay, attempt <= retries
 		}),
-		OnSettled: func(s worker.Settlement) { settled <- s },
+		OnSettled: func(s worker.Settlement) {
+			select {
+			case settled <- s:
+			default: // far more than a scenario awaits; never block the runtime
+			}
+		},
 	})
 	for _, f := range sc.Faults {
 		env.Inject(t, f)
