@@ -47,7 +47,14 @@ func newFakeEnv(t *testing.T) *Env {
 	src, dlqURL := f.MustCreateQueueWithDLQ(t, "orders", maxReceiveCount,
 		map[string]string{"VisibilityTimeout": strconv.Itoa(int(VisibilityTimeout / time.Second))})
 	var gone atomic.Bool
+	var removes []func()
 	return &Env{Client: f, Observer: f, Source: src, DLQ: dlqURL, DLQGone: gone.Load,
+		Heal: func() {
+			t.Logf("requests to the fake (the suite's own included): %s", f.RequestSummary())
+			for _, remove := range removes {
+				remove()
+			}
+		},
 		Inject: func(t *testing.T, ft Fault) {
 			in := sqstest.Fault{API: ft.API, Times: ft.Times}
 			switch ft.Kind {
@@ -80,7 +87,7 @@ func newFakeEnv(t *testing.T) *Env {
 			default:
 				t.Fatalf("fake: no fault %v", ft.Kind)
 			}
-			f.InjectFault(in)
+			removes = append(removes, f.InjectFault(in))
 		}}
 }
 
@@ -182,6 +189,12 @@ func newEmulatorEnv(t *testing.T, endpoint string, observer *sqs.Client) *Env {
 	t.Cleanup(func() { proxy.Close() })
 	var gone atomic.Bool
 	return &Env{Client: testenv.SQSAt(t, proxy.URL), Observer: observer, Source: src, DLQ: dlqURL, DLQGone: gone.Load,
+		Heal: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			clear(rules)
+			apply()
+		},
 		Inject: func(t *testing.T, f Fault) {
 			if f.Kind == DLQDeleted {
 				if _, err := observer.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(dlqURL)}); err != nil {

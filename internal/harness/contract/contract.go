@@ -102,8 +102,8 @@ type Fate struct {
 	// Copies is, for DeadLettered, how many copies the DLQ holds. Zero
 	// value: 1.
 	Copies int
-	// Runs is how many times the handler ran. Zero value: once per
-	// settlement the scenario waits for (Scenario.Settlements).
+	// Runs is how many times the handler ran, for all of the scenario's
+	// messages. Zero value: once per settlement the scenario waits for.
 	Runs int
 }
 
@@ -140,12 +140,18 @@ type Scenario struct {
 	// Retries is how many retries the retry policy allows (each after
 	// RetryDelay) before the message goes to the DLQ. Zero value: 3.
 	Retries int
-	// Faults are injected before the message is sent, once the runtime is
-	// constructed (so they never hit its start-up calls).
+	// Faults are injected once the runtime is built and the messages are
+	// sent, before the runtime runs (so they never hit its start-up calls,
+	// and do hit its first receive).
 	Faults []Fault
-	// Settlements is how many settlements (worker.Options.OnSettled and
-	// sqslambda.Options.OnSettled events) to wait for before the runtime
-	// is stopped and the fate read. Zero value: 1.
+	// Messages is how many messages the scenario sends at once, so that
+	// they are received, and settled, in one batch: a failed entry must be
+	// mapped back to its own message. Every message must reach the fate.
+	// Zero value: 1.
+	Messages int
+	// Settlements is how many settlements per message (worker.Options.OnSettled
+	// and sqslambda.Options.OnSettled events) to wait for before the
+	// runtime is stopped and the fate read. Zero value: 1.
 	Settlements int
 	// Want is the fate every runtime must reach.
 	Want Fate
@@ -229,13 +235,16 @@ func (f Fault) String() string {
 type Env struct {
 	// Client is what the runtime calls: injected faults apply to it.
 	Client sqstest.API
-	// Observer reads the queues without faults, for the fate.
+	// Observer sends the scenario's messages before the faults are
+	// injected, and reads the queues for the fate once they are healed.
 	Observer sqstest.API
 	// Source is the source queue's URL (VisibilityTimeout, a RedrivePolicy
 	// to DLQ), DLQ the dead-letter queue's.
 	Source, DLQ string
 	// Inject injects a fault the backend can inject (see Backend.Cannot).
 	Inject func(t *testing.T, f Fault)
+	// Heal removes every injected fault (a deleted DLQ stays deleted).
+	Heal func()
 	// DLQGone reports whether a fault deleted the DLQ.
 	DLQGone func() bool
 }
@@ -322,7 +331,8 @@ func runScenario(t *testing.T, b Backend, rt Runtime, sc Scenario) {
 		}
 		want = d.Want
 	}
-	settlements := max(sc.Settlements, 1)
+	n := max(sc.Messages, 1)
+	settlements := n * max(sc.Settlements, 1)
 	if want.Kind == Untouched {
 		settlements = 0
 	} else if want.Runs == 0 {
@@ -351,19 +361,24 @@ func runScenario(t *testing.T, b Backend, rt Runtime, sc Scenario) {
 			}
 		},
 	})
+	bodies := make([]string, n)
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(env.Source)}
+	for i := range bodies {
+		bodies[i] = fmt.Sprintf("job %s #%d", sc.Name, i+1)
+		in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(bodies[i])})
+	}
+	if out, err := env.Observer.SendMessageBatch(t.Context(), in); err != nil || len(out.Successful) != n {
+		t.Fatalf("sending the scenario's messages: %v", err)
+	}
 	for _, f := range sc.Faults {
 		env.Inject(t, f)
-	}
-	body := "job " + sc.Name
-	if _, err := env.Observer.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(env.Source), MessageBody: aws.String(body)}); err != nil {
-		t.Fatalf("sending the scenario's message: %v", err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx) }()
 	var events []string
-	var t0 time.Time
+	var at []time.Time // when each event came
 	wait := b.MaxWait
 	if want.Kind == Untouched {
 		wait = UntouchedWait
@@ -373,7 +388,7 @@ func runScenario(t *testing.T, b Backend, rt Runtime, sc Scenario) {
 		select {
 		case s := <-settled:
 			events = append(events, fmt.Sprintf("%v attempt %d %s", s.Outcome, s.Attempt, s.Reason))
-			t0 = time.Now()
+			at = append(at, time.Now())
 		case <-limit.C:
 			timedOut = true
 		}
@@ -388,17 +403,24 @@ func runScenario(t *testing.T, b Backend, rt Runtime, sc Scenario) {
 	if err := <-done; err != nil {
 		t.Fatalf("%s returned %v", rt.Name, err)
 	}
+	env.Heal()
 	t.Logf("%s settled: %s", rt.Name, strings.Join(events, "; "))
 	if n := runs.Load(); n != int64(want.Runs) {
 		t.Errorf("%s ran the handler %d times, want %d", rt.Name, n, want.Runs)
 	}
-	check(t, b, env, rt.Name, body, want, t0)
+	var first, last time.Time // the last round's settlements, one per message
+	if len(at) > 0 {
+		first, last = at[len(at)-n], at[len(at)-1]
+	}
+	check(t, b, env, rt.Name, bodies, want, first, last)
 }
 
-// check reads what became of the message in SQS and compares it with want.
-// t0 is when the last awaited settlement was reported.
-func check(t *testing.T, b Backend, env *Env, runtime, body string, want Fate, t0 time.Time) {
+// check reads what became of the messages in SQS and compares it with
+// want. first and last are when the first and the last message's final
+// settlement were reported.
+func check(t *testing.T, b Backend, env *Env, runtime string, bodies []string, want Fate, first, last time.Time) {
 	t.Helper()
+	n := len(bodies)
 	src := countIn(t, env.Observer, env.Source)
 	dlqCopies := 0
 	if !env.DLQGone() {
@@ -410,57 +432,60 @@ func check(t *testing.T, b Backend, env *Env, runtime, body string, want Fate, t
 	switch want.Kind {
 	case Deleted:
 		if src != 0 {
-			t.Fatalf("%s: the message is still in the source queue (%d); want it deleted", runtime, src)
+			t.Fatalf("%s: %d of %d messages still in the source queue; want them deleted", runtime, src, n)
 		}
 	case DeadLettered:
 		if src != 0 {
-			t.Fatalf("%s: the message is still in the source queue (%d); want it deleted after its DLQ copy", runtime, src)
+			t.Fatalf("%s: %d of %d messages still in the source queue; want them deleted after their DLQ copies", runtime, src, n)
 		}
 		copies := receiveAll(t, env.Observer, env.DLQ)
-		if n := max(want.Copies, 1); len(copies) != n {
-			t.Fatalf("%s: %d copies in the DLQ; want %d, with provenance", runtime, len(copies), n)
-		}
+		perBody := map[string]int{}
 		for _, m := range copies {
-			checkProvenance(t, runtime, env.Source, body, m, want)
+			perBody[aws.ToString(m.Body)]++
+			checkProvenance(t, runtime, env.Source, m, want)
+		}
+		for _, body := range bodies {
+			if got, n := perBody[body], max(want.Copies, 1); got != n {
+				t.Errorf("%s: %d copies of %q in the DLQ; want %d, with provenance", runtime, got, body, n)
+			}
+		}
+		if len(copies) != len(bodies)*max(want.Copies, 1) {
+			t.Errorf("%s: %d copies in the DLQ; want %d of each of %q", runtime, len(copies), max(want.Copies, 1), bodies)
 		}
 	case BackAfter:
-		if src != 1 {
-			t.Fatalf("%s: %d messages in the source queue; want the message there, hidden for %v", runtime, src, want.Delay)
+		if src != n {
+			t.Fatalf("%s: %d messages in the source queue; want all %d there, hidden for %v", runtime, src, n, want.Delay)
 		}
-		early := t0.Add(want.Delay - b.Tolerance)
+		early := first.Add(want.Delay - b.Tolerance)
 		if time.Now().After(early) {
-			t.Fatalf("%s: the runtime stopped %v after the settlement, too late to see the message still hidden %v after it", runtime, time.Since(t0), want.Delay-b.Tolerance)
+			t.Fatalf("%s: the runtime stopped %v after the settlement, too late to see the messages still hidden %v after it", runtime, time.Since(first), want.Delay-b.Tolerance)
 		}
 		time.Sleep(time.Until(early))
 		if got := receive(t, env.Observer, env.Source, 0); len(got) != 0 {
-			t.Fatalf("%s: the message is visible again %v after its settlement; want it hidden for %v", runtime, time.Since(t0), want.Delay)
+			t.Fatalf("%s: %d messages visible again %v after their settlement; want them hidden for %v", runtime, len(got), time.Since(first), want.Delay)
 		}
-		if got := receiveBy(t, env.Observer, env.Source, t0.Add(want.Delay+b.Tolerance)); len(got) != 1 {
-			t.Fatalf("%s: the message is not visible %v after its settlement; want it back after %v", runtime, time.Since(t0), want.Delay)
+		if got := receiveN(t, env.Observer, env.Source, n, last.Add(want.Delay+b.Tolerance)); got != n {
+			t.Fatalf("%s: %d of %d messages visible %v after their settlement; want them back after %v", runtime, got, n, time.Since(last), want.Delay)
 		}
 	case ComesBack:
-		if src != 1 {
-			t.Fatalf("%s: %d messages in the source queue; want the message there (not deleted), to come back within the visibility timeout", runtime, src)
+		if src != n {
+			t.Fatalf("%s: %d messages in the source queue; want all %d there (not deleted), to come back within the visibility timeout", runtime, src, n)
 		}
-		if got := receiveBy(t, env.Observer, env.Source, t0.Add(VisibilityTimeout+b.Tolerance)); len(got) != 1 {
-			t.Fatalf("%s: the message did not come back within %v of its settlement", runtime, VisibilityTimeout+b.Tolerance)
+		if got := receiveN(t, env.Observer, env.Source, n, last.Add(VisibilityTimeout+b.Tolerance)); got != n {
+			t.Fatalf("%s: %d of %d messages came back within %v of their settlement", runtime, got, n, VisibilityTimeout+b.Tolerance)
 		}
 	case Untouched:
-		if got := receive(t, env.Observer, env.Source, 0); len(got) != 1 {
-			t.Fatalf("%s: %d messages visible in the source; want the message there, never received", runtime, len(got))
+		if got := receive(t, env.Observer, env.Source, 0); len(got) != n {
+			t.Fatalf("%s: %d messages visible in the source; want all %d there, never received", runtime, len(got), n)
 		}
 	default:
 		t.Fatalf("scenario has no fate")
 	}
 }
 
-// checkProvenance checks one DLQ copy: the body, and the provenance the
-// runtime wrote.
-func checkProvenance(t *testing.T, runtime, source, body string, m types.Message, want Fate) {
+// checkProvenance checks the provenance the runtime wrote on one DLQ copy.
+func checkProvenance(t *testing.T, runtime, source string, m types.Message, want Fate) {
 	t.Helper()
-	if got := aws.ToString(m.Body); got != body {
-		t.Errorf("%s: DLQ copy has body %q, want %q", runtime, got, body)
-	}
 	p, ok := dlq.ParseProvenance(m.MessageAttributes)
 	if !ok {
 		t.Fatalf("%s: DLQ copy has no provenance attributes (%v)", runtime, slices.Sorted(maps.Keys(m.MessageAttributes)))
@@ -509,18 +534,17 @@ func receive(t *testing.T, api sqstest.API, url string, wait time.Duration) []ty
 	return out.Messages
 }
 
-// receiveBy polls url until it returns messages or deadline passes.
-// (Short polls, so a message is seen when it turns visible, whatever the
-// backend's long polling does.)
-func receiveBy(t *testing.T, api sqstest.API, url string, deadline time.Time) []types.Message {
+// receiveN polls url until it has received n messages or deadline
+// passes, and returns how many it received. (Short polls, so a message is
+// seen when it turns visible, whatever the backend's long polling does.)
+func receiveN(t *testing.T, api sqstest.API, url string, n int, deadline time.Time) int {
 	t.Helper()
+	got := 0
 	for {
-		if got := receive(t, api, url, 0); len(got) > 0 {
-			return got
-		}
+		got += len(receive(t, api, url, 0))
 		left := time.Until(deadline)
-		if left <= 0 {
-			return nil
+		if got >= n || left <= 0 {
+			return got
 		}
 		time.Sleep(min(left, 250*time.Millisecond))
 	}

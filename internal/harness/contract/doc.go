@@ -8,10 +8,13 @@
 //
 // # What it checks
 //
-// One message per scenario, one runtime at a time, on a fresh source
-// queue (VisibilityTimeout 10 s) with a dead-letter queue. The runtime
-// runs until it reports the scenario's settlements (Options.OnSettled),
-// is stopped, and then the suite reads SQS itself, without faults:
+// One message per scenario (three, received and settled in one batch, for
+// the failed-entry scenarios: each failure must be mapped back to its own
+// message), one runtime at a time, on a fresh source queue
+// (VisibilityTimeout 10 s) with a dead-letter queue. The messages are
+// sent, the faults injected, and the runtime runs until it reports the
+// scenario's settlements (Options.OnSettled); then it is stopped, the
+// faults are removed, and the suite reads SQS itself:
 //
 //   - Deleted: gone from the source and not in the DLQ.
 //   - BackAfter: still in the source, hidden, and visible again the
@@ -63,8 +66,9 @@
 // # Adding a scenario
 //
 // Append a Scenario to Scenarios: a handler behaviour (Handle, given the
-// run number), the faults to inject once the runtime is built and before
-// the message is sent, how many settlements to wait for, and the Fate.
+// run number), how many messages, the faults to inject (once the runtime
+// is built and the messages sent, before it runs), how many settlements
+// per message to wait for, and the Fate.
 // A new fault kind needs a FaultKind, its mapping in the fake's Env (an
 // sqstest.Fault; add what sqstest lacks there, with its own test), and
 // either its mapping in the emulator's or a reason in its Cannot.

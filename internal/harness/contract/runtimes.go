@@ -17,14 +17,15 @@ var quiet = slog.New(slog.DiscardHandler)
 // public API only.
 func Runtimes() []Runtime { return []Runtime{Worker(), Lambda()} }
 
-// Worker is the worker runtime: worker.New and Run, one handler at a
-// time, one poller (so a fault on "the next receive" hits the receive that
-// gets the message), no prefetch.
+// Worker is the worker runtime: worker.New and Run with one poller (so a
+// fault on "the next receive" hits the receive that gets the messages) and
+// no prefetch; ten handlers, so a scenario's messages are received, and
+// settled, together.
 func Worker() Runtime {
 	return Runtime{Name: "worker", New: func(t *testing.T, s Setup) func(context.Context) error {
 		w, err := worker.New(s.Client, s.Source, s.Handler, func(o *worker.Options) {
 			o.Logger = quiet
-			o.Concurrency = 1
+			o.Concurrency = 10
 			o.MaxPrefetch = -1
 			o.Pollers = 1
 			o.WaitTime = 2 * time.Second

@@ -63,7 +63,7 @@ func Scenarios() []Scenario {
 			Faults: []Fault{{API: "SendMessageBatch", Kind: Throttle, Times: 2}}},
 		{Name: "dlq-copy-5xx-then-ok", Handle: permanent, Want: deadLettered,
 			Faults: []Fault{{API: "SendMessageBatch", Kind: ServerError, Times: 2}}},
-		{Name: "dlq-copy-entry-throttled-then-ok", Handle: permanent, Want: deadLettered,
+		{Name: "dlq-copy-entry-throttled-then-ok", Messages: 3, Handle: permanent, Want: deadLettered,
 			Faults: []Fault{{API: "SendMessageBatch", Kind: EntryThrottle, Times: 1}}},
 
 		// The DLQ copy fails for good: never deleted without a copy.
@@ -71,7 +71,7 @@ func Scenarios() []Scenario {
 			Faults: []Fault{{API: "SendMessageBatch", Kind: AccessDenied}}},
 		{Name: "dlq-copy-kms-access-denied", Handle: permanent, Want: comesBack,
 			Faults: []Fault{{API: "SendMessageBatch", Kind: KMSAccessDenied}}},
-		{Name: "dlq-copy-entry-kms-access-denied", Handle: permanent, Want: comesBack,
+		{Name: "dlq-copy-entry-kms-access-denied", Messages: 3, Handle: permanent, Want: comesBack,
 			Faults: []Fault{{API: "SendMessageBatch", Kind: EntryKMSAccessDenied}}},
 		{Name: "dlq-copy-queue-does-not-exist", Handle: permanent, Want: comesBack,
 			Faults: []Fault{{API: "SendMessageBatch", Kind: QueueDoesNotExist}}},
@@ -83,11 +83,11 @@ func Scenarios() []Scenario {
 		// Failed batch entries.
 		{Name: "delete-entry-throttled", Handle: succeed, Want: deleted, Differs: mappingDeletes,
 			Faults: []Fault{{API: "DeleteMessageBatch", Kind: EntryThrottle, Times: 1}}},
-		{Name: "change-visibility-entry-throttled", Handle: fail, Want: retried,
+		{Name: "change-visibility-entry-throttled", Messages: 3, Handle: fail, Want: retried,
 			Faults: []Fault{{API: "ChangeMessageVisibilityBatch", Kind: EntryThrottle, Times: 1}}},
-		{Name: "change-visibility-entry-access-denied", Handle: fail, Want: comesBack,
+		{Name: "change-visibility-entry-access-denied", Messages: 3, Handle: fail, Want: comesBack,
 			Faults: []Fault{{API: "ChangeMessageVisibilityBatch", Kind: EntryAccessDenied}}},
-		{Name: "dlq-source-delete-entry-throttled", Handle: permanent, Want: deadLettered,
+		{Name: "dlq-source-delete-entry-throttled", Messages: 3, Handle: permanent, Want: deadLettered,
 			Faults: []Fault{{API: "DeleteMessageBatch", Kind: EntryThrottle, Times: 1}}},
 
 		// Lost responses: the call took effect, its answer did not come.
