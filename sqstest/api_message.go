@@ -183,8 +183,7 @@ func (f *Fake) SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatc
 	now := f.now()
 	out := &sqs.SendMessageBatchOutput{Successful: []types.SendMessageBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
 	for _, e := range params.Entries {
-		if ferr := c.entryFault(); ferr != nil {
-			out.Failed = append(out.Failed, batchEntryError(aws.ToString(e.Id), ferr))
+		if c.failEntry(e.Id, &out.Failed) {
 			continue
 		}
 		r, err := f.sendLocked(q, sendEntry{
@@ -445,8 +444,7 @@ func (f *Fake) DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessage
 	defer f.mu.Unlock()
 	out := &sqs.DeleteMessageBatchOutput{Successful: []types.DeleteMessageBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
 	for _, e := range params.Entries {
-		if ferr := c.entryFault(); ferr != nil {
-			out.Failed = append(out.Failed, batchEntryError(aws.ToString(e.Id), ferr))
+		if c.failEntry(e.Id, &out.Failed) {
 			continue
 		}
 		if err := f.deleteLocked(q, aws.ToString(e.ReceiptHandle)); err != nil {
@@ -516,8 +514,7 @@ func (f *Fake) ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.Cha
 	now := f.now()
 	out := &sqs.ChangeMessageVisibilityBatchOutput{Successful: []types.ChangeMessageVisibilityBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
 	for _, e := range params.Entries {
-		if ferr := c.entryFault(); ferr != nil {
-			out.Failed = append(out.Failed, batchEntryError(aws.ToString(e.Id), ferr))
+		if c.failEntry(e.Id, &out.Failed) {
 			continue
 		}
 		if err := f.changeLocked(q, aws.ToString(e.ReceiptHandle), e.VisibilityTimeout, now); err != nil {

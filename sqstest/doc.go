@@ -32,8 +32,9 @@
 // slow down, hang until their context ends, or lose their response after
 // taking effect (AfterEffect: the messages were received or deleted, the
 // caller cannot know), also only when the caller gives up while the response
-// is still on its way (ResponseDelay); it can fail single entries of batch calls (Entries),
-// only the first N calls (Times) or every N-th (Every). Options.Latency adds
+// is still on its way (ResponseDelay); it can fail single entries of batch
+// calls (Entries) or leave them out of the response (Omit), only the first
+// N calls (Times) or every N-th (Every). Options.Latency adds
 // a delay to every call. Requests counts calls by API name, so tests and benchmarks can
 // report SQS requests per message.
 package sqstest

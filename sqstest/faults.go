@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 )
 
@@ -15,7 +17,8 @@ import (
 // before it takes effect, as when a request is throttled or never reaches
 // SQS. AfterEffect models a lost response instead: the call takes effect and
 // the caller still sees Err, or never sees an answer. Entries fails single
-// entries of batch calls, as SQS reports in a batch response's Failed list.
+// entries of batch calls, as SQS reports in a batch response's Failed list;
+// with Omit, the response leaves them out altogether.
 type Fault struct {
 	// API is the call to affect ("ReceiveMessage", …), or a comma-separated
 	// list of calls. Zero value: every call.
@@ -57,8 +60,14 @@ type Fault struct {
 	// in the response's Failed list, with SenderFault false for a server
 	// error or throttling and true otherwise. Times and Every then count
 	// entries. Entries cannot be combined with Hang or AfterEffect, and
-	// needs Err. Zero value: whole calls fail.
+	// needs Err (or Omit). Zero value: whole calls fail.
 	Entries bool
+	// Omit, with Entries, leaves an affected entry out of the response
+	// altogether, in neither its Successful nor its Failed list, as a
+	// truncated or malformed response would: the entry does not take
+	// effect, and a caller must count it as failed. Err is not used. Zero
+	// value: affected entries are listed in Failed.
+	Omit bool
 }
 
 func (ft Fault) check() error {
@@ -69,8 +78,10 @@ func (ft Fault) check() error {
 		return errors.New("sqstest: Fault.ResponseDelay delays the response of a call that took effect and needs AfterEffect; use Latency to delay calls before they take effect")
 	case ft.Entries && (ft.Hang || ft.AfterEffect):
 		return errors.New("sqstest: Fault.Entries fails batch entries; it cannot be combined with Hang or AfterEffect")
-	case ft.Entries && ft.Err == nil:
-		return errors.New("sqstest: Fault.Entries needs Fault.Err, the error each affected entry reports")
+	case ft.Omit && !ft.Entries:
+		return errors.New("sqstest: Fault.Omit leaves batch entries out of a response and needs Fault.Entries")
+	case ft.Entries && ft.Err == nil && !ft.Omit:
+		return errors.New("sqstest: Fault.Entries needs Fault.Err, the error each affected entry reports (or Fault.Omit)")
 	case ft.AfterEffect && ft.Err == nil && !ft.Hang && ft.ResponseDelay == 0:
 		return errors.New("sqstest: Fault.AfterEffect needs Fault.Err, Fault.Hang or Fault.ResponseDelay: what the caller sees after the call took effect")
 	}
@@ -196,15 +207,20 @@ func (c *call) strike(ctx context.Context, ft *Fault) error {
 	return opError(c.op, ft.Err)
 }
 
-// entryFault returns the error an injected entry fault gives the next
-// entry of a batch call, or nil. f.mu must be held.
-func (c *call) entryFault() error {
+// failEntry applies the injected entry faults to the next entry of a
+// batch call, id: an affected entry is listed in failed, or, with
+// Fault.Omit, left out of the response. It reports whether the entry was
+// affected (then it must not take effect). f.mu must be held.
+func (c *call) failEntry(id *string, failed *[]types.BatchResultErrorEntry) bool {
 	for _, r := range c.entries {
 		if r.take() {
-			return r.fault.Err
+			if !r.fault.Omit {
+				*failed = append(*failed, batchEntryError(aws.ToString(id), r.fault.Err))
+			}
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // settle applies a fault that strikes after the call took effect: the

@@ -163,10 +163,54 @@ func TestFaultEntries(t *testing.T) {
 	}
 }
 
+// An omitted entry is in neither list of the response and takes no effect:
+// a message not sent, a message not deleted.
+func TestFaultEntriesOmitted(t *testing.T) {
+	f := sqstest.For(t)
+	url := f.MustCreateQueue(t, "q", nil)
+	f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Entries: true, Omit: true, Times: 1})
+	send := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url)}
+	for i := range 3 {
+		send.Entries = append(send.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), MessageBody: aws.String(fmt.Sprint("m", i))})
+	}
+	sent, err := f.SendMessageBatch(context.Background(), send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range sent.Successful {
+		ids = append(ids, aws.ToString(e.Id))
+	}
+	if fmt.Sprint(ids) != "[1 2]" || len(sent.Failed) != 0 {
+		t.Fatalf("successful %v, failed %v; want [1 2] and none: entry 0 left out", ids, sent.Failed)
+	}
+	if visible, _, _ := f.Count(url); visible != 2 {
+		t.Fatalf("%d messages in the queue, want 2: the omitted entry was not sent", visible)
+	}
+
+	f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Entries: true, Omit: true, Every: 2})
+	msgs := receive(t, f, url, 10, 0)
+	del := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url)}
+	for i, m := range msgs {
+		del.Entries = append(del.Entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
+	}
+	deleted, err := f.DeleteMessageBatch(context.Background(), del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted.Successful) != 1 || aws.ToString(deleted.Successful[0].Id) != "0" || len(deleted.Failed) != 0 {
+		t.Fatalf("successful %v, failed %v; want entry 0 only, entry 1 left out", deleted.Successful, deleted.Failed)
+	}
+	if _, inflight, _ := f.Count(url); inflight != 1 {
+		t.Fatalf("%d messages in flight, want 1: the omitted entry was not deleted", inflight)
+	}
+}
+
 func TestFaultContradictionsPanic(t *testing.T) {
 	for _, ft := range []sqstest.Fault{
 		{Entries: true, Hang: true, Err: sqstest.Throttled()},
 		{Entries: true},
+		{Omit: true, Err: sqstest.Throttled()},
 		{AfterEffect: true},
 		{Every: -1},
 		{ResponseDelay: time.Second, Err: sqstest.Throttled()},
