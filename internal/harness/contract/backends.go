@@ -74,6 +74,8 @@ func newFakeEnv(t *testing.T) *Env {
 				in.Err, in.Entries = accessDenied(), true
 			case EntryKMSAccessDenied:
 				in.Err, in.Entries = kmsAccessDenied(), true
+			case EntryOmitted:
+				in.Entries, in.Omit = true, true
 			case LostResponse:
 				in.Err, in.AfterEffect = sqstest.ServerError(), true
 			case Hang:

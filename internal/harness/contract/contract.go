@@ -188,6 +188,10 @@ const (
 	// KMS.AccessDeniedException, as SendMessageBatch reports a queue whose
 	// KMS key refuses the caller.
 	EntryKMSAccessDenied
+	// EntryOmitted leaves single entries out of a batch call's response
+	// (in neither its Successful nor its Failed list); they took no
+	// effect, and the caller must count them as failed.
+	EntryOmitted
 	// LostResponse lets the call take effect and then loses its answer: the
 	// caller sees a server error (the fake) or a reset connection (the
 	// emulator).
@@ -202,7 +206,7 @@ const (
 // String returns the fault's name.
 func (k FaultKind) String() string {
 	names := [...]string{"", "throttle", "server-error", "access-denied", "kms-access-denied", "queue-does-not-exist",
-		"entry-throttle", "entry-access-denied", "entry-kms-access-denied", "lost-response", "hang", "dlq-deleted"}
+		"entry-throttle", "entry-access-denied", "entry-kms-access-denied", "entry-omitted", "lost-response", "hang", "dlq-deleted"}
 	if int(k) > 0 && int(k) < len(names) {
 		return names[k]
 	}

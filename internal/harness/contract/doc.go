@@ -33,7 +33,8 @@
 // errors, retry.After, retry.Permanent, exhausted attempts, panics and
 // handler timeouts (the worker's HandlerTimeout, the Lambda invocation's
 // deadline); DLQ copies failing and then succeeding, or failing for good;
-// failed batch entries; lost responses; hung calls ended by the call
+// failed batch entries, and entries missing from a batch response (which
+// must count as failed); lost responses; hung calls ended by the call
 // timeout.
 //
 // # Backends

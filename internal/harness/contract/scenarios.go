@@ -90,6 +90,16 @@ func Scenarios() []Scenario {
 		{Name: "dlq-source-delete-entry-throttled", Messages: 3, Handle: permanent, Want: deadLettered,
 			Faults: []Fault{{API: "DeleteMessageBatch", Kind: EntryThrottle, Times: 1}}},
 
+		// Entries missing from a batch response count as failed.
+		{Name: "dlq-copy-result-missing", Messages: 3, Handle: permanent, Want: deadLettered,
+			Faults: []Fault{{API: "SendMessageBatch", Kind: EntryOmitted, Times: 1}}},
+		{Name: "change-visibility-result-missing", Messages: 3, Handle: fail, Want: retried,
+			Faults: []Fault{{API: "ChangeMessageVisibilityBatch", Kind: EntryOmitted, Times: 1}}},
+		{Name: "delete-result-missing", Handle: succeed, Want: deleted, Differs: mappingDeletes,
+			Faults: []Fault{{API: "DeleteMessageBatch", Kind: EntryOmitted, Times: 1}}},
+		{Name: "dlq-source-delete-result-missing", Messages: 3, Handle: permanent, Want: deadLettered,
+			Faults: []Fault{{API: "DeleteMessageBatch", Kind: EntryOmitted, Times: 1}}},
+
 		// Lost responses: the call took effect, its answer did not come.
 		{Name: "lost-receive", Handle: succeed, Want: deleted,
 			Faults: []Fault{{API: "ReceiveMessage", Kind: LostResponse, Times: 1}}},
