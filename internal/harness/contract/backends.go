@@ -37,7 +37,7 @@ func Fake() Backend {
 		Cannot:    func(Fault) string { return "" },
 		Run:       func(t *testing.T, fn func(t *testing.T)) { synctest.Test(t, fn) },
 		New:       newFakeEnv,
-		Tolerance: time.Second,
+		Tolerance: 250 * time.Millisecond,
 		MaxWait:   10 * time.Minute,
 	}
 }
