@@ -277,10 +277,16 @@ type Backend struct {
 
 // Setup is what a runtime is built with for one scenario.
 type Setup struct {
-	Client  sqstest.API
-	Source  string
+	// Client is the runtime's SQS client; the scenario's faults apply to
+	// it.
+	Client sqstest.API
+	// Source is the queue to consume, by URL.
+	Source string
+	// Handler runs each message: the scenario's behaviour.
 	Handler worker.Handler
-	Policy  retry.Policy
+	// Policy is the retry policy: Scenario.Retries retries, RetryDelay
+	// apart.
+	Policy retry.Policy
 	// OnSettled must receive every settlement event.
 	OnSettled func(worker.Settlement)
 }
