@@ -26,8 +26,10 @@ type JSONOptions struct {
 // calls fn with it. fn's error decides the message's fate as any handler's
 // does.
 //
-// Decoding is strict: the body must hold exactly one JSON value, and (unless
-// JSONOptions.AllowUnknownFields) only fields T has. A body that does not
+// Decoding is strict: the body must hold exactly one JSON value, not null
+// (a null body would run fn with T's zero value, as if a job had been
+// sent), and (unless JSONOptions.AllowUnknownFields) only fields T has. A
+// body that does not
 // decode is a permanent failure (retry.Permanent): retrying cannot fix it,
 // so the message goes to the dead-letter queue at once, with the decode
 // error as its reason. The error names T and the message, e.g. `message
@@ -52,6 +54,10 @@ func JSON[T any](fn func(ctx context.Context, job T, m *Message) error, optFns .
 // errTrailing reports data after the body's JSON value.
 var errTrailing = errors.New("unexpected data after the JSON value")
 
+// errNull reports a body that is JSON null: it decodes into any T without
+// error, leaving T's zero value, which no producer meant as a job.
+var errNull = errors.New("the body is JSON null, not a job; a producer that sends a job encodes a value")
+
 func decodeJSON(body string, v any, o JSONOptions) error {
 	dec := json.NewDecoder(strings.NewReader(body))
 	if !o.AllowUnknownFields {
@@ -66,6 +72,9 @@ func decodeJSON(body string, v any, o JSONOptions) error {
 	var rest json.RawMessage
 	if err := dec.Decode(&rest); !errors.Is(err, io.EOF) {
 		return errTrailing
+	}
+	if strings.Trim(body, " \t\r\n") == "null" {
+		return errNull
 	}
 	return nil
 }

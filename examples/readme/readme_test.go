@@ -112,7 +112,7 @@ func enqueue(ctx context.Context, cfg aws.Config, queueURL string, batch []Job) 
 }
 
 var typedHandler = worker.JSON(func(ctx context.Context, job Job, m *worker.Message) error {
-	return job.Process(ctx) // a body that is not a valid Job never gets here: DLQ, with the decode error
+	return job.Process(ctx) // a body that is not a valid Job (nor `null`) never gets here: DLQ, with the decode error
 })
 
 // README: Observability.

@@ -37,6 +37,7 @@ var Cases = []Case{
 	{Body: `{"order_id":"A-6"} {"order_id":"A-7"}`, Reason: "unexpected data after the JSON value"},
 	{Body: `[1,2]`, Reason: "cannot unmarshal array into Go value of type jsontest.Job"},
 	{Body: "   ", Reason: "the body is empty"},
+	{Body: ` null `, Reason: "the body is JSON null"},
 }
 
 // Check compares a run over Cases with what it should have done: handled
