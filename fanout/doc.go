@@ -40,7 +40,11 @@
 // envelope|raw` reports a subscription that delivers what the consumer does
 // not expect (CodeRawDeliveryMismatch). Unwrap does not verify SNS's
 // signature: the queue policy Setup writes, which lets only the topic send,
-// is what keeps envelopes from being forged into the queue.
+// is what keeps envelopes from being forged into the queue. A statement
+// that lets everyone send unconditionally defeats it: Lint reports it
+// (CodeQueuePolicyOpen), and Setup adds the topic's own statement beside it
+// and reports it in SetupResult.Findings, but leaves removing it to the
+// queue's owner, since other senders may rely on it.
 //
 // # Subscription dead-letter queues
 //

@@ -40,6 +40,7 @@ const (
 	CodeSubscriptionDLQElsewhere = "subscription-dlq-other-account-region" // error: SNS needs the DLQ in the subscription's account and region
 	CodeSubscriptionDLQWrongType = "subscription-dlq-wrong-type"           // error: FIFO-ness differs from the topic's
 	CodeQueuePolicyRefusesTopic  = "queue-policy-refuses-topic"            // error: SNS cannot deliver to the queue
+	CodeQueuePolicyOpen          = "queue-policy-open"                     // error: anyone may send; Unwrap would take a forged envelope for SNS's
 	CodeDLQPolicyRefusesTopic    = "subscription-dlq-policy-refuses-topic" // error: SNS cannot dead-letter either
 	CodeAWSManagedKey            = "kms-aws-managed-key"                   // error: SNS cannot use the key
 	CodeCustomerManagedKey       = "kms-customer-managed-key"              // info: the key policy must grant SNS
@@ -95,7 +96,7 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 			if isAccessDenied(err) {
 				add(dlq.SeverityInfo, CodeSubscriptionsNotChecked, fmt.Sprintf("cannot read the SNS subscriptions (%v), so whether queue %s is a subscription's dead-letter queue is unknown", shortErr(err), name),
 					"grant sns:ListSubscriptions and sns:GetSubscriptionAttributes to check them")
-				return fs, nil
+				return append(fs, openPolicyFindings("queue "+name, name, queueARN, attrs["Policy"], "", false)...), nil
 			}
 			return fs, err
 		}
@@ -105,11 +106,16 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 			add(dlq.SeverityInfo, CodeIsSubscriptionDLQ,
 				fmt.Sprintf("queue %s is the dead-letter queue of the subscription of queue %s to topic %s; a dead-letter queue needs no RedrivePolicy of its own", name, dlq.QueueName(s.QueueARN), topicName(s.TopicARN)),
 				fmt.Sprintf("nothing to change here; check the chain with `sqsworker doctor %s`", dlq.QueueName(s.QueueARN)))
-			return fs, nil
+			return append(fs, openPolicyFindings("queue "+name, dlq.QueueName(s.QueueARN), queueARN, attrs["Policy"], topicName(s.TopicARN), false)...), nil
 		}
 	}
 
 	subs, err := Subscriptions(ctx, snsClient, queueARN)
+	topic := ""
+	if len(subs) > 0 {
+		topic = topicName(subs[0].TopicARN)
+	}
+	fs = append(fs, openPolicyFindings("queue "+name, name, queueARN, attrs["Policy"], topic, false)...)
 	if err != nil {
 		if isAccessDenied(err) {
 			add(dlq.SeverityInfo, CodeSubscriptionsNotChecked, fmt.Sprintf("cannot read the SNS subscriptions of queue %s (%v)", name, shortErr(err)),
@@ -183,6 +189,36 @@ func deliveryFindings(where, queue, topic string, s Subscription, d Delivery) []
 	return nil
 }
 
+// openPolicyFindings reports the statements of a queue's policy that let
+// everyone send to it unconditionally (queuepolicy.OpenStatements). what is
+// the queue as the message names it, subscribed the queue subscribed to the
+// topic (for setup's command line), topic the topic's name or "" if the
+// queue has no subscription; granted says the policy already has the
+// statement scoped to the topic (Setup's case). A policy that does not
+// parse is reported by the topic's check, not here.
+func openPolicyFindings(what, subscribed, queueARN, policy, topic string, granted bool) []dlq.Finding {
+	open, err := queuepolicy.OpenStatements(policy, queueARN)
+	if err != nil || len(open) == 0 {
+		return nil
+	}
+	which := "statement " + strings.Join(open, ", ")
+	if strings.HasPrefix(open[0], "statement ") {
+		which = strings.Join(open, ", ")
+	}
+	fix := fmt.Sprintf("remove %s from the policy, or give it a condition that names your senders (aws:SourceArn, aws:SourceAccount, aws:PrincipalOrgID)", which)
+	switch {
+	case granted:
+		fix = fmt.Sprintf("remove %s from the policy (the statement scoped to topic %s is in place, so SNS keeps delivering), or give it a condition that names your senders (aws:SourceArn, aws:SourceAccount, aws:PrincipalOrgID)", which, topic)
+	case topic != "":
+		fix += fmt.Sprintf("; run `sqsworker setup --topic %s %s` first: it adds the statement scoped to the topic, so SNS keeps delivering once the open one is gone", topic, subscribed)
+	default:
+		fix += "; a topic that delivers to the queue needs its own statement (`sqsworker setup --topic TOPIC " + subscribed + "` adds it)"
+	}
+	return []dlq.Finding{{Severity: dlq.SeverityError, Code: CodeQueuePolicyOpen,
+		Message: fmt.Sprintf("%s's policy lets everyone send to it (%s: Principal *, sqs:SendMessage, no condition): any AWS account, or an anonymous caller, can put messages on it, and fanout.Unwrap, which does not verify SNS's signatures, takes a forged envelope for one the topic sent", what, which),
+		Fix:     fix}}
+}
+
 // kmsFindings notes encryption SNS cannot use, or must be granted.
 func kmsFindings(what, key string) []dlq.Finding {
 	switch {
@@ -242,6 +278,7 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 			fmt.Sprintf("dead-letter queue %s's policy does not let topic %s send: a message SNS cannot deliver to the queue cannot be dead-lettered either, and is lost", name, ta.Name),
 			fmt.Sprintf("add a statement allowing sns.amazonaws.com sqs:SendMessage on %s with the condition ArnEquals aws:SourceArn %s (`sqsworker setup --topic %s %s` adds it)", s.DLQARN, s.TopicARN, ta.Name, dlq.QueueName(s.QueueARN)))
 	}
+	fs = append(fs, openPolicyFindings("dead-letter queue "+name, dlq.QueueName(s.QueueARN), s.DLQARN, attrs["Policy"], ta.Name, false)...)
 	fs = append(fs, kmsFindings("dead-letter queue "+name, attrs["KmsMasterKeyId"])...)
 	if r, ok := seconds(attrs, "MessageRetentionPeriod"); ok && r < queueRetention {
 		add(dlq.SeverityWarning, CodeSubscriptionDLQRetention,

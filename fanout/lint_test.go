@@ -211,3 +211,46 @@ func grantPolicy(t *testing.T, queueARN, topicARN string) string {
 	t.Helper()
 	return `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"sns.amazonaws.com"},"Action":"sqs:SendMessage","Resource":"` + queueARN + `","Condition":{"ArnEquals":{"aws:SourceArn":"` + topicARN + `"}}}]}`
 }
+
+// openPolicy lets everyone send to the queue, with no condition.
+func openPolicy(queueARN string) string {
+	return `{"Version":"2012-10-17","Statement":[{"Sid":"anyone","Effect":"Allow","Principal":"*","Action":"sqs:SendMessage","Resource":"` + queueARN + `"}]}`
+}
+
+// An open policy lets SNS deliver, so the topic's check passes; but anyone
+// may then send a forged envelope, which Unwrap believes.
+func TestLintOpenQueuePolicy(t *testing.T) {
+	queues, topics, res := chain(t, "fulfilment", raw)
+	setQueue(t, queues, res.Queue.QueueURL, map[string]string{"Policy": openPolicy(res.Queue.QueueARN)})
+	got := lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw)
+	only(t, got, fanout.CodeQueuePolicyOpen, dlq.SeverityError, "`sqsworker setup --topic rental-orders fulfilment` first")
+	if f := got[fanout.CodeQueuePolicyOpen]; !strings.Contains(f.Message, "statement anyone") || !strings.Contains(f.Fix, "remove statement anyone") {
+		t.Errorf("finding does not name the statement: %+v", f)
+	}
+
+	// The same on the subscription's dead-letter queue, whose messages a
+	// redrive puts back on the queue.
+	queues, topics, res = chain(t, "billing", raw)
+	setQueue(t, queues, res.FanoutDLQURL, map[string]string{"Policy": `{"Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"sqs:*","Resource":"*"}]}`})
+	got = lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw)
+	only(t, got, fanout.CodeQueuePolicyOpen, dlq.SeverityError, "remove statement 1")
+	if f := got[fanout.CodeQueuePolicyOpen]; !strings.Contains(f.Message, "dead-letter queue billing-fanout-dlq's policy") {
+		t.Errorf("finding does not name the dead-letter queue: %+v", f)
+	}
+
+	// A queue with no subscription is checked too.
+	lone := queues.MustCreateQueue(t, "lone", nil)
+	setQueue(t, queues, lone, map[string]string{"Policy": openPolicy("arn:aws:sqs:us-east-1:000000000000:lone")})
+	got = lint(t, topics, queues, lone, fanout.DeliveryUnknown)
+	if f, ok := got[fanout.CodeQueuePolicyOpen]; !ok || !strings.Contains(f.Fix, "--topic TOPIC lone") {
+		t.Errorf("findings on an open queue without subscriptions: %v", got)
+	}
+
+	// A condition scopes the statement: not open.
+	scoped := strings.Replace(openPolicy(res.Queue.QueueARN), `"Resource"`, `"Condition":{"StringEquals":{"aws:SourceAccount":"000000000000"}},"Resource"`, 1)
+	setQueue(t, queues, res.FanoutDLQURL, map[string]string{"Policy": grantPolicy(t, res.FanoutDLQARN, res.TopicARN)})
+	setQueue(t, queues, res.Queue.QueueURL, map[string]string{"Policy": scoped})
+	if got := lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw); hasKey(got, fanout.CodeQueuePolicyOpen) {
+		t.Errorf("a conditioned statement reported open: %v", got)
+	}
+}

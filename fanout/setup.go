@@ -69,6 +69,11 @@ type SetupResult struct {
 	// Changes lists everything Setup created or changed, in order (the
 	// queue pair's first); empty when all was already as asked.
 	Changes []dlq.Change
+	// Findings are the problems Setup found and left as they are, each with
+	// its fix, as Lint reports them: a queue policy (of the queue or of the
+	// subscription's dead-letter queue) that lets everyone send
+	// (CodeQueuePolicyOpen). Empty when there are none.
+	Findings []dlq.Finding
 }
 
 // Setup creates what is missing of the chain the source documents
@@ -85,6 +90,16 @@ type SetupResult struct {
 // pending, Setup does everything else, then returns the result so far
 // (without Subscription) and an error wrapping ErrSubscriptionPending
 // instead of subscribing again.
+//
+// A queue policy that lets everyone send to the queue unconditionally
+// (Principal "*", sqs:SendMessage, no condition) also lets SNS deliver, but
+// it lets anyone else put a forged envelope on the queue, which Unwrap
+// cannot tell from SNS's. Setup adds the topic-scoped statement to such a
+// policy as to any other, keeps the open statement, and reports it in
+// SetupResult.Findings: the open statement may be how other senders reach
+// the queue, which Setup cannot see, and Setup changes nothing it was not
+// asked to. With the scoped statement in place, removing the open one does
+// not cut SNS off.
 //
 // Setup needs, besides dlq.Setup's SQS permissions: sns:CreateTopic,
 // sns:GetTopicAttributes, sns:Subscribe, sns:ListSubscriptionsByTopic,
@@ -199,9 +214,11 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 		{"queue", q.QueueURL, q.QueueARN},
 		{"subscription dead-letter queue", fdlqURL, res.FanoutDLQARN},
 	} {
-		if err := grant(ctx, sqsClient, p.resource, p.url, p.arn, topicARN, &res.Changes); err != nil {
+		open, err := grant(ctx, sqsClient, p.resource, p.url, p.arn, topicARN, &res.Changes)
+		if err != nil {
 			return SetupResult{}, err
 		}
+		res.Findings = append(res.Findings, openPolicyFindings(p.resource+" "+dlq.QueueName(p.url), dlq.QueueName(q.QueueURL), p.arn, open, topicName, true)...)
 	}
 
 	if pending && sub == nil {
@@ -251,25 +268,30 @@ func ensureTopic(ctx context.Context, client SetupAPI, arn, name string, fifo bo
 	return aws.ToString(out.TopicArn), nil
 }
 
-// grant adds to a queue's policy the statement that lets the topic send.
-func grant(ctx context.Context, client dlq.SetupAPI, resource, url, queueARN, topicARN string, changes *[]dlq.Change) error {
+// grant adds to a queue's policy the statement that lets the topic send,
+// and returns the policy as it is now.
+func grant(ctx context.Context, client dlq.SetupAPI, resource, url, queueARN, topicARN string, changes *[]dlq.Change) (string, error) {
 	a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNamePolicy}})
 	if err != nil {
-		return fmt.Errorf("fanout setup: reading the policy of %s %s: %w", resource, dlq.QueueName(url), err)
+		return "", fmt.Errorf("fanout setup: reading the policy of %s %s: %w", resource, dlq.QueueName(url), err)
 	}
 	policy, changed, err := queuepolicy.GrantTopic(a.Attributes["Policy"], queueARN, topicARN)
 	if err != nil {
-		return fmt.Errorf("fanout setup: %s %s: %w; fix or remove the policy, then run setup again", resource, dlq.QueueName(url), err)
+		return "", fmt.Errorf("fanout setup: %s %s: %w; fix or remove the policy, then run setup again", resource, dlq.QueueName(url), err)
 	}
 	if !changed {
-		return nil
+		return policy, nil
 	}
 	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{"Policy": policy}}); err != nil {
-		return fmt.Errorf("fanout setup: setting the policy of %s %s: %w", resource, dlq.QueueName(url), err)
+		return "", fmt.Errorf("fanout setup: setting the policy of %s %s: %w", resource, dlq.QueueName(url), err)
 	}
-	*changes = append(*changes, dlq.Change{Resource: resource, Name: dlq.QueueName(url), Attribute: "Policy",
-		To: fmt.Sprintf("statement %s lets topic %s send", queuepolicy.StatementID(topicARN), topicName(topicARN))})
-	return nil
+	c := dlq.Change{Resource: resource, Name: dlq.QueueName(url), Attribute: "Policy",
+		To: fmt.Sprintf("statement %s lets topic %s send", queuepolicy.StatementID(topicARN), topicName(topicARN))}
+	if strings.TrimSpace(a.Attributes["Policy"]) != "" {
+		c.From = "existing policy"
+	}
+	*changes = append(*changes, c)
+	return policy, nil
 }
 
 // ensureSubscription subscribes the queue with want, or sets on the

@@ -2,6 +2,7 @@ package fanout_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
@@ -148,5 +150,48 @@ func TestSetupSaysSubscriptionIsPending(t *testing.T) {
 	}
 	if again, err = fanout.Setup(context.Background(), topics, queues, o); err != nil || again.Subscription.ARN != res.Subscription.ARN || len(again.Changes) != 0 {
 		t.Errorf("Setup once confirmed: %+v, %v; want the subscription unchanged", again, err)
+	}
+}
+
+// Setup on a queue whose policy lets everyone send adds the statement
+// scoped to the topic, keeps the open one (other senders may rely on it),
+// and says the queue is open; once the open statement is removed, SNS
+// still delivers.
+func TestSetupScopesAndReportsAnOpenQueuePolicy(t *testing.T) {
+	queues := sqstest.For(t)
+	topics := snstest.For(t, queues)
+	url := queues.MustCreateQueue(t, "billing", nil)
+	arn := "arn:aws:sqs:us-east-1:000000000000:billing"
+	setQueue(t, queues, url, map[string]string{"Policy": openPolicy(arn)})
+	res := setupChain(t, topics, queues, "billing")
+	if !strings.Contains(changeList(res.Changes), "queue billing: Policy") {
+		t.Errorf("no statement added to the open policy: %s", changeList(res.Changes))
+	}
+	if len(res.Findings) != 1 || res.Findings[0].Code != fanout.CodeQueuePolicyOpen || !strings.Contains(res.Findings[0].Message, "queue billing's policy lets everyone send") || res.Findings[0].Fix == "" {
+		t.Fatalf("findings %+v", res.Findings)
+	}
+	a, err := queues.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{"Policy"}})
+	if err != nil || !strings.Contains(a.Attributes["Policy"], `"Sid":"anyone"`) {
+		t.Fatalf("open statement not kept: %v %v", a, err)
+	}
+	// Again: nothing to change, still reported.
+	again := setupChain(t, topics, queues, "billing")
+	if len(again.Changes) != 0 || len(again.Findings) != 1 {
+		t.Errorf("second setup: changes %s, findings %+v", changeList(again.Changes), again.Findings)
+	}
+	// The owner removes the open statement: SNS still delivers.
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(a.Attributes["Policy"]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["Statement"] = doc["Statement"].([]any)[1:]
+	closed, _ := json.Marshal(doc)
+	setQueue(t, queues, url, map[string]string{"Policy": string(closed)})
+	publish(t, topics, res.TopicARN, "order 1", nil)
+	if n := len(queues.Messages(url)); n != 1 {
+		t.Errorf("the queue got %d messages", n)
+	}
+	if clean := setupChain(t, topics, queues, "billing"); len(clean.Findings) != 0 {
+		t.Errorf("findings on a closed policy: %+v", clean.Findings)
 	}
 }

@@ -194,7 +194,13 @@ func printReport(w io.Writer, r doctorReport) {
 	default:
 		fmt.Fprintf(w, "%s: %s\n", r.Queue, count(problems, "problem"))
 	}
-	for _, f := range r.Findings {
+	printFindings(w, r.Findings)
+}
+
+// printFindings writes findings, each with its severity, code, message
+// and fix.
+func printFindings(w io.Writer, fs []dlq.Finding) {
+	for _, f := range fs {
 		fmt.Fprintf(w, "  %-8s %s\n", f.Severity, f.Code)
 		fmt.Fprintf(w, "           %s\n", wrapText(f.Message, 80, "           "))
 		fmt.Fprintf(w, "           fix: %s\n", wrapText(f.Fix, 80, "                "))

@@ -308,3 +308,33 @@ func TestTemplateFIFOAndJSON(t *testing.T) {
 		}
 	}
 }
+
+// A queue whose policy lets everyone send: doctor reports it, setup --topic
+// adds the topic's statement and says the queue is open (text and JSON).
+func TestSetupTopicOnAnOpenQueue(t *testing.T) {
+	h := newHarness(t)
+	if code, _, errOut := h.run(t, "setup", "billing"); code != exitOK {
+		t.Fatal(errOut)
+	}
+	url := "https://sqs.us-east-1.amazonaws.com/000000000000/billing"
+	open := `{"Version":"2012-10-17","Statement":[{"Sid":"anyone","Effect":"Allow","Principal":"*","Action":"sqs:SendMessage","Resource":"arn:aws:sqs:us-east-1:000000000000:billing"}]}`
+	if _, err := h.fake.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{"Policy": open}}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := h.run(t, "doctor", "billing"); code != exitProblems || !strings.Contains(out, "queue-policy-open") {
+		t.Errorf("doctor of an open queue: exit %d\n%s", code, out)
+	}
+	code, out, errOut := h.run(t, "setup", "--topic", "rental-orders", "billing")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	sub := strings.Fields(out[strings.Index(out, "\nsubscription  ")+len("\nsubscription  "):])[0]
+	golden(t, "setup-topic-open", strings.ReplaceAll(out, sub, "SUBSCRIPTION-ARN"))
+	code, out, _ = h.run(t, "setup", "--topic", "rental-orders", "billing", "-o", "json")
+	var res struct {
+		Findings []struct{ Code, Fix string } `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); code != exitOK || err != nil || len(res.Findings) != 1 || res.Findings[0].Code != "queue-policy-open" || res.Findings[0].Fix == "" {
+		t.Errorf("json: exit %d, %v, %+v\n%s", code, err, res, out)
+	}
+}

@@ -40,7 +40,11 @@ when its name ends in .fifo, and then FIFO queues throughout), the
 subscription of NAME to it, the subscription's own dead-letter queue
 NAME-fanout-dlq (for what SNS cannot deliver) as its RedrivePolicy, and queue
 policies on NAME and on that queue letting the topic's SNS principal send
-(conditioned on the topic's ARN). --raw turns on raw message delivery
+(conditioned on the topic's ARN). A queue policy that lets everyone send
+(Principal *, sqs:SendMessage, no condition) gets the topic's statement too,
+and setup reports it as a problem (queue-policy-open) without removing it:
+other senders may rely on it, and anyone can send a forged SNS envelope
+through it. Remove it yourself once the topic's statement is in place. --raw turns on raw message delivery
 (--raw=false turns it off); without it, the handler needs fanout.Unwrap.
 -o json prints the ARNs and URLs of everything, and what changed.
 
@@ -137,7 +141,11 @@ func (a *app) setupFanout(ctx context.Context, cmd *command, conn *awsFlags, c c
 			FanoutDLQ    string              `json:"fanoutDlq"`
 			FanoutDLQURL string              `json:"fanoutDlqUrl"`
 			FanoutDLQARN string              `json:"fanoutDlqArn"`
-		}{setupJSON(res.Queue), res.TopicARN, res.Subscription, dlq.QueueName(res.FanoutDLQURL), res.FanoutDLQURL, res.FanoutDLQARN}
+			Findings     []dlq.Finding       `json:"findings"`
+		}{setupJSON(res.Queue), res.TopicARN, res.Subscription, dlq.QueueName(res.FanoutDLQURL), res.FanoutDLQURL, res.FanoutDLQARN, res.Findings}
+		if j.Findings == nil {
+			j.Findings = []dlq.Finding{}
+		}
 		j.Changed, j.Changes = len(res.Changes) > 0, res.Changes
 		if j.Changes == nil {
 			j.Changes = []dlq.Change{}
@@ -164,6 +172,10 @@ func (a *app) setupFanout(ctx context.Context, cmd *command, conn *awsFlags, c c
 	tw.Flush()
 	fmt.Fprintln(a.stdout)
 	printSetup(a.stdout, res.Queue, res.Changes)
+	if len(res.Findings) > 0 {
+		fmt.Fprintf(a.stdout, "\n%s left as found (setup does not remove what other senders may rely on):\n", count(len(res.Findings), "problem"))
+		printFindings(a.stdout, res.Findings)
+	}
 	flag := "envelope"
 	if res.Subscription.Raw {
 		flag = "raw"

@@ -83,37 +83,62 @@ func like(pattern, s string) bool {
 	return err == nil && ok
 }
 
-// matchesSNS reports whether a statement applies to SNS sending to
-// queueARN for topicARN.
-func (st statement) matchesSNS(queueARN, topicARN string) bool {
-	principal := false
+// everyone reports whether the statement's principal is everyone: "*" or
+// {"AWS":"*"}.
+func (st statement) everyone() bool {
 	switch p := st.Principal.(type) {
 	case string:
-		principal = p == "*"
+		return p == "*"
 	case map[string]any:
-		for _, s := range list(p["Service"]) {
-			principal = principal || s == snsPrincipal
-		}
 		for _, s := range list(p["AWS"]) {
-			principal = principal || s == "*"
+			if s == "*" {
+				return true
+			}
 		}
 	}
-	if !principal {
-		return false
+	return false
+}
+
+// service reports whether the statement's principal names the service.
+func (st statement) service(name string) bool {
+	if p, ok := st.Principal.(map[string]any); ok {
+		for _, s := range list(p["Service"]) {
+			if s == name {
+				return true
+			}
+		}
 	}
+	return false
+}
+
+// sends reports whether the statement's action covers sqs:SendMessage and
+// its resource the queue queueARN.
+func (st statement) sends(queueARN string) bool {
 	action := false
 	for _, a := range list(st.Action) {
 		a = strings.ToLower(a)
 		action = action || a == "*" || a == "sqs:*" || a == "sqs:sendmessage" || like(a, "sqs:sendmessage")
 	}
-	if !action {
-		return false
-	}
 	resource := st.Resource == nil
 	for _, r := range list(st.Resource) {
 		resource = resource || like(r, queueARN)
 	}
-	if !resource {
+	return action && resource
+}
+
+// open reports whether the statement lets everyone send to the queue
+// unconditionally.
+func (st statement) open(queueARN string) bool {
+	return strings.EqualFold(st.Effect, "Allow") && st.everyone() && st.sends(queueARN) && len(st.Condition) == 0
+}
+
+// matchesSNS reports whether a statement applies to SNS sending to
+// queueARN for topicARN.
+func (st statement) matchesSNS(queueARN, topicARN string) bool {
+	if !st.everyone() && !st.service(snsPrincipal) {
+		return false
+	}
+	if !st.sends(queueARN) {
 		return false
 	}
 	topicAccount := ""
@@ -157,6 +182,12 @@ func (st statement) matchesSNS(queueARN, topicARN string) bool {
 // Deny statement that applies. Conditions on other keys are taken as not
 // granting. An empty policy allows nothing.
 func AllowsTopic(policy, queueARN, topicARN string) (bool, error) {
+	return allows(policy, queueARN, topicARN, false)
+}
+
+// allows is AllowsTopic; scoped leaves out the Allow statements that let
+// everyone send unconditionally (see OpenStatements).
+func allows(policy, queueARN, topicARN string, scoped bool) (bool, error) {
 	_, sts, err := parse(policy)
 	if err != nil {
 		return false, err
@@ -169,9 +200,37 @@ func AllowsTopic(policy, queueARN, topicARN string) (bool, error) {
 		if strings.EqualFold(st.Effect, "Deny") {
 			return false, nil
 		}
-		allowed = allowed || strings.EqualFold(st.Effect, "Allow")
+		allowed = allowed || (strings.EqualFold(st.Effect, "Allow") && !(scoped && st.open(queueARN)))
 	}
 	return allowed, nil
+}
+
+// OpenStatements names the statements of the queue policy that let
+// everyone (Principal "*" or {"AWS":"*"}) send messages to the queue
+// queueARN (sqs:SendMessage, sqs:* or *) without any condition: its Sid, or
+// "statement N" (from 1) for one without. Anyone who can reach SQS may then
+// put messages on the queue, among them forged SNS envelopes, which
+// fanout.Unwrap cannot tell from SNS's (it does not verify signatures). A
+// statement with a condition of any kind is not counted: the condition
+// (aws:SourceArn, aws:SourceAccount, aws:PrincipalOrgID, …) is taken to
+// restrict who sends.
+func OpenStatements(policy, queueARN string) ([]string, error) {
+	_, sts, err := parse(policy)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for i, st := range sts {
+		if !st.open(queueARN) {
+			continue
+		}
+		if st.Sid != "" {
+			names = append(names, st.Sid)
+		} else {
+			names = append(names, fmt.Sprintf("statement %d", i+1))
+		}
+	}
+	return names, nil
 }
 
 // StatementID is the Sid of the statement GrantTopic adds for a topic.
@@ -183,9 +242,12 @@ func StatementID(topicARN string) string {
 // GrantTopic returns the queue policy with a statement that lets SNS send
 // the topic's messages to the queue, conditioned on the topic's ARN
 // (aws:SourceArn), and whether it had to change. Other statements are
-// kept; a statement of the same Sid (see StatementID) is replaced.
+// kept; a statement of the same Sid (see StatementID) is replaced. A policy
+// that lets the topic send only through an open statement (see
+// OpenStatements) gets the statement too, so that removing the open one
+// does not cut SNS off; the open statement itself is kept.
 func GrantTopic(policy, queueARN, topicARN string) (string, bool, error) {
-	if ok, err := AllowsTopic(policy, queueARN, topicARN); err != nil || ok {
+	if ok, err := allows(policy, queueARN, topicARN, true); err != nil || ok {
 		return policy, false, err
 	}
 	d, _, err := parse(policy)

@@ -83,3 +83,57 @@ func FuzzAllowsTopic(f *testing.F) {
 		}
 	})
 }
+
+func TestOpenStatements(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy string
+		want         []string
+	}{
+		{"empty", "", nil},
+		{"everyone sends", `{"Statement":[{"Sid":"open","Effect":"Allow","Principal":"*","Action":"sqs:SendMessage","Resource":"` + queue + `"}]}`, []string{"open"}},
+		{"everyone sqs:*, no Sid", `{"Statement":{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"SQS:*","Resource":"*"}}`, []string{"statement 1"}},
+		{"everyone, list principal", `{"Statement":[{"Sid":"a","Effect":"Allow","Principal":{"Service":"sns.amazonaws.com"},"Action":"sqs:SendMessage","Resource":"` + queue + `","Condition":{"ArnEquals":{"aws:SourceArn":"` + topic + `"}}},{"Effect":"Allow","Principal":{"AWS":["*"]},"Action":["sqs:ReceiveMessage","sqs:SendMessage"]}]}`, []string{"statement 2"}},
+		{"everyone with a source ARN", `{"Statement":[{"Effect":"Allow","Principal":"*","Action":"sqs:SendMessage","Resource":"` + queue + `","Condition":{"ArnEquals":{"aws:SourceArn":"` + topic + `"}}}]}`, nil},
+		{"everyone within an organisation", `{"Statement":[{"Effect":"Allow","Principal":"*","Action":"sqs:SendMessage","Resource":"*","Condition":{"StringEquals":{"aws:PrincipalOrgID":"o-1"}}}]}`, nil},
+		{"everyone receives only", `{"Statement":[{"Effect":"Allow","Principal":"*","Action":"sqs:ReceiveMessage","Resource":"` + queue + `"}]}`, nil},
+		{"another queue", `{"Statement":[{"Effect":"Allow","Principal":"*","Action":"sqs:SendMessage","Resource":"` + queue + `-dlq"}]}`, nil},
+		{"SNS unconditioned", `{"Statement":[{"Effect":"Allow","Principal":{"Service":"sns.amazonaws.com"},"Action":"sqs:SendMessage","Resource":"` + queue + `"}]}`, nil},
+		{"deny everyone", `{"Statement":[{"Effect":"Deny","Principal":"*","Action":"sqs:SendMessage","Resource":"` + queue + `"}]}`, nil},
+	} {
+		got, err := OpenStatements(tc.policy, queue)
+		if err != nil || strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%s: OpenStatements = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+	if _, err := OpenStatements("{", queue); err == nil {
+		t.Error("a policy that is not JSON gave no error")
+	}
+}
+
+// An open statement lets SNS deliver, but GrantTopic still adds the
+// topic-scoped statement, so removing the open one keeps the fan-out
+// working; the open statement is kept (removing it is the owner's call).
+func TestGrantTopicScopesAnOpenPolicy(t *testing.T) {
+	open := `{"Version":"2012-10-17","Statement":[{"Sid":"open","Effect":"Allow","Principal":"*","Action":"sqs:SendMessage","Resource":"` + queue + `"}]}`
+	if ok, _ := AllowsTopic(open, queue, topic); !ok {
+		t.Fatal("an open policy does not let the topic send")
+	}
+	p, changed, err := GrantTopic(open, queue, topic)
+	if err != nil || !changed {
+		t.Fatalf("GrantTopic on an open policy: %v, changed %v", err, changed)
+	}
+	if names, _ := OpenStatements(p, queue); len(names) != 1 || names[0] != "open" {
+		t.Errorf("open statement not kept: %q in %s", names, p)
+	}
+	var d struct{ Statement []json.RawMessage }
+	if err := json.Unmarshal([]byte(p), &d); err != nil || len(d.Statement) != 2 {
+		t.Fatalf("policy %s", p)
+	}
+	closed, _ := json.Marshal(map[string]any{"Version": "2012-10-17", "Statement": d.Statement[1:]})
+	if ok, _ := AllowsTopic(string(closed), queue, topic); !ok {
+		t.Errorf("without the open statement the topic may not send: %s", closed)
+	}
+	if _, changed, _ := GrantTopic(p, queue, topic); changed {
+		t.Error("a second grant changed the policy")
+	}
+}
