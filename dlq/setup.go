@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/validate"
 )
 
 // DefaultMaxReceiveCount is Setup's maxReceiveCount for a new standard
@@ -192,6 +194,17 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 	if opts.DLQName != "" && !fifo && strings.HasSuffix(opts.DLQName, ".fifo") {
 		return SetupResult{}, fmt.Errorf("setup: dead-letter queue name %s ends in .fifo but queue %s is a standard queue; drop the suffix or set FIFO", opts.DLQName, name)
 	}
+	if err := validate.QueueName(name, fifo); err != nil {
+		return SetupResult{}, fmt.Errorf("setup: %w", err)
+	}
+	if n := opts.DLQName; n != "" {
+		if fifo && !strings.HasSuffix(n, ".fifo") {
+			n += ".fifo"
+		}
+		if err := validate.QueueName(n, fifo); err != nil {
+			return SetupResult{}, fmt.Errorf("setup: the dead-letter queue: %w", err)
+		}
+	}
 	if m := opts.MaxReceiveCount; m < 0 || m > MaxMaxReceiveCount {
 		return SetupResult{}, fmt.Errorf("setup: MaxReceiveCount %d is out of range; SQS allows 1 to %d", m, MaxMaxReceiveCount)
 	}
@@ -228,6 +241,9 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 	}
 	if fifo && !strings.HasSuffix(dlqName, ".fifo") {
 		dlqName += ".fifo"
+	}
+	if err := validate.QueueName(dlqName, fifo); err != nil {
+		return SetupResult{}, fmt.Errorf("setup: the dead-letter queue (named after the queue): %w; name it with SetupOptions.DLQName (`sqsworker setup --dlq-name`)", err)
 	}
 	dq, err := findQueue(ctx, client, dlqName)
 	if err != nil {

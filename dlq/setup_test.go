@@ -211,6 +211,7 @@ func TestSetupValidation(t *testing.T) {
 	for _, o := range []SetupOptions{
 		{}, {Name: "a", MaxReceiveCount: 1001}, {Name: "a", Retention: time.Second}, {Name: "a", DLQName: "x.fifo"},
 		{Name: "a", VisibilityTimeout: 13 * time.Hour},
+		{Name: "bad name!"}, {Name: strings.Repeat("q", 81)}, {Name: "a", DLQName: "a.dlq"},
 	} {
 		if _, err := Setup(context.Background(), f, o); err == nil {
 			t.Errorf("Setup(%+v) accepted", o)
@@ -218,5 +219,13 @@ func TestSetupValidation(t *testing.T) {
 	}
 	if n := len(f.Requests()); n != 0 {
 		t.Errorf("invalid options made calls: %v", f.Requests())
+	}
+	// A new queue whose dead-letter queue's default name (NAME-dlq) would
+	// be too long is refused before anything is created.
+	if _, err := Setup(context.Background(), f, SetupOptions{Name: strings.Repeat("q", 78)}); err == nil || !strings.Contains(err.Error(), "--dlq-name") {
+		t.Errorf("a 78-character name: %v", err)
+	}
+	if n := f.Requests()["CreateQueue"]; n != 0 {
+		t.Errorf("created %d queues", n)
 	}
 }

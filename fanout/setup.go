@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
+	"github.com/sqsworker/sqsworker/internal/validate"
 )
 
 // ErrSubscriptionPending is wrapped by Setup's error when the queue's
@@ -127,9 +128,19 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 		return SetupResult{}, fmt.Errorf("fanout setup: FilterPolicyScope %q: use MessageAttributes or MessageBody", opts.FilterPolicyScope)
 	}
 	if opts.FilterPolicy != "" {
-		var p map[string]any
-		if err := json.Unmarshal([]byte(opts.FilterPolicy), &p); err != nil || p == nil {
-			return SetupResult{}, fmt.Errorf("fanout setup: the filter policy is not a JSON object; see SNS's filter policy syntax, e.g. {\"order-status\":[\"confirmed\",\"canceled\"]}")
+		if err := validate.FilterPolicy(opts.FilterPolicy, opts.FilterPolicyScope); err != nil {
+			return SetupResult{}, fmt.Errorf("fanout setup: %w", err)
+		}
+	}
+	if err := validate.TopicName(topicName, fifo); err != nil {
+		return SetupResult{}, fmt.Errorf("fanout setup: %w", err)
+	}
+	if n := opts.FanoutDLQName; n != "" {
+		if fifo && !strings.HasSuffix(n, ".fifo") {
+			n += ".fifo"
+		}
+		if err := validate.QueueName(n, fifo); err != nil {
+			return SetupResult{}, fmt.Errorf("fanout setup: the subscription's dead-letter queue: %w", err)
 		}
 	}
 	if r := opts.FanoutDLQRetention; r != 0 && (r < time.Minute || r > dlq.MaxRetention || r%time.Second != 0) {

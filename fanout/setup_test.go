@@ -118,6 +118,11 @@ func TestSetupValidatesOptions(t *testing.T) {
 		{Topic: "t", Queue: dlq.SetupOptions{Name: "q"}, FilterPolicy: "[1]"},
 		{Topic: "t", Queue: dlq.SetupOptions{Name: "q"}, FilterPolicyScope: "Body"},
 		{Topic: "arn:aws:sqs:us-east-1:0:q", Queue: dlq.SetupOptions{Name: "q"}},
+		{Topic: "t", Queue: dlq.SetupOptions{Name: "q"}, FilterPolicy: `{"order-status":"confirmed"}`},
+		{Topic: "t", Queue: dlq.SetupOptions{Name: "q"}, FilterPolicy: `{"order":{"status":["x"]}}`, FilterPolicyScope: "MessageAttributes"},
+		{Topic: "bad topic", Queue: dlq.SetupOptions{Name: "q"}},
+		{Topic: "t", Queue: dlq.SetupOptions{Name: "bad queue"}},
+		{Topic: "t", Queue: dlq.SetupOptions{Name: "q"}, FanoutDLQName: "q.dead"},
 	} {
 		if _, err := fanout.Setup(context.Background(), topics, queues, o); err == nil {
 			t.Errorf("Setup(%+v) accepted", o)

@@ -191,7 +191,8 @@ Run "sqsworker <command> --help" for a command's flags.
 
 AWS access uses the standard configuration: --profile / AWS_PROFILE,
 --region / AWS_REGION, and --endpoint-url / AWS_ENDPOINT_URL_SQS /
-AWS_ENDPOINT_URL for LocalStack or a local emulator.
+AWS_ENDPOINT_URL for LocalStack or a local emulator. These three flags go
+before the command or after it: sqsworker --region us-east-1 dlq ls.
 
 Exit codes: 0 ok; 1 problems found or an operation failed; 2 usage error;
 3 not confirmed; 130 interrupted.
@@ -205,7 +206,28 @@ func (a *app) usage(w io.Writer) {
 	fmt.Fprintf(w, overview, b.String())
 }
 
+// globalFlags are the AWS connection flags, which may also come before the
+// command ("sqsworker --region us-east-1 dlq ls"); they are handed to the
+// command as if given after it.
+var globalFlags = map[string]bool{"region": true, "profile": true, "endpoint-url": true}
+
 func (a *app) run(ctx context.Context, args []string) int {
+	var global []string
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		name, _, inline := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		if !globalFlags[name] {
+			break
+		}
+		if inline {
+			global, args = append(global, args[0]), args[1:]
+			continue
+		}
+		if len(args) < 2 {
+			fmt.Fprintf(a.stderr, "sqsworker: --%s needs a value, e.g. sqsworker --region us-east-1 dlq ls\n", name)
+			return exitUsage
+		}
+		global, args = append(global, args[0], args[1]), args[2:]
+	}
 	if len(args) == 0 {
 		a.usage(a.stderr)
 		return exitUsage
@@ -254,7 +276,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 		a.usage(a.stderr)
 		return exitUsage
 	}
-	return best.run(a, ctx, best, args[len(strings.Fields(best.path)):])
+	return best.run(a, ctx, best, append(global, args[len(strings.Fields(best.path)):]...))
 }
 
 func equalWords(a, b []string) bool {
@@ -316,6 +338,10 @@ func (a *app) parse(cmd *command, fs *flag.FlagSet, args []string, minArgs, maxA
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	pos = append(pos, rest...)
+	if err := negativeFlag(fs); err != nil {
+		fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
+		return nil, exitUsage, false
+	}
 	if len(pos) < minArgs || (maxArgs >= 0 && len(pos) > maxArgs) {
 		what := "too many arguments"
 		if len(pos) < minArgs {
@@ -326,6 +352,36 @@ func (a *app) parse(cmd *command, fs *flag.FlagSet, args []string, minArgs, maxA
 		return nil, exitUsage, false
 	}
 	return pos, exitOK, true
+}
+
+// negativeFlag refuses a negative number given to a flag: every number
+// the commands take is a count, a rate, a size or a price, so -1 is a
+// mistake, never "all" or "unlimited".
+func negativeFlag(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok || err != nil {
+			return
+		}
+		neg := false
+		switch v := g.Get().(type) {
+		case int:
+			neg = v < 0
+		case int64:
+			neg = v < 0
+		case float64:
+			neg = v < 0
+		}
+		if neg {
+			dash := "-"
+			if len(f.Name) > 1 {
+				dash = "--"
+			}
+			err = fmt.Errorf("%s%s %s: must not be negative", dash, f.Name, f.Value)
+		}
+	})
+	return err
 }
 
 func indexOf(ss []string, s string) int {
@@ -401,8 +457,33 @@ func (a *app) fail(cmd *command, err error) int {
 		fmt.Fprintf(a.stderr, "sqsworker %s: %s\n", cmd.path, msg)
 		return exitProblems
 	}
-	fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
+	fmt.Fprintf(a.stderr, "sqsworker %s: %s\n", cmd.path, trimPrefix(err.Error(), cmd))
 	return exitProblems
+}
+
+// trimPrefix drops from a library error's text the prefixes that only
+// repeat the command ("setup: ", "fanout setup: ", "redrive: ", "dlq: "),
+// which would follow the CLI's own "sqsworker setup: ".
+func trimPrefix(msg string, cmd *command) string {
+	words := map[string]bool{"dlq": true, "fanout": true}
+	for _, w := range strings.Fields(cmd.path) {
+		words[w] = true
+	}
+	if cmd.path == "dlq peek" {
+		words["inspect"] = true
+	}
+	for {
+		head, rest, ok := strings.Cut(msg, ": ")
+		if !ok {
+			return msg
+		}
+		for _, w := range strings.Fields(head) {
+			if !words[w] {
+				return msg
+			}
+		}
+		msg = rest
+	}
 }
 
 // abortsAll reports whether err ends the whole command rather than one
@@ -437,6 +518,9 @@ func (v durationValue) Set(s string) error {
 	d, err := parseDuration(s)
 	if err != nil {
 		return err
+	}
+	if d < 0 {
+		return fmt.Errorf("duration %q must not be negative", s)
 	}
 	*v.d = d
 	return nil

@@ -26,6 +26,8 @@ type harness struct {
 	now   time.Time
 	// client, when set, is the client the commands get instead of fake.
 	client client
+	// onConnect, when set, sees the connection flags a command connects with.
+	onConnect func(awsFlags)
 }
 
 func newHarness(t testing.TB) *harness {
@@ -38,7 +40,10 @@ func (h *harness) run(t *testing.T, args ...string) (code int, stdout, stderr st
 	var out, errOut bytes.Buffer
 	a := &app{
 		stdin: strings.NewReader(h.stdin), stdout: &out, stderr: &errOut,
-		newClient: func(context.Context, awsFlags) (client, error) {
+		newClient: func(_ context.Context, f awsFlags) (client, error) {
+			if h.onConnect != nil {
+				h.onConnect(f)
+			}
 			if h.client != nil {
 				return h.client, nil
 			}

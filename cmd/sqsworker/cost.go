@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -49,20 +50,30 @@ that many messages a month at the rate found.`,
 	}
 }
 
-// costReport is the JSON output of cost: the estimate and what it came from.
+// costReport is the JSON output of cost: the estimate and what it came
+// from. Its keys are camelCase, each value given once.
 type costReport struct {
 	Source string `json:"source"`
 	// Interval is the length of the sampled interval (with --interval).
 	Interval string `json:"interval,omitempty"`
-	worker.Cost
-	// Per and PerCount: the unit the cost per million is given for.
+	// Messages, TotalRequests, BilledRequests, RequestsPerMessage,
+	// BilledPerMessage, USD and PricePerMillionRequests are worker.Cost's.
+	Messages                int64   `json:"messages"`
+	TotalRequests           int64   `json:"requests"`
+	BilledRequests          int64   `json:"billedRequests"`
+	RequestsPerMessage      float64 `json:"requestsPerMessage"`
+	BilledPerMessage        float64 `json:"billedPerMessage"`
+	USD                     float64 `json:"usd"`
+	PricePerMillionRequests float64 `json:"pricePerMillionRequests"`
+	// Per and PerCount: the unit USDPerMillion is given for ("message",
+	// or "unit" with --per).
 	Per             string  `json:"per"`
 	PerCount        int64   `json:"perCount"`
 	USDPerMillion   float64 `json:"usdPerMillion"`
 	MonthlyMessages int64   `json:"monthlyMessages,omitempty"`
-	MonthlyUSD      float64 `json:"monthlyUSD,omitempty"`
+	MonthlyUSD      float64 `json:"monthlyUsd,omitempty"`
 	// Requests by API and result, as the worker counted them.
-	Requests       map[string]int64            `json:"requests"`
+	RequestsByAPI  map[string]int64            `json:"requestsByApi"`
 	RequestResults map[string]map[string]int64 `json:"requestResults,omitempty"`
 	PayloadBytes   map[string]int64            `json:"payloadBytes,omitempty"`
 }
@@ -109,7 +120,7 @@ func runCost(a *app, ctx context.Context, cmd *command, args []string) int {
 	if interval == 0 {
 		s, err := read()
 		if err != nil {
-			return a.fail(cmd, err)
+			return a.costFail(cmd, err)
 		}
 		r := report(s, 0)
 		if *out == "json" {
@@ -121,7 +132,7 @@ func runCost(a *app, ctx context.Context, cmd *command, args []string) int {
 	}
 	prev, err := read()
 	if err != nil {
-		return a.fail(cmd, err)
+		return a.costFail(cmd, err)
 	}
 	if *out == "text" {
 		fmt.Fprintf(a.stdout, "sampling %s every %s (the rate of each interval alone):\n", src, formatDuration(interval))
@@ -136,7 +147,7 @@ func runCost(a *app, ctx context.Context, cmd *command, args []string) int {
 		}
 		cur, err := read()
 		if err != nil {
-			return a.fail(cmd, err)
+			return a.costFail(cmd, err)
 		}
 		r := report(delta(cur, prev), interval)
 		prev = cur
@@ -152,8 +163,10 @@ func runCost(a *app, ctx context.Context, cmd *command, args []string) int {
 
 func newCostReport(src string, s worker.Stats, p worker.Pricing, per, monthly int64, span time.Duration) costReport {
 	c := s.Cost(p)
-	r := costReport{Source: src, Cost: c, Per: "message", PerCount: c.Messages, USDPerMillion: c.USDPerMillionMessages,
-		Requests: s.Requests, RequestResults: s.RequestResults, PayloadBytes: s.PayloadBytes}
+	r := costReport{Source: src, Messages: c.Messages, TotalRequests: c.Requests, BilledRequests: c.BilledRequests,
+		RequestsPerMessage: c.RequestsPerMessage, BilledPerMessage: c.BilledPerMessage, USD: c.USD, PricePerMillionRequests: c.PerMillionRequests,
+		Per: "message", PerCount: c.Messages, USDPerMillion: c.USDPerMillionMessages,
+		RequestsByAPI: s.Requests, RequestResults: s.RequestResults, PayloadBytes: s.PayloadBytes}
 	if per > 0 {
 		r.Per, r.PerCount, r.USDPerMillion = "unit", per, c.PerMillion(per)
 	}
@@ -208,7 +221,10 @@ func (a *app) readStats(ctx context.Context, src string) (worker.Stats, error) {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return worker.Stats{}, fmt.Errorf("reading the worker's stats: %w", err)
+			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				return worker.Stats{}, err
+			}
+			return worker.Stats{}, errStatsURL{src, err}
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
@@ -234,19 +250,48 @@ func (a *app) readStats(ctx context.Context, src string) (worker.Stats, error) {
 	return s, nil
 }
 
+// errStatsURL is a stats URL that did not answer. It is about the worker,
+// not AWS: the advice names the URL and the worker's StatsHandler, not the
+// emulators (see costFail).
+type errStatsURL struct {
+	url string
+	err error
+}
+
+func (e errStatsURL) Error() string {
+	why := e.err.Error()
+	var ue *url.Error
+	if errors.As(e.err, &ue) {
+		why = ue.Err.Error()
+	}
+	return fmt.Sprintf("cannot read the worker's stats at %s (%s): check that the worker runs and serves w.StatsHandler() at that address and path (e.g. mux.Handle(\"/debug/sqsworker/stats\", w.StatsHandler())), or give a file saved from w.Stats()", e.url, why)
+}
+
+func (e errStatsURL) Unwrap() error { return e.err }
+
+// costFail reports an error of cost: its source is a worker or a file, so
+// a refused connection is not advice about the AWS endpoint.
+func (a *app) costFail(cmd *command, err error) int {
+	if errors.Is(err, context.Canceled) {
+		return a.fail(cmd, err)
+	}
+	fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
+	return exitProblems
+}
+
 // printCost writes the text report.
 func (a *app) printCost(r costReport) {
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "messages received\t%s\n", thousands(r.Messages))
-	fmt.Fprintf(tw, "SQS requests\t%s\t(%.3f per message)\n", thousands(r.Cost.Requests), r.RequestsPerMessage)
-	apis := slices.SortedFunc(maps.Keys(r.Requests), func(x, y string) int {
-		return cmp.Or(cmp.Compare(r.Requests[y], r.Requests[x]), strings.Compare(x, y))
+	fmt.Fprintf(tw, "SQS requests\t%s\t(%.3f per message)\n", thousands(r.TotalRequests), r.RequestsPerMessage)
+	apis := slices.SortedFunc(maps.Keys(r.RequestsByAPI), func(x, y string) int {
+		return cmp.Or(cmp.Compare(r.RequestsByAPI[y], r.RequestsByAPI[x]), strings.Compare(x, y))
 	})
 	for _, api := range apis {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", api, thousands(r.Requests[api]), results(r.RequestResults[api]))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", api, thousands(r.RequestsByAPI[api]), results(r.RequestResults[api]))
 	}
 	fmt.Fprintf(tw, "billed requests\t%s\t(%.3f per message; payload %s)\n", thousands(r.BilledRequests), r.BilledPerMessage, bytesText(sum(r.PayloadBytes)))
-	fmt.Fprintf(tw, "price\t$%.2f per million requests\n", r.PerMillionRequests)
+	fmt.Fprintf(tw, "price\t$%.2f per million requests\n", r.PricePerMillionRequests)
 	fmt.Fprintf(tw, "cost so far\t$%.6f\n", r.USD)
 	fmt.Fprintf(tw, "cost per million %ss\t$%.3f\n", r.Per, r.USDPerMillion)
 	if r.MonthlyMessages > 0 {
@@ -258,7 +303,7 @@ func (a *app) printCost(r costReport) {
 // intervalLine is one interval's rate.
 func intervalLine(r costReport, span time.Duration) string {
 	line := fmt.Sprintf("%s messages (%.1f/s), %s requests (%.3f per message), $%.3f per million %ss",
-		thousands(r.Messages), float64(r.Messages)/span.Seconds(), thousands(r.Cost.Requests), r.RequestsPerMessage, r.USDPerMillion, r.Per)
+		thousands(r.Messages), float64(r.Messages)/span.Seconds(), thousands(r.TotalRequests), r.RequestsPerMessage, r.USDPerMillion, r.Per)
 	if r.MonthlyMessages > 0 {
 		line += fmt.Sprintf(", $%.2f a month at %s", r.MonthlyUSD, thousands(r.MonthlyMessages))
 	}

@@ -76,7 +76,7 @@ func TestCostJSONFromStdinFIFOPerJob(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if r.PerMillionRequests != worker.PriceFIFO || r.BilledRequests != 2033 || r.Per != "unit" || r.PerCount != 5000 {
+	if r.PricePerMillionRequests != worker.PriceFIFO || r.BilledRequests != 2033 || r.Per != "unit" || r.PerCount != 5000 {
 		t.Errorf("report %+v", r)
 	}
 	if want := 2033.0 / 5000 * 0.50; r.USDPerMillion < want-1e-9 || r.USDPerMillion > want+1e-9 {
@@ -118,5 +118,32 @@ func TestCostRefusesOtherJSON(t *testing.T) {
 	}
 	if code, _, errOut := h.run(t, "cost", "stats.json", "--interval", "1s"); code != exitUsage || !strings.Contains(errOut, "needs a URL") {
 		t.Errorf("exit %d, %q", code, errOut)
+	}
+}
+
+// cost -o json: camelCase keys, each value once (no USDPerMillionMessages
+// beside usdPerMillion, no Requests beside requests).
+func TestCostJSONKeys(t *testing.T) {
+	h := newHarness(t)
+	b, _ := json.Marshal(sampleStats())
+	h.stdin = string(b)
+	code, out, errOut := h.run(t, "cost", "-", "--monthly", "1000000", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden(t, "cost-json", out)
+}
+
+// A stats URL nobody answers: the advice is about that URL and the
+// worker's StatsHandler, not about the AWS emulators.
+func TestCostUnreachableURL(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	u := srv.URL + "/debug/sqsworker/stats"
+	srv.Close() // nothing listens there now
+	h := newHarness(t)
+	code, _, errOut := h.run(t, "cost", u)
+	if code != exitProblems || !strings.Contains(errOut, "cannot read the worker's stats at "+u) || !strings.Contains(errOut, "StatsHandler") ||
+		strings.Contains(errOut, "emulator") || strings.Contains(errOut, "endpoint-url") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -243,7 +244,11 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\n", r.Queue)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", r.Queue, r.DLQ, r.MaxReceiveCount, r.Messages.Visible, r.Messages.InFlight, r.Messages.Delayed)
+		maxReceives := "-" // a subscription's dead-letter queue: SNS moves there, not SQS after receives
+		if r.MaxReceiveCount > 0 {
+			maxReceives = strconv.Itoa(r.MaxReceiveCount)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\n", r.Queue, r.DLQ, maxReceives, r.Messages.Visible, r.Messages.InFlight, r.Messages.Delayed)
 	}
 	tw.Flush()
 	for _, r := range rows {
@@ -566,6 +571,10 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 		}
 		o.Filter.Attributes[k] = v
 	}
+	if o.Method == dlq.MethodMoveTask && (!o.Filter.IsZero() || o.DryRun || o.Max > 0) {
+		fmt.Fprintf(a.stderr, "sqsworker %s: --method move-task cannot filter, limit or dry-run (SQS's move task moves every message as it is); use --method manual, or leave --method out\n", cmd.path)
+		return exitUsage
+	}
 	if o.AllSources && *to == "" {
 		fmt.Fprintf(a.stderr, "sqsworker %s: --all-sources needs --to: it moves other queues' messages too, so name the queue they all go to\n", cmd.path)
 		return exitUsage
@@ -618,20 +627,28 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	var err error
 	if t.sub != nil {
 		res, err = fanout.Redrive(ctx, c, *t.sub, o)
-		if errors.Is(err, fanout.ErrMoveTaskUnsupported) {
-			err = fmt.Errorf("%w; use --method manual (or auto)", err)
-		}
 	} else {
 		res, err = dlq.Redrive(ctx, c, t.Target, o)
 	}
 	prog.finish()
-	if errors.Is(err, dlq.ErrNoMoveTask) {
-		err = fmt.Errorf("%w; use --method manual (or auto, which falls back to it)", err)
-	}
 
 	exit := exitOK
-	if err != nil {
+	switch {
+	case errors.Is(err, fanout.ErrMoveTaskUnsupported):
+		// The method asked for cannot be used here: a usage error, with
+		// the flag that works.
+		err = errors.New("message move tasks cannot redrive a subscription's dead-letter queue; use --method manual, or leave --method out")
+		fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
+		exit = exitUsage
+	case errors.Is(err, dlq.ErrNoMoveTask):
+		err = fmt.Errorf("%s; use --method manual, or leave --method out (auto falls back to it)", trimPrefix(err.Error(), cmd))
+		fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
+		exit = exitUsage
+	case err != nil:
 		exit = a.fail(cmd, err)
+	}
+	if exit == exitUsage && *out != "json" {
+		return exit
 	}
 	if *out == "json" {
 		a.writeJSON(struct {

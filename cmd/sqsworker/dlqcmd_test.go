@@ -184,7 +184,7 @@ func TestDLQRedriveSharedDLQToAnotherQueue(t *testing.T) {
 		parking := h.fake.MustCreateQueue(t, "parking", nil)
 
 		code, _, errOut := h.run(t, "dlq", "redrive", "orders", "--to", "parking", "--method", "move-task")
-		if code != exitProblems || !strings.Contains(errOut, "also serves queue refunds") || !strings.Contains(errOut, "--method manual") {
+		if code != exitUsage || !strings.Contains(errOut, "also serves queue refunds") || !strings.Contains(errOut, "--method manual") {
 			t.Errorf("move task on a shared DLQ: exit %d, stderr %q", code, errOut)
 		}
 		if n := len(h.fake.Messages(parking)); n != 0 {
@@ -352,7 +352,7 @@ func TestSetupCommand(t *testing.T) {
 
 	// Lowering needs --force.
 	code, _, errOut = h.run(t, "setup", "orders", "--max-receive-count", "5", "--retention", "2d")
-	if code != exitProblems || !strings.Contains(errOut, "refusing to lower queue orders's maxReceiveCount from 8 to 5 and queue orders's MessageRetentionPeriod from 3 days to 2 days") || !strings.Contains(errOut, "--force") {
+	if code != exitUsage || !strings.Contains(errOut, "refusing to lower queue orders's maxReceiveCount from 8 to 5 and queue orders's MessageRetentionPeriod from 3 days to 2 days") || !strings.Contains(errOut, "--force") {
 		t.Errorf("lowering: exit %d, stderr %q", code, errOut)
 	}
 	code, out, _ = h.run(t, "setup", "orders", "--max-receive-count", "5", "--force", "-o", "json")

@@ -7,7 +7,9 @@
 //	sqsworker <command> [flags] [arguments]
 //
 // Every command takes --help. Flags may come before or after the
-// arguments. Commands that print data take -o json for scripts.
+// arguments; the AWS connection flags (--region, --profile, --endpoint-url)
+// may also come before the command: sqsworker --region us-east-1 dlq ls.
+// Commands that print data take -o json for scripts (camelCase keys).
 //
 // # Commands
 //
@@ -18,7 +20,10 @@
 //	                      the DLQ keeps messages 14 days. With --topic TOPIC, the
 //	                      SNS fan-out chain too: topic, subscription (--raw,
 //	                      --filter-policy), the subscription's DLQ
-//	                      NAME-fanout-dlq and the queue policies
+//	                      NAME-fanout-dlq and the queue policies; a queue
+//	                      policy open to everyone is reported, not removed.
+//	                      Names, ranges and the filter policy's shape are
+//	                      checked before any call
 //	doctor QUEUE...       check each queue's dead-letter setup against the retry
 //	                      policy (--policy FILE, or --attempts/--schedule-total;
 //	                      by default the worker's default policy), the handler,
@@ -27,9 +32,10 @@
 //	                      subscriptions (DLQ, queue policies, KMS, raw delivery
 //	                      against --delivery envelope|raw); every finding says
 //	                      what to change
-//	dlq ls [QUEUE...]     each queue's DLQ, maxReceiveCount and approximate message
-//	                      counts (no message is received); without QUEUE, every
-//	                      queue with a RedrivePolicy (--prefix to narrow)
+//	dlq ls [QUEUE...]     each queue's DLQ, maxReceiveCount ("-" for a
+//	                      subscription's DLQ, which SNS fills) and approximate
+//	                      message counts (no message is received); without
+//	                      QUEUE, every queue with a RedrivePolicy (--prefix)
 //	dlq peek QUEUE        the DLQ's messages with why and where they failed,
 //	                      without consuming them (their receive counts go up)
 //	dlq redrive QUEUE     move the DLQ's messages back to QUEUE or --to another
@@ -70,9 +76,9 @@
 // --profile or AWS_PROFILE, the region in --region or AWS_REGION, and the
 // endpoint in --endpoint-url, AWS_ENDPOINT_URL_SQS or AWS_ENDPOINT_URL (for
 // LocalStack or a local emulator; it applies to SNS as well, else
-// AWS_ENDPOINT_URL_SNS). policy preview, template and version call no AWS
-// API.
-// LocalStack or a local emulator). policy preview and cost call no AWS API.
+// AWS_ENDPOINT_URL_SNS). policy preview, template, version and cost call no
+// AWS API; cost's URL is the worker's StatsHandler, and a failure to reach
+// it is reported as such.
 //
 // # Exit codes
 //
@@ -81,7 +87,12 @@
 //	     read, a redrive left messages behind, dlq peek or dlq redrive went
 //	     through a dead-letter queue without seeing every message it held (some
 //	     were hidden), or an AWS call failed
-//	2    usage error: unknown command, bad flag or argument, invalid policy file
+//	2    usage error, before any change: unknown command, bad flag or argument
+//	     (a negative number, a value out of SQS's range, a queue or topic
+//	     name SQS or SNS refuses, a filter policy of the wrong shape), an
+//	     invalid policy file, setup lowering a setting without --force, or
+//	     --method move-task where a move task cannot be used (use --method
+//	     manual)
 //	3    not confirmed: purge was declined or could not ask (no terminal, no --yes)
 //	130  interrupted (Ctrl-C)
 //

@@ -145,7 +145,7 @@ func TestDLQCommandsOnASubscriptionDLQ(t *testing.T) {
 			t.Errorf("peek --fanout: exit %d\n%s", code, stdout)
 		}
 		code, _, errOut = h.run(t, "dlq", "redrive", "fulfilment-fanout-dlq", "--method", "move-task")
-		if code != exitProblems || !strings.Contains(errOut, "use --method manual") {
+		if code != exitUsage || !strings.Contains(errOut, "use --method manual") {
 			t.Errorf("move task: exit %d, %q", code, errOut)
 		}
 		code, stdout, errOut = h.run(t, "dlq", "redrive", "fulfilment-fanout-dlq", "--quiet")

@@ -154,7 +154,7 @@ func TestRedriveMoveTaskWithoutMoveTasksSaysUseManual(t *testing.T) {
 		deadLetter(t, h, "orders", 2, func(int) string { return "x" })
 		h.client = noMoveTasks{h.fake}
 		code, _, errOut := h.run(t, "dlq", "redrive", "orders", "--method", "move-task")
-		if code != exitProblems || !strings.Contains(errOut, "use --method manual") {
+		if code != exitUsage || !strings.Contains(errOut, "use --method manual") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
 		// auto falls back on its own.

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/internal/validate"
 )
 
 func setupCommand() *command {
@@ -102,6 +105,10 @@ func runSetup(a *app, ctx context.Context, cmd *command, args []string) int {
 		}
 		fo.FilterPolicy = strings.TrimSpace(string(data))
 	}
+	if err := checkSetupFlags(o, fo); err != nil {
+		fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
+		return exitUsage
+	}
 	c, ok := a.connect(ctx, cmd, conn)
 	if !ok {
 		return exitProblems
@@ -111,7 +118,7 @@ func runSetup(a *app, ctx context.Context, cmd *command, args []string) int {
 	}
 	res, err := dlq.Setup(ctx, c, o)
 	if err != nil {
-		return a.fail(cmd, err)
+		return a.failSetup(cmd, err)
 	}
 	if *out == "json" {
 		a.writeJSON(setupJSON(res))
@@ -120,6 +127,16 @@ func runSetup(a *app, ctx context.Context, cmd *command, args []string) int {
 	printSetup(a.stdout, res, res.Changes)
 	fmt.Fprintf(a.stdout, "\nCheck it against your retry policy: sqsworker doctor --policy policy.json %s\n", dlq.QueueName(res.QueueURL))
 	return exitOK
+}
+
+// failSetup reports a setup error; a refusal to lower a setting is a
+// usage error (exit 2): the flags ask for it without --force.
+func (a *app) failSetup(cmd *command, err error) int {
+	code := a.fail(cmd, err)
+	if code == exitProblems && errors.Is(err, dlq.ErrWouldLower) {
+		return exitUsage
+	}
+	return code
 }
 
 // setupFanout is setup --topic.
@@ -131,7 +148,7 @@ func (a *app) setupFanout(ctx context.Context, cmd *command, conn *awsFlags, c c
 	fo.Queue = o
 	res, err := fanout.Setup(ctx, sc, c, fo)
 	if err != nil {
-		return a.fail(cmd, err)
+		return a.failSetup(cmd, err)
 	}
 	if out == "json" {
 		j := struct {
@@ -255,4 +272,62 @@ func setupJSON(r dlq.SetupResult) setupOut {
 		VisibilityTimeoutSeconds: int64(r.VisibilityTimeout.Seconds()),
 		Changed:                  len(r.Changes) > 0, Changes: changes,
 	}
+}
+
+// checkSetupFlags refuses, before any call, what SQS or SNS would: values
+// out of SQS's ranges (in the flags' own terms), names SQS or SNS refuse, a
+// filter policy of the wrong shape. dlq.Setup and fanout.Setup check the
+// same, in their options' terms.
+func checkSetupFlags(o dlq.SetupOptions, fo fanout.SetupOptions) error {
+	for _, r := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--retention", o.Retention}, {"--dlq-retention", o.DLQRetention}, {"--fanout-dlq-retention", fo.FanoutDLQRetention}} {
+		if r.d != 0 && (r.d < time.Minute || r.d > dlq.MaxRetention || r.d%time.Second != 0) {
+			return fmt.Errorf("%s %s: SQS keeps messages from 1 minute to 14 days (14d), in whole seconds", r.flag, formatDuration(r.d))
+		}
+	}
+	if v := o.VisibilityTimeout; v < 0 || v > 12*time.Hour || v%time.Second != 0 {
+		return fmt.Errorf("--visibility-timeout %s: SQS allows whole seconds from 0 to 12 hours (12h)", formatDuration(v))
+	}
+	if m := o.MaxReceiveCount; m < 0 || m > dlq.MaxMaxReceiveCount {
+		return fmt.Errorf("--max-receive-count %d: SQS allows 1 to %d", m, dlq.MaxMaxReceiveCount)
+	}
+	base, suffix := strings.CutSuffix(o.Name, ".fifo")
+	fifo := o.FIFO || suffix || strings.HasSuffix(fo.Topic, ".fifo")
+	name := o.Name
+	if fifo {
+		name = base + ".fifo"
+	}
+	if err := validate.QueueName(name, fifo); err != nil {
+		return err
+	}
+	for _, q := range []struct{ flag, name string }{{"--dlq-name", o.DLQName}, {"--fanout-dlq", fo.FanoutDLQName}} {
+		n := q.name
+		if n == "" {
+			continue
+		}
+		if fifo && !strings.HasSuffix(n, ".fifo") {
+			n += ".fifo"
+		}
+		if err := validate.QueueName(n, fifo); err != nil {
+			return fmt.Errorf("%s: %w", q.flag, err)
+		}
+	}
+	if fo.Topic != "" && !strings.HasPrefix(fo.Topic, "arn:") {
+		if err := validate.TopicName(fo.Topic, strings.HasSuffix(fo.Topic, ".fifo")); err != nil {
+			return fmt.Errorf("--topic: %w", err)
+		}
+	}
+	switch fo.FilterPolicyScope {
+	case "", "MessageAttributes", "MessageBody":
+	default:
+		return fmt.Errorf("--filter-policy-scope %q: use MessageAttributes or MessageBody", fo.FilterPolicyScope)
+	}
+	if fo.FilterPolicy != "" {
+		if err := validate.FilterPolicy(fo.FilterPolicy, fo.FilterPolicyScope); err != nil {
+			return fmt.Errorf("--filter-policy: %w", err)
+		}
+	}
+	return nil
 }

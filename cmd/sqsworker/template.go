@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/validate"
 )
 
 func templateCommand() *command {
@@ -45,8 +45,6 @@ type templateOptions struct {
 	maxReceiveCount                                     int
 	visibility, retention                               int // seconds; 0: SQS's default
 }
-
-var resourceNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,75}(\.fifo)?$`)
 
 func runTemplate(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs := a.flags(cmd)
@@ -182,8 +180,18 @@ func buildTemplate(o templateOptions) (*yaml.Node, error) {
 	base, queueFIFO := strings.CutSuffix(o.queue, ".fifo")
 	topicFIFO := strings.HasSuffix(o.topic, ".fifo")
 	fifo := o.fifo || queueFIFO || topicFIFO
-	if !resourceNameRE.MatchString(o.queue) || (o.topic != "" && !resourceNameRE.MatchString(o.topic)) {
-		return nil, fmt.Errorf("queue and topic names are letters, digits, - and _ (up to 80 characters with .fifo)")
+	if err := validate.QueueName(o.queue, queueFIFO); err != nil {
+		return nil, err
+	}
+	if o.topic != "" {
+		if err := validate.TopicName(o.topic, topicFIFO); err != nil {
+			return nil, err
+		}
+	}
+	if o.filterPolicy != "" {
+		if err := validate.FilterPolicy(o.filterPolicy, o.filterScope); err != nil {
+			return nil, err
+		}
 	}
 	if o.topic != "" && fifo != topicFIFO {
 		return nil, fmt.Errorf("a FIFO queue needs a FIFO topic and the reverse: name both with .fifo, or neither")
