@@ -19,7 +19,12 @@
 //
 //	SQSWORKER_LOCAL=1 SQSWORKER_QUEUE_URL=http://... go run ./examples/lambda
 //
-// runs the function against an existing queue until interrupted.
+// runs the function against an existing queue until interrupted, saying
+// what it polls, a line a minute while it polls (with the number of
+// invocations), and what became of the records when Ctrl-C stops it.
+//
+// Run outside Lambda without SQSWORKER_LOCAL, it exits 2 with these two
+// command lines rather than lambda.Start's complaint about its variables.
 //
 // Environment:
 //

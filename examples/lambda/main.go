@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -50,6 +51,10 @@ func main() {
 	}
 
 	if os.Getenv("SQSWORKER_LOCAL") != "1" {
+		if err := inLambda(os.Getenv); err != nil {
+			fmt.Fprintln(os.Stderr, "lambda:", err)
+			os.Exit(2)
+		}
 		log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 		fn, err := newFunction(client, policy, log)
 		if err != nil {
@@ -66,7 +71,7 @@ func main() {
 	if url := os.Getenv("SQSWORKER_QUEUE_URL"); url != "" {
 		var fn *sqslambda.Handler
 		if fn, err = newFunction(client, policy, log); err == nil {
-			err = runLocal(ctx, client, url, fn, log)
+			err = serveLocal(ctx, client, url, fn, log, time.Minute)
 		}
 	} else {
 		err = runDemo(ctx, os.Stdout, client, policy)
@@ -75,6 +80,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lambda:", err)
 		os.Exit(1)
 	}
+}
+
+// inLambda returns nil inside AWS Lambda (whose runtime sets
+// AWS_LAMBDA_RUNTIME_API), and otherwise an error saying how to run the
+// function on this machine: lambda.Start would only fail with the names of
+// two variables.
+func inLambda(getenv func(string) string) error {
+	if getenv("AWS_LAMBDA_RUNTIME_API") != "" || getenv("_LAMBDA_SERVER_PORT") != "" {
+		return nil
+	}
+	return errors.New(`not running inside AWS Lambda (AWS_LAMBDA_RUNTIME_API is not set), so there is no one to invoke the function.
+To run it on this machine, set SQSWORKER_LOCAL=1:
+  SQSWORKER_LOCAL=1 bash localstack/with-aws.sh go run ./examples/lambda     (a demo queue pair, against the local emulators)
+  SQSWORKER_LOCAL=1 SQSWORKER_QUEUE_URL=<queue URL> go run ./examples/lambda (an existing queue, until Ctrl-C)
+To deploy it, see examples/lambda/README.md`)
 }
 
 // retryPolicy parses an SNS-style delivery policy, or the default.
@@ -135,16 +155,63 @@ func newFunction(client *sqs.Client, policy retry.Policy, log *slog.Logger, extr
 	})
 }
 
+// serveLocal is runLocal against an existing queue, until Ctrl-C, saying
+// what it does: what it polls, a line every interval (every) while it
+// polls, and what happens to the records when it stops.
+func serveLocal(ctx context.Context, client sqslambda.LocalAPI, queueURL string, fn *sqslambda.Handler, log *slog.Logger, every time.Duration) error {
+	name := dlq.QueueName(queueURL)
+	log.Info("polling the queue as Lambda's event source mapping would; each batch is one invocation of the function; Ctrl-C stops",
+		"queue", name, "function", "orders", "timeout", functionTimeout)
+	var mu sync.Mutex
+	invocations := 0
+	counted := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		mu.Lock()
+		invocations++
+		mu.Unlock()
+		return fn.Handle(ctx, ev)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				mu.Lock()
+				n := invocations
+				mu.Unlock()
+				log.Info("still polling", "queue", name, "invocations", n)
+			}
+		}
+	}()
+	err := sqslambda.RunLocal(ctx, client, queueURL, counted, localOptions(log))
+	if err == nil {
+		mu.Lock()
+		log.Info("stopped: no more polling; records received but not yet invoked were released to the queue, and the invocation in flight was finished and settled",
+			"queue", name, "invocations", invocations)
+		mu.Unlock()
+	}
+	return err
+}
+
 // runLocal invokes fn for the queue's messages, as Lambda would, until ctx
 // ends.
-func runLocal(ctx context.Context, client *sqs.Client, queueURL string, fn *sqslambda.Handler, log *slog.Logger) error {
-	return sqslambda.RunLocal(ctx, client, queueURL, fn.Handle, func(o *sqslambda.LocalOptions) {
+func runLocal(ctx context.Context, client sqslambda.LocalAPI, queueURL string, fn *sqslambda.Handler, log *slog.Logger) error {
+	return sqslambda.RunLocal(ctx, client, queueURL, fn.Handle, localOptions(log))
+}
+
+// localOptions are the event source mapping's settings for the local runs.
+func localOptions(log *slog.Logger) func(*sqslambda.LocalOptions) {
+	return func(o *sqslambda.LocalOptions) {
 		o.ReportBatchItemFailures = true // FunctionResponseTypes: ["ReportBatchItemFailures"]
 		o.FunctionTimeout = functionTimeout
 		o.WaitTime = 2 * time.Second
 		o.FunctionName = "orders"
 		o.Logger = log
-	})
+	}
 }
 
 // samples are the demo's orders.

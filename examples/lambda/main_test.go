@@ -7,10 +7,15 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
 )
@@ -80,3 +85,56 @@ func TestRetryPolicyFromTheEnvironment(t *testing.T) {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// Outside Lambda, without SQSWORKER_LOCAL, the program says what to set
+// instead of failing in lambda.Start with two variable names.
+func TestOutsideLambdaSaysWhatToSet(t *testing.T) {
+	env := map[string]string{}
+	err := inLambda(func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "SQSWORKER_LOCAL=1") || !strings.Contains(err.Error(), "SQSWORKER_QUEUE_URL") {
+		t.Errorf("outside Lambda: %v", err)
+	}
+	env["AWS_LAMBDA_RUNTIME_API"] = "127.0.0.1:9001"
+	if err := inLambda(func(k string) string { return env[k] }); err != nil {
+		t.Errorf("inside Lambda: %v", err)
+	}
+}
+
+// Polling an existing queue prints what it polls, a line every interval
+// while it polls, and what happened when Ctrl-C stops it.
+func TestServeLocalSaysWhatItDoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.For(t)
+		url := f.MustCreateQueue(t, "orders", nil)
+		if _, err := f.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(samples[0])}); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: dropTime}))
+		fn, err := sqslambda.New(worker.HandlerFunc(processOrder), func(o *sqslambda.Options) { o.Logger = quietLog() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second) // Ctrl-C after 2.5 min
+		defer cancel()
+		if err := serveLocal(ctx, f, url, fn, log, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		for _, want := range []string{
+			`msg="polling the queue as Lambda's event source mapping would; each batch is one invocation of the function; Ctrl-C stops" queue=orders`,
+			`msg="still polling" queue=orders invocations=1`,
+			`msg="stopped: no more polling; records received but not yet invoked were released to the queue`,
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("output lacks %q:\n%s", want, got)
+			}
+		}
+		if n := strings.Count(got, "still polling"); n != 2 {
+			t.Errorf("%d still-polling lines in 2.5 min, want 2:\n%s", n, got)
+		}
+		if n := len(f.Messages(url)); n != 0 {
+			t.Errorf("%d messages left", n)
+		}
+	})
+}
