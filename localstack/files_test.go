@@ -51,6 +51,25 @@ func TestDockerComposeParsesAndIsPinned(t *testing.T) {
 			t.Errorf("SERVICES=%q lacks %s", services, want)
 		}
 	}
+	// The README says which services LocalStack runs: all of them.
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Using LocalStack instead")
+	section, _, _ = strings.Cut(section, "```")
+	section = strings.Join(strings.Fields(section), " ")
+	names := map[string]string{"sqs": "SQS", "sns": "SNS", "dynamodb": "DynamoDB", "s3": "S3"}
+	for _, s := range strings.Split(services, ",") {
+		name, ok := names[strings.TrimSpace(s)]
+		if !ok {
+			t.Errorf("SERVICES has %q, which this test does not know: add it here and to the README", s)
+			continue
+		}
+		if !strings.Contains(section, name) {
+			t.Errorf("the README's LocalStack section does not list %s, which docker-compose.yml runs", name)
+		}
+	}
 	if len(ls.Healthcheck.Test) == 0 || ls.Healthcheck.Retries == 0 {
 		t.Error("localstack service needs a healthcheck with retries")
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 )
 
@@ -70,10 +71,22 @@ func TestInitHookSendsValidJSON(t *testing.T) {
 		}
 		if rp := attrs["RedrivePolicy"]; rp != "" {
 			var p struct {
-				Target string `json:"deadLetterTargetArn"`
+				Target          string `json:"deadLetterTargetArn"`
+				MaxReceiveCount *int   `json:"maxReceiveCount"`
 			}
 			if err := json.Unmarshal([]byte(rp), &p); err != nil || !strings.HasPrefix(p.Target, "arn:aws:sqs:us-east-1:000000000000:") {
 				t.Errorf("RedrivePolicy %q: %v", rp, err)
+			}
+			// A queue's maxReceiveCount is setup's default, which doctor
+			// accepts (a FIFO queue needs ten times the attempts).
+			if name := get("--queue-name"); args[1] == "create-queue" {
+				want := dlq.DefaultMaxReceiveCount
+				if strings.HasSuffix(name, ".fifo") {
+					want = dlq.DefaultFIFOMaxReceiveCount
+				}
+				if p.MaxReceiveCount == nil || *p.MaxReceiveCount != want {
+					t.Errorf("queue %s: maxReceiveCount %v, want %d (sqsworker setup's, which doctor accepts)", name, p.MaxReceiveCount, want)
+				}
 			}
 		}
 		if pol := attrs["Policy"]; pol != "" {

@@ -8,21 +8,25 @@ set -euo pipefail
 region=${AWS_DEFAULT_REGION:-us-east-1}
 account=000000000000
 
-# create_pair NAME [fifo]: NAME-dlq (14-day retention) and NAME redriving to it after 5 receives.
+# create_pair NAME [fifo]: NAME-dlq (14-day retention) and NAME redriving to it, with
+# `sqsworker setup`'s maxReceiveCount: 5 for a standard queue, 40 for a FIFO queue (ten
+# times the 4 deliveries of the default retry policy: a FIFO queue counts a receive for
+# each message released behind a failed one of its group, and doctor warns below that).
 create_pair() {
-  local name=$1 fifo=${2:-} suffix="" fifo_attrs=""
+  local name=$1 fifo=${2:-} suffix="" fifo_attrs="" max_receives=5
   if [ "$fifo" = fifo ]; then
     suffix=".fifo"
     fifo_attrs=',"FifoQueue":"true","ContentBasedDeduplication":"false"'
+    max_receives=40
   fi
   local dlq="${name}-dlq${suffix}" src="${name}${suffix}"
   awslocal sqs create-queue --queue-name "$dlq" \
     --attributes "{\"MessageRetentionPeriod\":\"1209600\"${fifo_attrs}}" >/dev/null
   local dlq_arn="arn:aws:sqs:${region}:${account}:${dlq}"
-  local redrive="{\\\"deadLetterTargetArn\\\":\\\"${dlq_arn}\\\",\\\"maxReceiveCount\\\":5}"
+  local redrive="{\\\"deadLetterTargetArn\\\":\\\"${dlq_arn}\\\",\\\"maxReceiveCount\\\":${max_receives}}"
   awslocal sqs create-queue --queue-name "$src" \
     --attributes "{\"VisibilityTimeout\":\"30\",\"MessageRetentionPeriod\":\"345600\",\"RedrivePolicy\":\"${redrive}\"${fifo_attrs}}" >/dev/null
-  echo "sqsworker: queue ${src} -> DLQ ${dlq}"
+  echo "sqsworker: queue ${src} -> DLQ ${dlq} after ${max_receives} receives"
 }
 
 create_pair sqsworker-jobs
