@@ -101,6 +101,9 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	defer cancel()
 	queueURL, err := dlq.ResolveQueueURL(ctx, w.client, queue)
 	if err != nil {
+		if e, ok := sqserr.Unreachable(err, sqserr.SDKKnobs()); ok {
+			err = e
+		}
 		return nil, fmt.Errorf("sqsworker: %w", err)
 	}
 	w.queueURL = queueURL
@@ -162,6 +165,9 @@ func (w *Worker) newHeartbeat() (*visibility.Heartbeat, error) {
 
 // describeQueueError turns a failed GetQueueAttributes into advice.
 func describeQueueError(queueURL string, err error) error {
+	if e, ok := sqserr.Unreachable(err, sqserr.SDKKnobs()); ok {
+		return fmt.Errorf("sqsworker: reading queue %s: %w", queueURL, e)
+	}
 	var missing *types.QueueDoesNotExist
 	if errors.As(err, &missing) || strings.Contains(sqserr.Code(err), "NonExistentQueue") {
 		return fmt.Errorf("sqsworker: queue %s does not exist; check the URL, the region and the account (or create it, e.g. with dlq.Setup): %w", queueURL, err)
