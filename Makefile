@@ -12,10 +12,15 @@ GO        ?= go
 WITH_AWS  := bash localstack/with-aws.sh
 # NESTED lists the modules inside the repository besides the root one (they
 # keep their dependencies out of the library's go.mod); test, unit, lint,
-# bench and fuzz cover them too.
+# bench and fuzz cover them too. VETTED adds the modules that are only vetted
+# (by test, unit and lint): bench/ is programs without tests (make
+# bench-latency runs it), so the test runs skip it and keep CI's time.
 NESTED    := sqsotel
-# in_nested runs a go command in every nested module: $(call in_nested,vet ./...).
+VETTED    := $(NESTED) bench
+# in_nested runs a go command in every nested module: $(call in_nested,test ./...);
+# in_vetted in every vetted one: $(call in_vetted,vet ./...).
 in_nested  = for m in $(NESTED); do (cd $$m && $(GO) $(1)) || exit 1; done
+in_vetted  = for m in $(VETTED); do (cd $$m && $(GO) $(1)) || exit 1; done
 TESTFLAGS ?=
 BENCHTIME ?= 3x
 
@@ -24,7 +29,7 @@ BENCHTIME ?= 3x
 # test prints the conformance suite's summary first (fake and emulator), then runs
 # every package. -count=1: integration results depend on the emulators, never cache them.
 test:
-	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 && $(GO) vet ./... && $(call in_nested,vet ./...) && $(MAKE) --no-print-directory conformance && $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./... && $(call in_nested,test -race -count=1 -timeout 15m $(TESTFLAGS) ./...)'
+	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 && $(GO) vet ./... && $(call in_vetted,vet ./...) && $(MAKE) --no-print-directory conformance && $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./... && $(call in_nested,test -race -count=1 -timeout 15m $(TESTFLAGS) ./...)'
 
 # conformance runs the SQS conformance suite against the fake and the configured
 # endpoint and prints one line per backend (the full log on failure).
@@ -37,12 +42,12 @@ conformance:
 
 # unit runs the tests that need no emulator (integration tests skip with a visible reason).
 unit:
-	$(GO) vet ./... && $(call in_nested,vet ./...) && export SQSWORKER_REQUIRE_INTEGRATION=0 AWS_ENDPOINT_URL_SQS= && $(GO) test -race -short ./... && $(call in_nested,test -race -short ./...)
+	$(GO) vet ./... && $(call in_vetted,vet ./...) && export SQSWORKER_REQUIRE_INTEGRATION=0 AWS_ENDPOINT_URL_SQS= && $(GO) test -race -short ./... && $(call in_nested,test -race -short ./...)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@$(call in_nested,vet ./...)
+	@$(call in_vetted,vet ./...)
 	@for f in localstack/*.sh localstack/init/ready.d/*.sh .ci/run; do bash -n "$$f" || exit 1; done
 	@echo "lint: ok"
 

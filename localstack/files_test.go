@@ -149,3 +149,56 @@ func TestEachPairOfPortsHasItsOwnRunDir(t *testing.T) {
 		t.Fatalf("run dirs %q and %q; want one per pair of ports, side by side", a, b)
 	}
 }
+
+// TestMakefileVetsEveryModule checks that every Go module of the
+// repository besides the root one is in the Makefile's VETTED list, so
+// make lint, unit and test vet it.
+func TestMakefileVetsEveryModule(t *testing.T) {
+	data, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string][]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, value, ok := strings.Cut(line, ":=")
+		name = strings.TrimSpace(name)
+		if !ok || (name != "NESTED" && name != "VETTED") {
+			continue
+		}
+		for _, w := range strings.Fields(value) {
+			if ref, ok := strings.CutPrefix(w, "$("); ok {
+				vars[name] = append(vars[name], vars[strings.TrimSuffix(ref, ")")]...)
+			} else {
+				vars[name] = append(vars[name], w)
+			}
+		}
+	}
+	vetted := map[string]bool{}
+	for _, m := range vars["VETTED"] {
+		vetted[m] = true
+	}
+	found := 0
+	err = filepath.WalkDir("..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && p != "..") {
+			return filepath.SkipDir
+		}
+		if d.Name() != "go.mod" || p == filepath.Join("..", "go.mod") {
+			return nil
+		}
+		dir, _ := filepath.Rel("..", filepath.Dir(p))
+		found++
+		if !vetted[filepath.ToSlash(dir)] {
+			t.Errorf("module %s is not in the Makefile's VETTED list (%v): make lint and make test do not vet it", dir, vars["VETTED"])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Error("found no nested module; the walk is wrong")
+	}
+}
