@@ -8,12 +8,15 @@
 //
 // # Wiring
 //
-// Three hooks, for a worker:
+// Three hooks, for a worker, and the client wrapper for the receive and send
+// spans:
 //
 //	ins, err := sqsotel.New() // the global tracer and meter providers
+//	client := ins.Client(sqs.NewFromConfig(cfg)) // receive and send spans
 //	w, err := worker.New(client, queue, worker.Chain(handler, ins.Middleware()),
 //		func(o *worker.Options) { o.OnSettled = ins.OnSettled(nil) })
 //	reg, err := ins.ObserveWorker(w) // Stats as metrics; reg.Unregister() when done
+//	p, err := producer.New(client, queue) // its sends get "send QUEUE" spans
 //
 // and for a Lambda function the same middleware and hook:
 //
@@ -32,8 +35,9 @@
 // Each delivery of a message gets a span following OTel's messaging
 // conventions for aws_sqs: kind CONSUMER, name "process QUEUE", attributes
 // messaging.system=aws_sqs, messaging.operation.type and .name=process,
-// messaging.destination.name, aws.sqs.queue.url, messaging.message.id,
-// messaging.message.body.size, and sqsworker.attempt. The handler's context
+// messaging.destination.name, aws.sqs.queue.url, server.address and
+// server.port (the queue URL's host and port, 443 for https),
+// messaging.message.id, messaging.message.body.size, and sqsworker.attempt. The handler's context
 // carries it. It starts when the handler starts and, with OnSettled wired,
 // ends when SQS confirmed the message's fate, with these events:
 //
@@ -63,6 +67,19 @@
 // handler's context's span: in Lambda the invocation's span (when the
 // function is instrumented), in a worker the span of the context given to
 // Run — so do not give Run a context that carries a span.
+//
+// Client adds the two other sides of the conventions, with the same
+// queue attributes: a CLIENT span "receive QUEUE" around each ReceiveMessage
+// (operation type receive; messaging.batch.message_count, or
+// messaging.message.id for one message; a link to each received message's
+// producer context), and a PRODUCER span "send QUEUE" around each
+// SendMessageBatch — the producer's sends and the worker's dead-letter
+// copies (operation type send; the batch's count, or the one message's ID;
+// links to the contexts the messages carry). A message sent without a
+// context gets the send span's as its AWSTraceHeader system attribute,
+// which takes none of SQS's 10 attributes and none of its size limit, so
+// the process span links to the send span. A failed call sets error.type to
+// SQS's error code.
 //
 // # Producing: Inject and SQS's 10 attributes
 //

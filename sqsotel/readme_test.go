@@ -26,7 +26,8 @@ func instrument(client *sqs.Client, queueURL string, h worker.Handler) (*worker.
 	if err != nil {
 		return nil, err
 	}
-	w, err := worker.New(client, queueURL, worker.Chain(h, ins.Middleware()), func(o *worker.Options) {
+	// ins.Client adds a span per receive (and per send: pass it to producer.New too).
+	w, err := worker.New(ins.Client(client), queueURL, worker.Chain(h, ins.Middleware()), func(o *worker.Options) {
 		o.OnSettled = ins.OnSettled(nil) // pass your own hook here: a worker has one
 	})
 	if err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -171,35 +173,69 @@ func links(scs []trace.SpanContext) []trace.Link {
 	return out
 }
 
-// queueInfo is what the spans of one queue share.
+// queueInfo is what the spans of one queue share: per operation (process,
+// receive, send), the span name and the start options.
 type queueInfo struct {
 	spanName     string
 	startOptions []trace.SpanStartOption
+	receiveName  string
+	receiveOpts  []trace.SpanStartOption
+	sendName     string
+	sendOpts     []trace.SpanStartOption
 }
 
-// queueOf returns the queue's shared span name and start options.
+// queueOf returns the queue's shared span names and start options.
 func (in *Instrumentation) queueOf(url string) *queueInfo {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if q, ok := in.queues[url]; ok {
 		return q
 	}
-	attrs := []attribute.KeyValue{
-		semconv.MessagingSystemAWSSQS,
-		semconv.MessagingOperationTypeProcess,
-		semconv.MessagingOperationName("process"),
-	}
-	q := &queueInfo{spanName: "process"}
+	base := []attribute.KeyValue{semconv.MessagingSystemAWSSQS}
+	suffix := ""
 	if name := queueName(url); name != "" {
-		attrs = append(attrs, semconv.MessagingDestinationName(name), semconv.AWSSQSQueueURL(url))
-		q.spanName = "process " + name
+		base = append(base, semconv.MessagingDestinationName(name), semconv.AWSSQSQueueURL(url))
+		suffix = " " + name
 	}
-	q.startOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
+	if host, port, ok := serverOf(url); ok {
+		base = append(base, semconv.ServerAddress(host), semconv.ServerPort(port))
+	}
+	with := func(kind trace.SpanKind, attrs ...attribute.KeyValue) []trace.SpanStartOption {
+		return []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(append(slices.Clip(base), attrs...)...)}
+	}
+	q := &queueInfo{
+		spanName:     "process" + suffix,
+		startOptions: with(trace.SpanKindConsumer, semconv.MessagingOperationTypeProcess, semconv.MessagingOperationName("process")),
+		receiveName:  "receive" + suffix,
+		receiveOpts:  with(trace.SpanKindClient, semconv.MessagingOperationTypeReceive, semconv.MessagingOperationName("ReceiveMessage")),
+		sendName:     "send" + suffix,
+		sendOpts:     with(trace.SpanKindProducer, semconv.MessagingOperationTypeSend, semconv.MessagingOperationName("SendMessageBatch")),
+	}
 	if in.queues == nil {
 		in.queues = map[string]*queueInfo{}
 	}
 	in.queues[url] = q
 	return q
+}
+
+// serverOf returns the host and port of a queue URL: server.address and
+// server.port, the port being the scheme's when the URL gives none.
+func serverOf(queueURL string) (string, int, bool) {
+	u, err := neturl.Parse(queueURL)
+	if err != nil || u.Hostname() == "" {
+		return "", 0, false
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		return u.Hostname(), n, err == nil
+	}
+	switch u.Scheme {
+	case "https":
+		return u.Hostname(), 443, true
+	case "http":
+		return u.Hostname(), 80, true
+	}
+	return u.Hostname(), 0, false
 }
 
 // handlerDone records the handler's result and hands the span to the
