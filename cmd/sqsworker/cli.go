@@ -276,7 +276,17 @@ func (a *app) run(ctx context.Context, args []string) int {
 		a.usage(a.stderr)
 		return exitUsage
 	}
-	return best.run(a, ctx, best, append(global, args[len(strings.Fields(best.path)):]...))
+	rest := args[len(strings.Fields(best.path)):]
+	if !callsAWS(best) {
+		global = nil // policy preview, template, version, cost: nothing to connect
+	}
+	return best.run(a, ctx, best, append(global, rest...))
+}
+
+// callsAWS reports whether a command connects to AWS (takes --region,
+// --profile and --endpoint-url).
+func callsAWS(cmd *command) bool {
+	return cmd.path == "setup" || cmd.path == "doctor" || strings.HasPrefix(cmd.path, "dlq ")
 }
 
 func equalWords(a, b []string) bool {

@@ -107,6 +107,10 @@ func TestGlobalFlagsBeforeTheCommand(t *testing.T) {
 	if got.region != "eu-west-1" || got.profile != "ops" {
 		t.Errorf("flags reached the command as %+v", got)
 	}
+	// A command that calls no AWS API ignores them.
+	if code, out, errOut := h.run(t, "--region", "eu-west-1", "version"); code != exitOK || out == "" {
+		t.Errorf("version after --region: exit %d, stderr %q", code, errOut)
+	}
 }
 
 // A subscription's dead-letter queue has no maxReceiveCount: SNS moves
@@ -130,4 +134,15 @@ func writeFile(t *testing.T, name, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// callsAWS names exactly the commands that take the connection flags.
+func TestCallsAWSMatchesTheFlags(t *testing.T) {
+	h := newHarness(t)
+	for _, c := range commands() {
+		_, out, _ := h.run(t, append(strings.Fields(c.path), "--help")...)
+		if takes := strings.Contains(out, "\n  -region "); takes != callsAWS(c) {
+			t.Errorf("%s: takes --region %v, callsAWS %v", c.path, takes, callsAWS(c))
+		}
+	}
 }
