@@ -5,34 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/visibility"
 )
 
-// The batch calls, one narrow interface each, with the SDK's signatures.
+// The batch calls, one narrow interface each, with the SDK's signatures
+// (package sqsbatch makes the calls).
 type (
 	// DeleteAPI is what a delete Batcher calls.
-	DeleteAPI interface {
-		DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
-	}
+	DeleteAPI = sqsbatch.DeleteAPI
 	// ChangeAPI is what a visibility Batcher calls.
-	ChangeAPI interface {
-		ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
-	}
+	ChangeAPI = sqsbatch.ChangeAPI
 	// SendAPI is what a send Batcher calls.
-	SendAPI interface {
-		SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
-	}
+	SendAPI = sqsbatch.SendAPI
 )
 
 // Lease is the part of a visibility lease a Batcher uses
@@ -107,12 +100,6 @@ var ErrClosed = errors.New("sqsworker: settlement not confirmed before the shutd
 // because its receipt handle was no longer valid.
 var errHandleExpired = errors.New("sqsworker: the message's visibility deadline passed or its ownership was lost before the shutdown flush; not sent, the message will be delivered again")
 
-// Retry timing: one rule for every batch call.
-const (
-	retryMin = 100 * time.Millisecond
-	retryMax = 5 * time.Second
-)
-
 // BatcherOptions configures a Batcher.
 type BatcherOptions struct {
 	// Linger is how long the first entry of a batch waits for more before
@@ -128,6 +115,8 @@ type BatcherOptions struct {
 	// OnRetry, when set, is called with the number of entries about to be
 	// retried.
 	OnRetry func(n int)
+	// OnCall, when set, is told about every call the Batcher makes.
+	OnCall func(sqsbatch.Call)
 }
 
 // Batcher gathers one kind of settling call into batches of up to ten
@@ -138,7 +127,7 @@ type BatcherOptions struct {
 // Close's budget ends). Errors retrying cannot fix end the entry at once.
 type Batcher struct {
 	name string
-	call func(ctx context.Context, batch []*Entry) ([]result, error)
+	q    *sqsbatch.Queue
 	o    BatcherOptions
 
 	ctx    context.Context // cancelled when Close's budget ends
@@ -157,29 +146,12 @@ type Batcher struct {
 	senders     sync.WaitGroup
 }
 
-// result is SQS's answer for one entry of a call.
-type result struct {
-	ok        bool
-	fail      *types.BatchResultErrorEntry
-	messageID string
-}
-
 // NewDeleter returns a Batcher of DeleteMessageBatch calls on queueURL.
 func NewDeleter(client DeleteAPI, queueURL string, o BatcherOptions) (*Batcher, error) {
 	if client == nil || queueURL == "" {
 		return nil, errMissing
 	}
-	return newBatcher("DeleteMessageBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
-		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.DeleteMessageBatchRequestEntry, len(batch))}
-		for i, e := range batch {
-			in.Entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(e.Handle)}
-		}
-		out, err := client.DeleteMessageBatch(ctx, in, noSDKRetry)
-		if err != nil {
-			return nil, err
-		}
-		return results(len(batch), out.Successful, func(e types.DeleteMessageBatchResultEntry) (*string, string) { return e.Id, "" }, out.Failed), nil
-	})
+	return newBatcher(sqsbatch.NewDeleter(client, queueURL), o)
 }
 
 // NewChanger returns a Batcher of ChangeMessageVisibilityBatch calls on
@@ -188,17 +160,7 @@ func NewChanger(client ChangeAPI, queueURL string, o BatcherOptions) (*Batcher, 
 	if client == nil || queueURL == "" {
 		return nil, errMissing
 	}
-	return newBatcher("ChangeMessageVisibilityBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
-		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))}
-		for i, e := range batch {
-			in.Entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(e.Handle), VisibilityTimeout: e.Timeout}
-		}
-		out, err := client.ChangeMessageVisibilityBatch(ctx, in, noSDKRetry)
-		if err != nil {
-			return nil, err
-		}
-		return results(len(batch), out.Successful, func(e types.ChangeMessageVisibilityBatchResultEntry) (*string, string) { return e.Id, "" }, out.Failed), nil
-	})
+	return newBatcher(sqsbatch.NewChanger(client, queueURL), o)
 }
 
 // NewSender returns a Batcher of SendMessageBatch calls on queueURL.
@@ -206,18 +168,7 @@ func NewSender(client SendAPI, queueURL string, o BatcherOptions) (*Batcher, err
 	if client == nil || queueURL == "" {
 		return nil, errMissing
 	}
-	return newBatcher("SendMessageBatch", o, func(ctx context.Context, batch []*Entry) ([]result, error) {
-		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: make([]types.SendMessageBatchRequestEntry, len(batch))}
-		for i, e := range batch {
-			in.Entries[i] = e.Send
-			in.Entries[i].Id = aws.String(strconv.Itoa(i))
-		}
-		out, err := client.SendMessageBatch(ctx, in, noSDKRetry)
-		if err != nil {
-			return nil, err
-		}
-		return results(len(batch), out.Successful, func(e types.SendMessageBatchResultEntry) (*string, string) { return e.Id, aws.ToString(e.MessageId) }, out.Failed), nil
-	})
+	return newBatcher(sqsbatch.NewSender(client, queueURL), o)
 }
 
 // SendEntry turns a SendMessage request into a batch entry (its Id is set
@@ -233,39 +184,11 @@ func SendEntry(in *sqs.SendMessageInput) types.SendMessageBatchRequestEntry {
 	}
 }
 
-// noSDKRetry turns the SDK's own retries off for one call: the Batcher
-// retries with its one rule, holding the message's lease in between, and
-// counts every retry.
-func noSDKRetry(o *sqs.Options) { o.RetryMaxAttempts = 1 }
-
-// results maps a batch response back to its n entries: ok says which
-// succeeded (and, for sends, the new message's ID), fails which failed.
-func results[S any](n int, ok []S, id func(S) (*string, string), fails []types.BatchResultErrorEntry) []result {
-	res := make([]result, n)
-	for _, s := range ok {
-		sid, msgID := id(s)
-		if i, ok := index(sid, n); ok {
-			res[i].ok, res[i].messageID = true, msgID
-		}
-	}
-	for j := range fails {
-		if i, ok := index(fails[j].Id, n); ok && !res[i].ok {
-			res[i].fail = &fails[j]
-		}
-	}
-	return res
-}
-
-func index(id *string, n int) (int, bool) {
-	i, err := strconv.Atoi(aws.ToString(id))
-	return i, err == nil && i >= 0 && i < n
-}
-
 // errMissing is the error of a Batcher constructor without a client or a
 // queue URL.
 var errMissing = errors.New("sqsworker: a batcher needs an SQS client and a queue URL")
 
-func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Entry) ([]result, error)) (*Batcher, error) {
+func newBatcher(q *sqsbatch.Queue, o BatcherOptions) (*Batcher, error) {
 	if o.Linger <= 0 {
 		o.Linger = 20 * time.Millisecond
 	}
@@ -281,7 +204,7 @@ func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Ent
 	if o.Warn == nil {
 		o.Warn = &Warner{Log: o.Log}
 	}
-	b := &Batcher{name: name, call: call, o: o, waiting: map[*Entry]*time.Timer{}}
+	b := &Batcher{name: q.Op(), q: q, o: o, waiting: map[*Entry]*time.Timer{}}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.cond.L = &b.mu
 	for range o.Senders {
@@ -292,10 +215,8 @@ func newBatcher(name string, o BatcherOptions, call func(context.Context, []*Ent
 
 // size is what e counts against a batch's payload limit.
 func (e *Entry) size() int {
-	if e.Send.MessageBody == nil {
-		return 0
-	}
-	return sqslimit.MessageSize(*e.Send.MessageBody, e.Send.MessageAttributes)
+	be := sqsbatch.Entry{Send: e.Send}
+	return be.Size()
 }
 
 // Add queues e. After the Batcher stopped (or on a nil Batcher), e ends at
@@ -421,8 +342,12 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 	for _, e := range send {
 		e.attempts++
 	}
+	entries := make([]sqsbatch.Entry, len(send))
+	for i, e := range send {
+		entries[i] = sqsbatch.Entry{Handle: e.Handle, Timeout: e.Timeout, Send: e.Send}
+	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.o.CallTimeout)
-	res, err := b.call(ctx, send)
+	res, err := b.q.Once(ctx, entries, b.o.OnCall)
 	cancel()
 	done := time.Now()
 	for _, e := range send {
@@ -451,19 +376,13 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 	var again []*Entry
 	var againErr error
 	for i, e := range send {
-		r := res[i]
-		switch {
-		case r.ok:
-			b.end(e, Outcome{OK: true, Late: e.lapsed, Attempts: e.attempts, MessageID: r.messageID})
-		case r.fail != nil:
-			ferr := sqserr.EntryError(*r.fail)
-			if class := sqserr.OfEntry(*r.fail); class.Retryable() {
-				again, againErr = append(again, e), ferr
-			} else {
-				b.end(e, Outcome{Class: class, Err: ferr, Attempts: e.attempts})
-			}
+		switch r := res[i]; {
+		case r.OK:
+			b.end(e, Outcome{OK: true, Late: e.lapsed, Attempts: e.attempts, MessageID: r.MessageID})
+		case r.Class.Retryable():
+			again, againErr = append(again, e), r.Err
 		default:
-			again, againErr = append(again, e), errors.New("SQS returned no result for the entry")
+			b.end(e, Outcome{Class: r.Class, Err: r.Err, Attempts: e.attempts})
 		}
 	}
 	if len(again) > 0 {
@@ -516,7 +435,7 @@ func (b *Batcher) retry(entries []*Entry, err error) {
 	// The entries of one failed call wait together and go out together.
 	if len(group) > 0 {
 		var t *time.Timer
-		t = time.AfterFunc(backoff(attempts), func() {
+		t = time.AfterFunc(sqsbatch.Backoff(attempts), func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			now := b.closing
@@ -540,16 +459,6 @@ func (b *Batcher) retry(entries []*Entry, err error) {
 	for _, e := range ended {
 		b.end(e, Outcome{Class: sqserr.Canceled, Err: fmt.Errorf("%w (last call: %w)", ErrClosed, err), Attempts: e.attempts})
 	}
-}
-
-// backoff is the wait before the n-th retry: 100 ms doubling up to 5 s,
-// half of it random.
-func backoff(n int) time.Duration {
-	d := retryMax
-	if n <= 6 {
-		d = min(retryMin<<(n-1), retryMax)
-	}
-	return d/2 + rand.N(d/2+1)
 }
 
 func (b *Batcher) finish(e *Entry, out Outcome) {

@@ -1,0 +1,472 @@
+// Package sqsbatch is sqsworker's one layer for SQS's batch calls
+// (SendMessageBatch, DeleteMessageBatch, ChangeMessageVisibilityBatch). Every
+// package that makes them — the settlement batcher, the heartbeat, the
+// producer, the dead-letter tools, the Lambda adapter's local runner — goes
+// through it, so each call is made the same way:
+//
+//   - entries go out in calls of at most ten (sends also at most SQS's batch
+//     payload limit), each entry with an Id distinct within its call;
+//   - the response is mapped back to the entries by Id, and an entry the
+//     response does not mention counts as failed (ErrNoResult), never as done;
+//   - the SDK's own retries are off (RetryMaxAttempts 1): the layer retries,
+//     with one rule (Backoff), and internal/sqserr alone decides which errors
+//     and which failed entries are worth another call;
+//   - every request is reported once to Policy.OnCall, retries included.
+//
+// Callers that schedule their own retries (the settlement batcher holds a
+// lease per message between calls; the heartbeat races a deadline) use
+// Once; the others use Run.
+package sqsbatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
+)
+
+// The batch calls, one narrow interface each, with the SDK's signatures.
+type (
+	// SendAPI makes SendMessageBatch calls.
+	SendAPI interface {
+		SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	}
+	// DeleteAPI makes DeleteMessageBatch calls.
+	DeleteAPI interface {
+		DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	}
+	// ChangeAPI makes ChangeMessageVisibilityBatch calls.
+	ChangeAPI interface {
+		ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	}
+)
+
+// NoSDKRetry turns the SDK's own retries off for one call, so that every
+// request reaches the caller's counting and the caller's retry rule. Every
+// SQS call the library makes passes it.
+func NoSDKRetry(o *sqs.Options) { o.RetryMaxAttempts = 1 }
+
+// Entry is one message to send, delete or change. A Queue uses the fields
+// of its kind of call.
+type Entry struct {
+	// Handle is the receipt handle to delete or change.
+	Handle string
+	// Timeout is the visibility timeout a change sets, in seconds.
+	Timeout int32
+	// Send is the message to send; its Id is set per call.
+	Send types.SendMessageBatchRequestEntry
+}
+
+// Size is what a send entry counts against SQS's batch payload limit (0
+// for deletes and changes).
+func (e *Entry) Size() int {
+	if e.Send.MessageBody == nil {
+		return 0
+	}
+	return sqslimit.MessageSize(*e.Send.MessageBody, e.Send.MessageAttributes)
+}
+
+// ErrNoResult is the error of an entry that a batch response named neither
+// among its successes nor among its failures: it is treated as failed (and
+// retryable), never as done.
+var ErrNoResult = errors.New("SQS returned no result for the entry")
+
+// Result is what became of one Entry.
+type Result struct {
+	// OK: SQS confirmed the entry.
+	OK bool
+	// MessageID and SequenceNumber are a confirmed send's.
+	MessageID, SequenceNumber string
+	// Err is why the entry was not confirmed: the whole call's error
+	// (Whole), the entry's failure as SQS reported it (an error errors.As
+	// finds as a smithy.APIError), ErrNoResult, or — when the caller's
+	// context or Policy.Gate stopped it — that error.
+	Err error
+	// Class is Err's class (sqserr).
+	Class sqserr.Class
+	// Whole reports that Err is the error of the whole last call.
+	Whole bool
+	// Attempts is how many calls carried the entry.
+	Attempts int
+}
+
+// Call is one request, as Policy.OnCall sees it.
+type Call struct {
+	// Op is the action: "SendMessageBatch", "DeleteMessageBatch" or
+	// "ChangeMessageVisibilityBatch".
+	Op string
+	// Entries is how many entries the call carried, Payload their bytes as
+	// SQS counts them (sends only).
+	Entries, Payload int
+	// Attempt is the call's round: 1 for the first call of its entries, 2
+	// for the first retry, and so on.
+	Attempt int
+	// Err is the whole call's error, nil when SQS answered.
+	Err error
+	// Failed is how many entries the answer reported failed or left out.
+	Failed int
+}
+
+// Queue makes one kind of batch call on one queue.
+type Queue struct {
+	op  string
+	url string
+	do  func(ctx context.Context, entries []Entry, res []Result) error
+}
+
+// Op returns the action the Queue calls.
+func (q *Queue) Op() string { return q.op }
+
+// ids are the entry Ids, one per position in a call.
+var ids = func() (s [sqslimit.MaxBatchEntries]string) {
+	for i := range s {
+		s[i] = strconv.Itoa(i)
+	}
+	return s
+}()
+
+// NewDeleter returns the Queue of DeleteMessageBatch calls on url.
+func NewDeleter(c DeleteAPI, url string) *Queue {
+	return &Queue{op: "DeleteMessageBatch", url: url, do: func(ctx context.Context, entries []Entry, res []Result) error {
+		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: make([]types.DeleteMessageBatchRequestEntry, len(entries))}
+		for i := range entries {
+			in.Entries[i] = types.DeleteMessageBatchRequestEntry{Id: &ids[i], ReceiptHandle: aws.String(entries[i].Handle)}
+		}
+		out, err := c.DeleteMessageBatch(ctx, in, NoSDKRetry)
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			return errNoOutput
+		}
+		for _, s := range out.Successful {
+			if i, ok := index(s.Id, len(res)); ok {
+				res[i].OK = true
+			}
+		}
+		failed(res, out.Failed)
+		return nil
+	}}
+}
+
+// NewChanger returns the Queue of ChangeMessageVisibilityBatch calls on url.
+func NewChanger(c ChangeAPI, url string) *Queue {
+	return &Queue{op: "ChangeMessageVisibilityBatch", url: url, do: func(ctx context.Context, entries []Entry, res []Result) error {
+		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: make([]types.ChangeMessageVisibilityBatchRequestEntry, len(entries))}
+		for i := range entries {
+			in.Entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: &ids[i], ReceiptHandle: aws.String(entries[i].Handle), VisibilityTimeout: entries[i].Timeout}
+		}
+		out, err := c.ChangeMessageVisibilityBatch(ctx, in, NoSDKRetry)
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			return errNoOutput
+		}
+		for _, s := range out.Successful {
+			if i, ok := index(s.Id, len(res)); ok {
+				res[i].OK = true
+			}
+		}
+		failed(res, out.Failed)
+		return nil
+	}}
+}
+
+// NewSender returns the Queue of SendMessageBatch calls on url.
+func NewSender(c SendAPI, url string) *Queue {
+	return &Queue{op: "SendMessageBatch", url: url, do: func(ctx context.Context, entries []Entry, res []Result) error {
+		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: make([]types.SendMessageBatchRequestEntry, len(entries))}
+		for i := range entries {
+			in.Entries[i] = entries[i].Send
+			in.Entries[i].Id = &ids[i]
+		}
+		out, err := c.SendMessageBatch(ctx, in, NoSDKRetry)
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			return errNoOutput
+		}
+		for _, s := range out.Successful {
+			if i, ok := index(s.Id, len(res)); ok {
+				res[i].OK, res[i].MessageID, res[i].SequenceNumber = true, aws.ToString(s.MessageId), aws.ToString(s.SequenceNumber)
+			}
+		}
+		failed(res, out.Failed)
+		return nil
+	}}
+}
+
+var errNoOutput = errors.New("the batch call returned neither a result nor an error")
+
+// index maps an entry Id of a response back to the entry's position.
+func index(id *string, n int) (int, bool) {
+	if id == nil {
+		return 0, false
+	}
+	i, err := strconv.Atoi(*id)
+	return i, err == nil && i >= 0 && i < n && *id == ids[i]
+}
+
+// failed records the entries a response reported failed. A success for
+// the same Id wins: SQS confirmed it.
+func failed(res []Result, fails []types.BatchResultErrorEntry) {
+	for _, f := range fails {
+		if i, ok := index(f.Id, len(res)); ok && !res[i].OK {
+			res[i].Err, res[i].Class = sqserr.EntryError(f), sqserr.OfEntry(f)
+		}
+	}
+}
+
+// Once makes one call carrying entries (1 to 10; the caller keeps sends
+// within the payload limit) and returns one Result per entry, in order,
+// with Attempts 1: confirmed entries OK, the others with their error,
+// ErrNoResult for those the response left out. When the whole call failed
+// every Result carries its error (Whole) and Once returns it too. onCall,
+// when set, is told about the call.
+func (q *Queue) Once(ctx context.Context, entries []Entry, onCall func(Call)) ([]Result, error) {
+	res := make([]Result, len(entries))
+	err := q.once(ctx, entries, res, 1, onCall)
+	return res, err
+}
+
+func (q *Queue) once(ctx context.Context, entries []Entry, res []Result, attempt int, onCall func(Call)) error {
+	if len(entries) == 0 || len(entries) > sqslimit.MaxBatchEntries {
+		return fmt.Errorf("sqsworker: a %s call carries 1 to %d entries, not %d", q.op, sqslimit.MaxBatchEntries, len(entries))
+	}
+	for i := range res {
+		res[i] = Result{Attempts: res[i].Attempts + 1}
+	}
+	err := q.do(ctx, entries, res)
+	c := Call{Op: q.op, Entries: len(entries), Attempt: attempt, Err: err}
+	if q.op == "SendMessageBatch" {
+		for i := range entries {
+			c.Payload += entries[i].Size()
+		}
+	}
+	if err != nil {
+		class := sqserr.Of(err)
+		for i := range res {
+			res[i].Err, res[i].Class, res[i].Whole = err, class, true
+		}
+	} else {
+		for i := range res {
+			if !res[i].OK && res[i].Err == nil {
+				res[i].Err, res[i].Class = ErrNoResult, sqserr.Transient
+			}
+			if !res[i].OK {
+				c.Failed++
+			}
+		}
+	}
+	if onCall != nil {
+		onCall(c)
+	}
+	return err
+}
+
+// Retry timing: the one rule for every SQS call the library retries.
+const (
+	retryMin = 100 * time.Millisecond
+	retryMax = 5 * time.Second
+)
+
+// Backoff is the wait before retry n (1, 2, …): 100 ms doubling up to 5 s,
+// the upper half of it random (so retries of many callers spread out).
+func Backoff(n int) time.Duration {
+	d := retryMax
+	if n >= 1 && n <= 6 {
+		d = min(retryMin<<(n-1), retryMax)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// DefaultAttempts is how many calls Run lets carry one entry when
+// Policy.MaxAttempts is zero.
+const DefaultAttempts = 5
+
+// Policy is how Run sends its entries. Every field's zero value selects
+// the documented default.
+type Policy struct {
+	// MaxAttempts is how many calls may carry one entry. Zero value:
+	// DefaultAttempts.
+	MaxAttempts int
+	// Wait is the wait before retry n (1, 2, …); a negative wait gives up.
+	// Zero value: Backoff.
+	Wait func(n int) time.Duration
+	// CallTimeout bounds each call. Zero value: 30 s.
+	CallTimeout time.Duration
+	// Detach runs the calls on a context that ctx's end does not cancel
+	// (each still bounded by CallTimeout): a call that may take effect is
+	// not abandoned in flight, as when a redrive must learn which copies it
+	// sent. ctx's end still stops further calls and waits. Zero value: the
+	// calls end with ctx.
+	Detach bool
+	// MaxBatch is the most entries one call carries, 1 to 10. Zero value: 10.
+	MaxBatch int
+	// Concurrency is how many calls of one round may be in flight at once.
+	// Zero value: 1, one call at a time, in the entries' order.
+	Concurrency int
+	// Gate, when set, is called before every call with the number of
+	// entries it carries (a rate limit, a shared cap on calls in flight).
+	// Its error ends those entries and the ones not yet sent in this round,
+	// unsent, with that error; release is called once the call ended.
+	Gate func(ctx context.Context, n int) (release func(), err error)
+	// OnCall, when set, is told about every call, retries included. It
+	// may be called from several goroutines at once (Concurrency > 1).
+	OnCall func(Call)
+}
+
+// Run sends entries in as few calls as the limits allow and retries, by
+// the one rule, what may succeed later: whole calls that failed with a
+// retryable error and entries SQS failed with one (or left out of its
+// answer), after Wait, until each is confirmed, fails for good, or has
+// been carried by MaxAttempts calls, or until ctx ends. It returns one
+// Result per entry, in order. An entry that ctx's end (or Gate) kept from
+// its next call has that error wrapped in its Err, after the last call's.
+func (q *Queue) Run(ctx context.Context, entries []Entry, p Policy) []Result {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultAttempts
+	}
+	if p.Wait == nil {
+		p.Wait = Backoff
+	}
+	if p.CallTimeout <= 0 {
+		p.CallTimeout = 30 * time.Second
+	}
+	if p.MaxBatch <= 0 || p.MaxBatch > sqslimit.MaxBatchEntries {
+		p.MaxBatch = sqslimit.MaxBatchEntries
+	}
+	p.Concurrency = max(p.Concurrency, 1)
+	res := make([]Result, len(entries))
+	todo := make([]int, len(entries))
+	for i := range todo {
+		todo[i] = i
+	}
+	for attempt := 1; len(todo) > 0; attempt++ {
+		if attempt > 1 {
+			wait := p.Wait(attempt - 1)
+			if wait < 0 {
+				return res
+			}
+			if err := sleep(ctx, wait); err != nil {
+				stopped(res, todo, err)
+				return res
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			stopped(res, todo, context.Cause(ctx))
+			return res
+		}
+		q.round(ctx, entries, res, todo, attempt, p)
+		next := todo[:0]
+		for _, i := range todo {
+			r := &res[i]
+			if !r.OK && r.Attempts == attempt && r.Class.Retryable() && attempt < p.MaxAttempts {
+				next = append(next, i)
+			}
+		}
+		todo = next
+	}
+	return res
+}
+
+// round sends the entries at todo once, in calls cut by the limits.
+func (q *Queue) round(ctx context.Context, entries []Entry, res []Result, todo []int, attempt int, p Policy) {
+	var (
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, p.Concurrency)
+	)
+	for len(todo) > 0 {
+		n := min(len(todo), p.MaxBatch)
+		if q.op == "SendMessageBatch" {
+			n = sqslimit.Fit(n, sqslimit.MaxMessageSize, func(k int) int { return entries[todo[k]].Size() })
+		}
+		idx := todo[:n:n]
+		todo = todo[n:]
+		release := func() {}
+		if p.Gate != nil {
+			var err error
+			if release, err = p.Gate(ctx, n); err != nil {
+				stopped(res, idx, err)
+				stopped(res, todo, err)
+				break
+			}
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			defer release()
+			q.call(ctx, entries, res, idx, attempt, p)
+		})
+		if p.Concurrency == 1 {
+			wg.Wait()
+		}
+	}
+	wg.Wait()
+}
+
+// call makes one call for the entries at idx and records their results.
+func (q *Queue) call(ctx context.Context, entries []Entry, res []Result, idx []int, attempt int, p Policy) {
+	batch := make([]Entry, len(idx))
+	out := make([]Result, len(idx))
+	for k, i := range idx {
+		batch[k] = entries[i]
+		out[k].Attempts = res[i].Attempts
+	}
+	cctx := ctx
+	if p.Detach {
+		cctx = context.WithoutCancel(ctx)
+	}
+	cctx, cancel := context.WithTimeout(cctx, p.CallTimeout)
+	err := q.once(cctx, batch, out, attempt, p.OnCall)
+	cancel()
+	if err != nil && !p.Detach && ctx.Err() != nil {
+		// The caller's context ended the call, not SQS.
+		for k := range out {
+			out[k].Class = sqserr.Canceled
+		}
+	}
+	for k, i := range idx {
+		res[i] = out[k]
+	}
+}
+
+// stopped marks the entries at idx as kept from their next call by err.
+func stopped(res []Result, idx []int, err error) {
+	for _, i := range idx {
+		r := &res[i]
+		if r.Err != nil && !errors.Is(r.Err, err) {
+			r.Err = fmt.Errorf("%w; %w", r.Err, err)
+		} else if r.Err == nil {
+			r.Err = err
+		}
+		r.Class, r.Whole = sqserr.Canceled, false
+	}
+}
+
+// sleep waits for d or until ctx ends, returning ctx's cause then.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return context.Cause(ctx)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
