@@ -15,6 +15,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/sqsworker/sqsworker/internal/schedule"
+	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
@@ -92,6 +93,7 @@ type Options struct {
 // caller into full batches, and Close flushes it.
 type Producer struct {
 	client   API
+	sender   *sqsbatch.Queue
 	queueURL string
 	fifo     bool
 	opts     Options
@@ -121,7 +123,7 @@ type stats struct {
 
 // Stats is a snapshot of a Producer's counters since New.
 type Stats struct {
-	Requests  int64 // SendMessageBatch calls made
+	Requests  int64 // SendMessageBatch calls made, retries included
 	Sent      int64 // messages SQS accepted
 	Failed    int64 // messages not sent (their Result has the error)
 	Retried   int64 // entries sent again after a retryable failure
@@ -154,7 +156,7 @@ func New(client API, queueURL string, optFns ...func(*Options)) (*Producer, erro
 		return nil, err
 	}
 	p := &Producer{
-		client: client, queueURL: queueURL, fifo: strings.HasSuffix(queueURL, ".fifo"), opts: o,
+		client: client, sender: sqsbatch.NewSender(client, queueURL), queueURL: queueURL, fifo: strings.HasSuffix(queueURL, ".fifo"), opts: o,
 		calls: make(chan struct{}, o.Concurrency), flights: make(chan struct{}, o.Concurrency),
 		loopDone: make(chan struct{}), closing: make(chan struct{}),
 	}

@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/cenkalti/backoff/v4"
 
-	"github.com/sqsworker/sqsworker/internal/sqserr"
-	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 )
 
 // SendBatch sends msgs, any number of them, in SendMessageBatch calls of up
@@ -83,71 +78,68 @@ func (p *Producer) count(it *item) {
 }
 
 // deliver sends items until each is sent or has failed for good, setting
-// their results.
+// their results: the one batch layer (internal/sqsbatch) cuts the calls,
+// maps SQS's answer back to the messages and retries what may succeed
+// later, with Options.MaxAttempts and Options.BackOff.
 func (p *Producer) deliver(ctx context.Context, items []*item) {
+	if len(items) == 0 {
+		return
+	}
+	entries := make([]sqsbatch.Entry, len(items))
+	for i, it := range items {
+		entries[i].Send = it.entry
+	}
 	b := p.opts.BackOff()
-	for attempt := 1; len(items) > 0; attempt++ {
-		retry := p.round(ctx, items)
-		if len(retry) == 0 || attempt >= p.opts.MaxAttempts {
-			return
-		}
-		wait := b.NextBackOff()
-		if wait < 0 { // the BackOff gave up
-			return
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			for _, it := range retry { // say why there is no next attempt
-				if cause := context.Cause(ctx); !errors.Is(it.res.Err, cause) {
-					it.res.Err = fmt.Errorf("%w; %w", it.res.Err, cause)
-				}
-			}
-			return
-		case <-t.C:
-		}
-		p.st.retried.Add(int64(len(retry)))
-		items = retry
+	b.Reset()
+	concurrency := p.opts.Concurrency
+	if p.fifo {
+		concurrency = 1 // in order, one at a time
 	}
-}
-
-// round sends every item once, in batches, and returns those whose failure a
-// later attempt may fix.
-func (p *Producer) round(ctx context.Context, items []*item) (retry []*item) {
-	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	for len(items) > 0 {
-		n := sqslimit.Fit(min(len(items), p.opts.MaxBatch), sqslimit.MaxMessageSize, func(i int) int { return items[i].size })
-		batch := items[:n]
-		items = items[n:]
-		if err := acquire(ctx, p.calls); err != nil {
-			for _, it := range append(batch, items...) {
-				it.res.Err = err
+	res := p.sender.Run(ctx, entries, sqsbatch.Policy{
+		MaxAttempts: p.opts.MaxAttempts,
+		Wait: func(int) time.Duration {
+			if d := b.NextBackOff(); d != backoff.Stop {
+				return d
 			}
-			break
+			return -1 // the BackOff gave up
+		},
+		CallTimeout: p.opts.CallTimeout,
+		MaxBatch:    p.opts.MaxBatch,
+		Concurrency: concurrency,
+		Gate: func(ctx context.Context, _ int) (func(), error) {
+			if err := acquire(ctx, p.calls); err != nil {
+				return nil, err
+			}
+			return func() { <-p.calls }, nil
+		},
+		OnCall: func(c sqsbatch.Call) {
+			p.st.requests.Add(1)
+			if c.Attempt > 1 {
+				p.st.retried.Add(int64(c.Entries))
+			}
+		},
+	})
+	for i, it := range items {
+		r := res[i]
+		it.res.Attempts += r.Attempts
+		switch {
+		case r.OK:
+			it.res.MessageID, it.res.SequenceNumber, it.res.Err = r.MessageID, r.SequenceNumber, nil
+		case r.Attempts == 0:
+			it.res.Err = r.Err // never sent: ctx ended first
+		case r.Whole:
+			it.res.Err = fmt.Errorf("producer: SendMessageBatch to queue %s failed: %w", queueName(p.queueURL), r.Err)
+		case errors.Is(r.Err, sqsbatch.ErrNoResult):
+			it.res.Err = fmt.Errorf("producer: SQS reported no result for the message in its SendMessageBatch response: %w", r.Err)
+		default:
+			it.res.Err = fmt.Errorf("producer: SQS did not take the message: %w", r.Err)
 		}
-		send := func() {
-			defer func() { <-p.calls }()
-			r := p.call(ctx, batch)
-			mu.Lock()
-			retry = append(retry, r...)
-			mu.Unlock()
+		if it.res.Err != nil {
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(it.res.Err, cause) {
+				it.res.Err = fmt.Errorf("%w; %w", it.res.Err, cause) // e.g. Close's deadline passed
+			}
 		}
-		if p.fifo {
-			send() // in order, one at a time
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			send()
-		}()
 	}
-	wg.Wait()
-	return retry
 }
 
 func acquire(ctx context.Context, sem chan struct{}) error {
@@ -157,66 +149,4 @@ func acquire(ctx context.Context, sem chan struct{}) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-}
-
-// call makes one SendMessageBatch call for batch and records each entry's
-// result; it returns the entries worth another attempt.
-func (p *Producer) call(ctx context.Context, batch []*item) (retry []*item) {
-	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(p.queueURL), Entries: make([]types.SendMessageBatchRequestEntry, len(batch))}
-	for i, it := range batch {
-		e := it.entry
-		e.Id = aws.String(strconv.Itoa(i))
-		in.Entries[i] = e
-		it.res.Attempts++
-	}
-	cctx, cancel := context.WithTimeout(ctx, p.opts.CallTimeout)
-	p.st.requests.Add(1)
-	out, err := p.client.SendMessageBatch(cctx, in)
-	cancel()
-	if err != nil {
-		err = fmt.Errorf("producer: SendMessageBatch to queue %s failed: %w", queueName(p.queueURL), err)
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
-			err = fmt.Errorf("%w; %w", err, cause) // e.g. Close's deadline passed
-		}
-		for _, it := range batch {
-			it.res.Err = err
-		}
-		if ctx.Err() == nil && sqserr.Of(err).Retryable() {
-			return batch
-		}
-		return nil
-	}
-	seen := make([]bool, len(batch))
-	for _, s := range out.Successful {
-		i, ok := entryIndex(s.Id, len(batch))
-		if !ok {
-			continue
-		}
-		seen[i] = true
-		batch[i].res.MessageID, batch[i].res.SequenceNumber = aws.ToString(s.MessageId), aws.ToString(s.SequenceNumber)
-		batch[i].res.Err = nil
-	}
-	for _, f := range out.Failed {
-		i, ok := entryIndex(f.Id, len(batch))
-		if !ok {
-			continue
-		}
-		seen[i] = true
-		batch[i].res.Err = fmt.Errorf("producer: SQS did not take the message: %w", sqserr.EntryError(f))
-		if sqserr.OfEntry(f).Retryable() {
-			retry = append(retry, batch[i])
-		}
-	}
-	for i, ok := range seen {
-		if !ok { // SQS did not report the entry: never count it as sent
-			batch[i].res.Err = fmt.Errorf("producer: SQS reported no result for the message in its SendMessageBatch response")
-			retry = append(retry, batch[i])
-		}
-	}
-	return retry
-}
-
-func entryIndex(id *string, n int) (int, bool) {
-	i, err := strconv.Atoi(aws.ToString(id))
-	return i, err == nil && i >= 0 && i < n
 }
