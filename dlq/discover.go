@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/sqsworker/sqsworker/internal/sqserr"
 )
 
 // ErrNoRedrivePolicy is wrapped by the error Discover returns for a queue
@@ -66,7 +68,7 @@ func discover(ctx context.Context, client QueueAPI, queueURL string) (Target, ma
 	name := QueueName(queueURL)
 	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout, attrMaxMessageSize)
 	if err != nil {
-		if isNotExist(err) {
+		if sqserr.NotExist(err) {
 			return Target{}, nil, fmt.Errorf("queue %s does not exist (%s); check the URL, region and account: %w", name, queueURL, err)
 		}
 		return Target{}, nil, fmt.Errorf("reading the RedrivePolicy of queue %s: %w", name, err)
@@ -86,7 +88,7 @@ func discover(ctx context.Context, client QueueAPI, queueURL string) (Target, ma
 	t.ARN, t.MaxReceiveCount = p.TargetARN, p.MaxReceiveCount
 	url, err := urlForARN(ctx, client, p.TargetARN)
 	if err != nil {
-		if isNotExist(err) {
+		if sqserr.NotExist(err) {
 			return t, src, wrap(ErrDLQNotFound, err, "queue %s's RedrivePolicy names dead-letter queue %s, which does not exist; "+
 				"create it (for example with `sqsworker setup`) or point the RedrivePolicy at an existing queue", name, p.TargetARN)
 		}
@@ -95,7 +97,7 @@ func discover(ctx context.Context, client QueueAPI, queueURL string) (Target, ma
 	t.QueueURL = url
 	dlq, err := getAttributes(ctx, client, url, attrFifoQueue, attrMaxMessageSize)
 	if err != nil {
-		if isNotExist(err) {
+		if sqserr.NotExist(err) {
 			return t, src, wrap(ErrDLQNotFound, err, "dead-letter queue %s of queue %s does not exist; create it or fix the RedrivePolicy", p.TargetARN, name)
 		}
 		return t, src, fmt.Errorf("reading dead-letter queue %s of queue %s: %w", p.TargetARN, name, err)

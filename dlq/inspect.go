@@ -10,6 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqsbatch"
+	"github.com/sqsworker/sqsworker/internal/sqserr"
 )
 
 // Message is a dead-lettered message as Inspect and Redrive see it.
@@ -183,6 +186,7 @@ type scanner struct {
 	hide   time.Duration // the receives' visibility timeout
 	wait   time.Duration
 	seen   map[string]bool
+	lost   int               // messages receives whose response was lost may have hidden
 	held   map[string]string // message ID → latest receipt handle
 	order  []string          // held IDs in receive order
 }
@@ -213,22 +217,41 @@ func newScanner(client InspectAPI, url string, start Counts, hold, wait time.Dur
 // meanwhile, next holds what it returned, for releaseAll to release at
 // once, and reports the interrupt.
 func (s *scanner) next(ctx context.Context, n int) ([]types.Message, error) {
-	if ctx.Err() != nil {
-		return nil, interrupted(ctx)
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.wait+receiveGrace)
-	out, err := s.client.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
-		QueueUrl:                    aws.String(s.url),
-		MaxNumberOfMessages:         int32(min(n, maxBatch)),
-		VisibilityTimeout:           int32(s.hide / time.Second),
-		WaitTimeSeconds:             int32(s.wait / time.Second),
-		MessageAttributeNames:       []string{"All"},
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-	})
-	cancel()
-	if err != nil {
+	n = min(n, maxBatch)
+	var out *sqs.ReceiveMessageOutput
+	for attempt := 1; ; attempt++ {
+		if ctx.Err() != nil {
+			return nil, interrupted(ctx)
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.wait+receiveGrace)
+		var err error
+		// The SDK's retries are off: a retry it made after a lost response
+		// would hide that response's messages from the walk, unseen.
+		out, err = s.client.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(s.url),
+			MaxNumberOfMessages:         int32(n),
+			VisibilityTimeout:           int32(s.hide / time.Second),
+			WaitTimeSeconds:             int32(s.wait / time.Second),
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		}, sqsbatch.NoSDKRetry)
+		cancel()
+		if err == nil {
+			break
+		}
+		class := sqserr.Of(err)
+		if class != sqserr.Throttled {
+			// The receive may have taken effect before its response was
+			// lost: its messages are hidden for the hold, unseen.
+			s.lost += n
+		}
+		if ctx.Err() == nil && class.Retryable() && attempt < sqsbatch.DefaultAttempts {
+			if sleep(ctx, sqsbatch.Backoff(attempt)) == nil {
+				continue
+			}
+		}
 		err = fmt.Errorf("receiving from queue %s failed; if the receive took effect before its response was lost, up to %d messages stay hidden until the %s hold ends: %w",
-			QueueName(s.url), min(n, maxBatch), humanDuration(s.hide), err)
+			QueueName(s.url), n, humanDuration(s.hide), err)
 		if ctx.Err() != nil {
 			return nil, errors.Join(interrupted(ctx), err)
 		}
@@ -264,14 +287,15 @@ func interrupted(ctx context.Context) error {
 }
 
 // notSeen returns a *NotSeenError when the walk, having gone through the
-// whole queue, saw fewer messages than the queue held when it began, and
-// nil otherwise.
+// whole queue, saw fewer messages than the queue held when it began, or
+// when receives of its own lost their responses (their messages may be
+// hidden still, whatever else arrived meanwhile), and nil otherwise.
 func (s *scanner) notSeen() error {
-	expected := s.start.Visible + s.start.InFlight
-	if len(s.seen) >= expected {
+	e := &NotSeenError{Queue: s.url, Expected: s.start.Visible + s.start.InFlight, InFlight: s.start.InFlight, Seen: len(s.seen), Lost: s.lost, Hold: s.hide}
+	if e.NotSeen() <= 0 {
 		return nil
 	}
-	return &NotSeenError{Queue: s.url, Expected: expected, InFlight: s.start.InFlight, Seen: len(s.seen), Hold: s.hide}
+	return e
 }
 
 // hold records a received message to release at the end.
@@ -290,40 +314,33 @@ func (s *scanner) forget(id string) { delete(s.held, id) }
 // when ctx has ended, so an interrupted listing does not leave messages
 // hidden for the whole hold.
 func (s *scanner) releaseAll(ctx context.Context) error {
+	var entries []sqsbatch.Entry
+	for _, id := range s.order {
+		if handle, ok := s.held[id]; ok {
+			entries = append(entries, sqsbatch.Entry{Handle: handle, Timeout: 0})
+		}
+	}
+	s.held, s.order = map[string]string{}, nil
+	if len(entries) == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
-	var entries []types.ChangeMessageVisibilityBatchRequestEntry
-	var errs []error
-	flush := func() {
-		if len(entries) == 0 {
-			return
-		}
-		out, err := s.client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(s.url), Entries: entries})
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("releasing %d messages of queue %s (they become visible again when their hold ends): %w", len(entries), QueueName(s.url), err))
-		case len(out.Failed) > 0:
-			f := out.Failed[0]
-			errs = append(errs, fmt.Errorf("releasing %d of %d messages of queue %s failed (they become visible again when their hold ends): %s: %s",
-				len(out.Failed), len(entries), QueueName(s.url), aws.ToString(f.Code), aws.ToString(f.Message)))
-		}
-		entries = entries[:0]
-	}
-	for _, id := range s.order {
-		handle, ok := s.held[id]
-		if !ok {
-			continue
-		}
-		entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{
-			Id: aws.String("r" + strconv.Itoa(len(entries))), ReceiptHandle: aws.String(handle), VisibilityTimeout: 0,
-		})
-		if len(entries) == maxBatch {
-			flush()
+	res := sqsbatch.NewChanger(s.client, s.url).Run(ctx, entries, sqsbatch.Policy{CallTimeout: callTimeout})
+	failed := 0
+	var first error
+	for _, r := range res {
+		if !r.OK {
+			failed++
+			if first == nil {
+				first = r.Err
+			}
 		}
 	}
-	flush()
-	s.held, s.order = map[string]string{}, nil
-	return errors.Join(errs...)
+	if failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("releasing %d of %d messages of queue %s failed (they become visible again when their hold ends): %w", failed, len(entries), QueueName(s.url), first)
 }
 
 // handle returns the latest receipt handle of a message, falling back to

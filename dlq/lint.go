@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
@@ -137,7 +138,7 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 	name := QueueName(queueURL)
 	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout, attrMaxMessageSize)
 	if err != nil {
-		if isNotExist(err) {
+		if sqserr.NotExist(err) {
 			return nil, fmt.Errorf("queue %s does not exist (%s); check the name, region and account: %w", name, queueURL, err)
 		}
 		return nil, fmt.Errorf("reading the attributes of queue %s: %w", name, err)
@@ -275,7 +276,7 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 	dlqName := QueueName(p.TargetARN)
 	url, err := urlForARN(ctx, client, p.TargetARN)
 	if err != nil {
-		if !isNotExist(err) {
+		if !sqserr.NotExist(err) {
 			return fs, fmt.Errorf("finding dead-letter queue %s of queue %s: %w", p.TargetARN, name, err)
 		}
 		add(SeverityError, CodeDLQMissing,
@@ -285,7 +286,7 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 	}
 	dlq, err := getAttributes(ctx, client, url, attrFifoQueue, attrRetention, attrVisible, attrMaxMessageSize)
 	if err != nil {
-		if isNotExist(err) {
+		if sqserr.NotExist(err) {
 			add(SeverityError, CodeDLQMissing,
 				fmt.Sprintf("dead-letter queue %s of queue %s does not exist", dlqName, name),
 				fmt.Sprintf("create queue %s (`sqsworker setup %s` does)%s", dlqName, name, fifoHint(fifo)))

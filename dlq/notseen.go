@@ -31,14 +31,22 @@ type NotSeenError struct {
 	Expected int
 	// InFlight is how many of them were already hidden at the start.
 	InFlight int
-	// Seen is how many distinct messages the run received.
+	// Seen is how many distinct messages the run received (messages that
+	// arrived during the run included).
 	Seen int
+	// Lost is how many messages the run's own receives may have hidden: a
+	// receive whose response was lost (an error other than throttling) may
+	// have taken effect, hiding up to the messages it asked for for the
+	// whole Hold. New arrivals do not make up for them.
+	Lost int
 	// Hold is the run's hold: the visibility timeout of its receives.
 	Hold time.Duration
 }
 
-// NotSeen returns how many messages the run did not see.
-func (e *NotSeenError) NotSeen() int { return e.Expected - e.Seen }
+// NotSeen returns how many messages the run did not see: Expected less
+// Seen, but at least Lost (up to that many are hidden by the run's own
+// receives, and messages that arrived meanwhile cannot stand in for them).
+func (e *NotSeenError) NotSeen() int { return max(e.Expected-e.Seen, e.Lost) }
 
 func (e *NotSeenError) Error() string {
 	var b strings.Builder
@@ -47,6 +55,9 @@ func (e *NotSeenError) Error() string {
 		fmt.Fprintf(&b, ", %d of them in flight", e.InFlight)
 	}
 	b.WriteString("): hidden by another reader or by a receive whose response was lost")
+	if e.Lost > 0 {
+		fmt.Fprintf(&b, " (up to %d by this run's own receives, whatever arrived meanwhile)", e.Lost)
+	}
 	if isFIFOName(e.Queue) {
 		b.WriteString(" (on a FIFO queue, also behind a held message of their group)")
 	}

@@ -12,7 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/internal/sqserr"
 )
 
 // Limits of Amazon SQS this package works within.
@@ -190,45 +191,12 @@ func ResolveQueueURL(ctx context.Context, client QueueAPI, queue string) (string
 	}
 	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
 	if err != nil {
-		if isNotExist(err) {
+		if sqserr.NotExist(err) {
 			return "", fmt.Errorf("queue %s does not exist in this account and region; check the name, the region and the account (the CLI's --region and --profile): %w", queue, err)
 		}
 		return "", fmt.Errorf("finding queue %s: %w", queue, err)
 	}
 	return aws.ToString(out.QueueUrl), nil
-}
-
-// isNotExist reports whether err says a queue does not exist.
-func isNotExist(err error) bool {
-	var nq *types.QueueDoesNotExist
-	if errors.As(err, &nq) {
-		return true
-	}
-	code := apiCode(err)
-	return code == "AWS.SimpleQueueService.NonExistentQueue" || code == "QueueDoesNotExist" || code == "NonExistentQueue"
-}
-
-// isUnsupported reports whether err says the endpoint does not offer the
-// call (fauxqs: InvalidAction) or does not support it for this queue (SQS:
-// UnsupportedOperation, for example a message move task on a FIFO queue).
-func isUnsupported(err error) bool {
-	var uo *types.UnsupportedOperation
-	if errors.As(err, &uo) {
-		return true
-	}
-	switch apiCode(err) {
-	case "InvalidAction", "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", "UnknownOperationException", "NotImplemented":
-		return true
-	}
-	return false
-}
-
-func apiCode(err error) string {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return api.ErrorCode()
-	}
-	return ""
 }
 
 // secondsAttr parses a queue attribute given in whole seconds.

@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -162,18 +163,20 @@ func TestRedriveLostReceiveResponseIsReported(t *testing.T) {
 	})
 }
 
-// A receive failure the SDK does not hide stops the redrive with an error
-// that says its messages may stay hidden for the hold.
-func TestRedriveFailedReceiveSaysWhatMayBeHidden(t *testing.T) {
+// A receive whose response is lost is retried by the walk itself (the
+// SDK's retries are off), which then knows that up to the messages it
+// asked for are hidden: the redrive moves the rest and reports those as
+// not seen.
+func TestRedriveFailedReceiveIsRetriedAndReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 30, nil, failedWith("boom"))
 		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 2, Times: 1})
 		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
-		if err == nil || res.Done || res.Moved != 10 {
-			t.Fatalf("redrive = %+v, %v; want an error after 10 moved, not done", res, err)
+		if !errors.Is(err, ErrNotAllSeen) || res.Done || res.Moved != 20 || res.NotSeen != 10 {
+			t.Fatalf("redrive = %+v, %v; want 20 moved, 10 not seen, not done", res, err)
 		}
-		if !strings.Contains(err.Error(), "up to 10 messages stay hidden until the 1m hold ends") {
+		if !strings.Contains(err.Error(), "up to 10 by this run's own receives") {
 			t.Errorf("error %q does not say what may be hidden", err)
 		}
 	})
@@ -231,4 +234,77 @@ func TestInspectInterruptedReleasesEverything(t *testing.T) {
 			t.Errorf("after the interrupted Inspect: %d visible, %d in flight; want all 30 released", v, inflight)
 		}
 	})
+}
+
+// sdkClient retries a failed ReceiveMessage as the SDK's retryer does (3
+// attempts), unless the call turned the SDK's retries off: then the caller
+// sees the failure. After its arriveAt-th receive it sends arrivals new
+// messages to the queue, as dead-lettering goes on during a walk.
+type sdkClient struct {
+	*sqstest.Fake
+	t        *testing.T
+	url      string
+	receives int
+	arriveAt int
+	arrivals int
+}
+
+func (c *sdkClient) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	o := sqs.Options{RetryMaxAttempts: 3}
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	c.receives++
+	if c.receives == c.arriveAt {
+		for i := range c.arrivals {
+			c.MustSend(c.t, c.url, fmt.Sprintf("arrival-%d", i))
+		}
+	}
+	out, err := c.Fake.ReceiveMessage(ctx, in, optFns...)
+	for attempt := 1; err != nil && ctx.Err() == nil && attempt < o.RetryMaxAttempts; attempt++ {
+		out, err = c.Fake.ReceiveMessage(ctx, in, optFns...)
+	}
+	return out, err
+}
+
+// Issue 24, item 9: a lost receive response hides 10 messages, and 10 new
+// ones arrive during the walk. Comparing the distinct messages seen with
+// the count at the start, the arrivals made up for the hidden ones: Moved
+// 100, Done, NotSeen 0, no error, with 10 still in flight. The walk must
+// not report complete while messages it hid are still hidden.
+func TestWalkArrivalsDoNotHideLostReceive(t *testing.T) {
+	for _, walk := range []string{"redrive", "inspect"} {
+		t.Run(walk, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f, target := fakePair(t, "orders")
+				deadLetter(t, f, target, 100, nil, failedWith("boom"))
+				f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 3, Times: 1})
+				c := &sdkClient{Fake: f, t: t, url: target.QueueURL, arriveAt: 5, arrivals: 10}
+				var notSeen int
+				var err error
+				switch walk {
+				case "redrive":
+					var res RedriveResult
+					res, err = Redrive(context.Background(), c, target, RedriveOptions{Method: MethodManual, Rate: -1})
+					notSeen = res.NotSeen
+					if res.Done {
+						t.Errorf("redrive = %+v; reported done with messages it hid still hidden", res)
+					}
+				case "inspect":
+					_, err = Inspect(context.Background(), c, target.QueueURL, InspectOptions{})
+					var ns *NotSeenError
+					if errors.As(err, &ns) {
+						notSeen = ns.NotSeen()
+					}
+				}
+				_, inFlight, _ := f.Count(target.QueueURL)
+				if inFlight != 10 {
+					t.Fatalf("%d messages in flight after the walk; the scenario wants the lost receive's 10", inFlight)
+				}
+				if notSeen < inFlight || !errors.Is(err, ErrNotAllSeen) {
+					t.Errorf("%s: NotSeen %d, err %v; want at least the %d hidden messages reported (ErrNotAllSeen)", walk, notSeen, err, inFlight)
+				}
+			})
+		})
+	}
 }

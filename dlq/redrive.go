@@ -15,7 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/internal/sqsbatch"
+	"github.com/sqsworker/sqsworker/internal/sqserr"
 )
 
 // Method is how Redrive moves messages.
@@ -379,7 +380,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 	started := time.Now()
 	out, err := r.client.StartMessageMoveTask(ctx, in)
 	if err != nil {
-		if isUnsupported(err) {
+		if sqserr.Unsupported(err) {
 			return r.res, &errNoMoveTask{reason: err.Error()}
 		}
 		return r.res, fmt.Errorf("redrive: starting a message move task from %s: %w", QueueName(r.t.QueueURL), err)
@@ -452,7 +453,7 @@ func (r *redriver) deadLetterSources(ctx context.Context) ([]string, error) {
 	for {
 		out, err := r.client.ListDeadLetterSourceQueues(ctx, in)
 		if err != nil {
-			if isUnsupported(err) {
+			if sqserr.Unsupported(err) {
 				return nil, &errNoMoveTask{reason: err.Error()}
 			}
 			return nil, fmt.Errorf("redrive: listing the source queues of dead-letter queue %s: %w", QueueName(r.t.QueueURL), err)
@@ -587,9 +588,13 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 	return r.res, notSeen
 }
 
-// send moves msgs: batch send, then batch delete of what was sent. It
+// send moves msgs: batch send, then batch delete of what was sent, both
+// through the one batch layer (internal/sqsbatch), which retries failed
+// calls and entries by its one rule. Only the messages whose send SQS
+// confirmed are deleted from the dead-letter queue: one whose send failed
+// — for good, or retryably until the attempts ran out — stays there. It
 // returns the first per-message failure and, separately, an error that
-// must stop the redrive (a whole call failed).
+// must stop the redrive (a whole call failed, or ctx ended).
 func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Message) (failure, fatal error) {
 	destFIFO := isFIFOName(r.dest)
 	fail := func(m Message, err error) {
@@ -600,109 +605,91 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 			failure = err
 		}
 	}
-	type pending struct {
-		m     Message
-		entry types.SendMessageBatchRequestEntry
-		size  int
-	}
-	var ready []pending
+	var (
+		ready   []Message
+		entries []sqsbatch.Entry
+	)
 	for _, m := range msgs {
 		e, err := r.entry(m, destFIFO)
 		if err != nil {
 			fail(m, err)
 			continue
 		}
-		ready = append(ready, pending{m: m, entry: e, size: sqslimit.MessageSize(aws.ToString(e.MessageBody), e.MessageAttributes)})
+		ready = append(ready, m)
+		entries = append(entries, sqsbatch.Entry{Send: e})
 	}
-	// Batches of up to ten entries and DefaultMaxMessageSize bytes in all.
-	for len(ready) > 0 {
-		n := sqslimit.Fit(len(ready), DefaultMaxMessageSize, func(i int) int { return ready[i].size })
-		chunk := ready[:n]
-		ready = ready[n:]
-		if err := lim.wait(ctx, len(chunk)); err != nil {
-			for _, p := range chunk {
-				s.hold(p.m.raw)
+	if len(entries) == 0 {
+		return failure, nil
+	}
+	// Like the receive, a send is not abandoned in flight when ctx ends
+	// (Detach): a send that took effect unseen would leave its messages in
+	// both queues. ctx's end stops the retries and the rate limit's wait.
+	sent := sqsbatch.NewSender(r.client, r.dest).Run(ctx, entries, sqsbatch.Policy{
+		CallTimeout: callTimeout,
+		Detach:      true,
+		Gate: func(ctx context.Context, n int) (func(), error) {
+			return func() {}, lim.wait(ctx, n)
+		},
+	})
+	var (
+		del     []sqsbatch.Entry
+		delMsgs []Message
+		whole   error
+		stopped bool
+	)
+	for i, res := range sent {
+		m := ready[i]
+		switch {
+		case res.OK:
+			del = append(del, sqsbatch.Entry{Handle: s.handle(m.ID, m.raw)})
+			delMsgs = append(delMsgs, m)
+		case res.Class == sqserr.Canceled && ctx.Err() != nil:
+			s.hold(m.raw) // interrupted before it was sent again: left in the DLQ
+			stopped = true
+		default:
+			fail(m, fmt.Errorf("sending message %s to %s failed after %d attempts: %w", m.ID, QueueName(r.dest), res.Attempts, res.Err))
+			if res.Whole && whole == nil {
+				whole = res.Err
 			}
-			for _, p := range ready {
-				s.hold(p.m.raw)
-			}
-			return failure, fmt.Errorf("redrive: %w", interrupted(ctx))
 		}
-		entries := make([]types.SendMessageBatchRequestEntry, len(chunk))
-		byID := map[string]Message{}
-		for i, p := range chunk {
-			p.entry.Id = aws.String("m" + strconv.Itoa(i))
-			entries[i] = p.entry
-			byID[*p.entry.Id] = p.m
-		}
-		// Like the receive, the send is not abandoned when ctx ends: a send
-		// that took effect unseen would leave its messages in both queues.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-		out, err := r.client.SendMessageBatch(sctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.dest), Entries: entries})
-		cancel()
-		if err != nil {
-			for _, p := range chunk {
-				s.hold(p.m.raw)
-			}
-			for _, p := range ready {
-				s.hold(p.m.raw)
-			}
-			r.res.Failed += len(chunk)
-			return failure, fmt.Errorf("redrive: sending %d messages to %s failed; they stay in dead-letter queue %s: %w", len(chunk), QueueName(r.dest), QueueName(r.t.QueueURL), err)
-		}
-		for _, f := range out.Failed {
-			m := byID[aws.ToString(f.Id)]
-			fail(m, fmt.Errorf("sending message %s to %s: %s: %s", m.ID, QueueName(r.dest), aws.ToString(f.Code), aws.ToString(f.Message)))
-		}
-		var del []types.DeleteMessageBatchRequestEntry
-		for _, ok := range out.Successful {
-			m := byID[aws.ToString(ok.Id)]
-			del = append(del, types.DeleteMessageBatchRequestEntry{Id: ok.Id, ReceiptHandle: aws.String(s.handle(m.ID, m.raw))})
-		}
-		if len(del) == 0 {
-			continue
-		}
+	}
+	if len(del) > 0 {
 		// The copies are sent: finish the move even if ctx was cancelled
 		// meanwhile, or an interrupt leaves them in both queues.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-		dout, err := r.client.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.t.QueueURL), Entries: del})
+		deleted := sqsbatch.NewDeleter(r.client, r.t.QueueURL).Run(dctx, del, sqsbatch.Policy{CallTimeout: callTimeout})
 		cancel()
-		if err != nil {
-			for _, d := range del {
-				m := byID[aws.ToString(d.Id)]
-				s.hold(m.raw)
-				r.res.Duplicated++
-				r.on(m, ActionDuplicated, err)
+		var delWhole error
+		dup := 0
+		for i, res := range deleted {
+			m := delMsgs[i]
+			if res.OK {
+				s.forget(m.ID)
+				r.res.Moved++
+				r.on(m, ActionMoved, nil)
+				continue
 			}
-			for _, p := range ready {
-				s.hold(p.m.raw)
-			}
-			return failure, fmt.Errorf("redrive: %d messages were sent to %s but deleting them from dead-letter queue %s failed, so both queues hold them: %w",
-				len(del), QueueName(r.dest), QueueName(r.t.QueueURL), err)
-		}
-		failedDelete := map[string]bool{}
-		for _, f := range dout.Failed {
-			id := aws.ToString(f.Id)
-			failedDelete[id] = true
-			m := byID[id]
 			s.hold(m.raw)
 			r.res.Duplicated++
-			err := fmt.Errorf("deleting message %s from %s after sending it to %s: %s: %s", m.ID, QueueName(r.t.QueueURL), QueueName(r.dest), aws.ToString(f.Code), aws.ToString(f.Message))
+			dup++
+			err := fmt.Errorf("deleting message %s from %s after sending it to %s: %w", m.ID, QueueName(r.t.QueueURL), QueueName(r.dest), res.Err)
 			r.on(m, ActionDuplicated, err)
-			if failure == nil {
+			if res.Whole && delWhole == nil {
+				delWhole = res.Err
+			} else if failure == nil {
 				failure = err
 			}
 		}
-		for _, d := range del {
-			id := aws.ToString(d.Id)
-			if failedDelete[id] {
-				continue
-			}
-			m := byID[id]
-			s.forget(m.ID)
-			r.res.Moved++
-			r.on(m, ActionMoved, nil)
+		if delWhole != nil {
+			return failure, fmt.Errorf("redrive: %d messages were sent to %s but deleting them from dead-letter queue %s failed, so both queues hold them: %w",
+				dup, QueueName(r.dest), QueueName(r.t.QueueURL), delWhole)
 		}
+	}
+	switch {
+	case whole != nil:
+		return failure, fmt.Errorf("redrive: sending messages to %s failed; they stay in dead-letter queue %s: %w", QueueName(r.dest), QueueName(r.t.QueueURL), whole)
+	case stopped:
+		return failure, fmt.Errorf("redrive: %w", interrupted(ctx))
 	}
 	return failure, nil
 }

@@ -538,3 +538,55 @@ func TestLimiterSpacesWork(t *testing.T) {
 		}
 	})
 }
+
+// Redrive never deletes a dead-letter message whose send back to the
+// source failed: a failure retrying cannot fix, or a retryable one that
+// outlasted every attempt, per entry or for the whole call. The messages
+// stay in the dead-letter queue (released at once), the source gets none,
+// and the redrive says so.
+func TestRedriveKeepsMessagesWhoseSendFailed(t *testing.T) {
+	denied := &smithy.GenericAPIError{Code: "KmsAccessDenied", Message: "the key is not usable", Fault: smithy.FaultClient}
+	for _, tc := range []struct {
+		name  string
+		fault sqstest.Fault
+	}{
+		{"entries permanent", sqstest.Fault{API: "SendMessageBatch", Err: denied, Entries: true}},
+		{"entries retried until exhausted", sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), Entries: true}},
+		{"call permanent", sqstest.Fault{API: "SendMessageBatch", Err: denied}},
+		{"call retried until exhausted", sqstest.Fault{API: "SendMessageBatch", Err: sqstest.Throttled()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f, target := fakePair(t, "orders")
+				deadLetter(t, f, target, 15, nil, failedWith("boom"))
+				sends := 0
+				f.InjectFault(tc.fault)
+				res, err := Redrive(context.Background(), countSends{f, &sends}, target, RedriveOptions{Method: MethodManual, Rate: -1})
+				if err == nil || res.Moved != 0 || res.Failed == 0 {
+					t.Errorf("redrive = %+v, %v; want failures, nothing moved, an error", res, err)
+				}
+				if v, inFlight, _ := f.Count(target.QueueURL); v != 15 || inFlight != 0 {
+					t.Errorf("DLQ: %d visible, %d in flight; want all 15 back, visible", v, inFlight)
+				}
+				if n := len(f.Messages(target.SourceURL)); n != 0 {
+					t.Errorf("source holds %d messages; want none", n)
+				}
+				retryable := tc.fault.Err != error(denied)
+				if retryable && sends < 2 {
+					t.Errorf("%d SendMessageBatch calls; want the retryable failure retried", sends)
+				}
+			})
+		})
+	}
+}
+
+// countSends counts SendMessageBatch calls.
+type countSends struct {
+	*sqstest.Fake
+	n *int
+}
+
+func (c countSends) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	*c.n++
+	return c.Fake.SendMessageBatch(ctx, in, optFns...)
+}

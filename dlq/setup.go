@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/validate"
 )
 
@@ -365,7 +366,7 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 func findQueue(ctx context.Context, client SetupAPI, name string) (*existing, error) {
 	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
 	if err != nil {
-		if isNotExist(err) {
+		if sqserr.NotExist(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("setup: looking up queue %s: %w", name, err)

@@ -6,6 +6,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/internal/sqserr"
 )
 
 // SourcesAPI is what SourcesOf uses: ListDeadLetterSourceQueues where the
@@ -32,7 +34,7 @@ func SourcesOf(ctx context.Context, client SourcesAPI, dlqURL string) ([]string,
 	for {
 		out, err := client.ListDeadLetterSourceQueues(ctx, in)
 		if err != nil {
-			if isUnsupported(err) {
+			if sqserr.Unsupported(err) {
 				return scanSources(ctx, client, dlqURL)
 			}
 			return nil, fmt.Errorf("listing the source queues of %s: %w", QueueName(dlqURL), err)
@@ -62,7 +64,7 @@ func scanSources(ctx context.Context, client SourcesAPI, dlqURL string) ([]strin
 		for _, u := range page.QueueUrls {
 			attrs, err := getAttributes(ctx, client, u, attrRedrivePolicy)
 			if err != nil {
-				if isNotExist(err) {
+				if sqserr.NotExist(err) {
 					continue // deleted meanwhile
 				}
 				return nil, fmt.Errorf("reading the RedrivePolicy of %s: %w", QueueName(u), err)

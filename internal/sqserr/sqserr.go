@@ -192,3 +192,33 @@ func Hint(err error, action string) string {
 	}
 	return ""
 }
+
+// NotExist reports whether err says the queue does not exist (deleted, or
+// a wrong URL).
+func NotExist(err error) bool {
+	var missing *types.QueueDoesNotExist
+	if errors.As(err, &missing) {
+		return true
+	}
+	switch Code(err) {
+	case "NonExistentQueue", "QueueDoesNotExist":
+		return true
+	}
+	return false
+}
+
+// Unsupported reports whether err says the endpoint does not offer the
+// call (local emulators answer InvalidAction) or does not support it for
+// this queue (SQS: UnsupportedOperation, for example a message move task on
+// a FIFO queue).
+func Unsupported(err error) bool {
+	var uo *types.UnsupportedOperation
+	if errors.As(err, &uo) {
+		return true
+	}
+	switch Code(err) {
+	case "InvalidAction", "UnsupportedOperation", "UnknownOperationException", "NotImplemented":
+		return true
+	}
+	return false
+}
