@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 
@@ -276,16 +277,16 @@ func (r *runner) gather(ctx context.Context) ([]types.Message, error) {
 			WaitTimeSeconds:             int32(wait / time.Second),
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
-		})
+		}, sqsbatch.NoSDKRetry) // retried below, by the one rule; every request counted
 		if err != nil {
 			if ctx.Err() != nil {
 				return got, nil
 			}
-			if sqserr.Of(err) == sqserr.Fatal {
+			if !sqserr.Of(err).Retryable() {
 				return got, fmt.Errorf("sqslambda: receiving from queue %s failed (Lambda would disable the mapping): check that the queue exists and that the role allows sqs:ReceiveMessage, sqs:DeleteMessage and sqs:GetQueueAttributes: %w", r.url, err)
 			}
 			failures++
-			wait := min(time.Duration(1<<min(failures, 7))*100*time.Millisecond, 20*time.Second)
+			wait := sqsbatch.Backoff(failures)
 			r.o.Logger.Warn("sqslambda: receive failed; retrying", "queue", r.url, "in", wait, "err", err)
 			if !settle.Sleep(ctx, wait) {
 				return got, nil
@@ -383,26 +384,22 @@ func failedSet(resp events.SQSEventResponse, msgs []types.Message) (map[string]b
 	return keep, nil
 }
 
-// deleteAll deletes msgs in batches of ten and returns how many went.
+// deleteAll deletes msgs, in batches of ten, retrying by the one batch
+// layer's rule, and returns how many went.
 func (r *runner) deleteAll(msgs []types.Message) int {
+	if len(msgs) == 0 {
+		return 0
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	res := sqsbatch.NewDeleter(r.client, r.url).Run(ctx, entries(msgs, 0), sqsbatch.Policy{CallTimeout: 10 * time.Second})
 	deleted := 0
-	for start := 0; start < len(msgs); start += sqslimit.MaxBatchEntries {
-		chunk := msgs[start:min(start+sqslimit.MaxBatchEntries, len(msgs))]
-		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(r.url), Entries: make([]types.DeleteMessageBatchRequestEntry, len(chunk))}
-		for i, m := range chunk {
-			in.Entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
-		}
-		out, err := r.client.DeleteMessageBatch(ctx, in)
-		if err != nil {
-			r.o.Logger.Warn("sqslambda: DeleteMessageBatch failed; these records will be delivered again", "queue", r.url, "records", len(chunk), "err", err)
+	for _, x := range res {
+		if x.OK {
+			deleted++
 			continue
 		}
-		deleted += len(out.Successful)
-		for _, f := range out.Failed {
-			r.o.Logger.Warn("sqslambda: delete failed; the record will be delivered again", "queue", r.url, "code", aws.ToString(f.Code), "err", aws.ToString(f.Message))
-		}
+		r.o.Logger.Warn("sqslambda: delete failed; the record will be delivered again", "queue", r.url, "class", x.Class.String(), "attempts", x.Attempts, "err", x.Err)
 	}
 	return deleted
 }
@@ -414,16 +411,22 @@ func (r *runner) release(msgs []types.Message) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	for start := 0; start < len(msgs); start += sqslimit.MaxBatchEntries {
-		chunk := msgs[start:min(start+sqslimit.MaxBatchEntries, len(msgs))]
-		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(r.url), Entries: make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))}
-		for i, m := range chunk {
-			in.Entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0}
-		}
-		if _, err := r.client.ChangeMessageVisibilityBatch(ctx, in); err != nil {
-			r.o.Logger.Warn("sqslambda: releasing unprocessed records failed; they come back after the visibility timeout", "queue", r.url, "records", len(chunk), "err", err)
+	res := sqsbatch.NewChanger(r.client, r.url).Run(ctx, entries(msgs, 0), sqsbatch.Policy{CallTimeout: releaseTimeout})
+	for _, x := range res {
+		if !x.OK {
+			r.o.Logger.Warn("sqslambda: releasing an unprocessed record failed; it comes back after the visibility timeout", "queue", r.url, "class", x.Class.String(), "err", x.Err)
 		}
 	}
+}
+
+// entries turns msgs into batch entries for their receipt handles; timeout
+// is the visibility timeout a change sets.
+func entries(msgs []types.Message, timeout int32) []sqsbatch.Entry {
+	out := make([]sqsbatch.Entry, len(msgs))
+	for i, m := range msgs {
+		out[i] = sqsbatch.Entry{Handle: aws.ToString(m.ReceiptHandle), Timeout: timeout}
+	}
+	return out
 }
 
 // newRequestID returns a random UUID, as Lambda request IDs are.
