@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
@@ -42,10 +41,6 @@ const (
 	// extension reaches SQS after the heartbeat sends it, so SQS counts a
 	// little more elapsed time than the heartbeat does.
 	capMargin = time.Second
-	// minBackoff and maxBackoff bound the wait before retrying a failed
-	// extension; the wait doubles per failure, with jitter.
-	minBackoff = 200 * time.Millisecond
-	maxBackoff = 30 * time.Second
 	// minRetryWait: when less than twice this is left before the deadline,
 	// the heartbeat stops retrying and tells the owner.
 	minRetryWait = 50 * time.Millisecond
@@ -95,8 +90,9 @@ type Options struct {
 
 	// MaxRetries is how many times, at most, a failed extension of one
 	// message is retried (transient failures: throttling, 5xx, network,
-	// timeouts). Retries wait with exponential backoff and jitter (200 ms
-	// doubling up to 30 s, never more than half the time left), and stop
+	// timeouts). Retries wait with exponential backoff and jitter (the
+	// library's one rule: 100 ms doubling up to 5 s, the upper half random;
+	// never more than half the time left), and stop
 	// in any case when the message's deadline is too close for another
 	// attempt; the owner then gets ErrLost.
 	// Zero: no limit other than the deadline. Negative: no retries.
@@ -178,6 +174,7 @@ func resolve(visibilityTimeout time.Duration, optFns []func(*Options)) (config, 
 // message. Its methods are safe for concurrent use.
 type Heartbeat struct {
 	client   API
+	changer  *sqsbatch.Queue // the client's ChangeMessageVisibilityBatch calls
 	queueURL string
 	vis      time.Duration
 	cfg      config
@@ -214,6 +211,7 @@ func New(client API, queueURL string, visibilityTimeout time.Duration, optFns ..
 	}
 	h := &Heartbeat{
 		client:   client,
+		changer:  sqsbatch.NewChanger(client, queueURL),
 		queueURL: queueURL,
 		vis:      visibilityTimeout,
 		cfg:      cfg,
@@ -570,54 +568,26 @@ func (h *Heartbeat) askFor(l *Lease, now time.Time) (ask time.Duration, last boo
 	return ask, last
 }
 
-// entryIDs are the batch entry IDs, one per index.
-var entryIDs = [maxBatchEntries]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
-
 // extend makes one ChangeMessageVisibilityBatch call for batch and applies
 // its outcome.
 func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 	start := time.Now()
 	earliest := batch[0].deadline
-	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))
+	var entries [maxBatchEntries]sqsbatch.Entry
 	for i, l := range batch {
 		if l.deadline.Before(earliest) {
 			earliest = l.deadline
 		}
-		entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
-			Id:                &entryIDs[i],
-			ReceiptHandle:     &l.handle,
-			VisibilityTimeout: int32(l.ask / time.Second),
-		}
+		entries[i] = sqsbatch.Entry{Handle: l.handle, Timeout: int32(l.ask / time.Second)}
 	}
 	timeout := min(max(earliest.Sub(start)/2, minCallTimeout), h.cfg.callTimeout)
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
-	// The heartbeat retries failed extensions itself, before the deadline:
-	// the SDK's own retries are off for this call.
-	out, err := h.client.ChangeMessageVisibilityBatch(callCtx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: &h.queueURL, Entries: entries},
-		func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
+	// The heartbeat retries failed extensions itself, before the deadline
+	// (the batch layer turns the SDK's own retries off).
+	results, err := h.changer.Once(callCtx, entries[:len(batch)], nil)
 	cancel()
-	if err == nil && out == nil {
-		err = errors.New("ChangeMessageVisibilityBatch returned neither a result nor an error")
-	}
 	now := time.Now()
 	shutdown := err != nil && ctx.Err() != nil
-
-	var results [maxBatchEntries]struct {
-		ok   bool
-		fail *types.BatchResultErrorEntry
-	}
-	if err == nil {
-		for _, s := range out.Successful {
-			if i, ok := entryIndex(s.Id, len(batch)); ok {
-				results[i].ok = true
-			}
-		}
-		for j := range out.Failed {
-			if i, ok := entryIndex(out.Failed[j].Id, len(batch)); ok && !results[i].ok {
-				results[i].fail = &out.Failed[j]
-			}
-		}
-	}
 
 	var notes []notice
 	h.mu.Lock()
@@ -639,7 +609,7 @@ func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 			h.requeueLocked(l) // unchanged: a later Run picks it up
 		case err != nil:
 			h.retryLocked(l, now, err, &notes)
-		case r.ok:
+		case r.OK:
 			// Confirmed only after the deadline it was to move: for a while
 			// the message was visible and may have been delivered again.
 			if now.After(l.deadline) {
@@ -653,12 +623,9 @@ func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 			l.final = l.last
 			l.at = l.deadline.Add(-h.cfg.threshold)
 			h.requeueLocked(l)
-		case r.fail != nil:
+		default: // failed, or left out of the response (sqsbatch.ErrNoResult)
 			failed++
-			h.entryFailedLocked(l, now, r.fail, &notes)
-		default:
-			failed++
-			h.retryLocked(l, now, errors.New("SQS returned no result for the entry"), &notes)
+			h.entryFailedLocked(l, now, r.Err, r.Class, &notes)
 		}
 	}
 	h.stats.Extended += int64(extended)
@@ -684,15 +651,6 @@ func (h *Heartbeat) requeueLocked(l *Lease) {
 	}
 }
 
-// entryIndex maps a batch entry ID back to its index.
-func entryIndex(id *string, n int) (int, bool) {
-	if id == nil || len(*id) != 1 {
-		return 0, false
-	}
-	i := int((*id)[0] - '0')
-	return i, i >= 0 && i < n
-}
-
 // deliver calls the owners' onLost, outside h.mu.
 func (h *Heartbeat) deliver(notes []notice) {
 	for _, n := range notes {
@@ -707,7 +665,7 @@ func (h *Heartbeat) deliver(notes []notice) {
 func (h *Heartbeat) retryLocked(l *Lease, now time.Time, cause error, notes *[]notice) {
 	l.failures++
 	left := l.deadline.Sub(now)
-	wait := min(backoff(l.failures), left/2)
+	wait := min(sqsbatch.Backoff(l.failures), left/2)
 	exhausted := h.cfg.maxRetries < 0 || (h.cfg.maxRetries > 0 && l.failures > h.cfg.maxRetries)
 	if !exhausted && wait >= minRetryWait {
 		l.at = now.Add(wait)
@@ -721,10 +679,10 @@ func (h *Heartbeat) retryLocked(l *Lease, now time.Time, cause error, notes *[]n
 	h.endWithLocked(l, err, notes)
 }
 
-// entryFailedLocked handles an entry SQS reported in Failed.
-func (h *Heartbeat) entryFailedLocked(l *Lease, now time.Time, f *types.BatchResultErrorEntry, notes *[]notice) {
-	cause := sqserr.EntryError(*f)
-	switch sqserr.OfEntry(*f) {
+// entryFailedLocked handles an entry SQS reported in Failed (or left out
+// of its response), whose error is cause, of class.
+func (h *Heartbeat) entryFailedLocked(l *Lease, now time.Time, cause error, class sqserr.Class, notes *[]notice) {
+	switch class {
 	case sqserr.MaxedOut:
 		h.stats.MaxedOut++
 		h.endWithLocked(l, h.maxedOut(l, "SQS refused a further extension: "+cause.Error()), notes)
@@ -745,16 +703,6 @@ func (h *Heartbeat) maxedOut(l *Lease, why string) error {
 		ErrMaxVisibility, l.receivedAt.Format(time.RFC3339Nano), why, l.deadline.Format(time.RFC3339Nano))
 	h.cfg.log.Warn("visibility: 12-hour limit reached", "queue", h.queueURL, "error", err)
 	return err
-}
-
-// backoff returns the wait before retry n (1, 2, …): 200 ms doubling up to
-// 30 s, with half of it random.
-func backoff(n int) time.Duration {
-	d := maxBackoff
-	if n <= 8 {
-		d = min(minBackoff<<(n-1), maxBackoff)
-	}
-	return d/2 + rand.N(d/2+1)
 }
 
 // leaseHeap orders leases by their next action time.

@@ -426,10 +426,10 @@ func TestTransientFailureIsRetried(t *testing.T) {
 				if len(calls) != 3 || calls[0].err == nil || calls[1].err == nil || calls[2].err != nil {
 					t.Fatalf("calls %+v, want two failures then a success", calls)
 				}
-				// Backoff with jitter: 100-200 ms, then 200-400 ms.
+				// The one retry rule (sqsbatch.Backoff): 50-100 ms, then 100-200 ms.
 				w1, w2 := calls[1].at.Sub(calls[0].at), calls[2].at.Sub(calls[1].at)
-				if calls[0].at.Sub(receivedAt) != 20*time.Second || w1 < 100*time.Millisecond || w1 > 200*time.Millisecond || w2 < 200*time.Millisecond || w2 > 400*time.Millisecond {
-					t.Errorf("calls at 20s, +%v, +%v; want 20s, +100-200ms, +200-400ms", w1, w2)
+				if calls[0].at.Sub(receivedAt) != 20*time.Second || w1 < 50*time.Millisecond || w1 > 100*time.Millisecond || w2 < 100*time.Millisecond || w2 > 200*time.Millisecond {
+					t.Errorf("calls at 20s, +%v, +%v; want 20s, +50-100ms, +100-200ms", w1, w2)
 				}
 				if len(calls[2].handles) != 3 {
 					t.Errorf("retry carried %d entries, want 3", len(calls[2].handles))
@@ -467,7 +467,7 @@ func TestGivesUpBeforeDeadline(t *testing.T) {
 		lostAfter  time.Duration
 	}{
 		{"until the deadline", 0, 0, 30 * time.Second, 29800 * time.Millisecond},
-		{"MaxRetries 2", 2, 3, 20*time.Second + 600*time.Millisecond, 20*time.Second + 300*time.Millisecond},
+		{"MaxRetries 2", 2, 3, 20*time.Second + 300*time.Millisecond, 20*time.Second + 150*time.Millisecond},
 		{"no retries", -1, 1, 20 * time.Second, 20 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
