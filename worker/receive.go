@@ -13,6 +13,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/visibility"
 )
 
@@ -49,7 +50,10 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		}
 		callCtx, cancel := context.WithTimeout(recvCtx, w.opts.WaitTime+w.opts.CallTimeout)
 		began := time.Now()
-		out, err := w.client.ReceiveMessage(callCtx, in)
+		// The SDK's retries are off: a failed receive comes back here, is
+		// counted (Stats.Requests, RequestResults) and waits out
+		// Options.ReceiveBackOff, rather than being retried unseen.
+		out, err := w.client.ReceiveMessage(callCtx, in, sqsbatch.NoSDKRetry)
 		cancel()
 		receivedAt := time.Now()
 		if err != nil {
