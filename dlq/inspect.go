@@ -246,7 +246,7 @@ func (s *scanner) next(ctx context.Context, n int) ([]types.Message, error) {
 			s.lost += n
 		}
 		if ctx.Err() == nil && class.Retryable() && attempt < sqsbatch.DefaultAttempts {
-			if sleep(ctx, sqsbatch.Backoff(attempt)) == nil {
+			if sqsbatch.Sleep(ctx, sqsbatch.Backoff(attempt)) == nil {
 				continue
 			}
 		}

@@ -428,7 +428,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 			}
 		}
 		r.report()
-		if err := sleep(ctx, r.opts.PollInterval); err != nil {
+		if err := sqsbatch.Sleep(ctx, r.opts.PollInterval); err != nil {
 			return r.res, r.cancelTask(ctx)
 		}
 	}
@@ -741,7 +741,7 @@ func (l *limiter) ready(ctx context.Context) error {
 	if l == nil {
 		return ctx.Err()
 	}
-	return sleep(ctx, time.Until(l.next))
+	return sqsbatch.Sleep(ctx, time.Until(l.next))
 }
 
 // wait reserves n units and waits until the reservation starts.
@@ -755,20 +755,5 @@ func (l *limiter) wait(ctx context.Context, n int) error {
 	}
 	start := l.next
 	l.next = l.next.Add(time.Duration(n) * l.every)
-	return sleep(ctx, start.Sub(now))
-}
-
-// sleep waits for d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return sqsbatch.Sleep(ctx, start.Sub(now))
 }

@@ -143,19 +143,10 @@ func NewDeleter(c DeleteAPI, url string) *Queue {
 			in.Entries[i] = types.DeleteMessageBatchRequestEntry{Id: &ids[i], ReceiptHandle: aws.String(entries[i].Handle)}
 		}
 		out, err := c.DeleteMessageBatch(ctx, in, NoSDKRetry)
-		if err != nil {
-			return err
+		if err != nil || out == nil {
+			return callError(err)
 		}
-		if out == nil {
-			return errNoOutput
-		}
-		for _, s := range out.Successful {
-			if i, ok := index(s.Id, len(res)); ok {
-				res[i].OK = true
-			}
-		}
-		failed(res, out.Failed)
-		return nil
+		return answer(res, out.Successful, func(s *types.DeleteMessageBatchResultEntry) *string { return s.Id }, nil, out.Failed)
 	}}
 }
 
@@ -167,19 +158,10 @@ func NewChanger(c ChangeAPI, url string) *Queue {
 			in.Entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: &ids[i], ReceiptHandle: aws.String(entries[i].Handle), VisibilityTimeout: entries[i].Timeout}
 		}
 		out, err := c.ChangeMessageVisibilityBatch(ctx, in, NoSDKRetry)
-		if err != nil {
-			return err
+		if err != nil || out == nil {
+			return callError(err)
 		}
-		if out == nil {
-			return errNoOutput
-		}
-		for _, s := range out.Successful {
-			if i, ok := index(s.Id, len(res)); ok {
-				res[i].OK = true
-			}
-		}
-		failed(res, out.Failed)
-		return nil
+		return answer(res, out.Successful, func(s *types.ChangeMessageVisibilityBatchResultEntry) *string { return s.Id }, nil, out.Failed)
 	}}
 }
 
@@ -192,23 +174,44 @@ func NewSender(c SendAPI, url string) *Queue {
 			in.Entries[i].Id = &ids[i]
 		}
 		out, err := c.SendMessageBatch(ctx, in, NoSDKRetry)
-		if err != nil {
-			return err
+		if err != nil || out == nil {
+			return callError(err)
 		}
-		if out == nil {
-			return errNoOutput
-		}
-		for _, s := range out.Successful {
-			if i, ok := index(s.Id, len(res)); ok {
-				res[i].OK, res[i].MessageID, res[i].SequenceNumber = true, aws.ToString(s.MessageId), aws.ToString(s.SequenceNumber)
-			}
-		}
-		failed(res, out.Failed)
-		return nil
+		return answer(res, out.Successful, func(s *types.SendMessageBatchResultEntry) *string { return s.Id }, func(s *types.SendMessageBatchResultEntry, r *Result) {
+			r.MessageID, r.SequenceNumber = aws.ToString(s.MessageId), aws.ToString(s.SequenceNumber)
+		}, out.Failed)
 	}}
 }
 
-var errNoOutput = errors.New("the batch call returned neither a result nor an error")
+// callError is the error of a call that returned err, or neither a result
+// nor an error.
+func callError(err error) error {
+	if err == nil {
+		return errors.New("the batch call returned neither a result nor an error")
+	}
+	return err
+}
+
+// answer maps a response back to its entries by Id: confirmed ones get OK
+// (and, when set is not nil, what else the success says), failed ones
+// their error. A success wins over a failure for the same Id: SQS
+// confirmed it.
+func answer[S any](res []Result, ok []S, id func(*S) *string, set func(*S, *Result), fails []types.BatchResultErrorEntry) error {
+	for k := range ok {
+		if i, found := index(id(&ok[k]), len(res)); found {
+			res[i].OK = true
+			if set != nil {
+				set(&ok[k], &res[i])
+			}
+		}
+	}
+	for _, f := range fails {
+		if i, found := index(f.Id, len(res)); found && !res[i].OK {
+			res[i].Err, res[i].Class = sqserr.EntryError(f), sqserr.OfEntry(f)
+		}
+	}
+	return nil
+}
 
 // index maps an entry Id of a response back to the entry's position.
 func index(id *string, n int) (int, bool) {
@@ -217,16 +220,6 @@ func index(id *string, n int) (int, bool) {
 	}
 	i, err := strconv.Atoi(*id)
 	return i, err == nil && i >= 0 && i < n && *id == ids[i]
-}
-
-// failed records the entries a response reported failed. A success for
-// the same Id wins: SQS confirmed it.
-func failed(res []Result, fails []types.BatchResultErrorEntry) {
-	for _, f := range fails {
-		if i, ok := index(f.Id, len(res)); ok && !res[i].OK {
-			res[i].Err, res[i].Class = sqserr.EntryError(f), sqserr.OfEntry(f)
-		}
-	}
 }
 
 // Once makes one call carrying entries (1 to 10; the caller keeps sends
@@ -360,7 +353,7 @@ func (q *Queue) Run(ctx context.Context, entries []Entry, p Policy) []Result {
 			if wait < 0 {
 				return res
 			}
-			if err := sleep(ctx, wait); err != nil {
+			if err := Sleep(ctx, wait); err != nil {
 				stopped(res, todo, err)
 				return res
 			}
@@ -456,8 +449,10 @@ func stopped(res []Result, idx []int, err error) {
 	}
 }
 
-// sleep waits for d or until ctx ends, returning ctx's cause then.
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits for d or until ctx ends, and returns ctx's cause then (nil
+// after the wait; ctx's cause at once when d is not positive and ctx has
+// ended).
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return context.Cause(ctx)
 	}

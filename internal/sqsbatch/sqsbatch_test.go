@@ -27,9 +27,9 @@ type call struct {
 	retries int // the SDK's RetryMaxAttempts after the call's options
 }
 
-// answer is what the fake says to one call: the error of the whole call,
+// reply is what the fake says to one call: the error of the whole call,
 // or, per entry Id, "ok", a failure code, or "" to leave it out.
-type answer struct {
+type reply struct {
 	err     error
 	entries map[string]string
 }
@@ -38,10 +38,10 @@ type answer struct {
 type fake struct {
 	mu     sync.Mutex
 	calls  []call
-	script func(n int, c call) answer // n counts calls from 0
+	script func(n int, c call) reply // n counts calls from 0
 }
 
-func (f *fake) record(ids, bodies []string, optFns []func(*sqs.Options)) (answer, call) {
+func (f *fake) record(ids, bodies []string, optFns []func(*sqs.Options)) (reply, call) {
 	o := sqs.Options{RetryMaxAttempts: 3}
 	for _, fn := range optFns {
 		fn(&o)
@@ -52,7 +52,7 @@ func (f *fake) record(ids, bodies []string, optFns []func(*sqs.Options)) (answer
 	n := len(f.calls)
 	f.calls = append(f.calls, c)
 	if f.script == nil {
-		return answer{}, c
+		return reply{}, c
 	}
 	return f.script(n, c), c
 }
@@ -63,9 +63,9 @@ func (f *fake) Calls() []call {
 	return append([]call(nil), f.calls...)
 }
 
-// results turns an answer into a response's lists: every Id "ok" unless
-// the answer says otherwise.
-func results(a answer, ids []string) (ok []string, failed []types.BatchResultErrorEntry) {
+// results turns an reply into a response's lists: every Id "ok" unless
+// the reply says otherwise.
+func results(a reply, ids []string) (ok []string, failed []types.BatchResultErrorEntry) {
 	for _, id := range ids {
 		what, set := a.entries[id]
 		switch {
@@ -214,7 +214,7 @@ func TestRunCutsSendsByPayload(t *testing.T) {
 // Results are mapped back to their entries by Id, whatever the order of
 // the response; a send's MessageID goes to its own entry.
 func TestOnceMapsResultsById(t *testing.T) {
-	f := &fake{script: func(int, call) answer { return answer{entries: map[string]string{"1": "ReceiptHandleIsInvalid"}} }}
+	f := &fake{script: func(int, call) reply { return reply{entries: map[string]string{"1": "ReceiptHandleIsInvalid"}} }}
 	res, err := NewDeleter(f, "q").Once(t.Context(), handles(3), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -236,11 +236,11 @@ func TestOnceMapsResultsById(t *testing.T) {
 // sends it again.
 func TestMissingEntryIsFailed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		leaveOut := func(n int, _ call) answer {
+		leaveOut := func(n int, _ call) reply {
 			if n == 0 {
-				return answer{entries: map[string]string{"2": ""}}
+				return reply{entries: map[string]string{"2": ""}}
 			}
-			return answer{}
+			return reply{}
 		}
 		res, err := NewChanger(&fake{script: leaveOut}, "q").Once(t.Context(), handles(3), nil)
 		if err != nil || res[2].OK || !errors.Is(res[2].Err, ErrNoResult) || !res[2].Class.Retryable() {
@@ -280,14 +280,14 @@ func (oddIDs) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatch
 // Backoff, what it does not ends at once, and MaxAttempts bounds the calls.
 func TestRetryRule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &fake{script: func(n int, c call) answer {
+		f := &fake{script: func(n int, c call) reply {
 			switch n {
 			case 0:
-				return answer{err: apiError("RequestThrottled", smithy.FaultClient)}
+				return reply{err: apiError("RequestThrottled", smithy.FaultClient)}
 			case 1:
-				return answer{entries: map[string]string{"0": "InternalError", "1": "AccessDenied", "2": "InternalError"}}
+				return reply{entries: map[string]string{"0": "InternalError", "1": "AccessDenied", "2": "InternalError"}}
 			}
-			return answer{entries: map[string]string{"0": "InternalError"}}
+			return reply{entries: map[string]string{"0": "InternalError"}}
 		}}
 		res := NewDeleter(f, "q").Run(t.Context(), handles(3), Policy{MaxAttempts: 4})
 		calls := f.Calls()
@@ -314,7 +314,7 @@ func TestRetryRule(t *testing.T) {
 		}
 
 		// A whole call refused for good is not retried.
-		f = &fake{script: func(int, call) answer { return answer{err: apiError("AccessDenied", smithy.FaultClient)} }}
+		f = &fake{script: func(int, call) reply { return reply{err: apiError("AccessDenied", smithy.FaultClient)} }}
 		res = NewDeleter(f, "q").Run(t.Context(), handles(2), Policy{})
 		if len(f.Calls()) != 1 || res[0].Class != sqserr.Fatal || !res[0].Whole {
 			t.Errorf("AccessDenied call: %d calls, %+v; want one call, fatal, whole", len(f.Calls()), res[0])
@@ -336,11 +336,11 @@ func TestBackoff(t *testing.T) {
 // Every request reaches OnCall once, retries included, with its round.
 func TestEveryCallCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &fake{script: func(n int, c call) answer {
+		f := &fake{script: func(n int, c call) reply {
 			if n < 2 {
-				return answer{err: apiError("InternalError", smithy.FaultServer)}
+				return reply{err: apiError("InternalError", smithy.FaultServer)}
 			}
-			return answer{}
+			return reply{}
 		}}
 		var mu sync.Mutex
 		var seen []Call
@@ -369,9 +369,9 @@ func TestContextEndsRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(t.Context())
 		stop := errors.New("closing")
-		f := &fake{script: func(n int, c call) answer {
+		f := &fake{script: func(n int, c call) reply {
 			cancel(stop)
-			return answer{err: apiError("InternalError", smithy.FaultServer)}
+			return reply{err: apiError("InternalError", smithy.FaultServer)}
 		}}
 		res := NewDeleter(f, "q").Run(ctx, handles(1), Policy{Detach: true})
 		if len(f.Calls()) != 1 || res[0].OK || !errors.Is(res[0].Err, stop) || res[0].Class != sqserr.Canceled {
