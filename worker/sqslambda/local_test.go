@@ -378,3 +378,41 @@ func TestWithoutClientFailuresWaitForTheVisibilityTimeout(t *testing.T) {
 		}
 	})
 }
+
+// RunLocal's deletes go through the one batch layer: an entry SQS failed
+// on its side, or a call it throttled, is sent again, so a record the
+// function handled is deleted rather than run a second time after the
+// visibility timeout.
+func TestRunLocalRetriesFailedDeletes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault sqstest.Fault
+	}{
+		{"entry", sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError(), Entries: true, Times: 1}},
+		{"call", sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.Throttled(), Times: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f, src, _ := newFakeQueue(t, "orders")
+				f.MustSend(t, src, "a")
+				f.MustSend(t, src, "b")
+				f.InjectFault(tc.fault)
+				runs := 0
+				stop := startLocal(t, f, src, func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+					runs += len(ev.Records)
+					return events.SQSEventResponse{}, nil
+				}, reportFailures)
+				time.Sleep(time.Minute)
+				if err := stop(); err != nil {
+					t.Fatal(err)
+				}
+				if runs != 2 {
+					t.Errorf("the function ran %d records, want 2 (each once)", runs)
+				}
+				if n := len(f.Messages(src)); n != 0 {
+					t.Errorf("source holds %d messages; want both deleted", n)
+				}
+			})
+		})
+	}
+}
