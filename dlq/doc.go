@@ -106,8 +106,8 @@
 // # Interrupted and short reads
 //
 // A receive takes effect at SQS before its response reaches the caller: a
-// receive abandoned in flight, or one whose response is lost (and retried
-// by the SDK), leaves its messages hidden for the visibility timeout, with
+// receive abandoned in flight, or one whose response is lost, leaves its
+// messages hidden for the visibility timeout, with
 // nobody holding their receipt handles. Inspect and the manual Redrive guard
 // against both:
 //
@@ -121,6 +121,13 @@
 //     [*NotSeenError] (errors.Is [ErrNotAllSeen]) and, for Redrive,
 //     RedriveResult.NotSeen. The messages missed are still in the queue and
 //     reappear when their visibility timeout ends; run again after that.
+//   - Their receives run with the SDK's retries off, so a lost response
+//     comes back to the walk: it retries the receive itself and counts the
+//     messages asked for as possibly hidden (NotSeenError.Lost). Messages
+//     that arrive during the walk do not make up for them.
+//   - Redrive's sends and deletes, and the final release, are batch calls
+//     retried by the library's one rule; a message is deleted from the
+//     dead-letter queue only once SQS confirmed its copy.
 //
 // # IAM
 //

@@ -12,11 +12,12 @@ import (
 var ErrNotAllSeen = errors.New("not every message of the queue was seen")
 
 // NotSeenError reports that Inspect or Redrive went through a queue and
-// received fewer distinct messages than the queue held when it began
+// received fewer distinct messages than the queue held when it began, or
+// that receives of its own lost their responses
 // (ApproximateNumberOfMessages plus ApproximateNumberOfMessagesNotVisible).
 // The messages it missed are still in the queue, hidden: another reader
-// holds them, or a receive took them but its response was lost (a lost
-// response that the SDK retried, or an earlier interrupted run). They
+// holds them, or a receive took them but its response was lost (this run's
+// own, counted in Lost, or an earlier interrupted run's). They
 // reappear when their visibility timeout ends — for this run's own receives,
 // within Hold — and a run after that sees them.
 //
