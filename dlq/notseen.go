@@ -12,9 +12,9 @@ import (
 var ErrNotAllSeen = errors.New("not every message of the queue was seen")
 
 // NotSeenError reports that Inspect or Redrive went through a queue and
-// received fewer distinct messages than the queue held when it began, or
-// that receives of its own lost their responses
-// (ApproximateNumberOfMessages plus ApproximateNumberOfMessagesNotVisible).
+// received fewer distinct messages than the queue held when it began
+// (ApproximateNumberOfMessages plus ApproximateNumberOfMessagesNotVisible),
+// or that receives of its own lost their responses.
 // The messages it missed are still in the queue, hidden: another reader
 // holds them, or a receive took them but its response was lost (this run's
 // own, counted in Lost, or an earlier interrupted run's). They
