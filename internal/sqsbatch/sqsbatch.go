@@ -278,8 +278,9 @@ const (
 // Backoff is the wait before retry n (1, 2, …): 100 ms doubling up to 5 s,
 // the upper half of it random (so retries of many callers spread out).
 func Backoff(n int) time.Duration {
+	n = max(n, 1)
 	d := retryMax
-	if n >= 1 && n <= 6 {
+	if n <= 6 {
 		d = min(retryMin<<(n-1), retryMax)
 	}
 	return d/2 + rand.N(d/2+1)
