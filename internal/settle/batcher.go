@@ -115,8 +115,6 @@ type BatcherOptions struct {
 	// OnRetry, when set, is called with the number of entries about to be
 	// retried.
 	OnRetry func(n int)
-	// OnCall, when set, is told about every call the Batcher makes.
-	OnCall func(sqsbatch.Call)
 }
 
 // Batcher gathers one kind of settling call into batches of up to ten
@@ -347,7 +345,7 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 		entries[i] = sqsbatch.Entry{Handle: e.Handle, Timeout: e.Timeout, Send: e.Send}
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.o.CallTimeout)
-	res, err := b.q.Once(ctx, entries, b.o.OnCall)
+	res, err := b.q.Once(ctx, entries, nil) // counted by the client the runtime passes
 	cancel()
 	done := time.Now()
 	for _, e := range send {
