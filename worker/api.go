@@ -195,7 +195,8 @@ type Stats struct {
 	// ReceiveSizes[n] is the number of receives that brought n (0 to 10).
 	ReceiveSizes [11]int64
 	// Requests counts SQS calls by API name, including the heartbeat's and
-	// dead-letter copies'.
+	// dead-letter copies'. Receives and batch calls run with the SDK's own
+	// retries off (the worker retries them), so each is one request.
 	Requests map[string]int64
 	// RequestResults counts the same calls by API name and by result:
 	// "ok", or the class of the error the call returned — "throttled",
