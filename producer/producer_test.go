@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/cenkalti/backoff/v4"
@@ -341,4 +342,46 @@ func TestTooLargeHintWithAnOffloaderThatDidNotTakeIt(t *testing.T) {
 		!strings.Contains(err.Error(), "Threshold") || !strings.Contains(err.Error(), "MaxMessageSize (262144)") {
 		t.Errorf("error %v; want ErrTooLarge naming the offloader's threshold and MaxMessageSize", err)
 	}
+}
+
+// sdkRetrier stands for the SDK's retryer: it makes a failed call again,
+// up to RetryMaxAttempts (3 unless the call's options say otherwise),
+// counting every request that reaches the queue.
+type sdkRetrier struct {
+	producer.API
+	requests int
+}
+
+func (c *sdkRetrier) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	o := sqs.Options{RetryMaxAttempts: 3}
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	for attempt := 1; ; attempt++ {
+		c.requests++
+		out, err := c.API.SendMessageBatch(ctx, in, optFns...)
+		if err == nil || attempt >= o.RetryMaxAttempts {
+			return out, err
+		}
+	}
+}
+
+// Stats.Requests counts every request the queue saw: the producer's calls
+// run with the SDK's retries off and are retried by the producer itself,
+// so none is made unseen.
+func TestRequestsCountEveryRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.For(t)
+		url := f.MustCreateQueue(t, "jobs", nil)
+		c := &sdkRetrier{API: f}
+		p := newProducer(t, c, url)
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), Times: 2})
+		res, err := p.SendBatch(t.Context(), bodies(3, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := p.Stats(); st.Requests != int64(c.requests) || c.requests != 3 || res[0].Attempts != 3 || st.Retried != 6 {
+			t.Errorf("Stats = %+v, %d attempts; the queue saw %d requests; want 3 counted, 3 attempts, 6 entries retried", st, res[0].Attempts, c.requests)
+		}
+	})
 }
