@@ -66,3 +66,26 @@ func TestOfEntry(t *testing.T) {
 		}
 	}
 }
+
+// NotExist and Unsupported recognise the codes SQS and local emulators
+// use, with or without the query-compatible prefix, through the SDK's
+// wrapping.
+func TestNotExistAndUnsupported(t *testing.T) {
+	op := func(err error) error { return &smithy.OperationError{ServiceID: "SQS", OperationName: "X", Err: err} }
+	api := func(code string) error { return op(&smithy.GenericAPIError{Code: code, Fault: smithy.FaultClient}) }
+	for _, err := range []error{op(&types.QueueDoesNotExist{}), api("AWS.SimpleQueueService.NonExistentQueue"), api("QueueDoesNotExist"), api("NonExistentQueue")} {
+		if !sqserr.NotExist(err) || sqserr.Unsupported(err) {
+			t.Errorf("%v: NotExist %v, Unsupported %v; want a missing queue", err, sqserr.NotExist(err), sqserr.Unsupported(err))
+		}
+	}
+	for _, err := range []error{op(&types.UnsupportedOperation{}), api("InvalidAction"), api("AWS.SimpleQueueService.UnsupportedOperation"), api("UnknownOperationException"), api("NotImplemented")} {
+		if !sqserr.Unsupported(err) || sqserr.NotExist(err) {
+			t.Errorf("%v: Unsupported %v, NotExist %v; want an unsupported call", err, sqserr.Unsupported(err), sqserr.NotExist(err))
+		}
+	}
+	for _, err := range []error{nil, errors.New("network"), api("AccessDenied"), op(sqstest.ServerError())} {
+		if sqserr.NotExist(err) || sqserr.Unsupported(err) {
+			t.Errorf("%v taken for a missing queue or an unsupported call", err)
+		}
+	}
+}
