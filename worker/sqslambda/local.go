@@ -384,22 +384,23 @@ func failedSet(resp events.SQSEventResponse, msgs []types.Message) (map[string]b
 	return keep, nil
 }
 
-// deleteAll deletes msgs, in batches of ten, retrying by the one batch
-// layer's rule, and returns how many went.
+// deleteAll deletes msgs in batches of ten, once, as the event source
+// mapping does (a record whose delete fails, or that SQS's answer leaves
+// out, comes back and runs again), and returns how many SQS confirmed.
 func (r *runner) deleteAll(msgs []types.Message) int {
 	if len(msgs) == 0 {
 		return 0
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res := sqsbatch.NewDeleter(r.client, r.url).Run(ctx, entries(msgs, 0), sqsbatch.Policy{CallTimeout: 10 * time.Second})
+	res := sqsbatch.NewDeleter(r.client, r.url).Run(ctx, entries(msgs, 0), sqsbatch.Policy{MaxAttempts: 1, CallTimeout: 10 * time.Second})
 	deleted := 0
 	for _, x := range res {
 		if x.OK {
 			deleted++
 			continue
 		}
-		r.o.Logger.Warn("sqslambda: delete failed; the record will be delivered again", "queue", r.url, "class", x.Class.String(), "attempts", x.Attempts, "err", x.Err)
+		r.o.Logger.Warn("sqslambda: delete failed; the record will be delivered again", "queue", r.url, "class", x.Class.String(), "err", x.Err)
 	}
 	return deleted
 }

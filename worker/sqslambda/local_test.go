@@ -379,38 +379,70 @@ func TestWithoutClientFailuresWaitForTheVisibilityTimeout(t *testing.T) {
 	})
 }
 
-// RunLocal's deletes go through the one batch layer: an entry SQS failed
-// on its side, or a call it throttled, is sent again, so a record the
-// function handled is deleted rather than run a second time after the
-// visibility timeout.
-func TestRunLocalRetriesFailedDeletes(t *testing.T) {
+// sdkDeletes stands for the SDK's retryer on DeleteMessageBatch: it makes
+// a failed call again, up to RetryMaxAttempts (3 unless the call's options
+// say otherwise), counting every request.
+type sdkDeletes struct {
+	*sqstest.Fake
+	requests int
+}
+
+func (c *sdkDeletes) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	o := sqs.Options{RetryMaxAttempts: 3}
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	for attempt := 1; ; attempt++ {
+		c.requests++
+		out, err := c.Fake.DeleteMessageBatch(ctx, in, optFns...)
+		if err == nil || attempt >= o.RetryMaxAttempts {
+			return out, err
+		}
+	}
+}
+
+// RunLocal deletes as the event source mapping does: one request per
+// batch of ten, with no retry hidden in the SDK, and a record whose delete
+// failed — as a call, as an entry, or left out of SQS's answer — is not
+// counted as deleted: it comes back and runs again.
+func TestRunLocalDeletesOnceLikeTheMapping(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		fault sqstest.Fault
 	}{
+		{"call", sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.Throttled(), Times: 1}},
 		{"entry", sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError(), Entries: true, Times: 1}},
-		{"call", sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.Throttled(), Times: 2}},
+		{"left out", sqstest.Fault{API: "DeleteMessageBatch", Omit: true, Entries: true, Times: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f, src, _ := newFakeQueue(t, "orders")
 				f.MustSend(t, src, "a")
-				f.MustSend(t, src, "b")
 				f.InjectFault(tc.fault)
-				runs := 0
-				stop := startLocal(t, f, src, func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-					runs += len(ev.Records)
-					return events.SQSEventResponse{}, nil
-				}, reportFailures)
-				time.Sleep(time.Minute)
-				if err := stop(); err != nil {
+				c := &sdkDeletes{Fake: f}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				var runs []time.Duration
+				start := time.Now()
+				go func() {
+					done <- sqslambda.RunLocal(ctx, c, src, func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+						runs = append(runs, time.Since(start))
+						return events.SQSEventResponse{}, nil
+					}, func(o *sqslambda.LocalOptions) { o.Logger = quiet })
+				}()
+				time.Sleep(45 * time.Second)
+				cancel()
+				if err := <-done; err != nil {
 					t.Fatal(err)
 				}
-				if runs != 2 {
-					t.Errorf("the function ran %d records, want 2 (each once)", runs)
+				if want := []time.Duration{0, 30 * time.Second}; !slices.Equal(runs, want) {
+					t.Errorf("the record ran at %v, want %v (its failed delete not retried: it comes back after the visibility timeout)", runs, want)
+				}
+				if c.requests != 2 {
+					t.Errorf("%d DeleteMessageBatch requests, want 2 (one per invocation, none hidden in the SDK)", c.requests)
 				}
 				if n := len(f.Messages(src)); n != 0 {
-					t.Errorf("source holds %d messages; want both deleted", n)
+					t.Errorf("source holds %d messages; want the second run's delete to go through", n)
 				}
 			})
 		})
