@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/internal/harness/sdkretry"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -236,10 +237,10 @@ func TestInspectInterruptedReleasesEverything(t *testing.T) {
 	})
 }
 
-// sdkClient retries a failed ReceiveMessage as the SDK's retryer does (3
-// attempts), unless the call turned the SDK's retries off: then the caller
-// sees the failure. After its arriveAt-th receive it sends arrivals new
-// messages to the queue, as dead-lettering goes on during a walk.
+// sdkClient repeats a failed ReceiveMessage as the SDK's retryer does,
+// unless the call turned the SDK's retries off: then the caller sees the
+// failure. After its arriveAt-th receive it sends arrivals new messages to
+// the queue, as dead-lettering goes on during a walk.
 type sdkClient struct {
 	*sqstest.Fake
 	t        *testing.T
@@ -250,21 +251,13 @@ type sdkClient struct {
 }
 
 func (c *sdkClient) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	o := sqs.Options{RetryMaxAttempts: 3}
-	for _, fn := range optFns {
-		fn(&o)
-	}
 	c.receives++
 	if c.receives == c.arriveAt {
 		for i := range c.arrivals {
 			c.MustSend(c.t, c.url, fmt.Sprintf("arrival-%d", i))
 		}
 	}
-	out, err := c.Fake.ReceiveMessage(ctx, in, optFns...)
-	for attempt := 1; err != nil && ctx.Err() == nil && attempt < o.RetryMaxAttempts; attempt++ {
-		out, err = c.Fake.ReceiveMessage(ctx, in, optFns...)
-	}
-	return out, err
+	return sdkretry.Do(ctx, optFns, nil, func() (*sqs.ReceiveMessageOutput, error) { return c.Fake.ReceiveMessage(ctx, in, optFns...) })
 }
 
 // Issue 24, item 9: a lost receive response hides 10 messages, and 10 new

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/sqsworker/sqsworker/internal/harness/sdkretry"
 	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -344,26 +345,15 @@ func TestTooLargeHintWithAnOffloaderThatDidNotTakeIt(t *testing.T) {
 	}
 }
 
-// sdkRetrier stands for the SDK's retryer: it makes a failed call again,
-// up to RetryMaxAttempts (3 unless the call's options say otherwise),
-// counting every request that reaches the queue.
+// sdkRetrier repeats failed calls as the SDK's retryer does, counting
+// every request that reaches the queue.
 type sdkRetrier struct {
 	producer.API
 	requests int
 }
 
 func (c *sdkRetrier) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	o := sqs.Options{RetryMaxAttempts: 3}
-	for _, fn := range optFns {
-		fn(&o)
-	}
-	for attempt := 1; ; attempt++ {
-		c.requests++
-		out, err := c.API.SendMessageBatch(ctx, in, optFns...)
-		if err == nil || attempt >= o.RetryMaxAttempts {
-			return out, err
-		}
-	}
+	return sdkretry.Do(ctx, optFns, &c.requests, func() (*sqs.SendMessageBatchOutput, error) { return c.API.SendMessageBatch(ctx, in, optFns...) })
 }
 
 // Stats.Requests counts every request the queue saw: the producer's calls

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/harness/sdkretry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
@@ -379,26 +380,15 @@ func TestWithoutClientFailuresWaitForTheVisibilityTimeout(t *testing.T) {
 	})
 }
 
-// sdkDeletes stands for the SDK's retryer on DeleteMessageBatch: it makes
-// a failed call again, up to RetryMaxAttempts (3 unless the call's options
-// say otherwise), counting every request.
+// sdkDeletes repeats failed DeleteMessageBatch calls as the SDK's retryer
+// does, counting every request.
 type sdkDeletes struct {
 	*sqstest.Fake
 	requests int
 }
 
 func (c *sdkDeletes) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
-	o := sqs.Options{RetryMaxAttempts: 3}
-	for _, fn := range optFns {
-		fn(&o)
-	}
-	for attempt := 1; ; attempt++ {
-		c.requests++
-		out, err := c.Fake.DeleteMessageBatch(ctx, in, optFns...)
-		if err == nil || attempt >= o.RetryMaxAttempts {
-			return out, err
-		}
-	}
+	return sdkretry.Do(ctx, optFns, &c.requests, func() (*sqs.DeleteMessageBatchOutput, error) { return c.Fake.DeleteMessageBatch(ctx, in, optFns...) })
 }
 
 // RunLocal deletes as the event source mapping does: one request per
