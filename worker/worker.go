@@ -65,6 +65,7 @@ type Worker struct {
 	limiter  *rateLimiter
 	hb       atomic.Pointer[visibility.Heartbeat]
 	flow     atomic.Pointer[flow]
+	signals  *signals // the scaling signals (Stats.Capacity, …)
 }
 
 // New checks the queue and returns a Worker for it. queue is the queue's
@@ -89,7 +90,7 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	w := &Worker{client: &countingClient{next: client}, handler: h, opts: o, warn: &settle.Warner{Log: o.Logger}}
+	w := &Worker{client: &countingClient{next: client}, handler: h, opts: o, warn: &settle.Warner{Log: o.Logger}, signals: &signals{concurrency: o.Concurrency}}
 	if o.OnSettled != nil {
 		w.notify = &settle.Notifier{Hook: settlementHook(o.OnSettled), Log: o.Logger, Warn: w.warn}
 	}
@@ -193,6 +194,7 @@ func (w *Worker) Stats() Stats {
 	if f := w.flow.Load(); f != nil {
 		s.Prefetched, s.PrefetchTarget = f.snapshot()
 	}
+	w.signals.fill(time.Now(), &s)
 	for i := range s.ReceiveSizes {
 		s.ReceiveSizes[i] = w.c.receiveSizes[i].Load()
 	}
@@ -370,6 +372,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.hb.Store(hb)
 	r := &run{hard: hard, bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo)}
+	r.flow.signals = w.signals
 	w.flow.Store(r.flow)
 	hbCtx, stopHB := context.WithCancel(bg)
 	hbDone := make(chan struct{})
@@ -399,9 +402,11 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// Concurrency handler goroutines take the received messages from the
 	// flow; the pollers receive as the flow allows. Receiving stops when
-	// ctx ends (or a fatal error); receives in flight may finish while the
-	// handlers do (their messages are released at once), so as few
-	// messages as possible stay hidden by an aborted call.
+	// ctx ends (or a fatal error), and the receives in flight end with it:
+	// a long poll left to run would take messages that arrive during the
+	// drain only to release them, counting a receive against their
+	// maxReceiveCount without running them. What a receive brings back as
+	// it ends is released at once.
 	r.handlers.Add(w.opts.Concurrency)
 	for range w.opts.Concurrency {
 		go func() {
@@ -421,6 +426,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// handlers get ShutdownTimeout.
 	w.stopping.Store(true)
 	w.client.health.stopping(time.Now())
+	cancelRecv()
 	for _, j := range r.flow.stop() {
 		w.release(r, j)
 	}
@@ -454,7 +460,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer cancelFlush()
 	t.Stop()
-	cancelRecv()
 	runErr := g.Wait()
 	if stuck > 0 {
 		runErr = errors.Join(runErr, w.stuckError(stuck))
