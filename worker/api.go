@@ -216,6 +216,34 @@ type Stats struct {
 	// call is one request per started 64 KiB (BillingChunk) of its payload,
 	// and at least one. See Cost.
 	BilledRequests map[string]int64
+
+	// The scaling signals: what a scaler (KEDA, ECS, Lambda's event source
+	// mapping) needs to know about one worker; `sqsworker template
+	// --scaling` reads them from StatsHandler.
+
+	// Concurrency is Options.Concurrency: the handler slots.
+	Concurrency int
+	// HandlerRuns counts the messages that held a handler slot and gave it
+	// back since Run started, and HandlerTime is the total time they held
+	// it (the handler, its attempt counting and timeouts included).
+	HandlerRuns int64
+	HandlerTime time.Duration
+	// MeanHandlerTime is the mean time a message holds a handler slot, over
+	// the last one to two minutes (over the whole run when no handler
+	// returned in that time; zero before the first).
+	MeanHandlerTime time.Duration
+	// Capacity is how many messages per second the worker can take with
+	// every slot busy: Concurrency ÷ MeanHandlerTime (zero before the first
+	// handler returns). It is measured, not observed: a worker idling on an
+	// empty queue keeps the capacity of its last busy minutes. The backlog
+	// one worker clears within a latency L is Capacity × L.
+	Capacity float64
+	// OldestAge is the age at receipt of the oldest message received for
+	// the first time (ApproximateReceiveCount 1) in the last one to two
+	// minutes: how long fresh messages waited in the queue, from their
+	// SentTimestamp, under the clocks of SQS and of this host. Retries are
+	// left out (their wait is the retry delay). Zero when none arrived.
+	OldestAge time.Duration
 }
 
 // TotalRequests is the sum of Requests.

@@ -56,6 +56,8 @@ type flow struct {
 	lastTarget time.Time     // when retarget last ran
 	rate       float64       // messages per second the worker can take (EWMA)
 	latency    time.Duration // non-empty receive latency (EWMA)
+
+	signals *signals // the scaling signals; nil: not measured
 }
 
 // fifoGrp is one FIFO message group's held messages, in order: the
@@ -183,6 +185,9 @@ func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
 	f.requested -= n
 	f.receiving--
 	f.empty = len(jobs) == 0
+	if f.signals != nil && len(jobs) > 0 {
+		f.signals.received(time.Now(), jobs)
+	}
 	if len(jobs) > 0 {
 		f.receives++
 		if len(jobs) >= n {
@@ -252,6 +257,9 @@ func (f *flow) handled(busy time.Duration) {
 	f.settling++
 	f.completed++
 	f.busy += busy
+	if f.signals != nil {
+		f.signals.handled(time.Now(), busy)
+	}
 	f.retargetLocked(time.Now())
 	f.wakePollerLocked()
 	f.mu.Unlock()

@@ -1,0 +1,91 @@
+package worker
+
+import (
+	"sync"
+	"time"
+)
+
+// signalWindow is the span of each of the two buckets the scaling signals
+// (Stats.Capacity, Stats.OldestAge) are computed over: they cover the last
+// one to two windows.
+const signalWindow = time.Minute
+
+// signals measures what a scaler needs from one worker: the time a handler
+// slot takes per message (for Stats.Capacity) and how long fresh messages
+// waited in the queue (Stats.OldestAge). It keeps the whole run's totals and
+// two buckets of signalWindow each, the current one and the one before it.
+type signals struct {
+	mu          sync.Mutex
+	runs        int64         // slot uses since Run started
+	busy        time.Duration // their total time
+	cur, prev   bucket
+	curStart    time.Time // when cur began; zero: no bucket yet
+	concurrency int
+}
+
+// bucket is one window's measurements.
+type bucket struct {
+	runs   int64
+	busy   time.Duration
+	oldest time.Duration // the largest age at first receipt
+}
+
+// rotateLocked moves the buckets on to now's window.
+func (s *signals) rotateLocked(now time.Time) {
+	switch {
+	case s.curStart.IsZero():
+		s.curStart = now
+	case now.Sub(s.curStart) >= 2*signalWindow:
+		s.prev, s.cur, s.curStart = bucket{}, bucket{}, now
+	case now.Sub(s.curStart) >= signalWindow:
+		s.prev, s.cur, s.curStart = s.cur, bucket{}, s.curStart.Add(signalWindow)
+	}
+}
+
+// handled records a handler slot held for busy by one message.
+func (s *signals) handled(now time.Time, busy time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rotateLocked(now)
+	s.runs++
+	s.busy += busy
+	s.cur.runs++
+	s.cur.busy += busy
+}
+
+// received records the messages of one receive: the age of each received
+// for the first time (ApproximateReceiveCount 1), from its SentTimestamp to
+// its receipt. Retries are left out: their wait is the retry delay the
+// policy chose, not a backlog.
+func (s *signals) received(now time.Time, jobs []*job) {
+	var oldest time.Duration
+	for _, j := range jobs {
+		if j.msg.ReceiveCount == 1 && !j.msg.SentAt.IsZero() {
+			oldest = max(oldest, j.msg.ReceivedAt.Sub(j.msg.SentAt))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rotateLocked(now)
+	s.cur.oldest = max(s.cur.oldest, oldest)
+}
+
+// fill sets the scaling fields of st at now.
+func (s *signals) fill(now time.Time, st *Stats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rotateLocked(now)
+	st.Concurrency = s.concurrency
+	st.HandlerRuns, st.HandlerTime = s.runs, s.busy
+	runs, busy := s.cur.runs+s.prev.runs, s.cur.busy+s.prev.busy
+	if runs == 0 {
+		runs, busy = s.runs, s.busy // idle lately: the whole run's mean
+	}
+	if runs > 0 {
+		st.MeanHandlerTime = busy / time.Duration(runs)
+		if busy > 0 {
+			st.Capacity = float64(s.concurrency) * float64(runs) / busy.Seconds()
+		}
+	}
+	st.OldestAge = max(s.cur.oldest, s.prev.oldest)
+}

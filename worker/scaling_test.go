@@ -1,0 +1,65 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// The scaling signals match a run whose handler time is known: 4 slots of
+// 100 ms take 40 messages a second; messages sent 5 s before the worker
+// started are at least that old when received; the age leaves its window while the capacity stays.
+func TestScalingSignalsMatchKnownHandlerTimes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.For(t, func(o *sqstest.Options) { o.Latency = 5 * time.Millisecond })
+		src, _ := f.MustCreateQueueWithDLQ(t, "jobs", 5, map[string]string{"VisibilityTimeout": "30"})
+		const jobs = 400
+		for i := range jobs {
+			f.MustSend(t, src, fmt.Sprint(i))
+		}
+		time.Sleep(5 * time.Second)
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			time.Sleep(100 * time.Millisecond)
+			return nil
+		}), func(o *worker.Options) { o.Concurrency = 4 })
+		if s := h.w.Stats(); s.Concurrency != 4 || s.Capacity != 0 || s.HandlerRuns != 0 {
+			t.Fatalf("Stats before any handler returned = %+v; want Concurrency 4 and no capacity yet", s)
+		}
+		for h.w.Stats().Deleted < jobs {
+			time.Sleep(100 * time.Millisecond)
+		}
+		s := h.w.Stats()
+		if math.Abs(s.Capacity-40)/40 > 0.10 {
+			t.Errorf("Capacity = %.2f messages/s, want 40 (4 slots / 100 ms) within 10%%", s.Capacity)
+		}
+		if d := s.MeanHandlerTime - 100*time.Millisecond; d < 0 || d > 10*time.Millisecond {
+			t.Errorf("MeanHandlerTime = %v, want 100 ms", s.MeanHandlerTime)
+		}
+		if s.HandlerRuns != jobs || s.HandlerTime < jobs*100*time.Millisecond {
+			t.Errorf("HandlerRuns = %d, HandlerTime = %v; want %d runs of at least 100 ms", s.HandlerRuns, s.HandlerTime, jobs)
+		}
+		// The last of 400 messages at 40/s waited about 10 s more.
+		if s.OldestAge < 14*time.Second || s.OldestAge > 16*time.Second {
+			t.Errorf("OldestAge = %v, want about 15 s (5 s before the start, 10 s in the queue behind the others)", s.OldestAge)
+		}
+		// Two idle minutes later the age has left its window; the
+		// capacity stays (the whole run's mean).
+		time.Sleep(2*signalWindowForTest + time.Second)
+		if s := h.w.Stats(); s.OldestAge != 0 || math.Abs(s.Capacity-40)/40 > 0.10 {
+			t.Errorf("Stats after two idle minutes = %+v; want OldestAge 0 and the capacity kept", s)
+		}
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// signalWindowForTest is the span of the signals' buckets (worker's
+// signalWindow).
+const signalWindowForTest = time.Minute
