@@ -126,6 +126,17 @@
 //	sqsworker.cost.usd                             sqsworker_cost_usd_total                   estimated price so far
 //	sqsworker.cost.usd_per_million_messages        sqsworker_cost_usd_per_million_messages    estimated price of a million messages at this rate
 //	sqsworker.sqs.requests_per_message             sqsworker_sqs_requests_per_message         calls per message received
+//	sqsworker.handler.slots                        sqsworker_handler_slots                    handler slots (Options.Concurrency)
+//	sqsworker.handler.runs                         sqsworker_handler_runs_total               messages that held a slot and gave it back
+//	sqsworker.handler.busy_time                    sqsworker_handler_busy_time_seconds_total  time messages held a slot
+//	sqsworker.capacity                             sqsworker_capacity                         messages/s with every slot busy (slots ÷ mean handler time)
+//	sqsworker.oldest_message.age                   sqsworker_oldest_message_age_seconds       age at receipt of the oldest fresh message, last 1–2 min
+//
+// The last five are the scaling signals (worker.Stats.Capacity and its
+// neighbours): per-worker capacity, and, summed over the fleet,
+// sum(rate(busy_time)) / sum(rate(runs)) is the mean handler time and
+// sum(slots) / that mean the fleet's capacity. `sqsworker template
+// --scaling` turns them into a KEDA, ECS or Lambda scaling configuration.
 //
 // sqsworker.result is ok, throttled, transient, stale, maxed-out, fatal,
 // invalid or canceled (worker.Stats.RequestResults). The cost follows

@@ -38,6 +38,11 @@ const (
 	metricCost           = "sqsworker.cost.usd"
 	metricCostPerMillion = "sqsworker.cost.usd_per_million_messages"
 	metricReqPerMessage  = "sqsworker.sqs.requests_per_message"
+	metricConcurrency    = "sqsworker.handler.slots"
+	metricHandlerRuns    = "sqsworker.handler.runs"
+	metricHandlerTime    = "sqsworker.handler.busy_time"
+	metricCapacity       = "sqsworker.capacity"
+	metricOldestAge      = "sqsworker.oldest_message.age"
 )
 
 // The attributes sqsotel adds to OTel's messaging ones.
@@ -69,6 +74,12 @@ type instruments struct {
 	inFlight, settlingNow, prefetched, prefetchTarget                                                       metric.Int64ObservableUpDownCounter
 	cost                                                                                                    metric.Float64ObservableCounter
 	costPerMillion, reqPerMessage                                                                           metric.Float64ObservableGauge
+
+	// The scaling signals.
+	slots               metric.Int64ObservableUpDownCounter
+	handlerRuns         metric.Int64ObservableCounter
+	handlerTime         metric.Float64ObservableCounter
+	capacity, oldestAge metric.Float64ObservableGauge
 }
 
 func (m *instruments) init(meter metric.Meter) error {
@@ -143,6 +154,21 @@ func (m *instruments) init(meter metric.Meter) error {
 	m.reqPerMessage, err = meter.Float64ObservableGauge(metricReqPerMessage, metric.WithUnit("{request}"),
 		metric.WithDescription("SQS calls per message received so far."))
 	add(err)
+	m.slots, err = meter.Int64ObservableUpDownCounter(metricConcurrency, metric.WithUnit("{slot}"),
+		metric.WithDescription("Handler slots (worker.Stats.Concurrency, Options.Concurrency); summed over the fleet, the slots of every worker."))
+	add(err)
+	m.handlerRuns, err = meter.Int64ObservableCounter(metricHandlerRuns, metric.WithUnit("{message}"),
+		metric.WithDescription("Messages that held a handler slot and gave it back (worker.Stats.HandlerRuns)."))
+	add(err)
+	m.handlerTime, err = meter.Float64ObservableCounter(metricHandlerTime, metric.WithUnit("s"),
+		metric.WithDescription("Total time messages held a handler slot (worker.Stats.HandlerTime): rate(busy_time) / rate(runs) is the mean handler time over any window."))
+	add(err)
+	m.capacity, err = meter.Float64ObservableGauge(metricCapacity, metric.WithUnit("{message}/s"),
+		metric.WithDescription("Messages per second the worker can take with every slot busy: slots / mean handler time over the last one to two minutes (worker.Stats.Capacity)."))
+	add(err)
+	m.oldestAge, err = meter.Float64ObservableGauge(metricOldestAge, metric.WithUnit("s"),
+		metric.WithDescription("Age at receipt of the oldest message received for the first time in the last one to two minutes (worker.Stats.OldestAge)."))
+	add(err)
 	return errors.Join(errs...)
 }
 
@@ -184,7 +210,9 @@ type StatsSource interface {
 // and settling, receive calls by batch size, heartbeat extensions (on time
 // and late), late settlements, delete retries, dropped hook events, SQS
 // requests by API and result, billed requests and payload by API, and the
-// estimated cost (total, and per million messages at the rate so far). Call
+// estimated cost (total, and per million messages at the rate so far), and
+// the scaling signals (handler slots, runs and busy time, capacity, age of
+// the oldest fresh message). Call
 // Unregister on the result when the worker is gone.
 func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, error) {
 	queue := queueName(w.QueueURL())
@@ -220,9 +248,15 @@ func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, er
 		o.ObserveFloat64(m.cost, c.USD, base...)
 		o.ObserveFloat64(m.costPerMillion, c.USDPerMillionMessages, base...)
 		o.ObserveFloat64(m.reqPerMessage, c.RequestsPerMessage, base...)
+		o.ObserveInt64(m.slots, int64(s.Concurrency), base...)
+		o.ObserveInt64(m.handlerRuns, s.HandlerRuns, base...)
+		o.ObserveFloat64(m.handlerTime, s.HandlerTime.Seconds(), base...)
+		o.ObserveFloat64(m.capacity, s.Capacity, base...)
+		o.ObserveFloat64(m.oldestAge, s.OldestAge.Seconds(), base...)
 		return nil
 	}, m.consumed, m.inFlight, m.settlingNow, m.prefetched, m.prefetchTarget, m.receives, m.extensions, m.lateExtensions, m.late, m.deleteRetries,
-		m.dropped, m.requests, m.billed, m.payload, m.cost, m.costPerMillion, m.reqPerMessage)
+		m.dropped, m.requests, m.billed, m.payload, m.cost, m.costPerMillion, m.reqPerMessage,
+		m.slots, m.handlerRuns, m.handlerTime, m.capacity, m.oldestAge)
 }
 
 // attrCache keeps one measurement option per attribute combination, so

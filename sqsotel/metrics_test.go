@@ -83,5 +83,17 @@ func TestMetricsMatchStats(t *testing.T) {
 		if got := value(t, rm, "sqsworker.sqs.requests_per_message", q); got != c.RequestsPerMessage {
 			t.Errorf("sqsworker.sqs.requests_per_message = %v, Stats says %v", got, c.RequestsPerMessage)
 		}
+		if s.HandlerRuns == 0 || s.Capacity <= 0 || s.Concurrency == 0 {
+			t.Fatalf("scenario: %+v; want handler runs measured", s)
+		}
+		check("sqsworker.handler.slots", value(t, rm, "sqsworker.handler.slots", q), int64(s.Concurrency))
+		check("sqsworker.handler.runs", value(t, rm, "sqsworker.handler.runs", q), s.HandlerRuns)
+		for name, want := range map[string]float64{
+			"sqsworker.handler.busy_time": s.HandlerTime.Seconds(), "sqsworker.capacity": s.Capacity, "sqsworker.oldest_message.age": s.OldestAge.Seconds(),
+		} {
+			if got := value(t, rm, name, q); got != want {
+				t.Errorf("%s = %v, Stats says %v", name, got, want)
+			}
+		}
 	})
 }
