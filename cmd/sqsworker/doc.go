@@ -49,7 +49,12 @@
 //	                      cumulative time, total and a chart; --compare shows the
 //	                      four backoff functions side by side
 //	template QUEUE        a CloudFormation template for the queue pair (and with
-//	                      --topic the fan-out chain), with an alarm on every DLQ
+//	                      --topic the fan-out chain), with an alarm on every DLQ;
+//	                      with --scaling keda|ecs|lambda a scaling configuration
+//	                      (KEDA ScaledObject, ECS backlog-per-task policy, Lambda
+//	                      event source mapping) derived from a measured capacity
+//	                      (--stats, --handler-time, --capacity) and
+//	                      --target-latency, each number's origin in a comment
 //	version               the module version and the commit it was built from
 //	                      (also --version)
 //	cost SOURCE           what a worker's SQS requests cost: requests and billed

@@ -33,7 +33,10 @@ NumberOfMessagesSent: AWS documents that NumberOfMessagesSent does not count
 the messages SQS's own redrive moves into a dead-letter queue after
 maxReceiveCount receives, so an alarm on it would miss exactly those.
 
-Nothing calls AWS; deploy it with aws cloudformation deploy.`,
+Nothing calls AWS; deploy it with aws cloudformation deploy.
+
+With --scaling keda|ecs|lambda it prints a scaling configuration for the
+workers instead: run "sqsworker template --scaling keda --help".`,
 		run: runTemplate,
 	}
 }
@@ -47,6 +50,9 @@ type templateOptions struct {
 }
 
 func runTemplate(a *app, ctx context.Context, cmd *command, args []string) int {
+	if scalingFlagged(args) {
+		return runScaling(a, ctx, cmd, args)
+	}
 	fs := a.flags(cmd)
 	out := outputFlag(fs)
 	var o templateOptions
