@@ -74,8 +74,9 @@
 //
 // # Shutdown
 //
-// When Run's context ends, receiving stops and what waits in the buffer is
-// released at once. Running handlers get Options.ShutdownTimeout, then
+// When Run's context ends, receiving stops — the receive calls in flight
+// end too, so a long poll does not take messages during the drain only to
+// release them — and what waits in the buffer is released at once. Running handlers get Options.ShutdownTimeout, then
 // their contexts are cancelled (cause ErrShutdown) and their messages
 // released. Once the handlers have returned, pending settlements are
 // flushed for at most Options.FlushTimeout; messages whose handle is no
@@ -136,7 +137,11 @@
 // messages. Health says whether the worker is live and ready (receiving,
 // not failing, not stuck), HealthHandler serves it to liveness and
 // readiness probes, and StatsHandler serves Stats as JSON for
-// `sqsworker cost`. Options.OnSettled reports each message's confirmed fate;
+// `sqsworker cost`. Stats also carries the scaling signals: handler slots,
+// runs and busy time, Capacity (Concurrency / mean handler time, messages
+// per second) and OldestAge (how long fresh messages waited), which
+// `sqsworker template --scaling` turns into a KEDA, ECS or Lambda
+// configuration. Options.OnSettled reports each message's confirmed fate;
 // the OpenTelemetry module github.com/sqsworker/sqsworker/sqsotel builds
 // traces and metrics on it and on Middleware.
 //

@@ -81,6 +81,15 @@ type Checks struct {
 	// OnlyDeleteFaultDuplicates fails a duplicate that a fault on the
 	// job's own delete does not explain.
 	OnlyDeleteFaultDuplicates bool `json:"onlyDeleteFaultDuplicates,omitempty"`
+	// MaxReceiveStop, when positive, bounds how long a SIGTERMed worker
+	// may go on receiving (Processes.ReceiveStopMax).
+	MaxReceiveStop time.Duration `json:"maxReceiveStop,omitempty"`
+	// MaxRelease, when positive, bounds how long after SIGTERM a worker may
+	// take to release a message it did not start (Processes.ReleaseMax).
+	MaxRelease time.Duration `json:"maxRelease,omitempty"`
+	// NoDeadLetters fails a run with any job in the DLQ (for a mix whose
+	// jobs all succeed).
+	NoDeadLetters bool `json:"noDeadLetters,omitempty"`
 }
 
 // ShutdownBound is how long a worker may take to return from Run after
@@ -102,7 +111,7 @@ const ExitSlack = 2 * time.Second
 
 // Variants lists the named variants.
 func Variants() []string {
-	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo"}
+	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo", "drain"}
 }
 
 // Variant returns a named variant's configuration:
@@ -119,6 +128,14 @@ func Variants() []string {
 //   - scale: 100,000 jobs, 6 workers (Concurrency 32, CallTimeout 5 s),
 //     the chaos faults and kills.
 //   - fifo: the chaos variant on a FIFO queue with 50 groups.
+//   - drain: 3 workers under load (jobs that all succeed, 0 to 200 ms of
+//     work),
+//     no faults, SIGTERM every 2 to 4 s (each replaced): every worker
+//     must stop receiving within 1 s of the signal, release what it
+//     prefetched within 1 s, and return within
+//     ShutdownTimeout + FlushTimeout, nothing lost, nothing dead-lettered
+//     (maxReceiveCount 5, so receives wasted on draining workers would
+//     show).
 func Variant(name string) (Config, error) {
 	c := base()
 	c.Variant = name
@@ -157,6 +174,14 @@ func Variant(name string) (Config, error) {
 		c.Jobs, c.FIFO, c.Groups = 3000, true, 50
 		c.Faults = chaosFaults()
 		c.Kills = Kills{MinEvery: 2 * time.Second, MaxEvery: 5 * time.Second, KillShare: 0.5}
+	case "drain":
+		c.Jobs, c.Workers = 20_000, 3
+		c.Mix = Mix{MaxWork: 200 * time.Millisecond}
+		c.Faults = nil
+		c.Kills = Kills{MinEvery: 2 * time.Second, MaxEvery: 4 * time.Second}
+		c.MaxReceiveCount = 5
+		c.Checks.MaxReceiveStop, c.Checks.MaxRelease = time.Second, time.Second
+		c.Checks.NoDeadLetters = true
 	default:
 		return Config{}, fmt.Errorf("chaos: no variant %q; choose one of %s", name, strings.Join(Variants(), ", "))
 	}

@@ -3,7 +3,9 @@
 // its reason, never silently gone and never silently re-run — with real
 // worker processes, a faulty network and kill -9. `make chaos` runs it
 // (command internal/harness/chaos/cmd/chaos); TestChaosBounded runs a bounded
-// variant inside `make test`. RELIABILITY.md at the repository's root has
+// variant inside `make test`, and TestDrainBounded a bounded drain variant
+// (workers SIGTERMed under load: receiving stops within 1 s, prefetched
+// messages are released, Run returns within its bound). RELIABILITY.md at the repository's root has
 // the figures of every variant and the command for each.
 //
 // # A run

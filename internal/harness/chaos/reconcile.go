@@ -422,9 +422,26 @@ func (r *Report) processes(ev evidence) {
 				r.Processes.RunOverBound++
 			}
 		}
+		r.Processes.ReceiveStopMax = max(r.Processes.ReceiveStopMax, e.ReceiveStop())
+		r.Processes.ReceivesAfterSignal += e.ReceivesAfterSignal
 		if e.Err != "" {
 			r.Processes.RunErrors = append(r.Processes.RunErrors, e.Worker+": "+e.Err)
 		}
+	}
+	// Messages a SIGTERMed process released without running them (prefetched,
+	// or brought by a receive that ended as it stopped): how soon after
+	// the signal SQS confirmed each release.
+	ran := make(map[string]bool, len(ev.Files.Runs))
+	for _, run := range ev.Files.Runs {
+		ran[run.Handle] = true
+	}
+	for _, s := range ev.Files.Settled {
+		e, ok := ev.Files.Exits[s.Worker]
+		if s.Outcome != "released" || ran[s.Handle] || !ok || e.Signal.IsZero() {
+			continue
+		}
+		r.Processes.UnstartedReleased++
+		r.Processes.ReleaseMax = max(r.Processes.ReleaseMax, s.Time.Sub(e.Signal))
 	}
 	r.Processes.ExitMax = ev.ExitMax
 	var total int
@@ -466,6 +483,15 @@ func (r *Report) failures() []string {
 	add(r.Lost, "%d jobs lost (neither done, nor in the DLQ, nor pending): %v", r.Lost, r.LostJobs)
 	add(r.Processes.Hung, "%d workers hung after SIGTERM (alive %v after it): %v", r.Processes.Hung, r.ShutdownBound+ExitSlack, r.Processes.HungNames)
 	add(r.Processes.RunOverBound, "%d workers returned from Run later than ShutdownTimeout + FlushTimeout (%v) + %v after SIGTERM (longest %v)", r.Processes.RunOverBound, r.ShutdownBound, RunSlack, r.Processes.RunReturnMax)
+	if max := r.Config.Checks.MaxReceiveStop; max > 0 && r.Processes.ReceiveStopMax > max {
+		f = append(f, fmt.Sprintf("a worker went on receiving %v after SIGTERM, more than %v", r.Processes.ReceiveStopMax, max))
+	}
+	if max := r.Config.Checks.MaxRelease; max > 0 && r.Processes.ReleaseMax > max {
+		f = append(f, fmt.Sprintf("a worker released an unstarted message %v after SIGTERM, more than %v", r.Processes.ReleaseMax, max))
+	}
+	if r.Config.Checks.NoDeadLetters && r.DeadLettered > 0 {
+		f = append(f, fmt.Sprintf("%d jobs dead-lettered in a run whose jobs all succeed", r.DeadLettered))
+	}
 	add(r.Processes.Crashed, "%d workers exited without being signalled: %v", r.Processes.Crashed, r.Processes.CrashedNames)
 	add(r.Processes.Races, "%d data races reported by worker processes (see %v)", r.Processes.Races, r.Processes.RaceNames)
 	add(len(r.Processes.RunErrors), "Run returned errors: %v", r.Processes.RunErrors)

@@ -82,6 +82,20 @@ type ExitRecord struct {
 	Returned time.Time `json:"returned"`
 	Err      string    `json:"err,omitempty"`
 	Stats    worker.Stats
+	// LastReceiveEnd is when the worker's last ReceiveMessage call ended,
+	// and ReceivesAfterSignal how many began after SIGTERM.
+	LastReceiveEnd      time.Time `json:"lastReceiveEnd,omitzero"`
+	ReceivesAfterSignal int       `json:"receivesAfterSignal,omitempty"`
+}
+
+// ReceiveStop is how long the worker went on receiving after SIGTERM: from
+// the signal to the end of its last receive call (zero when that ended
+// before the signal, or without a signal).
+func (e ExitRecord) ReceiveStop() time.Duration {
+	if e.Signal.IsZero() || e.LastReceiveEnd.Before(e.Signal) {
+		return 0
+	}
+	return e.LastReceiveEnd.Sub(e.Signal)
 }
 
 // RunAfterSignal is how long Run took to return after SIGTERM.

@@ -112,11 +112,21 @@ type Processes struct {
 	ExitMax      time.Duration `json:"exitMax"`
 	RunReturnMax time.Duration `json:"runReturnMax"`
 	RunOverBound int           `json:"runOverBound"`
-	HungNames    []string      `json:"hungNames,omitempty"`
-	CrashedNames []string      `json:"crashedNames,omitempty"`
-	Races        int           `json:"races"`
-	RaceNames    []string      `json:"raceNames,omitempty"`
-	RunErrors    []string      `json:"runErrors,omitempty"`
+	// ReceiveStopMax is the longest a SIGTERMed worker went on receiving
+	// (ExitRecord.ReceiveStop); ReceivesAfterSignal counts the receive calls
+	// begun after the signal.
+	ReceiveStopMax      time.Duration `json:"receiveStopMax"`
+	ReceivesAfterSignal int           `json:"receivesAfterSignal"`
+	// UnstartedReleased counts the messages SIGTERMed workers released
+	// without running them, and ReleaseMax the longest from the signal to
+	// SQS's confirmation of such a release.
+	UnstartedReleased int           `json:"unstartedReleased"`
+	ReleaseMax        time.Duration `json:"releaseMax"`
+	HungNames         []string      `json:"hungNames,omitempty"`
+	CrashedNames      []string      `json:"crashedNames,omitempty"`
+	Races             int           `json:"races"`
+	RaceNames         []string      `json:"raceNames,omitempty"`
+	RunErrors         []string      `json:"runErrors,omitempty"`
 }
 
 // WorkerStats is the sum of the worker.Stats fields the report shows.
@@ -200,6 +210,10 @@ func (r *Report) Text() string {
 	pr := r.Processes
 	p("processes: %d started, %d SIGTERM, %d SIGKILL, %d hung, %d crashed; after SIGTERM Run returned within %v (bound %v), processes exited within %v",
 		pr.Started, pr.Terminated, pr.Killed, pr.Hung, pr.Crashed, pr.RunReturnMax.Round(time.Millisecond), r.ShutdownBound, pr.ExitMax.Round(time.Millisecond))
+	p("after SIGTERM receiving stopped within %v (the end of the last receive call); %d receive calls began after the signal",
+		pr.ReceiveStopMax.Round(time.Millisecond), pr.ReceivesAfterSignal)
+	p("  %d messages released unstarted (prefetched, or received as the worker stopped), each confirmed within %v of the signal",
+		pr.UnstartedReleased, pr.ReleaseMax.Round(time.Millisecond))
 	w := r.WorkerStats
 	p("worker stats (processes that exited through Run): received %d, succeeded %d, failed %d, deleted %d, retried %d, dead-lettered %d, released %d, lost %d, abandoned %d, deletes retried %d, settled late %d, hook dropped %d, extensions %d (late %d)",
 		w.Received, w.Succeeded, w.Failed, w.Deleted, w.Retried, w.DeadLettered, w.Released, w.Lost, w.Abandoned, w.DeleteRetried, w.SettledLate, w.HookDropped, w.Extensions, w.LateExtensions)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -90,6 +91,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 			t.MaxIdleConnsPerHost = 2*cfg.Concurrency + 8
 		}),
 	})
+	watch := &receiveWatch{Client: client, stoppedAt: stoppedAt}
 	h := &handler{name: name, runs: runs, successes: successes}
 	policy := retry.PolicyFunc(func(attempt int) (time.Duration, bool) {
 		return cfg.RetryDelay, attempt < cfg.MaxAttempts
@@ -129,7 +131,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 	for try := 1; w == nil; try++ {
 		ch := make(chan made, 1)
 		go func() {
-			w, err := worker.New(client, cfg.Queue, h, opts)
+			w, err := worker.New(watch, cfg.Queue, h, opts)
 			ch <- made{w, err}
 		}()
 		var m made
@@ -151,6 +153,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 	}
 	runErr := w.Run(ctx)
 	exit.Signal, exit.Returned, exit.Stats = stoppedAt(), time.Now(), w.Stats()
+	exit.LastReceiveEnd, exit.ReceivesAfterSignal = watch.last(), int(watch.afterSignal.Load())
 	if runErr != nil {
 		exit.Err = runErr.Error()
 	}
@@ -213,4 +216,32 @@ func (h *handler) Handle(ctx context.Context, m *worker.Message) error {
 		return fmt.Errorf("chaos: recording the success: %w", err)
 	}
 	return nil
+}
+
+// receiveWatch is the worker's SQS client, watching its receives: when the
+// last one ended, and how many started after the process got SIGTERM.
+type receiveWatch struct {
+	*sqs.Client
+	stoppedAt   func() time.Time
+	lastEnd     atomic.Int64 // unix nanoseconds
+	afterSignal atomic.Int64
+}
+
+// ReceiveMessage records the call's end (and whether it began after the
+// signal) around the client's.
+func (r *receiveWatch) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	if !r.stoppedAt().IsZero() {
+		r.afterSignal.Add(1)
+	}
+	out, err := r.Client.ReceiveMessage(ctx, in, optFns...)
+	r.lastEnd.Store(time.Now().UnixNano())
+	return out, err
+}
+
+// last is when the last receive ended (zero: none).
+func (r *receiveWatch) last() time.Time {
+	if n := r.lastEnd.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
