@@ -131,9 +131,11 @@
 //	sqsworker.handler.busy_time                    sqsworker_handler_busy_time_seconds_total  time messages held a slot
 //	sqsworker.capacity                             sqsworker_capacity                         messages/s with every slot busy (slots ÷ mean handler time)
 //	sqsworker.oldest_message.age                   sqsworker_oldest_message_age_seconds       age at receipt of the oldest fresh message, last 1–2 min
+//	sqsworker.queue.messages{sqsworker.state}      sqsworker_queue_messages                   the queue's depth: visible, in_flight, delayed (Options.BacklogInterval)
 //
-// The last five are the scaling signals (worker.Stats.Capacity and its
-// neighbours): per-worker capacity, and, summed over the fleet,
+// The last six are the scaling signals (worker.Stats.Capacity and its
+// neighbours; the queue's depth only when worker.Options.BacklogInterval
+// is set): per-worker capacity, and, summed over the fleet,
 // sum(rate(busy_time)) / sum(rate(runs)) is the mean handler time and
 // sum(slots) / that mean the fleet's capacity. `sqsworker template
 // --scaling` turns them into a KEDA, ECS or Lambda scaling configuration.

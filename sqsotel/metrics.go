@@ -43,6 +43,7 @@ const (
 	metricHandlerTime    = "sqsworker.handler.busy_time"
 	metricCapacity       = "sqsworker.capacity"
 	metricOldestAge      = "sqsworker.oldest_message.age"
+	metricQueueDepth     = "sqsworker.queue.messages"
 )
 
 // The attributes sqsotel adds to OTel's messaging ones.
@@ -50,6 +51,7 @@ const (
 	attrOutcome = attribute.Key("sqsworker.outcome")
 	attrReason  = attribute.Key("sqsworker.reason")
 	attrResult  = attribute.Key("sqsworker.result")
+	attrState   = attribute.Key("sqsworker.state")
 )
 
 // durationBuckets are OTel's advised boundaries for messaging durations.
@@ -80,6 +82,7 @@ type instruments struct {
 	handlerRuns         metric.Int64ObservableCounter
 	handlerTime         metric.Float64ObservableCounter
 	capacity, oldestAge metric.Float64ObservableGauge
+	queueDepth          metric.Int64ObservableUpDownCounter
 }
 
 func (m *instruments) init(meter metric.Meter) error {
@@ -166,6 +169,9 @@ func (m *instruments) init(meter metric.Meter) error {
 	m.capacity, err = meter.Float64ObservableGauge(metricCapacity, metric.WithUnit("{message}/s"),
 		metric.WithDescription("Messages per second the worker can take with every slot busy: slots / mean handler time over the last one to two minutes (worker.Stats.Capacity)."))
 	add(err)
+	m.queueDepth, err = meter.Int64ObservableUpDownCounter(metricQueueDepth, metric.WithUnit("{message}"),
+		metric.WithDescription("The queue's depth by sqsworker.state (visible, in_flight, delayed), as last read every worker.Options.BacklogInterval (worker.Stats.Backlog); absent when the worker does not read it."))
+	add(err)
 	m.oldestAge, err = meter.Float64ObservableGauge(metricOldestAge, metric.WithUnit("s"),
 		metric.WithDescription("Age at receipt of the oldest message received for the first time in the last one to two minutes (worker.Stats.OldestAge)."))
 	add(err)
@@ -212,7 +218,8 @@ type StatsSource interface {
 // requests by API and result, billed requests and payload by API, and the
 // estimated cost (total, and per million messages at the rate so far), and
 // the scaling signals (handler slots, runs and busy time, capacity, age of
-// the oldest fresh message). Call
+// the oldest fresh message, and the queue's depth when the worker reads it).
+// Call
 // Unregister on the result when the worker is gone.
 func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, error) {
 	queue := queueName(w.QueueURL())
@@ -253,10 +260,15 @@ func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, er
 		o.ObserveFloat64(m.handlerTime, s.HandlerTime.Seconds(), base...)
 		o.ObserveFloat64(m.capacity, s.Capacity, base...)
 		o.ObserveFloat64(m.oldestAge, s.OldestAge.Seconds(), base...)
+		if b := s.Backlog; !b.At.IsZero() {
+			o.ObserveInt64(m.queueDepth, b.Visible, in.attrs.get(queue, attrState.String("visible")).observe...)
+			o.ObserveInt64(m.queueDepth, b.InFlight, in.attrs.get(queue, attrState.String("in_flight")).observe...)
+			o.ObserveInt64(m.queueDepth, b.Delayed, in.attrs.get(queue, attrState.String("delayed")).observe...)
+		}
 		return nil
 	}, m.consumed, m.inFlight, m.settlingNow, m.prefetched, m.prefetchTarget, m.receives, m.extensions, m.lateExtensions, m.late, m.deleteRetries,
 		m.dropped, m.requests, m.billed, m.payload, m.cost, m.costPerMillion, m.reqPerMessage,
-		m.slots, m.handlerRuns, m.handlerTime, m.capacity, m.oldestAge)
+		m.slots, m.handlerRuns, m.handlerTime, m.capacity, m.oldestAge, m.queueDepth)
 }
 
 // attrCache keeps one measurement option per attribute combination, so

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -94,6 +95,33 @@ func TestMetricsMatchStats(t *testing.T) {
 			if got := value(t, rm, name, q); got != want {
 				t.Errorf("%s = %v, Stats says %v", name, got, want)
 			}
+		}
+	})
+}
+
+// With worker.Options.BacklogInterval the queue's depth is a gauge by
+// state, equal to Stats.Backlog; without it, no such metric.
+func TestQueueDepthMetric(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		sc := runScenario(t, tel, func(o *worker.Options) { o.BacklogInterval = time.Minute })
+		b := sc.stats.Backlog
+		if b.At.IsZero() {
+			t.Fatalf("Stats.Backlog = %+v; want a read", b)
+		}
+		rm := tel.collect(t)
+		for state, want := range map[string]int64{"visible": b.Visible, "in_flight": b.InFlight, "delayed": b.Delayed} {
+			got := value(t, rm, "sqsworker.queue.messages", map[string]string{"messaging.destination.name": "jobs", "sqsworker.state": state})
+			if got != float64(want) {
+				t.Errorf("sqsworker.queue.messages{%s} = %v, Stats.Backlog says %d", state, got, want)
+			}
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		tel := newTelemetry(t)
+		runScenario(t, tel)
+		if _, ok := find(tel.collect(t), "sqsworker.queue.messages"); ok {
+			t.Error("sqsworker.queue.messages reported without BacklogInterval")
 		}
 	})
 }

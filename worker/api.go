@@ -244,6 +244,18 @@ type Stats struct {
 	// SentTimestamp, under the clocks of SQS and of this host. Retries are
 	// left out (their wait is the retry delay). Zero when none arrived.
 	OldestAge time.Duration
+	// Backlog is the queue's depth as last read (Options.BacklogInterval;
+	// zero At: never read). The backlog per worker a scaler compares with
+	// Capacity × the target latency is Backlog.Visible ÷ the workers.
+	Backlog QueueDepth
+}
+
+// QueueDepth is a queue's depth as SQS reported it, approximately.
+type QueueDepth struct {
+	Visible  int64     // ApproximateNumberOfMessages: waiting to be received
+	InFlight int64     // ApproximateNumberOfMessagesNotVisible: received, not yet deleted (running, or waiting for a retry)
+	Delayed  int64     // ApproximateNumberOfMessagesDelayed: sent with a delay not yet over
+	At       time.Time // when SQS answered
 }
 
 // TotalRequests is the sum of Requests.

@@ -173,6 +173,15 @@ type Options struct {
 	// maxReceiveCount receives, without provenance). New warns when the
 	// dead-letter queue is smaller than its source.
 	DeadLetterOffloader dlq.Offloader
+
+	// BacklogInterval is how often Run reads the queue's depth
+	// (GetQueueAttributes: ApproximateNumberOfMessages, …NotVisible and
+	// …Delayed) into Stats.Backlog, a scaling signal; the first read is at
+	// Run's start. Each read is one request (every minute: about 43,000 a
+	// month, within the free tier), counted in Stats.Requests. Zero value:
+	// never — KEDA, ECS and Lambda read the depth from SQS or CloudWatch
+	// themselves.
+	BacklogInterval time.Duration
 }
 
 func (o *Options) setDefaults() error {
@@ -193,6 +202,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 30 * time.Second
+	}
+	if o.BacklogInterval < 0 {
+		return fmt.Errorf("worker: Options.BacklogInterval is %v; use a positive interval (or 0: do not read the queue's depth)", o.BacklogInterval)
 	}
 	if o.ShutdownTimeout < 0 || o.HandlerTimeout < 0 || o.FlushTimeout < 0 || o.CallTimeout < 0 {
 		return fmt.Errorf("worker: Options.ShutdownTimeout, HandlerTimeout, FlushTimeout and CallTimeout must not be negative (zero selects the default)")

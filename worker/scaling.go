@@ -1,8 +1,14 @@
 package worker
 
 import (
+	"context"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // signalWindow is the span of each of the two buckets the scaling signals
@@ -21,6 +27,7 @@ type signals struct {
 	cur, prev   bucket
 	curStart    time.Time // when cur began; zero: no bucket yet
 	concurrency int
+	depth       QueueDepth // the last read of the queue's depth
 }
 
 // bucket is one window's measurements.
@@ -88,4 +95,43 @@ func (s *signals) fill(now time.Time, st *Stats) {
 		}
 	}
 	st.OldestAge = max(s.cur.oldest, s.prev.oldest)
+	st.Backlog = s.depth
+}
+
+// sampleBacklog reads the queue's depth into the signals every
+// Options.BacklogInterval, from now until ctx ends. A read that fails is
+// logged (at most once per settle.WarnInterval) and tried again at the
+// next tick; Stats.Backlog keeps the last good read.
+func (w *Worker) sampleBacklog(ctx context.Context) {
+	t := time.NewTicker(w.opts.BacklogInterval)
+	defer t.Stop()
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, w.opts.CallTimeout)
+		out, err := w.client.GetQueueAttributes(callCtx, &sqs.GetQueueAttributesInput{
+			QueueUrl: aws.String(w.queueURL),
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
+				types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed},
+		})
+		cancel()
+		switch {
+		case err == nil:
+			n := func(a types.QueueAttributeName) int64 {
+				v, _ := strconv.ParseInt(out.Attributes[string(a)], 10, 64)
+				return v
+			}
+			d := QueueDepth{Visible: n(types.QueueAttributeNameApproximateNumberOfMessages),
+				InFlight: n(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+				Delayed:  n(types.QueueAttributeNameApproximateNumberOfMessagesDelayed), At: time.Now()}
+			w.signals.mu.Lock()
+			w.signals.depth = d
+			w.signals.mu.Unlock()
+		case ctx.Err() == nil:
+			w.warn.Warn("backlog", "sqsworker: reading the queue's depth failed (Options.BacklogInterval); Stats.Backlog keeps the last read", "queue", w.queueURL, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -63,3 +65,51 @@ func TestScalingSignalsMatchKnownHandlerTimes(t *testing.T) {
 // signalWindowForTest is the span of the signals' buckets (worker's
 // signalWindow).
 const signalWindowForTest = time.Minute
+
+// With Options.BacklogInterval the worker reads the queue's depth into
+// Stats.Backlog at Run's start and at every interval; without it, never.
+func TestBacklogSampled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.For(t)
+		src, _ := f.MustCreateQueueWithDLQ(t, "jobs", 5, map[string]string{"VisibilityTimeout": "30"})
+		for i := range 50 {
+			f.MustSend(t, src, fmt.Sprint(i))
+		}
+		f.MustSend(t, src, "later", func(in *sqs.SendMessageInput) { in.DelaySeconds = 900 })
+		release := make(chan struct{})
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			<-release
+			return nil
+		}), func(o *worker.Options) { o.Concurrency = 2; o.MaxPrefetch = -1; o.BacklogInterval = time.Minute })
+		time.Sleep(time.Second)
+		s := h.w.Stats()
+		if s.Backlog.At.IsZero() || s.Backlog.Delayed != 1 || s.Backlog.Visible+s.Backlog.InFlight != 50 {
+			t.Fatalf("Backlog = %+v at the start; want the 50 messages (visible or in flight) and the delayed one", s.Backlog)
+		}
+		reads := s.Requests["GetQueueAttributes"]
+		close(release)
+		for h.w.Stats().Deleted < 50 {
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(time.Minute)
+		s = h.w.Stats()
+		if s.Backlog.Visible != 0 || s.Backlog.InFlight != 0 || s.Backlog.Delayed != 1 || s.Requests["GetQueueAttributes"] <= reads {
+			t.Fatalf("Backlog = %+v a minute later (%d reads); want the queue empty but for the delayed message", s.Backlog, s.Requests["GetQueueAttributes"])
+		}
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+
+		// Off by default: no read beyond New's.
+		f.MustSend(t, src, "one")
+		h = start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { return nil }))
+		byNew := h.w.Stats().Requests["GetQueueAttributes"]
+		time.Sleep(2 * time.Minute)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if s := h.w.Stats(); !s.Backlog.At.IsZero() || s.Requests["GetQueueAttributes"] != byNew {
+			t.Fatalf("Backlog = %+v, %d GetQueueAttributes (%d by New); want no read without BacklogInterval", s.Backlog, s.Requests["GetQueueAttributes"], byNew)
+		}
+	})
+}

@@ -414,6 +414,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.handle(r)
 		}()
 	}
+	if w.opts.BacklogInterval > 0 {
+		sctx, stopSampling := context.WithCancel(ctx)
+		var sampling sync.WaitGroup
+		sampling.Go(func() { w.sampleBacklog(sctx) })
+		defer func() { stopSampling(); sampling.Wait() }()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	recvCtx, cancelRecv := context.WithCancel(bg)
 	defer cancelRecv()
