@@ -139,8 +139,9 @@
 // readiness probes, and StatsHandler serves Stats as JSON for
 // `sqsworker cost`. Stats also carries the scaling signals: handler slots,
 // runs and busy time, Capacity (Concurrency / mean handler time, messages
-// per second) and OldestAge (how long fresh messages waited), which
-// `sqsworker template --scaling` turns into a KEDA, ECS or Lambda
+// per second), OldestAge (how long fresh messages waited) and, with
+// Options.BacklogInterval, the queue's depth (Backlog); `sqsworker
+// template --scaling` turns the capacity into a KEDA, ECS or Lambda
 // configuration. Options.OnSettled reports each message's confirmed fate;
 // the OpenTelemetry module github.com/sqsworker/sqsworker/sqsotel builds
 // traces and metrics on it and on Middleware.
