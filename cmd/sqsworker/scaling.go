@@ -284,7 +284,7 @@ func (a *app) measure(ctx context.Context, o *scalingOptions, set map[string]boo
 	if n != 1 {
 		return measured{}, usagef("give one measurement: --stats (a worker's StatsHandler URL or a Stats file), --handler-time (with --concurrency), or --capacity")
 	}
-	if set["concurrency"] && !set["handler-time"] {
+	if set["concurrency"] && !set["handler-time"] && o.kind != "lambda" {
 		return measured{}, usagef("--concurrency goes with --handler-time (--stats carries the worker's own)")
 	}
 	switch {
@@ -413,7 +413,7 @@ func kedaTemplate(o scalingOptions, m measured) (*yaml.Node, error) {
 		"# KEDA's defaults: the queue is read every 30 s; scale to zero waits 300 s without backlog.",
 		"pollingInterval", 30,
 		"cooldownPeriod", 300,
-		fmt.Sprintf("# %d: scale to zero when the queue is empty (0 needs no worker running).", minR),
+		minComment(minR),
 		"minReplicaCount", minR,
 		"maxReplicaCount", o.maxCount,
 		"triggers", seq(mapping(trigger...)),
@@ -432,6 +432,14 @@ func kedaTemplate(o scalingOptions, m measured) (*yaml.Node, error) {
 		fmt.Sprintf("terminationGracePeriodSeconds to at least %d (Kubernetes' default is %d).", int(give.Seconds()), int(k8sDefaultGrace.Seconds())),
 	}, "\n")
 	return &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{doc}}, nil
+}
+
+// minComment explains KEDA's minReplicaCount.
+func minComment(n int) string {
+	if n == 0 {
+		return "# 0: scale to zero when the queue is empty; activationQueueLength wakes the fleet again."
+	}
+	return fmt.Sprintf("# --min %d: at least %d workers, even with the queue empty.", n, n)
 }
 
 func ecsTemplate(o scalingOptions, m measured) (*yaml.Node, error) {

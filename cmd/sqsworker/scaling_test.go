@@ -247,8 +247,18 @@ func TestScalingFromWorkerStats(t *testing.T) {
 			t.Errorf("%s: the output does not say where the capacity came from", src)
 		}
 	}
+	// Lambda takes the handler time from the stats, and the function's own
+	// concurrency from --concurrency: ceil(10 / 4) x 400 ms = 1.2 s a batch,
+	// 100/s needs ceil(100 x 1.2 / 10) = 12 batches at once.
+	code, out, errOut := h.run(t, "template", "--scaling", "lambda", "--stats", file, "--concurrency", "4", "--rate", "100", "--function", "fn", "orders")
+	if code != exitOK {
+		t.Fatalf("lambda from stats: exit %d: %s", code, errOut)
+	}
+	if got := dig(t, parseYAML(t, out), "Resources", "EventSourceMapping", "Properties", "ScalingConfig", "MaximumConcurrency"); got != 12 {
+		t.Errorf("MaximumConcurrency = %v, want 12", got)
+	}
 	// The handler time bounds the target latency here too.
-	code, _, errOut := h.run(t, "template", "--scaling", "ecs", "--stats", file, "--target-latency", "300ms", "--cluster", "c", "--service", "s", "orders")
+	code, _, errOut = h.run(t, "template", "--scaling", "ecs", "--stats", file, "--target-latency", "300ms", "--cluster", "c", "--service", "s", "orders")
 	if code != exitUsage || !strings.Contains(errOut, "below the mean handler time 400ms") {
 		t.Errorf("exit %d, %q; want the target latency refused", code, errOut)
 	}
