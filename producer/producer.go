@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/cenkalti/backoff/v4"
 
 	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/retry"
 )
 
 // API is the SQS call a Producer makes, with the AWS SDK for Go v2's exact
@@ -53,9 +53,11 @@ type Options struct {
 	// the network) are sent again after a backoff. Entries SQS refused
 	// (SenderFault true) are not retried. Zero value: 5.
 	MaxAttempts int
-	// BackOff returns the wait between those attempts. Zero value:
-	// exponential from 100 ms to 5 s, with jitter.
-	BackOff func() backoff.BackOff
+	// Retry is the wait between those attempts: Delay(n) after the n-th
+	// call that carried an entry; giving up (false) ends the entry's
+	// attempts early. Zero value: the library's one retry rule for SQS calls
+	// (exponential from 100 ms to 5 s, jittered).
+	Retry retry.Policy
 	// CallTimeout bounds each SendMessageBatch call. Zero value: 30 s.
 	CallTimeout time.Duration
 	// Concurrency is how many SendMessageBatch calls may be in flight at
@@ -179,14 +181,8 @@ func (o *Options) setDefaults() error {
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 5
 	}
-	if o.BackOff == nil {
-		o.BackOff = func() backoff.BackOff {
-			b := backoff.NewExponentialBackOff()
-			b.InitialInterval = 100 * time.Millisecond
-			b.MaxInterval = 5 * time.Second
-			b.MaxElapsedTime = 0
-			return b
-		}
+	if o.Retry == nil {
+		o.Retry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return sqsbatch.Backoff(n), true })
 	}
 	if o.CallTimeout == 0 {
 		o.CallTimeout = 30 * time.Second

@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
-	"github.com/cenkalti/backoff/v4"
 
 	"github.com/sqsworker/sqsworker/internal/harness/sdkretry"
 	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -150,7 +150,7 @@ func TestFailedCalls(t *testing.T) {
 		slow := newProducer(t, f, url, func(o *producer.Options) {
 			o.CallTimeout = time.Second
 			o.MaxAttempts = 2
-			o.BackOff = func() backoff.BackOff { return &backoff.ZeroBackOff{} }
+			o.Retry = retry.PolicyFunc(func(int) (time.Duration, bool) { return 0, true })
 		})
 		remove = f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Latency: 2 * time.Second})
 		res, _ = slow.SendBatch(t.Context(), bodies(1, "c"))

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 )
 
@@ -89,19 +87,17 @@ func (p *Producer) deliver(ctx context.Context, items []*item) {
 	for i, it := range items {
 		entries[i].Send = it.entry
 	}
-	b := p.opts.BackOff()
-	b.Reset()
 	concurrency := p.opts.Concurrency
 	if p.fifo {
 		concurrency = 1 // in order, one at a time
 	}
 	res := p.sender.Run(ctx, entries, sqsbatch.Policy{
 		MaxAttempts: p.opts.MaxAttempts,
-		Wait: func(int) time.Duration {
-			if d := b.NextBackOff(); d != backoff.Stop {
+		Wait: func(n int) time.Duration {
+			if d, again := p.opts.Retry.Delay(n); again {
 				return d
 			}
-			return -1 // the BackOff gave up
+			return -1 // the policy gave up
 		},
 		CallTimeout: p.opts.CallTimeout,
 		MaxBatch:    p.opts.MaxBatch,

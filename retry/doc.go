@@ -6,8 +6,8 @@
 //
 //   - [Policy], the one interface the worker asks after a failure: "attempt n
 //     failed; wait how long, or give up?" [DeliveryPolicy] (SNS's delivery
-//     retry policy, applied to SQS), [FromBackOff] (any cenkalti/backoff/v4
-//     BackOff) and [PolicyFunc] implement it.
+//     retry policy, applied to SQS), [FromBackOff] (a [BackOff] sequence,
+//     such as cenkalti/backoff/v4's) and [PolicyFunc] implement it.
 //   - Typed outcomes a handler returns: [Permanent] (bad input: to the DLQ now)
 //     and [After] (retry after exactly this long).
 //   - [AttemptCounter], which says which attempt a delivery is: SQS's

@@ -132,10 +132,10 @@ func ExampleDeliveryPolicy_Validate() {
 	// true
 }
 
-// Any cenkalti/backoff/v4 BackOff can be a Policy; WithMaxRetries bounds the
+// Any cenkalti/backoff/v4 BackOff is a retry.BackOff, and so can be a Policy; WithMaxRetries bounds the
 // retries and backoff.Stop gives up.
 func ExampleFromBackOff() {
-	p, err := retry.FromBackOff(func() backoff.BackOff {
+	p, err := retry.FromBackOff(func() retry.BackOff {
 		b := backoff.NewExponentialBackOff(
 			backoff.WithInitialInterval(time.Second),
 			backoff.WithMultiplier(3),

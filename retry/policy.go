@@ -4,8 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
@@ -51,14 +49,27 @@ func VisibilitySeconds(d time.Duration) int32 {
 	return int32(s)
 }
 
-// FromBackOff turns a cenkalti/backoff/v4 BackOff into a [Policy].
+// BackOff is a sequence of waits, the shape of cenkalti/backoff/v4's
+// BackOff (any value of that type is one): Reset starts the sequence again,
+// NextBackOff returns the next wait, or -1 (backoff.Stop) to give up;
+// other negative waits count as 0.
+type BackOff interface {
+	NextBackOff() time.Duration
+	Reset()
+}
+
+// stop is the wait a BackOff returns to give up (backoff.Stop).
+const stop time.Duration = -1
+
+// FromBackOff turns a [BackOff] sequence (for example one of
+// cenkalti/backoff/v4's) into a [Policy].
 //
 // newBackOff must return a fresh BackOff on every call; it is called once per
 // Delay. Delay(n) resets that BackOff and calls NextBackOff n times: the n-th
-// value is the delay before attempt n+1, and backoff.Stop at any of those
-// calls means give up. So backoff.WithMaxRetries(b, 3) allows 3 retries, 4
-// deliveries in all, like a DeliveryPolicy with numRetries 3. Delays are capped
-// at 12 h (visibility.MaxVisibility); negative ones become 0.
+// value is the delay before attempt n+1, and -1 (backoff.Stop) at any of
+// those calls means give up. So backoff.WithMaxRetries(b, 3) allows
+// 3 retries, 4 deliveries in all, like a DeliveryPolicy with numRetries 3.
+// Delays are capped at 12 h (visibility.MaxVisibility).
 //
 // Because each call replays a new BackOff from the start, Delay is a pure
 // function of the attempt, and a BackOff's own randomisation (such as
@@ -71,12 +82,12 @@ func VisibilitySeconds(d time.Duration) int32 {
 // FromBackOff returns an error if newBackOff is nil or returns a nil
 // BackOff. Should a later call return nil, Delay gives up (the worker then
 // dead-letters the message with "retries exhausted").
-func FromBackOff(newBackOff func() backoff.BackOff) (Policy, error) {
+func FromBackOff(newBackOff func() BackOff) (Policy, error) {
 	if newBackOff == nil {
-		return nil, errors.New("retry.FromBackOff: newBackOff is nil; pass a function that returns a new backoff.BackOff")
+		return nil, errors.New("retry.FromBackOff: newBackOff is nil; pass a function that returns a new BackOff")
 	}
 	if newBackOff() == nil {
-		return nil, errors.New("retry.FromBackOff: newBackOff returned a nil backoff.BackOff; return a new one on every call")
+		return nil, errors.New("retry.FromBackOff: newBackOff returned a nil BackOff; return a new one on every call")
 	}
 	return PolicyFunc(func(attempt int) (time.Duration, bool) {
 		b := newBackOff()
@@ -87,7 +98,7 @@ func FromBackOff(newBackOff func() backoff.BackOff) (Policy, error) {
 		var d time.Duration
 		for range max(attempt, 1) {
 			d = b.NextBackOff()
-			if d == backoff.Stop {
+			if d == stop {
 				return 0, false
 			}
 		}

@@ -43,7 +43,7 @@ func TestCapAndVisibilitySeconds(t *testing.T) {
 
 func TestFromBackOff(t *testing.T) {
 	// WithMaxRetries(b, 3) allows 3 retries: 4 deliveries, like numRetries 3.
-	p := mustPolicy(t, func() backoff.BackOff {
+	p := mustPolicy(t, func() retry.BackOff {
 		return backoff.WithMaxRetries(backoff.NewConstantBackOff(5*time.Second), 3)
 	})
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -57,7 +57,7 @@ func TestFromBackOff(t *testing.T) {
 
 	// An exponential backoff without randomisation is replayed exactly, and
 	// each call is independent of the previous ones (pure in the attempt).
-	exp := mustPolicy(t, func() backoff.BackOff {
+	exp := mustPolicy(t, func() retry.BackOff {
 		b := backoff.NewExponentialBackOff(
 			backoff.WithInitialInterval(time.Second),
 			backoff.WithMultiplier(2),
@@ -77,19 +77,19 @@ func TestFromBackOff(t *testing.T) {
 		t.Errorf("Delay(0) = %v, %v; want it treated as attempt 1", d, ok)
 	}
 
-	stop := mustPolicy(t, func() backoff.BackOff { return &backoff.StopBackOff{} })
+	stop := mustPolicy(t, func() retry.BackOff { return &backoff.StopBackOff{} })
 	if _, ok := stop.Delay(1); ok {
 		t.Error("StopBackOff retried")
 	}
-	zero := mustPolicy(t, func() backoff.BackOff { return &backoff.ZeroBackOff{} })
+	zero := mustPolicy(t, func() retry.BackOff { return &backoff.ZeroBackOff{} })
 	if d, ok := zero.Delay(10); !ok || d != 0 {
 		t.Errorf("ZeroBackOff Delay = %v, %v", d, ok)
 	}
-	long := mustPolicy(t, func() backoff.BackOff { return backoff.NewConstantBackOff(48 * time.Hour) })
+	long := mustPolicy(t, func() retry.BackOff { return backoff.NewConstantBackOff(48 * time.Hour) })
 	if d, _ := long.Delay(1); d != 12*time.Hour {
 		t.Errorf("48h backoff gave %v, want it capped at %v", d, 12*time.Hour)
 	}
-	negative := mustPolicy(t, func() backoff.BackOff { return backoff.NewConstantBackOff(-time.Second) })
+	negative := mustPolicy(t, func() retry.BackOff { return backoff.NewConstantBackOff(-time.Second) })
 	if d, ok := negative.Delay(1); !ok || d != 0 {
 		t.Errorf("negative backoff gave %v, %v; want 0, true", d, ok)
 	}
@@ -99,11 +99,11 @@ func TestFromBackOffRefusesNil(t *testing.T) {
 	if p, err := retry.FromBackOff(nil); err == nil || p != nil {
 		t.Errorf("FromBackOff(nil) = %v, %v; want an error", p, err)
 	}
-	if p, err := retry.FromBackOff(func() backoff.BackOff { return nil }); err == nil || p != nil {
+	if p, err := retry.FromBackOff(func() retry.BackOff { return nil }); err == nil || p != nil {
 		t.Errorf("FromBackOff(returns nil) = %v, %v; want an error", p, err)
 	}
 	calls := 0
-	later := mustPolicy(t, func() backoff.BackOff {
+	later := mustPolicy(t, func() retry.BackOff {
 		calls++
 		if calls > 1 {
 			return nil
@@ -116,7 +116,7 @@ func TestFromBackOffRefusesNil(t *testing.T) {
 }
 
 // mustPolicy is FromBackOff, failing t on error.
-func mustPolicy(t *testing.T, newBackOff func() backoff.BackOff) retry.Policy {
+func mustPolicy(t *testing.T, newBackOff func() retry.BackOff) retry.Policy {
 	t.Helper()
 	p, err := retry.FromBackOff(newBackOff)
 	if err != nil {

@@ -5,9 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/visibility"
@@ -145,12 +144,13 @@ type Options struct {
 	// value: 20 ms.
 	BatchLinger time.Duration
 
-	// ReceiveBackOff returns the backoff used between failed receive calls.
-	// When it returns backoff.Stop, Run shuts down and returns an error
-	// wrapping the last receive error. Zero value: exponential from 200 ms
-	// to 20 s, retrying forever (fatal errors such as a deleted queue or
-	// denied access end Run instead).
-	ReceiveBackOff func() backoff.BackOff
+	// ReceiveRetry is the wait between failed receive calls: Delay(n) after
+	// the n-th failure in a row. When it gives up (false), Run shuts down and
+	// returns an error wrapping the last receive error. Zero value: the
+	// library's one retry rule for SQS calls (exponential from 100 ms to 5 s,
+	// jittered), retrying forever; fatal errors such as a deleted queue or
+	// denied access end Run instead.
+	ReceiveRetry retry.Policy
 
 	// HandlerName names the handler in dead-letter provenance. Zero value:
 	// "sqsworker".
@@ -255,14 +255,8 @@ func (o *Options) setDefaults() error {
 	if o.BatchLinger <= 0 {
 		o.BatchLinger = 20 * time.Millisecond
 	}
-	if o.ReceiveBackOff == nil {
-		o.ReceiveBackOff = func() backoff.BackOff {
-			b := backoff.NewExponentialBackOff()
-			b.InitialInterval = 200 * time.Millisecond
-			b.MaxInterval = 20 * time.Second
-			b.MaxElapsedTime = 0
-			return b
-		}
+	if o.ReceiveRetry == nil {
+		o.ReceiveRetry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return sqsbatch.Backoff(n), true })
 	}
 	if o.HandlerName == "" {
 		o.HandlerName = "sqsworker"

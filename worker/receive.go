@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/cenkalti/backoff/v4"
 
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
@@ -21,8 +20,7 @@ import (
 // receive already in flight runs on recvCtx, and whatever it returns once
 // the worker is stopping is released at once.
 func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
-	bo := w.opts.ReceiveBackOff()
-	bo.Reset()
+	failures := 0 // receives failed in a row
 	for {
 		n := r.flow.reserve(ctx)
 		if n == 0 {
@@ -52,7 +50,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		began := time.Now()
 		// The SDK's retries are off: a failed receive comes back here, is
 		// counted (Stats.Requests, RequestResults) and waits out
-		// Options.ReceiveBackOff, rather than being retried unseen.
+		// Options.ReceiveRetry, rather than being retried unseen.
 		out, err := w.client.ReceiveMessage(callCtx, in, sqsbatch.NoSDKRetry)
 		cancel()
 		receivedAt := time.Now()
@@ -67,9 +65,10 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			if !retryable(err) {
 				return describeQueueError(w.queueURL, err)
 			}
-			wait := bo.NextBackOff()
-			if wait == backoff.Stop {
-				return fmt.Errorf("sqsworker: receiving from %s kept failing and Options.ReceiveBackOff gave up (it returned backoff.Stop), so Run stops: %w; restart it once SQS answers, or use a backoff that never stops (MaxElapsedTime 0, the default)", w.queueURL, err)
+			failures++
+			wait, again := w.opts.ReceiveRetry.Delay(failures)
+			if !again {
+				return fmt.Errorf("sqsworker: receiving from %s failed %d times in a row and Options.ReceiveRetry gave up, so Run stops: %w; restart it once SQS answers, or use a ReceiveRetry that never gives up (the default)", w.queueURL, failures, err)
 			}
 			w.warn.Warn("receive", "sqsworker: receive failed; retrying", "queue", w.queueURL, "in", wait, "err", err)
 			if !settle.Sleep(ctx, wait) {
@@ -77,7 +76,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			}
 			continue
 		}
-		bo.Reset()
+		failures = 0
 		got := len(out.Messages)
 		w.c.receiveSizes[min(got, len(w.c.receiveSizes)-1)].Add(1)
 		if w.limiter != nil {

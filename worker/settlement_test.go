@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/cenkalti/backoff/v4"
 
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -278,24 +277,24 @@ func TestHandlerErrorAtTheTwelveHourLimitIsRetried(t *testing.T) {
 	})
 }
 
-// A ReceiveBackOff that gives up ends Run with the receive error, rather
+// A ReceiveRetry that gives up ends Run with the receive error, rather
 // than leaving a worker that neither receives nor returns.
-func TestReceiveBackOffStopEndsRun(t *testing.T) {
+func TestReceiveRetryGivingUpEndsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newQueue(t, 10, "30")
 		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: sqstest.ServerError()})
 		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
 			func(o *worker.Options) {
-				o.ReceiveBackOff = func() backoff.BackOff { return backoff.WithMaxRetries(backoff.NewConstantBackOff(time.Second), 3) }
+				o.ReceiveRetry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return time.Second, n <= 3 })
 			})
 		time.Sleep(time.Minute)
 		select {
 		case err := <-h.done:
-			if err == nil || !strings.Contains(err.Error(), "ReceiveBackOff gave up") {
+			if err == nil || !strings.Contains(err.Error(), "ReceiveRetry gave up") {
 				t.Fatalf("Run returned %v; want the receive error and what to do", err)
 			}
 		default:
-			t.Fatal("Run still running a minute after its ReceiveBackOff gave up")
+			t.Fatal("Run still running a minute after its ReceiveRetry gave up")
 		}
 	})
 }
