@@ -85,7 +85,7 @@ func (c *countingClient) count(api int, err error, payload int) {
 	if payload > 0 {
 		c.bytes[api].Add(int64(payload))
 	}
-	c.billed[api].Add(BilledRequests(payload, BillingChunk))
+	c.billed[api].Add(sqslimit.BilledRequests(payload, sqslimit.BillingChunk))
 }
 
 func (c *countingClient) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
@@ -213,7 +213,7 @@ type Stats struct {
 	// sent (SendMessageBatch). Other calls carry no message payload.
 	PayloadBytes map[string]int64
 	// BilledRequests counts the calls by API name as SQS bills them: each
-	// call is one request per started 64 KiB (BillingChunk) of its payload,
+	// call is one request per started 64 KiB of its payload,
 	// and at least one. See Cost.
 	BilledRequests map[string]int64
 

@@ -1,13 +1,13 @@
 package worker
 
+import "github.com/sqsworker/sqsworker/internal/sqslimit"
+
 // What SQS charges, as its public pricing states it: requests are billed per
 // million, and each started 64 KiB chunk of a request's payload counts as one
 // request (a call carrying 200 KiB of messages is billed as 4 requests).
 // Prices are those of us-east-1 for the first 100 billion requests of a
 // month; other regions and higher volumes differ, so Pricing takes yours.
 const (
-	// BillingChunk is the payload SQS bills as one request: 64 KiB.
-	BillingChunk = 64 << 10
 	// PriceStandard is the price, in US dollars, of one million requests on
 	// standard queues.
 	PriceStandard = 0.40
@@ -15,19 +15,6 @@ const (
 	// FIFO queues.
 	PriceFIFO = 0.50
 )
-
-// BilledRequests returns how many requests SQS bills for one call carrying
-// payload bytes of messages, with chunk-byte billing chunks: one per started
-// chunk, and at least one. A chunk of 0 or less means BillingChunk.
-func BilledRequests(payload, chunk int) int64 {
-	if chunk <= 0 {
-		chunk = BillingChunk
-	}
-	if payload <= chunk {
-		return 1
-	}
-	return int64((payload + chunk - 1) / chunk)
-}
 
 // Pricing is what SQS charges, for Stats.Cost. Every field's zero value
 // selects the documented default.
@@ -38,7 +25,7 @@ type Pricing struct {
 	// month, shared by the whole account) is not subtracted.
 	PerMillion float64
 	// ChunkBytes is the payload SQS bills as one request. Zero value:
-	// BillingChunk (64 KiB), which Stats.BilledRequests counts call by call,
+	// 64 KiB, SQS's billing chunk, which Stats.BilledRequests counts call by call,
 	// exactly. Any other value is estimated from the totals: per API, the
 	// larger of the calls made and ⌈PayloadBytes / ChunkBytes⌉.
 	ChunkBytes int
@@ -49,7 +36,7 @@ func (p Pricing) withDefaults() Pricing {
 		p.PerMillion = PriceStandard
 	}
 	if p.ChunkBytes <= 0 {
-		p.ChunkBytes = BillingChunk
+		p.ChunkBytes = sqslimit.BillingChunk
 	}
 	return p
 }
@@ -104,7 +91,7 @@ func (s Stats) Cost(p Pricing) Cost {
 	p = p.withDefaults()
 	c := Cost{Messages: s.Received, Requests: s.TotalRequests(), PerMillionRequests: p.PerMillion}
 	for api, n := range s.Requests {
-		if p.ChunkBytes == BillingChunk && s.BilledRequests != nil {
+		if p.ChunkBytes == sqslimit.BillingChunk && s.BilledRequests != nil {
 			c.BilledRequests += s.BilledRequests[api]
 			continue
 		}

@@ -18,19 +18,6 @@ import (
 	"github.com/sqsworker/sqsworker/worker"
 )
 
-func TestBilledRequests(t *testing.T) {
-	for _, c := range []struct{ payload, chunk int }{
-		{0, 0}, {1, 0}, {64 << 10, 0}, {64<<10 + 1, 0}, {256 << 10, 0}, {1 << 20, 0}, {5000, 1000}, {5001, 1000},
-	} {
-		want := map[[2]int]int64{
-			{0, 0}: 1, {1, 0}: 1, {64 << 10, 0}: 1, {64<<10 + 1, 0}: 2, {256 << 10, 0}: 4, {1 << 20, 0}: 16, {5000, 1000}: 5, {5001, 1000}: 6,
-		}[[2]int{c.payload, c.chunk}]
-		if got := worker.BilledRequests(c.payload, c.chunk); got != want {
-			t.Errorf("BilledRequests(%d, %d) = %d, want %d", c.payload, c.chunk, got, want)
-		}
-	}
-}
-
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 
 func TestCostFormula(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -83,7 +84,7 @@ func runCost(a *app, ctx context.Context, cmd *command, args []string) int {
 	out := outputFlag(fs)
 	price := fs.Float64("price", worker.PriceStandard, "US dollars per million requests")
 	fifo := fs.Bool("fifo", false, fmt.Sprintf("FIFO queue pricing ($%.2f per million), unless --price is given", worker.PriceFIFO))
-	chunk := fs.Int("chunk", worker.BillingChunk, "payload bytes billed as one request")
+	chunk := fs.Int("chunk", sqslimit.BillingChunk, "payload bytes billed as one request")
 	per := fs.Int64("per", 0, "divide by this many units of work (e.g. jobs sent) instead of the messages received")
 	monthly := fs.Int64("monthly", 0, "also project the cost of this many messages (or --per units) a month")
 	var interval time.Duration

@@ -72,3 +72,19 @@ func CheckIdentity(region, account string) error {
 	}
 	return nil
 }
+
+// BillingChunk is the payload SQS bills as one request: 64 KiB.
+const BillingChunk = 64 << 10
+
+// BilledRequests returns how many requests SQS bills for one call carrying
+// payload bytes of messages, with chunk-byte billing chunks: one per started
+// chunk, and at least one. A chunk of 0 or less means BillingChunk.
+func BilledRequests(payload, chunk int) int64 {
+	if chunk <= 0 {
+		chunk = BillingChunk
+	}
+	if payload <= chunk {
+		return 1
+	}
+	return int64((payload + chunk - 1) / chunk)
+}

@@ -37,3 +37,16 @@ func TestFit(t *testing.T) {
 		}
 	}
 }
+
+func TestBilledRequests(t *testing.T) {
+	for _, c := range []struct{ payload, chunk int }{
+		{0, 0}, {1, 0}, {64 << 10, 0}, {64<<10 + 1, 0}, {256 << 10, 0}, {1 << 20, 0}, {5000, 1000}, {5001, 1000},
+	} {
+		want := map[[2]int]int64{
+			{0, 0}: 1, {1, 0}: 1, {64 << 10, 0}: 1, {64<<10 + 1, 0}: 2, {256 << 10, 0}: 4, {1 << 20, 0}: 16, {5000, 1000}: 5, {5001, 1000}: 6,
+		}[[2]int{c.payload, c.chunk}]
+		if got := BilledRequests(c.payload, c.chunk); got != want {
+			t.Errorf("BilledRequests(%d, %d) = %d, want %d", c.payload, c.chunk, got, want)
+		}
+	}
+}
