@@ -1,0 +1,69 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+)
+
+func TestDeleteRemovesOnlyMatchingAndReleasesTheRest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, target := fakePair(t, "orders")
+		deadLetter(t, f, target, 30, nil, func(i int) Provenance {
+			return Provenance{Error: fmt.Sprintf("error %d", i%3), Handler: "h"}
+		})
+		var deleted []string
+		res, err := Delete(context.Background(), f, target.QueueURL, DeleteOptions{
+			Filter:   Filter{ErrorContains: "error 1"},
+			OnDelete: func(m Message) { deleted = append(deleted, m.Body) },
+		})
+		if err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		if res.Scanned != 30 || res.Matched != 10 || res.Deleted != 10 || res.Failed != 0 || len(deleted) != 10 {
+			t.Fatalf("result %+v, OnDelete saw %d; want 30 scanned, 10 matched and deleted", res, len(deleted))
+		}
+		visible, inflight, _ := f.Count(target.QueueURL)
+		if visible != 20 || inflight != 0 {
+			t.Fatalf("DLQ has %d visible, %d in flight; want the 20 others visible at once", visible, inflight)
+		}
+		for _, m := range f.Messages(target.QueueURL) {
+			n := 0
+			fmt.Sscanf(m.Body, "job-%d", &n)
+			if n%3 == 1 {
+				t.Errorf("message %s should have been deleted", m.Body)
+			}
+		}
+	})
+}
+
+func TestDeleteRefusesTheZeroFilter(t *testing.T) {
+	f, target := fakePair(t, "orders")
+	deadLetter(t, f, target, 2, nil, failedWith("boom"))
+	_, err := Delete(context.Background(), f, target.QueueURL, DeleteOptions{})
+	if err == nil || !strings.Contains(err.Error(), "PurgeQueue") {
+		t.Fatalf("Delete with no filter: err = %v; want a refusal pointing at PurgeQueue", err)
+	}
+	if v, _, _ := f.Count(target.QueueURL); v != 2 {
+		t.Fatalf("DLQ holds %d visible messages; want both kept", v)
+	}
+}
+
+func TestDeleteStopsAtMax(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, target := fakePair(t, "orders")
+		deadLetter(t, f, target, 25, nil, failedWith("boom"))
+		res, err := Delete(context.Background(), f, target.QueueURL, DeleteOptions{Filter: Filter{ErrorContains: "boom"}, Max: 7})
+		if err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		if res.Deleted != 7 {
+			t.Fatalf("deleted %d; want 7", res.Deleted)
+		}
+		if v, inflight, _ := f.Count(target.QueueURL); v != 18 || inflight != 0 {
+			t.Fatalf("DLQ has %d visible, %d in flight; want 18 visible", v, inflight)
+		}
+	})
+}
