@@ -1,0 +1,72 @@
+// Package console is sqsworker's operator console: a small web UI, served
+// by an http.Handler you mount in your own server or run with `sqsworker
+// console`, that shows your queues and their dead-letter queues and says
+// why each dead-lettered message is there.
+//
+//	h, err := console.New(sqsClient, func(o *console.Options) {
+//		o.Queues = []string{"orders", "emails"}
+//		o.SNS = snsClient // fan-out chains and subscription findings
+//		o.Actions = true  // redrive, delete, edit and send, purge
+//		o.Authenticate = myAuth
+//	})
+//	mux.Handle("/", h)
+//
+// # Pages
+//
+//   - Queues: each queue's visible, in-flight and delayed counts, its
+//     dead-letter queue and maxReceiveCount, the dead-letter queue's depth,
+//     the oldest failure seen by the last read, the findings of dlq.Lint
+//     (fanout.Lint with Options.SNS) and the SNS fan-out chain.
+//   - Dead-letter queue: the messages grouped by failure reason (source
+//     queue, handler and error, from the provenance dlq.Mover wrote), with
+//     counts, first and last failure, attempts and a sample; each message
+//     with its body (JSON indented), attributes and provenance.
+//   - Workers: the statistics of workers whose StatsHandler you list in
+//     Options.Workers: rates, outcomes, in flight, cost per million.
+//
+// # Reading a dead-letter queue
+//
+// SQS shows a message only by receiving it, which hides it from consumers
+// and raises its receive count. The dead-letter queue page reads the queue
+// with Options.Readers dlq.Inspect calls in parallel, keeps every message
+// hidden until the whole read is done (so no message is read twice), then
+// releases them all at once; the page says how long they were hidden. A
+// queue larger than Options.MaxRead is grouped from a sample of that size,
+// and the page says so. A message page shows the message as last read.
+//
+// # Actions
+//
+// With Options.Actions set, an operator can redrive selected messages, a
+// group, the messages whose error contains a text, or every message
+// (dlq.Redrive: sent to the source before it is deleted, filtered moves
+// done by hand, what could not be seen reported); delete selected messages
+// or a group (dlq.Delete, after a confirmation page); edit a body and send
+// it back to the source queue with its provenance (sent first, then the
+// original deleted); and purge the dead-letter queue (PurgeQueue, after
+// typing its name). Redrives and deletes run in the background; their page
+// shows live progress. Each action is logged to Options.Logger with the
+// user, the queue and what was selected — never a message body.
+//
+// # Security
+//
+//   - Read-only unless Options.Actions: no action control is rendered, and
+//     every action request is refused.
+//   - Options.Authenticate maps a request to a User; only RoleOperator may
+//     act. The zero value treats everyone as an operator: keep the console
+//     on 127.0.0.1 (the CLI's default) or put your own authentication in.
+//   - Every action is a POST that must carry the session's CSRF token (an
+//     HMAC of a per-browser session cookie) and pass net/http's
+//     cross-origin protection.
+//   - Options.Redact filters every body the console shows (and disables
+//     editing).
+//   - The pages load nothing from the internet: the templates, style sheet
+//     and script are embedded, and a strict Content-Security-Policy is set.
+//
+// # IAM
+//
+// Reading: sqs:ListQueues (unless Options.Queues), sqs:GetQueueUrl,
+// sqs:GetQueueAttributes, sqs:ReceiveMessage, sqs:ChangeMessageVisibility;
+// with Options.SNS, sns:ListSubscriptions and sns:GetSubscriptionAttributes.
+// Actions add what dlq.Redrive and dlq.Delete need, sqs:SendMessage on the
+// source queues and sqs:PurgeQueue.
+package console
