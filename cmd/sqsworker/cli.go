@@ -176,6 +176,7 @@ func commands() []*command {
 		templateCommand(),
 		versionCommand(),
 		costCommand(),
+		consoleCommand(),
 	}
 }
 

@@ -62,6 +62,10 @@
 //	                      messages, from a worker.Stats JSON (a file, "-", or the
 //	                      URL of a running worker's StatsHandler); --interval
 //	                      polls the URL and prints each interval's live rate
+//	console               the web console (package console) on --addr (default
+//	                      127.0.0.1:9470): queues, DLQs grouped by failure
+//	                      reason, workers (--worker NAME=URL); read-only unless
+//	                      --actions; --queues to limit what it shows
 //
 // QUEUE is a queue name, URL or ARN. The dlq commands take the source queue,
 // whose dead-letter queue is found from its RedrivePolicy, or the
@@ -116,6 +120,9 @@
 //	             sqs:ListDeadLetterSourceQueues, sqs:StartMessageMoveTask,
 //	             sqs:ListMessageMoveTasks, sqs:CancelMessageMoveTask
 //	dlq purge    sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:PurgeQueue
+//	console      reading: sqs:ListQueues (without --queues), sqs:GetQueueUrl, sqs:GetQueueAttributes,
+//	             sqs:ReceiveMessage, sqs:ChangeMessageVisibility, sns:ListSubscriptions,
+//	             sns:GetSubscriptionAttributes; --actions: also dlq redrive's, sqs:DeleteMessage, sqs:PurgeQueue
 //	dlq *        given a dead-letter queue's name: also sqs:ListDeadLetterSourceQueues (or sqs:ListQueues),
 //	             and for a subscription's DLQ (or --fanout) sns:ListSubscriptions, sns:GetSubscriptionAttributes
 package main

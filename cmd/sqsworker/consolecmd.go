@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sqsworker/sqsworker/console"
+)
+
+// defaultConsoleAddr is where `sqsworker console` listens unless told
+// otherwise: the loopback interface only.
+const defaultConsoleAddr = "127.0.0.1:9470"
+
+func consoleCommand() *command {
+	return &command{
+		path:     "console",
+		synopsis: "a web console: queues, dead-letter queues grouped by failure reason, redrive",
+		help: `Serves the operator console (package console) until interrupted: every queue
+the credentials see (or --queues), with counts, dead-letter setup, lint
+findings and SNS fan-out chains; each dead-letter queue's messages grouped by
+failure reason, with their bodies, attributes and provenance; and, with
+--worker, the live statistics of running workers.
+
+It is read-only unless --actions is given: then redrive (selected messages, a
+group, a filter or everything), delete (after a confirmation), edit and send
+back, and purge (after typing the queue's name) are offered, each protected
+against cross-site requests and logged to stderr (never a message body).
+
+The first line printed is the console's URL (-o json: {"url":…,"actions":…}).
+It listens on 127.0.0.1 only, unless --addr says otherwise. It has no login:
+anyone who can reach the address can use it, so never expose it with
+--actions; embed the console package in your own server behind your
+authentication (console.Options.Authenticate) instead.
+
+Reading a dead-letter queue receives its messages: they are hidden from
+consumers while the page reads (at most --hold) and released at once.
+
+IAM: sqs:ListQueues (unless --queues), sqs:GetQueueUrl, sqs:GetQueueAttributes,
+sqs:ReceiveMessage, sqs:ChangeMessageVisibility, sns:ListSubscriptions and
+sns:GetSubscriptionAttributes; with --actions also sqs:SendMessage,
+sqs:DeleteMessage and sqs:PurgeQueue (and the move task calls of dlq redrive).`,
+		run: runConsole,
+	}
+}
+
+func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
+	fs := a.flags(cmd)
+	conn := awsFlagsOn(fs)
+	out := outputFlag(fs)
+	addr := fs.String("addr", defaultConsoleAddr, "address to listen on (host:port); keep it on 127.0.0.1 unless the console is behind authentication")
+	actions := fs.Bool("actions", false, "offer actions: redrive, delete, edit and send, purge (default: read-only)")
+	queues := fs.String("queues", "", "comma-separated queues (names, URLs or ARNs) to show (default: every queue ListQueues returns)")
+	var workers multiFlag
+	fs.Var(&workers, "worker", "NAME=URL of a running worker's StatsHandler to show live (repeatable)")
+	var hold time.Duration
+	fs.Var(durationValue{&hold}, "hold", "the longest a dead-letter queue read keeps its messages hidden (default 30s)")
+	if _, code, ok := a.parseWithOutput(cmd, fs, args, 0, 0, out); !ok {
+		return code
+	}
+	var ws []console.Worker
+	for _, w := range workers {
+		name, url, ok := strings.Cut(w, "=")
+		if !ok {
+			fmt.Fprintf(a.stderr, "sqsworker %s: --worker %q: want NAME=URL, e.g. orders=http://127.0.0.1:9464/debug/sqsworker/stats\n", cmd.path, w)
+			return exitUsage
+		}
+		ws = append(ws, console.Worker{Name: name, StatsURL: url})
+	}
+	c, ok := a.connect(ctx, cmd, conn)
+	if !ok {
+		return exitProblems
+	}
+	s, ok := a.connectSNS(ctx, cmd, conn)
+	if !ok {
+		return exitProblems
+	}
+	h, err := console.New(c, func(o *console.Options) {
+		for _, q := range strings.Split(*queues, ",") {
+			if q = strings.TrimSpace(q); q != "" {
+				o.Queues = append(o.Queues, q)
+			}
+		}
+		o.SNS = s
+		o.Actions = *actions
+		o.Workers = ws
+		o.Hold = hold
+		o.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
+		o.Now = a.now
+	})
+	if err != nil {
+		return a.fail(cmd, err)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return a.fail(cmd, fmt.Errorf("listening on %s (pick another with --addr): %w", *addr, err))
+	}
+	mode := "read-only; --actions to redrive, delete and purge"
+	if *actions {
+		mode = "actions ON: anyone who can reach this address can redrive, delete and purge"
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	if *out == "json" {
+		a.writeJSON(struct {
+			URL     string `json:"url"`
+			Actions bool   `json:"actions"`
+		}{url, *actions})
+	} else {
+		fmt.Fprintf(a.stdout, "sqsworker console: %s (%s)\n", url, mode)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return a.fail(cmd, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return a.fail(cmd, err)
+	}
+	return exitOK
+}
