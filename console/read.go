@@ -65,7 +65,10 @@ func (h *handler) read(ctx context.Context, url string) *snapshot {
 	}
 	s.Counts = counts
 	n := h.opts.Readers
-	perReader := (h.opts.MaxRead + n - 1) / n
+	// Each reader's share is a whole number of receives: Inspect keeps a
+	// receive's messages beyond its Max hidden, then releases them, without
+	// returning them.
+	perReader := ((h.opts.MaxRead+n-1)/n + 9) / 10 * 10
 	var (
 		wg      sync.WaitGroup
 		barrier sync.WaitGroup
@@ -95,6 +98,9 @@ func (h *handler) read(ctx context.Context, url string) *snapshot {
 		})
 	}
 	wg.Wait()
+	if len(s.Messages) > h.opts.MaxRead {
+		s.Messages = s.Messages[:h.opts.MaxRead]
+	}
 	s.Err = errors.Join(errs...)
 	expected := counts.Visible + counts.InFlight
 	switch {

@@ -15,8 +15,10 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/console"
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/idempotency"
@@ -172,6 +174,31 @@ func TestPoisonGoesToTheDLQ(t *testing.T) {
 		t.Log("dead-lettered:", p.Error) // permanent failure: unexpected end of JSON input
 	})
 }
+
+// README: Operator console.
+
+func mountConsole(mux *http.ServeMux, client *sqs.Client, snsClient *sns.Client) error {
+	h, err := console.New(client, func(o *console.Options) {
+		o.Prefix = "/sqs"
+		o.SNS = snsClient
+		o.Actions = true
+		o.Authenticate = func(r *http.Request) (console.User, error) {
+			name := r.Header.Get("X-Auth-User") // set by your auth proxy
+			if name == "" {
+				return console.User{}, errors.New("sign in first")
+			}
+			return console.User{Name: name, Role: console.RoleOperator}, nil
+		}
+		o.Redact = func(dlqURL string, m dlq.Message) string { return "(redacted)" }
+	})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/sqs/", h)
+	return nil
+}
+
+var _ = mountConsole
 
 // README: Fan-out with SNS.
 
