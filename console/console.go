@@ -134,7 +134,8 @@ type handler struct {
 	csrf   csrf
 
 	mu        sync.Mutex
-	snapshots map[string]*snapshot // by dead-letter queue URL
+	snapshots map[string]*snapshot     // by dead-letter queue URL
+	reading   map[string]*readInFlight // reads under way, by dead-letter queue URL
 	jobs      map[string]*job
 	jobOrder  []string
 	samples   map[string]workerSample // by stats URL
@@ -199,7 +200,7 @@ func New(client API, optFns ...func(*Options)) (http.Handler, error) {
 	}
 	h := &handler{
 		client: client, opts: o, csrf: csrf{key: o.CSRFKey, path: o.Prefix + "/"},
-		snapshots: map[string]*snapshot{}, jobs: map[string]*job{}, samples: map[string]workerSample{},
+		snapshots: map[string]*snapshot{}, reading: map[string]*readInFlight{}, jobs: map[string]*job{}, samples: map[string]workerSample{},
 	}
 	if err := h.parseTemplates(); err != nil {
 		return nil, err

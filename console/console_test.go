@@ -231,6 +231,26 @@ func TestParallelReadSeesEveryMessageOnce(t *testing.T) {
 	})
 }
 
+// Two page views at once share one read: the second would otherwise find
+// the first one's messages hidden and report them not seen.
+func TestConcurrentReadsShareOneRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		x := newFixture(t)
+		x.f.ResetRequests()
+		snaps := make(chan *snapshot, 2)
+		for range 2 {
+			go func() { snaps <- x.h.read(context.Background(), x.target.QueueURL) }()
+		}
+		a, b := <-snaps, <-snaps
+		if a != b || len(a.Messages) != 13 || a.NotSeen != 0 {
+			t.Fatalf("two reads: %p and %p, %d messages, %d not seen; want one shared read of all 13", a, b, len(a.Messages), a.NotSeen)
+		}
+		if got := x.f.RequestCount("GetQueueAttributes"); got != 1+x.h.opts.Readers {
+			t.Fatalf("%d GetQueueAttributes calls; want those of one read (%d)", got, 1+x.h.opts.Readers)
+		}
+	})
+}
+
 func TestReadSamplesALargeQueueAndSaysSo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := sqstest.For(t)

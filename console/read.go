@@ -49,14 +49,33 @@ type snapshot struct {
 // read is complete, then all readers release theirs in parallel. A message
 // is seen once, the count check is done once on the union, and the hold
 // lasts as long as the read, no longer.
+//
+// Two page views of one queue at once share one read: a second read would
+// find the first one's messages hidden.
 func (h *handler) read(ctx context.Context, url string) *snapshot {
+	h.mu.Lock()
+	if r, ok := h.reading[url]; ok {
+		h.mu.Unlock()
+		select {
+		case <-r.done:
+			return r.snap
+		case <-ctx.Done():
+			return &snapshot{QueueURL: url, ReadAt: h.opts.Now(), Hold: h.opts.Hold, Err: context.Cause(ctx)}
+		}
+	}
+	r := &readInFlight{done: make(chan struct{})}
+	h.reading[url] = r
+	h.mu.Unlock()
 	s := &snapshot{QueueURL: url, ReadAt: h.opts.Now(), Hold: h.opts.Hold}
 	start := time.Now()
 	defer func() {
 		s.Took = time.Since(start)
 		h.mu.Lock()
 		h.snapshots[url] = s
+		delete(h.reading, url)
 		h.mu.Unlock()
+		r.snap = s
+		close(r.done)
 	}()
 	counts, err := dlq.Count(ctx, h.client, url)
 	if err != nil {
@@ -111,6 +130,12 @@ func (h *handler) read(ctx context.Context, url string) *snapshot {
 	}
 	slices.SortFunc(s.Messages, func(a, b dlq.Message) int { return a.FailedAt().Compare(b.FailedAt()) })
 	return s
+}
+
+// readInFlight is a read under way, for page views that arrive meanwhile.
+type readInFlight struct {
+	done chan struct{}
+	snap *snapshot // set before done is closed
 }
 
 // barrierClient is one reader's client: its first release
