@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 )
 
 // DeleteAPI is what Delete uses: Inspect's calls and DeleteMessageBatch.
@@ -56,7 +56,8 @@ type DeleteResult struct {
 
 // Delete deletes the messages of a queue (typically a dead-letter queue)
 // that match opts.Filter, and only those: it walks the queue as Inspect
-// does, deletes the matching messages with DeleteMessageBatch, and releases
+// does, deletes the matching messages with DeleteMessageBatch (failed
+// entries retried as the library's other batch calls are), and releases
 // every other message it received at once at the end (visibility 0).
 //
 // Like Inspect it never comes back short without saying so: when it went
@@ -97,8 +98,10 @@ func Delete(ctx context.Context, client DeleteAPI, queueURL string, opts DeleteO
 			}
 			break
 		}
-		var del []types.DeleteMessageBatchRequestEntry
-		byEntry := map[string]Message{}
+		var (
+			del  []sqsbatch.Entry
+			msgs []Message
+		)
 		for _, raw := range batch {
 			m := newMessage(raw)
 			res.Scanned++
@@ -107,39 +110,37 @@ func Delete(ctx context.Context, client DeleteAPI, queueURL string, opts DeleteO
 				continue
 			}
 			res.Matched++
-			id := fmt.Sprintf("d%d", len(del))
-			byEntry[id] = m
-			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(id), ReceiptHandle: aws.String(s.handle(m.ID, raw))})
+			del = append(del, sqsbatch.Entry{Handle: s.handle(m.ID, raw)})
+			msgs = append(msgs, m)
 		}
 		if len(del) == 0 {
 			continue
 		}
+		// The delete runs to its end even when ctx ends meanwhile: an
+		// abandoned call may have taken effect.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-		out, err := client.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: del})
+		deleted := sqsbatch.NewDeleter(client, queueURL).Run(dctx, del, sqsbatch.Policy{CallTimeout: callTimeout})
 		cancel()
-		if err != nil {
-			res.Failed += len(del)
-			return res, fmt.Errorf("delete: deleting %d messages from queue %s failed; they stay in the queue: %w", len(del), QueueName(queueURL), err)
-		}
-		failed := map[string]bool{}
-		for _, f := range out.Failed {
-			failed[aws.ToString(f.Id)] = true
-			res.Failed++
-			if failure == nil {
-				failure = fmt.Errorf("delete: deleting message %s from queue %s: %s: %s; it stays in the queue", byEntry[aws.ToString(f.Id)].ID, QueueName(queueURL), aws.ToString(f.Code), aws.ToString(f.Message))
-			}
-		}
-		for _, e := range del {
-			id := aws.ToString(e.Id)
-			if failed[id] {
+		var whole error
+		for i, r := range deleted {
+			m := msgs[i]
+			if !r.OK {
+				res.Failed++
+				if r.Whole && whole == nil {
+					whole = r.Err
+				} else if failure == nil {
+					failure = fmt.Errorf("delete: deleting message %s from queue %s failed after %d attempts; it stays in the queue: %w", m.ID, QueueName(queueURL), r.Attempts, r.Err)
+				}
 				continue
 			}
-			m := byEntry[id]
 			s.forget(m.ID)
 			res.Deleted++
 			if opts.OnDelete != nil {
 				opts.OnDelete(m)
 			}
+		}
+		if whole != nil {
+			return res, errors.Join(failure, fmt.Errorf("delete: deleting %d messages from queue %s failed; they stay in the queue: %w", res.Failed, QueueName(queueURL), whole))
 		}
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("delete: %w", interrupted(ctx))

@@ -2,10 +2,13 @@ package dlq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/sqsworker/sqsworker/sqstest"
 )
 
 func TestDeleteRemovesOnlyMatchingAndReleasesTheRest(t *testing.T) {
@@ -64,6 +67,31 @@ func TestDeleteStopsAtMax(t *testing.T) {
 		}
 		if v, inflight, _ := f.Count(target.QueueURL); v != 18 || inflight != 0 {
 			t.Fatalf("DLQ has %d visible, %d in flight; want 18 visible", v, inflight)
+		}
+	})
+}
+
+// A failed delete entry is retried, as every batch call of the library is;
+// one that keeps failing stays in the queue, visible again, and is reported.
+func TestDeleteRetriesFailedEntriesAndKeepsWhatItCannotDelete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, target := fakePair(t, "orders")
+		deadLetter(t, f, target, 6, nil, failedWith("boom"))
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Entries: true, Err: sqstest.ServerError(), Times: 2})
+		res, err := Delete(context.Background(), f, target.QueueURL, DeleteOptions{Filter: Filter{ErrorContains: "boom"}})
+		if err != nil || res.Deleted != 6 || res.Failed != 0 {
+			t.Fatalf("transient entry failures: %+v, %v; want all 6 deleted after retries", res, err)
+		}
+
+		deadLetter(t, f, target, 4, nil, failedWith("boom"))
+		remove := f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Entries: true, Err: errors.New("AccessDenied")})
+		defer remove()
+		res, err = Delete(context.Background(), f, target.QueueURL, DeleteOptions{Filter: Filter{ErrorContains: "boom"}})
+		if err == nil || !strings.Contains(err.Error(), "stays in the queue") || res.Deleted != 0 || res.Failed != 4 {
+			t.Fatalf("lasting entry failures: %+v, %v; want all 4 reported failed and kept", res, err)
+		}
+		if v, inflight, _ := f.Count(target.QueueURL); v != 4 || inflight != 0 {
+			t.Fatalf("DLQ: %d visible, %d in flight; want the 4 not deleted visible again", v, inflight)
 		}
 	})
 }

@@ -16,6 +16,8 @@
 //     returns [Finding]s that say what to change.
 //   - [Inspect] lists dead-lettered messages with their provenance without
 //     consuming them; [Count] counts them without receiving any.
+//   - [Delete] deletes the messages a [Filter] selects, and only those
+//     (the console's delete goes through it; PurgeQueue empties a queue).
 //   - [Redrive] moves them back to the source queue (or elsewhere), by a
 //     server-side message move task or by a filtered, rate-limited manual
 //     move; from a dead-letter queue shared by several queues, only the
@@ -134,8 +136,8 @@
 // Discover and Lint: sqs:GetQueueAttributes, sqs:GetQueueUrl. Move:
 // sqs:SendMessage on the dead-letter queue, sqs:DeleteMessage on the
 // source. Inspect: sqs:GetQueueAttributes, sqs:ReceiveMessage,
-// sqs:ChangeMessageVisibility. Redrive:
-// those, sqs:SendMessage on the destination, sqs:DeleteMessage on the
+// sqs:ChangeMessageVisibility. Delete: Inspect's and sqs:DeleteMessage.
+// Redrive: Inspect's, sqs:SendMessage on the destination, sqs:DeleteMessage on the
 // dead-letter queue, and for move tasks sqs:ListDeadLetterSourceQueues,
 // sqs:StartMessageMoveTask, sqs:ListMessageMoveTasks,
 // sqs:CancelMessageMoveTask. Setup: sqs:CreateQueue, sqs:SetQueueAttributes,
@@ -144,6 +146,6 @@
 // sqs:GetQueueAttributes where the endpoint lacks it.
 //
 // Each function takes the narrowest client interface it needs ([QueueAPI],
-// [API], [InspectAPI], [RedriveAPI], [SetupAPI], [SourcesAPI]); *sqs.Client and
+// [API], [InspectAPI], [DeleteAPI], [RedriveAPI], [SetupAPI], [SourcesAPI]); *sqs.Client and
 // sqstest's Fake satisfy them all.
 package dlq

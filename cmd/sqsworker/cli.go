@@ -287,7 +287,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 // callsAWS reports whether a command connects to AWS (takes --region,
 // --profile and --endpoint-url).
 func callsAWS(cmd *command) bool {
-	return cmd.path == "setup" || cmd.path == "doctor" || strings.HasPrefix(cmd.path, "dlq ")
+	return cmd.path == "setup" || cmd.path == "doctor" || cmd.path == "console" || strings.HasPrefix(cmd.path, "dlq ")
 }
 
 func equalWords(a, b []string) bool {
