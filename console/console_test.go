@@ -23,7 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/sqstest/snstest"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -596,5 +598,30 @@ func TestPrefixMountsUnderAPath(t *testing.T) {
 	}
 	if _, err := New(f, func(o *Options) { o.Prefix = "sqs/" }); err == nil {
 		t.Fatal("a malformed prefix was accepted")
+	}
+}
+
+// A queue subscribed to an SNS topic shows its chain (topic → subscription
+// DLQ → queue) and fanout.Lint's findings.
+func TestOverviewShowsTheFanOutChain(t *testing.T) {
+	f := sqstest.For(t)
+	s := snstest.For(t, f)
+	res, err := fanout.Setup(context.Background(), s, f, fanout.SetupOptions{Topic: "rental-orders", Queue: dlq.SetupOptions{Name: "billing"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh, err := New(f, func(o *Options) { o.SNS = s; o.Queues = []string{"billing"} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	hh.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	page := rec.Body.String()
+	chain := regexp.MustCompile(`class="chain"[^>]*>rental-orders → subscription DLQ ([^ ]+) → billing`).FindStringSubmatch(page)
+	if rec.Code != http.StatusOK || chain == nil || chain[1] != dlq.QueueName(res.FanoutDLQURL) {
+		t.Fatalf("the overview lacks the chain rental-orders → %s → billing:\n%s", dlq.QueueName(res.FanoutDLQURL), page)
+	}
+	if !strings.Contains(page, fanout.CodeEnvelopeDelivery) {
+		t.Errorf("the overview lacks fanout.Lint's %s finding", fanout.CodeEnvelopeDelivery)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
@@ -18,6 +19,8 @@ func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
 		"path":      h.path,
 		"queueName": dlq.QueueName,
+		// topicName is the last part of an SNS topic ARN.
+		"topicName": func(arn string) string { return arn[strings.LastIndexByte(arn, ':')+1:] },
 		"esc":       url.PathEscape,
 		"dash":      orDash,
 		"time": func(t time.Time) string {
