@@ -44,7 +44,9 @@
 // it back to the source queue with its provenance (sent first, then the
 // original deleted); and purge the dead-letter queue (PurgeQueue, after
 // typing its name). Redrives and deletes run in the background; their page
-// shows live progress. Each action is logged to Options.Logger with the
+// shows live progress. A job runs to its end even when the page is left;
+// a process stopped in the middle of a redrive leaves a message in both
+// queues at worst, never in neither. Each action is logged to Options.Logger with the
 // user, the queue and what was selected — never a message body.
 //
 // # Security
