@@ -1,7 +1,8 @@
 # sqsworker — the two commands a new machine needs:
 #   make demo   run the demo against a local AWS it starts itself
 #   make console the operator console on a demo queue with failures to look at (prints its URL)
-#   make test   vet + race tests, integration tests required, against a local AWS it starts itself
+#   make test   vet + race tests, integration and browser tests required, against a local AWS it
+#               starts itself (installs the emulators and, as root, Debian's chromium when missing)
 #   make chaos  the chaos suite (faults, kill -9, restarts) against a local AWS it starts itself;
 #               VARIANT=graceful|chaos|blackhole|throttle|scale|fifo|drain|all (see RELIABILITY.md)
 #
@@ -30,6 +31,7 @@ BENCHTIME ?= 3x
 # test prints the conformance suite's summary first (fake and emulator), then runs
 # every package. -count=1: integration results depend on the emulators, never cache them.
 test:
+	@bash localstack/install-chromium.sh
 	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 && $(GO) vet ./... && $(call in_vetted,vet ./...) && $(MAKE) --no-print-directory conformance && $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./... && $(call in_nested,test -race -count=1 -timeout 15m $(TESTFLAGS) ./...)'
 
 # conformance runs the SQS conformance suite against the fake and the configured
