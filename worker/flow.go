@@ -211,10 +211,10 @@ func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
 			f.push(j)
 			continue
 		}
-		g := f.groups[j.msg.GroupID]
+		g := f.groups[j.Msg.GroupID]
 		if g == nil {
 			g = &fifoGrp{}
-			f.groups[j.msg.GroupID] = g
+			f.groups[j.Msg.GroupID] = g
 		}
 		if g.active != nil {
 			g.waiting = append(g.waiting, j)
@@ -288,7 +288,7 @@ func (f *flow) settled(j *job, done bool) (release []*job) {
 	if !f.fifo {
 		return nil
 	}
-	g := f.groups[j.msg.GroupID]
+	g := f.groups[j.Msg.GroupID]
 	if g == nil || g.active != j {
 		return nil // a waiting message released, or one never admitted
 	}
@@ -302,7 +302,7 @@ func (f *flow) settled(j *job, done bool) (release []*job) {
 	release = g.waiting
 	f.buffered -= len(release)
 	f.settling += len(release)
-	delete(f.groups, j.msg.GroupID)
+	delete(f.groups, j.Msg.GroupID)
 	return release
 }
 

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/sqsworker/sqsworker/internal/settle"
 )
 
 func testFlow(concurrency int, fifo bool) *flow {
@@ -16,7 +14,8 @@ func testFlow(concurrency int, fifo bool) *flow {
 func jobsIn(group string, n int) []*job {
 	jobs := make([]*job, n)
 	for i := range jobs {
-		jobs[i] = &job{msg: settle.Message{GroupID: group}}
+		jobs[i] = &job{}
+		jobs[i].Msg.GroupID = group
 	}
 	return jobs
 }

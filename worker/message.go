@@ -9,9 +9,11 @@ import (
 )
 
 // Message is one received SQS message, as a handler sees it. The handler
-// may read and change it freely: the runtime settles the message from its
-// own copy, so nothing the handler does to its Message changes whether or
-// how the message is deleted, retried or dead-lettered.
+// may read and change it freely, through every pointer, map and slice it
+// reaches (Raw included): it is the handler's own copy, and the runtime
+// settles the message from a copy of its own, so nothing the handler does
+// to its Message changes whether or how the message is deleted, retried or
+// dead-lettered, nor the dead-letter copy, nor the Settlement reported.
 type Message struct {
 	// ID is the SQS message ID.
 	ID string
@@ -48,8 +50,33 @@ type Message struct {
 	Raw types.Message
 }
 
-// messageOf returns a handler's or a hook's copy of the runtime's message:
-// a *settle.Message and a *Message are the same struct (settle.Message
-// mirrors this type field for field; this conversion fails to compile if
-// they drift apart).
-func messageOf(m *settle.Message) *Message { return (*Message)(m.Copy()) }
+// from makes m a view of the runtime's message s, sharing its maps and Raw:
+// for the settlement hook, which gets the runtime's own copy once the
+// runtime is done with it.
+func (m *Message) from(s *settle.Message) {
+	*m = Message{
+		ID: s.ID, Body: s.Body, ReceiptHandle: s.ReceiptHandle, QueueURL: s.QueueURL,
+		Attributes: s.Attributes, MessageAttributes: s.MessageAttributes,
+		ReceiveCount: s.ReceiveCount, Attempt: s.Attempt,
+		SentAt: s.SentAt, FirstReceivedAt: s.FirstReceivedAt, ReceivedAt: s.ReceivedAt,
+		GroupID: s.GroupID, Raw: s.Raw,
+	}
+}
+
+// handlerMessage returns the handler's copy of the job's message: one
+// allocation, plus what settle.Detach copies so that the handler shares
+// nothing with the runtime's copy that settlement reads.
+func (j *job) handlerMessage() *Message {
+	m := new(Message)
+	m.from(&j.Msg)
+	m.Attributes, m.MessageAttributes = settle.Detach(&j.Msg, &m.Raw, &m.ID, &m.Body, &m.ReceiptHandle, j.w.engine.Events)
+	return m
+}
+
+// eventMessage is the public view of an event's message, which the
+// runtime has given up: it shares its maps and Raw.
+func eventMessage(ev *settle.Event) *Message {
+	m := new(Message)
+	m.from(ev.Message)
+	return m
+}

@@ -3,21 +3,35 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/sqserr"
-	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/visibility"
 )
 
+// job is one received message from its receive until SQS confirmed its
+// settlement. It embeds the settlement engine's state of the message
+// (settle.Job: the runtime's own copy of the message, the handler's run,
+// the settling call in flight) and is that message's settle.Port: the
+// engine plans every call, the job carries it with the message's lease.
+type job struct {
+	settle.Job
+	w     *Worker
+	r     *run
+	lease *visibility.Lease
+
+	dctx   settle.DeadlineContext // the handler context's parent: carries the lease's deadline
+	mu     sync.Mutex
+	cancel context.CancelCauseFunc // the handler's, once it starts
+	cause  error                   // the heartbeat's reason for giving the message up
+}
+
 // process runs the handler on one message, on one of the handler
-// goroutines, and starts its settlement. On a FIFO queue the next message
-// of its group runs only once SQS confirmed this one's delete (or
-// dead-letter move): see flow.settled.
+// goroutines, and hands it to the settlement engine. On a FIFO queue the
+// next message of its group runs only once SQS confirmed this one's delete
+// (or dead-letter move): see Done.
 func (w *Worker) process(r *run, j *job) {
 	log := w.opts.Logger
 	slot := time.Now()
@@ -31,24 +45,22 @@ func (w *Worker) process(r *run, j *job) {
 		// another consumer may have it now, so it does not run here.
 		r.flow.unstarted()
 		j.lease.Stop()
-		w.warn.Warn("lost-waiting", "sqsworker: lost a received message before its handler started (its visibility could not be extended); SQS will deliver it again", "message", j.msg.ID, "cause", lost)
-		w.drop(r, j, settle.Lost, lost.Error())
+		w.warn.Warn("lost-waiting", "sqsworker: lost a received message before its handler started (its visibility could not be extended); SQS will deliver it again", "message", j.Msg.ID, "cause", lost)
+		w.engine.Drop(&j.Job, settle.Lost, lost.Error())
 		return
 	}
 	// A job sent with a delay beyond 15 minutes waits for its due time
 	// without running the handler or counting an attempt.
-	if d, ok, err := settle.Due(&j.msg, slot, w.queueInfo); err != nil || (ok && d.Action != schedule.Run) {
+	if w.engine.NotDue(&j.Job, slot) {
 		r.flow.handled(time.Since(slot))
-		if err != nil {
+		if j.Err != nil {
 			w.c.failed.Add(1)
-			j.herr = err
-			w.settle(r, j, settle.Decision{Action: settle.DeadLetter, Reason: "invalid due time"})
-			return
 		}
-		w.wait(r, j, d)
+		w.c.settling.Add(1)
+		w.engine.Wait(&j.Job)
 		return
 	}
-	settle.CountAttempt(r.bg, w.opts.CallTimeout, w.opts.AttemptCounter, &j.msg, log)
+	w.engine.Count(r.bg, &j.Job)
 
 	hctx, cancelHandler := j.handlerContext(r.hard)
 	if w.opts.HandlerTimeout > 0 {
@@ -56,26 +68,24 @@ func (w *Worker) process(r *run, j *job) {
 		hctx, cancelTimeout = context.WithTimeoutCause(hctx, w.opts.HandlerTimeout, ErrHandlerTimeout)
 		defer cancelTimeout()
 	}
-	m := j.handlerMessage()
-	j.started = time.Now()
-	herr, detached := w.invoke(hctx, r, j, m)
+	herr, detached := w.invoke(hctx, r, j, j.handlerMessage())
 	if detached {
 		cancelHandler(nil)
 		return // Run returned without this handler: nothing it returns is applied (see Run)
 	}
-	j.finished = time.Now()
 	cause := context.Cause(hctx)
 	cancelHandler(nil)
-	r.flow.handled(j.finished.Sub(slot))
+	r.flow.handled(j.Finished.Sub(slot))
 
 	if herr == nil {
 		w.c.succeeded.Add(1)
-		w.settle(r, j, settle.Decision{Action: settle.Delete})
+		w.c.settling.Add(1)
+		w.engine.Handled(r.bg, &j.Job, nil)
 		return
 	}
-	j.herr = herr
+	j.Err = herr
 	if errors.Is(cause, ErrShutdown) {
-		log.Info("sqsworker: handler cancelled at the shutdown deadline; message released", "message", j.msg.ID, "err", herr)
+		log.Info("sqsworker: handler cancelled at the shutdown deadline; message released", "message", j.Msg.ID, "err", herr)
 		w.release(r, j)
 		return
 	}
@@ -83,15 +93,15 @@ func (w *Worker) process(r *run, j *job) {
 	if lost := j.lostCause(); lost != nil {
 		// Another consumer may have the message now: leave it alone.
 		j.lease.Stop()
-		w.warn.Warn("lost-running", "sqsworker: lost the message while its handler ran; SQS will deliver it again", "message", j.msg.ID, "cause", lost, "err", herr)
-		w.drop(r, j, settle.Lost, lost.Error())
+		w.warn.Warn("lost-running", "sqsworker: lost the message while its handler ran; SQS will deliver it again", "message", j.Msg.ID, "cause", lost, "err", herr)
+		w.engine.Drop(&j.Job, settle.Lost, lost.Error())
 		return
 	}
 	if errors.Is(cause, ErrHandlerTimeout) {
 		herr = settle.WithCause(herr, ErrHandlerTimeout)
-		j.herr = herr
 	}
-	w.settle(r, j, settle.Decide(herr, j.msg.Attempt, w.opts.RetryPolicy))
+	w.c.settling.Add(1)
+	w.engine.Handled(r.bg, &j.Job, herr)
 }
 
 // lostCause returns the heartbeat's reason for giving the message up when
@@ -106,137 +116,58 @@ func (j *job) lostCause() error {
 	return nil
 }
 
-// settle starts the calls that make decision real.
-func (w *Worker) settle(r *run, j *job, d settle.Decision) {
-	w.c.settling.Add(1)
-	switch d.Action {
-	case settle.Delete:
-		j.send(r.deletes, stageDelete, settle.Deleted, "", 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: w.fifo})
-	case settle.Retry:
-		if d.Snoozed {
-			settle.Uncount(r.bg, w.opts.CallTimeout, w.opts.AttemptCounter, &j.msg, w.opts.Logger)
-			j.hide(r, settle.Snoozed, d.Delay, "")
-			break
-		}
-		j.hide(r, settle.Retrying, d.Delay, "")
-	case settle.DeadLetter:
-		w.deadLetter(r, j, d.Reason)
-	}
-}
-
-// stage is what the call of a job's entry does.
-type stage int
-
-const (
-	stageDelete stage = iota // delete; then the job is settled
-	stageChange              // visibility change; then the job is settled
-	stageCopy                // dead-letter copy; then the delete
-	stageResend              // a fresh copy of a job not yet due; then the delete
-)
-
-// queueInfo is the queue's settings, for the schedule of delayed jobs.
-func (w *Worker) queueInfo() settle.Queue { return w.queue }
-
-// wait keeps a job that is not due yet waiting for its due time, as the
-// schedule decided: hidden, or re-sent as a fresh copy (send, then delete).
-func (w *Worker) wait(r *run, j *job, d schedule.Decision) {
-	w.c.settling.Add(1)
-	if d.Action == schedule.Hide {
-		j.hide(r, settle.Delayed, d.Delay, d.String())
-		return
-	}
-	in := schedule.ResendInput(w.queueURL, j.msg.Raw, d.Delay)
-	j.send(r.resends, stageResend, settle.Delayed, d.String(), d.Delay, settle.Entry{Send: settle.SendEntry(in)})
-}
-
-// send queues the job's entry for one settling call; result, reason and
-// delay are what a confirmed call means.
-func (j *job) send(b *settle.Batcher, st stage, result settle.Result, reason string, delay time.Duration, e settle.Entry) {
-	j.stage, j.result, j.reason, j.delay = st, result, reason, delay
-	j.entry = e
-	j.entry.Owner = j
-	b.Add(&j.entry)
-}
-
-// hide hides the message for d (capped by SQS's 12-hour limit from its
-// receive), after which it is delivered again: a retry delay, a snooze, a
-// wait for its due time. reason, if any, says why.
-func (j *job) hide(r *run, result settle.Result, d time.Duration, reason string) {
-	d = settle.CapDelay(d, j.msg.ReceivedAt, time.Now())
-	j.w.opts.Logger.Debug("sqsworker: retry scheduled", "message", j.msg.ID, "attempt", j.msg.Attempt, "delay", d, "outcome", Outcome(result).String(), "err", j.herr)
-	j.send(r.changes, stageChange, result, reason, d, settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: retry.VisibilitySeconds(d), Lease: j.lease})
-}
-
 // release makes a received message visible again at once, unprocessed.
 func (w *Worker) release(r *run, j *job) {
 	w.c.settling.Add(1)
-	j.send(r.changes, stageChange, settle.Released, "", 0, settle.Entry{Handle: j.msg.ReceiptHandle, Timeout: 0, Lease: j.lease})
+	w.engine.Release(&j.Job, "")
 }
 
-// Settled is the job's entry's outcome (settle.Owner).
-func (j *job) Settled(_ *settle.Entry, o settle.Outcome) {
+// The job is its message's settle.Port: each call goes to the run's
+// Batcher of its kind; deletes and visibility changes carry the lease, so
+// the heartbeat keeps the message invisible while the call waits in a
+// batch. On a FIFO queue deletes and dead-letter copies go out at once:
+// the next message of the group waits for them.
+
+// Delete queues the message's delete (settle.Port).
+func (j *job) Delete(*settle.Job) {
+	j.Entry.Lease, j.Entry.Urgent = j.lease, j.w.fifo
+	j.r.deletes.Add(&j.Entry)
+}
+
+// Change queues the message's visibility change (settle.Port).
+func (j *job) Change(*settle.Job) {
+	j.Entry.Lease = j.lease
+	j.r.changes.Add(&j.Entry)
+}
+
+// Copy queues the message's dead-letter copy (settle.Port).
+func (j *job) Copy(*settle.Job) {
+	j.Entry.Urgent = j.w.fifo
+	j.r.sends.Add(&j.Entry)
+}
+
+// Resend queues a fresh copy of a job not due yet (settle.Port).
+func (j *job) Resend(*settle.Job) { j.r.resends.Add(&j.Entry) }
+
+// DLQ returns the queue's dead-letter Copier (settle.Port).
+func (j *job) DLQ() (*dlq.Copier, error) {
+	if j.w.copier == nil {
+		return nil, settle.ErrNoDLQ
+	}
+	return j.w.copier, nil
+}
+
+// Queue returns the queue's settings (settle.Port).
+func (j *job) Queue() settle.Queue { return j.w.queue }
+
+// Done accounts for a settled message (settle.Port): counters, the held
+// place, the FIFO group, the hook. The runtime touches the job no more:
+// the hook gets the job's own message, which nothing else holds.
+func (j *job) Done(_ *settle.Job, f settle.Final) {
 	w, r := j.w, j.r
-	switch j.stage {
-	case stageDelete, stageChange:
-		w.finish(r, j, j.result, o, j.reason, j.delay)
-		return
-	case stageResend:
-		if !o.OK {
-			// Not re-sent: it waits a visibility timeout and is tried again.
-			w.warn.Warn("resend", "sqsworker: re-sending a job that is not due yet failed; it is tried again after the visibility timeout", "message", j.msg.ID, "err", o.Err)
-			j.hide(r, settle.Delayed, w.visibility, j.reason)
-			return
-		}
-		j.send(r.deletes, stageDelete, settle.Delayed, j.reason, j.delay, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease})
-		return
-	}
-	if !o.OK {
-		j.retryLater("send", o.Err)
-		return
-	}
-	w.opts.Logger.Info("sqsworker: message copied to the dead-letter queue; deleting it from the source", "message", j.msg.ID, "dlq", w.target.QueueURL, "copy", o.MessageID, "reason", j.reason, "err", j.herr)
-	j.send(r.deletes, stageDelete, settle.DeadLettered, j.reason, 0, settle.Entry{Handle: j.msg.ReceiptHandle, Lease: j.lease, Urgent: w.fifo})
-}
-
-// retryLater leaves a message that should go to the dead-letter queue but
-// cannot now in the queue: it comes back after the visibility timeout.
-func (j *job) retryLater(why string, problem error) {
-	j.w.warn.Warn("dlq-"+why, "sqsworker: the message should go to the dead-letter queue but cannot now; it stays in the queue and will be tried again",
-		"message", j.msg.ID, "reason", j.reason, "problem", problem, "err", j.herr)
-	j.hide(j.r, settle.Retrying, j.w.visibility, fmt.Sprintf("%s (not dead-lettered: %v); it comes back after the visibility timeout", j.reason, problem))
-}
-
-// deadLetter copies the message to the DLQ with provenance, then deletes
-// it. Without a DLQ, or when the copy cannot be confirmed, the message
-// stays in the queue and comes back after the visibility timeout: it is
-// never deleted without a DLQ copy.
-func (w *Worker) deadLetter(r *run, j *job, reason string) {
-	j.reason = reason
-	if w.copier == nil {
-		j.retryLater("none", errors.New("the queue has no dead-letter queue (AllowNoDLQ): it is retried until retention deletes it"))
-		return
-	}
-	in, err := w.copier.Input(j.raw(), dlq.Provenance{
-		SourceQueue:   w.queueURL,
-		Error:         fmt.Sprintf("%s: %v", reason, j.herr),
-		Attempt:       j.msg.Attempt,
-		FirstReceived: j.msg.FirstReceivedAt,
-		FailedAt:      time.Now(),
-		Handler:       w.opts.HandlerName,
-	})
-	if err != nil {
-		j.retryLater("copy", err)
-		return
-	}
-	j.send(r.sends, stageCopy, settle.DeadLettered, reason, 0, settle.Entry{Send: settle.SendEntry(in), Urgent: w.fifo})
-}
-
-// finish accounts for a settled message: counters, logs, the held place,
-// the hook.
-func (w *Worker) finish(r *run, j *job, result settle.Result, o settle.Outcome, reason string, delay time.Duration) {
 	switch {
-	case o.OK:
-		switch result {
+	case f.Confirmed:
+		switch f.Result {
 		case settle.Deleted:
 			w.c.deleted.Add(1)
 		case settle.Retrying:
@@ -250,64 +181,29 @@ func (w *Worker) finish(r *run, j *job, result settle.Result, o settle.Outcome, 
 		case settle.Delayed:
 			w.c.delayed.Add(1)
 		}
-		if o.Late {
+		if f.Late {
 			w.c.settledLate.Add(1)
-			w.warn.Warn("late", "sqsworker: SQS confirmed a settlement only after the message's visibility deadline; another consumer may have received the message meanwhile (a duplicate is likely)",
-				"queue", w.queueURL, "message", j.msg.ID, "outcome", Outcome(result).String())
 		}
-	case o.Class == sqserr.Stale:
-		result, reason = settle.Lost, o.Err.Error()
+	case f.Result == settle.Lost:
 		w.c.lost.Add(1)
-		w.warn.Warn("lost", "sqsworker: the message's receipt handle is no longer valid (its visibility ended or another consumer has it); SQS will deliver it again",
-			"queue", w.queueURL, "message", j.msg.ID, "wanted", Outcome(result).String(), "err", o.Err)
-	default:
-		wanted := Outcome(result).String()
-		result, reason = settle.Abandoned, o.Err.Error()
+	case f.Result == settle.Abandoned && f.Called: // a drop's is counted by abandon
 		w.c.abandoned.Add(1)
-		w.warn.Warn("abandoned-"+wanted, "sqsworker: settlement abandoned; SQS will deliver the message again",
-			"queue", w.queueURL, "message", j.msg.ID, "wanted", wanted, "attempts", o.Attempts, "err", o.Err)
 	}
-	w.c.settling.Add(-1)
-	// On a FIFO queue the group goes on only after a confirmed delete or
-	// dead-letter move; otherwise the rest of it is released, in order.
-	for _, rest := range r.flow.settled(j, o.OK && (result == settle.Deleted || result == settle.DeadLettered)) {
-		w.release(r, rest)
+	if f.Called {
+		w.c.settling.Add(-1)
 	}
-	w.done(r, j, result, reason, delay, o.Late) // last: the hook may have the job's message
-}
-
-// drop accounts for a message that ends without a settlement call.
-func (w *Worker) drop(r *run, j *job, result settle.Result, reason string) {
-	if result == settle.Lost {
-		w.c.lost.Add(1)
-	}
-	if j.lease != nil { // it was in the flow: running, now done
-		for _, rest := range r.flow.settled(j, false) {
+	if j.lease != nil { // it was in the flow
+		for _, rest := range r.flow.settled(j, f.GroupGoesOn()) {
 			w.release(r, rest)
 		}
 	}
-	w.done(r, j, result, reason, 0, false) // last: the hook may have the job's message
-}
-
-// done accounts for a settled message and reports it to the hook. The
-// runtime touches the job no more: the hook gets the job's own message,
-// which nothing else holds (with a hook, handlers get copies of their own).
-func (w *Worker) done(r *run, j *job, result settle.Result, reason string, delay time.Duration, late bool) {
 	w.c.inFlight.Add(-1)
 	if w.notify == nil {
 		return
-	}
-	attempt := j.msg.Attempt
-	if j.started.IsZero() {
-		attempt = 0
 	}
 	var extensions []time.Time
 	if j.lease != nil {
 		extensions = j.lease.Extensions()
 	}
-	j.event = settle.Event{
-		Message: &j.msg, Result: result, Attempt: attempt, Delay: delay, Reason: reason, Err: j.herr, Late: late, Extensions: extensions,
-		ReceivedAt: j.msg.ReceivedAt, Started: j.started, Finished: j.finished, Settled: time.Now(),
-	}
-	w.notify.Notify(&j.event)
+	w.notify.Notify(j.Event(f, extensions, time.Now())) // last: the hook may have the job's message
 }

@@ -3,8 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"maps"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // poll is one receive loop. It stops asking for messages when ctx ends; a
@@ -103,17 +100,15 @@ func (w *Worker) track(r *run, msgs []types.Message, receivedAt time.Time) []*jo
 	w.c.inFlight.Add(int64(len(msgs)))
 	jobs := make([]*job, 0, len(msgs))
 	for _, raw := range msgs {
-		j := &job{w: w, r: r, msg: settle.Parse(raw, w.queueURL, receivedAt)}
-		j.traceHeader = raw.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)]
-		if len(raw.MessageAttributes) > 0 {
-			j.userAttrs = maps.Clone(raw.MessageAttributes)
-		}
-		lease, err := r.hb.Track(j.msg.ReceiptHandle, receivedAt, j.onLost)
+		j := &job{w: w, r: r}
+		j.Msg = settle.Parse(raw, w.queueURL, receivedAt)
+		w.engine.Bind(&j.Job, j)
+		lease, err := r.hb.Track(j.Msg.ReceiptHandle, receivedAt, j.onLost)
 		if err != nil {
 			// A message without a receipt handle cannot be settled; SQS
 			// never sends one.
-			w.warn.Warn("no-handle", "sqsworker: received a message without a receipt handle; it cannot be settled and is left to SQS", "message", j.msg.ID, "err", err)
-			w.drop(r, j, settle.Lost, err.Error())
+			w.warn.Warn("no-handle", "sqsworker: received a message without a receipt handle; it cannot be settled and is left to SQS", "message", j.Msg.ID, "err", err)
+			w.engine.Drop(&j.Job, settle.Lost, err.Error())
 			continue
 		}
 		j.lease = lease
@@ -128,65 +123,6 @@ func (w *Worker) handle(r *run) {
 	for j := r.flow.next(); j != nil; j = r.flow.next() {
 		w.process(r, j)
 	}
-}
-
-// job is one received message from its receive until SQS confirmed its
-// settlement.
-type job struct {
-	w     *Worker
-	r     *run
-	msg   settle.Message // the runtime's own copy: settlement reads only this
-	lease *visibility.Lease
-
-	started, finished time.Time // the handler's run
-	herr              error     // the handler's error
-
-	// The settling call in flight (one at a time): its entry, and what
-	// SQS's confirmation will mean.
-	entry  settle.Entry
-	stage  stage
-	result settle.Result
-	reason string
-	delay  time.Duration
-
-	// What the dead-letter copy needs, taken at receipt: the handler may
-	// change the maps it shares with the runtime's copy.
-	traceHeader string
-	userAttrs   map[string]types.MessageAttributeValue
-
-	dctx   settle.DeadlineContext // the handler context's parent: carries the lease's deadline
-	event  settle.Event           // the settlement event, for the hook
-	mu     sync.Mutex
-	cancel context.CancelCauseFunc // the handler's, once it starts
-	cause  error                   // the heartbeat's reason for giving the message up
-}
-
-// handlerMessage returns the handler's copy of the message. Its strings
-// and pointers are its own; its maps are the received ones (settlement
-// reads what it needs from the job's snapshot), unless a settlement hook
-// will be shown the message as received: then they are copies too.
-func (j *job) handlerMessage() *Message {
-	if j.w.notify != nil {
-		return messageOf(&j.msg)
-	}
-	m := (*Message)(j.msg.ShallowCopy())
-	return m
-}
-
-// raw is the message as received, for its dead-letter copy: body, the
-// sender's attributes, group ID and trace header.
-func (j *job) raw() types.Message {
-	raw := j.msg.Raw
-	raw.MessageId, raw.Body, raw.ReceiptHandle = &j.msg.ID, &j.msg.Body, &j.msg.ReceiptHandle
-	raw.MessageAttributes = j.userAttrs
-	raw.Attributes = map[string]string{}
-	if j.msg.GroupID != "" {
-		raw.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)] = j.msg.GroupID
-	}
-	if j.traceHeader != "" {
-		raw.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)] = j.traceHeader
-	}
-	return raw
 }
 
 // onLost is the heartbeat's callback: it cancels the running handler with

@@ -67,8 +67,8 @@ func (s *signals) handled(now time.Time, busy time.Duration) {
 func (s *signals) received(now time.Time, jobs []*job) {
 	var oldest time.Duration
 	for _, j := range jobs {
-		if j.msg.ReceiveCount == 1 && !j.msg.SentAt.IsZero() {
-			oldest = max(oldest, j.msg.ReceivedAt.Sub(j.msg.SentAt))
+		if j.Msg.ReceiveCount == 1 && !j.Msg.SentAt.IsZero() {
+			oldest = max(oldest, j.Msg.ReceivedAt.Sub(j.Msg.SentAt))
 		}
 	}
 	s.mu.Lock()

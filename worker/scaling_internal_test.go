@@ -13,7 +13,9 @@ import (
 func TestSignalsWindow(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	mk := func(sentAgo time.Duration, receives int, at time.Time) *job {
-		return &job{msg: settle.Message{ReceiveCount: receives, SentAt: at.Add(-sentAgo), ReceivedAt: at}}
+		j := &job{}
+		j.Msg = settle.Message{ReceiveCount: receives, SentAt: at.Add(-sentAgo), ReceivedAt: at}
+		return j
 	}
 	s := &signals{concurrency: 10}
 	s.received(t0, []*job{mk(3*time.Second, 1, t0), mk(time.Hour, 2, t0), mk(7*time.Second, 1, t0)})

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/sqsworker/sqsworker/internal/settle"
@@ -45,27 +44,7 @@ const (
 )
 
 // String returns the outcome's name.
-func (o Outcome) String() string {
-	switch o {
-	case Deleted:
-		return "deleted"
-	case Retrying:
-		return "retrying"
-	case DeadLettered:
-		return "dead-lettered"
-	case Released:
-		return "released"
-	case Lost:
-		return "lost"
-	case Abandoned:
-		return "abandoned"
-	case Snoozed:
-		return "snoozed"
-	case Delayed:
-		return "delayed"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
-}
+func (o Outcome) String() string { return settle.Result(o).String() }
 
 // Settlement is what happened to one message, reported to
 // Options.OnSettled once SQS has confirmed it (or once it is clear that SQS
@@ -105,7 +84,7 @@ type Settlement struct {
 // settlementOf is the public view of a settlement event.
 func settlementOf(ev *settle.Event) Settlement {
 	return Settlement{
-		Message: (*Message)(ev.Message), Outcome: Outcome(ev.Result), Attempt: ev.Attempt,
+		Message: eventMessage(ev), Outcome: Outcome(ev.Result), Attempt: ev.Attempt,
 		Delay: ev.Delay, Reason: ev.Reason, Err: ev.Err, Late: ev.Late, Extensions: ev.Extensions,
 		ReceivedAt: ev.ReceivedAt, HandlerStart: ev.Started, HandlerEnd: ev.Finished, SettledAt: ev.Settled,
 	}

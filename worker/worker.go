@@ -58,6 +58,7 @@ type Worker struct {
 	copier     *dlq.Copier  // builds dead-letter copies; nil without a DLQ
 	warn       *settle.Warner
 	notify     *settle.Notifier
+	engine     settle.Engine // settles every message; each job is its Port
 
 	c        counters
 	started  atomic.Bool
@@ -152,6 +153,10 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 		return nil, fmt.Errorf("sqsworker: %w", err)
 	default:
 		return nil, err
+	}
+	w.engine = settle.Engine{
+		Name: "sqsworker", Log: o.Logger, Warn: w.warn, Policy: o.RetryPolicy, Counter: o.AttemptCounter, CallTimeout: o.CallTimeout,
+		HandlerName: o.HandlerName, Visibility: w.visibility, Events: w.notify != nil,
 	}
 	return w, nil
 }
@@ -272,7 +277,7 @@ func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err er
 	r.running[j] = struct{}{}
 	r.mu.Unlock()
 
-	err = settle.Invoke(ctx, w.opts.Logger, j.msg.ID, w.handler, m)
+	err = settle.Run(ctx, &w.engine, &j.Job, w.handler, m)
 
 	r.mu.Lock()
 	delete(r.running, j)
@@ -280,7 +285,7 @@ func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err er
 	r.mu.Unlock()
 	if detached {
 		w.opts.Logger.Warn("sqsworker: a handler returned after Run had returned without it; its result is not applied (nothing is deleted, retried or dead-lettered), and SQS delivers the message again",
-			"queue", w.queueURL, "message", j.msg.ID, "err", err)
+			"queue", w.queueURL, "message", j.Msg.ID, "err", err)
 	}
 	return err, detached
 }
@@ -303,7 +308,7 @@ func (w *Worker) detach(r *run) int {
 	}
 	ids := make([]string, len(stuck))
 	for i, j := range stuck {
-		ids[i] = j.msg.ID
+		ids[i] = j.Msg.ID
 		w.abandon(r, j, fmt.Sprintf("the handler did not return within ShutdownTimeout (%v) + FlushTimeout/2 (%v) after its context was cancelled; the message was neither released nor deleted: SQS delivers it again when its visibility timeout (%v) ends",
 			w.opts.ShutdownTimeout, w.opts.FlushTimeout/2, w.visibility))
 	}
@@ -318,7 +323,7 @@ func (w *Worker) detach(r *run) int {
 // bound).
 func (w *Worker) abandon(r *run, j *job, reason string) {
 	w.c.abandoned.Add(1)
-	w.drop(r, j, settle.Abandoned, reason)
+	w.engine.Drop(&j.Job, settle.Abandoned, reason)
 }
 
 // countHandlers says "1 handler" or "n handlers".

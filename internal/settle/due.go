@@ -22,6 +22,15 @@ type Queue struct {
 	// batching window before the invocation): SQS's 12-hour visibility
 	// limit counts from the earlier time.
 	ReceiveSlack time.Duration
+	// NoCalls: the runtime cannot make SQS calls (the Lambda adapter
+	// without Options.Client), so a job not due yet cannot be kept waiting
+	// and runs now.
+	NoCalls bool
+}
+
+// Queuer tells a queue's settings (a Port does).
+type Queuer interface {
+	Queue() Queue
 }
 
 // Due says what to do with a received message that may carry a due time
@@ -32,11 +41,11 @@ type Queue struct {
 //
 // queue is asked for the queue's settings only when the message carries a
 // due time.
-func Due(m *Message, now time.Time, queue func() Queue) (d schedule.Decision, ok bool, err error) {
+func Due(m *Message, now time.Time, queue Queuer) (d schedule.Decision, ok bool, err error) {
 	if _, has := m.MessageAttributes[schedule.Attribute]; !has {
 		return schedule.Decision{}, false, nil
 	}
-	q := queue()
+	q := queue.Queue()
 	if q.FIFO {
 		return schedule.Decision{}, false, nil
 	}

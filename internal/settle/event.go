@@ -3,6 +3,7 @@ package settle
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,9 +24,35 @@ const (
 	Delayed                        // not due yet (a delay beyond 15 minutes): hidden or re-sent to wait, the handler not run
 )
 
+// String returns the result's name (worker.Outcome's String).
+func (r Result) String() string {
+	switch r {
+	case Deleted:
+		return "deleted"
+	case Retrying:
+		return "retrying"
+	case DeadLettered:
+		return "dead-lettered"
+	case Released:
+		return "released"
+	case Lost:
+		return "lost"
+	case Abandoned:
+		return "abandoned"
+	case Snoozed:
+		return "snoozed"
+	case Delayed:
+		return "delayed"
+	}
+	return "Outcome(" + strconv.Itoa(int(r)) + ")"
+}
+
 // Event is one settled message, for the settlement hook.
 type Event struct {
 	Message *Message // a copy of the message as received
+	// View is the runtime's public view of Message (a *worker.Message),
+	// when it made one; nil otherwise.
+	View    any
 	Result  Result
 	Attempt int
 	Delay   time.Duration // Retrying: how long the message stays invisible

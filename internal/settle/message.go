@@ -1,7 +1,9 @@
 package settle
 
 import (
+	"bytes"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -9,11 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// Message mirrors worker.Message field for field, in the same order and
-// with the same types, so that the worker and the Lambda adapter turn a
-// *Message into a *worker.Message with a pointer conversion: one parse for
-// both, and the compiler checks that the two types stay identical. Keep the
-// field documentation in worker.Message.
+// Message is the runtime's own copy of a received message: what settlement
+// reads. Handlers see worker.Message, a copy made with Detach; the fields
+// mean what worker.Message's say, plus TraceHeader.
 type Message struct {
 	ID                string
 	Body              string
@@ -27,8 +27,10 @@ type Message struct {
 	FirstReceivedAt   time.Time
 	ReceivedAt        time.Time
 	GroupID           string
-	SNS               *SNSMetadata
-	Raw               types.Message
+	// TraceHeader is the AWSTraceHeader system attribute, kept for the
+	// dead-letter copy.
+	TraceHeader string
+	Raw         types.Message
 }
 
 // Parse reads a received SDK message. Attempt is the receive count until a
@@ -49,6 +51,12 @@ func Parse(raw types.Message, queueURL string, receivedAt time.Time) Message {
 	m.SentAt = millis(raw.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)])
 	m.FirstReceivedAt = millis(raw.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)])
 	m.GroupID = raw.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+	m.TraceHeader = raw.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)]
+	if len(raw.MessageAttributes) == 0 {
+		// The runtime's copy has none; an empty map the SDK returned is
+		// the handler's (Detach), so its additions reach nothing here.
+		m.MessageAttributes = nil
+	}
 	return m
 }
 
@@ -61,12 +69,42 @@ func millis(s string) time.Time {
 	return time.UnixMilli(n)
 }
 
-// ShallowCopy returns a copy of m whose strings and Raw pointers are its
-// own but whose maps are m's: for a holder whose map changes m can bear.
-func (m *Message) ShallowCopy() *Message {
-	c := *m
-	c.Raw.MessageId, c.Raw.Body, c.Raw.ReceiptHandle = repoint(m.Raw.MessageId, &c.ID), repoint(m.Raw.Body, &c.Body), repoint(m.Raw.ReceiptHandle, &c.ReceiptHandle)
-	return &c
+// Detach makes a handler's copy of m share nothing with m that settlement
+// reads, so that nothing a handler does to its copy changes how m is
+// settled, nor its dead-letter copy, nor (with events) its settlement
+// event. The runtime has copied m's fields into its own struct, whose ID,
+// Body, ReceiptHandle and Raw are given; Detach points raw's string
+// pointers into that struct and returns the maps the copy holds:
+//
+//   - MessageAttributes: always a deep copy (the dead-letter copy is built
+//     from m's): the map, the DataType and StringValue strings, the bytes
+//     of BinaryValue and the list values are the copy's own. (A message
+//     received without any gets the SDK's empty map, which m does not hold.)
+//   - Attributes: m's own map when events is false (settlement reads only
+//     what Parse took from it), else a copy, since the event shows m.
+//   - raw's MD5 strings: m's when events is false, else the copy's own.
+//
+// Messages without attributes cost no allocation here.
+func Detach(m *Message, raw *types.Message, id, body, handle *string, events bool) (map[string]string, map[string]types.MessageAttributeValue) {
+	attrs := m.Attributes
+	mattrs := m.Raw.MessageAttributes // nil or empty: m has none (Parse)
+	switch {
+	case m.MessageAttributes != nil:
+		mattrs = cloneAttributes(m.MessageAttributes)
+	case events && mattrs != nil:
+		mattrs = map[string]types.MessageAttributeValue{}
+	}
+	raw.MessageId, raw.Body, raw.ReceiptHandle = repoint(m.Raw.MessageId, id), repoint(m.Raw.Body, body), repoint(m.Raw.ReceiptHandle, handle)
+	if events {
+		attrs = maps.Clone(attrs)
+		if m.Raw.MD5OfBody != nil || m.Raw.MD5OfMessageAttributes != nil {
+			md5 := new([2]string)
+			raw.MD5OfBody = copyString(m.Raw.MD5OfBody, &md5[0])
+			raw.MD5OfMessageAttributes = copyString(m.Raw.MD5OfMessageAttributes, &md5[1])
+		}
+	}
+	raw.Attributes, raw.MessageAttributes = attrs, mattrs
+	return attrs, mattrs
 }
 
 // repoint returns to when from is set, so a copy's Raw points into the copy.
@@ -77,16 +115,56 @@ func repoint(from, to *string) *string {
 	return to
 }
 
-// Copy returns a copy of m that shares nothing the holder could change in
-// place: its maps are its own, and its Raw's string pointers point into the
-// copy itself. The runtime hands copies to handlers and hooks and settles
-// from its own m, so nothing they do changes how the message is settled.
-func (m *Message) Copy() *Message {
-	c := *m
-	c.Attributes = maps.Clone(m.Attributes)
-	c.MessageAttributes = maps.Clone(m.MessageAttributes)
-	c.Raw.Attributes = c.Attributes
-	c.Raw.MessageAttributes = c.MessageAttributes
-	c.Raw.MessageId, c.Raw.Body, c.Raw.ReceiptHandle = repoint(m.Raw.MessageId, &c.ID), repoint(m.Raw.Body, &c.Body), repoint(m.Raw.ReceiptHandle, &c.ReceiptHandle)
-	return &c
+// copyString stores *from in slot and returns slot; nil for nil.
+func copyString(from, slot *string) *string {
+	if from == nil {
+		return nil
+	}
+	*slot = *from
+	return slot
+}
+
+// cloneAttributes returns a deep copy of attrs: one map, one array for
+// every string a pointer reaches, and the byte slices.
+func cloneAttributes(attrs map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
+	if attrs == nil {
+		return nil
+	}
+	n := 0
+	for _, v := range attrs {
+		if v.DataType != nil {
+			n++
+		}
+		if v.StringValue != nil {
+			n++
+		}
+	}
+	var strs []string
+	if n > 0 {
+		strs = make([]string, 0, n)
+	}
+	str := func(p *string) *string {
+		if p == nil {
+			return nil
+		}
+		strs = append(strs, *p)
+		return &strs[len(strs)-1]
+	}
+	c := make(map[string]types.MessageAttributeValue, len(attrs))
+	for k, v := range attrs {
+		v.DataType, v.StringValue = str(v.DataType), str(v.StringValue)
+		if v.BinaryValue != nil {
+			v.BinaryValue = bytes.Clone(v.BinaryValue)
+		}
+		v.StringListValues = slices.Clone(v.StringListValues)
+		if v.BinaryListValues != nil {
+			l := make([][]byte, len(v.BinaryListValues))
+			for i, b := range v.BinaryListValues {
+				l[i] = bytes.Clone(b)
+			}
+			v.BinaryListValues = l
+		}
+		c[k] = v
+	}
+	return c
 }

@@ -10,9 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -44,6 +42,10 @@ type Handler struct {
 	h    worker.Handler
 	opts Options
 	warn *settle.Warner
+	// engine settles every record; each rec is its Port. The queue's
+	// visibility timeout is not known (Visibility zero): a record that
+	// cannot be dead-lettered now is reported and comes back when it ends.
+	engine settle.Engine
 
 	mu    sync.Mutex
 	byARN map[string]*queueState
@@ -63,7 +65,11 @@ func New(h worker.Handler, optFns ...func(*Options)) (*Handler, error) {
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Handler{h: h, opts: o, warn: &settle.Warner{Log: o.Logger}, byARN: map[string]*queueState{}}, nil
+	warn := &settle.Warner{Log: o.Logger}
+	return &Handler{h: h, opts: o, warn: warn, byARN: map[string]*queueState{}, engine: settle.Engine{
+		Name: "sqslambda", Log: o.Logger, Warn: warn, Policy: o.RetryPolicy, Counter: o.AttemptCounter, CallTimeout: o.CallTimeout,
+		HandlerName: o.HandlerName, ReceiveSlack: maxBatchingWindow, Events: o.OnSettled != nil,
+	}}, nil
 }
 
 func (h *Handler) batcherOptions() settle.BatcherOptions {
@@ -94,7 +100,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 	b.settle()
 	outcomes := map[string]int{}
 	for _, r := range b.recs {
-		outcomes[r.outcome]++
+		outcomes[r.final.Result.String()]++
 		if !r.report {
 			continue
 		}
@@ -116,25 +122,25 @@ const (
 	done
 )
 
-// rec is one record of a batch.
+// rec is one record of a batch. It embeds the settlement engine's state of
+// the record (settle.Job) and is that record's settle.Port: the engine
+// plans every call, the record carries it — into the partial batch
+// response (report it as failed, with the visibility to set before Handle
+// returns) or into the invocation's batched calls.
 type rec struct {
+	settle.Job
 	ev   events.SQSMessage
+	b    *batch
 	q    *invocationQueue
 	prev *rec // the previous record of the same FIFO message group, or nil
-	msg  settle.Message
 
 	// Guarded by batch.mu until the record is done.
 	state recState
 	ok    bool // done and succeeded: later records of its group may run
 
-	report            bool   // reported in batchItemFailures
-	visibility        int32  // visibility to set before returning; -1: leave as it is
-	outcome           string // what became of it, for the batch's debug log
-	result            settle.Result
-	reason            string
-	delay             time.Duration
-	herr              error
-	started, finished time.Time
+	report     bool  // reported in batchItemFailures
+	visibility int32 // visibility to set before returning; -1: leave as it is
+	final      settle.Final
 }
 
 // batch is one invocation's records and their scheduling.
@@ -184,16 +190,17 @@ func (h *Handler) newBatch(ctx context.Context, ev events.SQSEvent) *batch {
 	b.queues = h.queues(b.sctx, arns)
 	last := map[string]*rec{}
 	for i, e := range ev.Records {
-		r := &rec{ev: e, q: b.queues[e.EventSourceARN], visibility: -1}
-		r.msg = settle.Parse(RawMessage(e), r.q.q.url, b.start)
+		r := &rec{ev: e, b: b, q: b.queues[e.EventSourceARN], visibility: -1}
+		r.Msg = settle.Parse(RawMessage(e), r.q.q.url, b.start)
+		h.engine.Bind(&r.Job, r)
 		b.recs[i] = r
-		if r.q.q.fifo || (e.EventSourceARN == "" && r.msg.GroupID != "") {
+		if r.q.q.fifo || (e.EventSourceARN == "" && r.Msg.GroupID != "") {
 			b.fifo = true
 		}
 	}
 	if b.fifo {
 		for _, r := range b.recs {
-			g := r.msg.GroupID
+			g := r.Msg.GroupID
 			r.prev = last[g]
 			last[g] = r
 		}
@@ -276,139 +283,127 @@ func (b *batch) skipRestLocked(why string) {
 // once, so it is delivered again without waiting for the visibility timeout
 // (on a FIFO queue, after the earlier records of its group).
 func (b *batch) skipLocked(r *rec, why string) {
-	r.state, r.ok, r.report, r.outcome, r.result, r.reason = done, false, true, why, settle.Released, why
-	if b.h.opts.Client != nil && r.q.q.url != "" {
-		r.visibility = 0
-	}
+	r.state, r.ok = done, false
+	b.h.engine.Release(&r.Job, why)
 }
 
-// process runs the handler on one record and decides its fate with the
-// worker's decision (settle.Decide).
+// process runs the handler on one record and hands it to the settlement
+// engine, as the worker does.
 func (b *batch) process(r *rec) {
-	o := &b.h.opts
+	e := &b.h.engine
 	// A job sent with a delay beyond 15 minutes waits for its due time
 	// without running the handler or counting an attempt.
-	if d, ok, err := settle.Due(&r.msg, time.Now(), func() settle.Queue { return r.q.settings(b.sctx, b.h) }); err != nil {
-		r.herr, r.outcome, r.result, r.reason = err, "dead-letter", settle.DeadLettered, "invalid due time"
-		b.deadLetter(r, err, "invalid due time")
+	if e.NotDue(&r.Job, time.Now()) {
+		e.Wait(&r.Job)
 		return
-	} else if ok && d.Action != schedule.Run {
-		if b.wait(r, d) {
-			return
-		}
 	}
-	settle.CountAttempt(b.sctx, o.CallTimeout, o.AttemptCounter, &r.msg, o.Logger)
-	m := (*worker.Message)(r.msg.Copy())
+	e.Count(b.sctx, &r.Job)
 	hctx := settle.WithDeadline(b.hctx, b.deadline)
-	r.started = time.Now()
-	err := settle.Invoke(hctx, o.Logger, r.msg.ID, b.h.h, m)
-	r.finished = time.Now()
+	err := settle.Run(hctx, e, &r.Job, b.h.h, r.handlerMessage())
 	if errors.Is(context.Cause(b.hctx), ErrDeadline) {
 		err = settle.WithCause(err, ErrDeadline)
 	}
-	r.herr = err
-	d := settle.Decide(err, r.msg.Attempt, o.RetryPolicy)
-	switch d.Action {
-	case settle.Delete:
-		r.ok, r.outcome, r.result = true, "succeeded", settle.Deleted
-	case settle.Retry:
-		r.report, r.outcome, r.result = true, "retry", settle.Retrying
-		if d.Snoozed {
-			r.outcome, r.result = "snoozed", settle.Snoozed
-			settle.Uncount(b.sctx, o.CallTimeout, o.AttemptCounter, &r.msg, o.Logger)
-		}
-		if o.Client != nil && r.q.q.url != "" {
-			r.delay = settle.CapDelay(d.Delay, b.start.Add(-maxBatchingWindow), time.Now())
-			r.visibility = retry.VisibilitySeconds(r.delay)
-			o.Logger.Debug("sqslambda: retry scheduled", "message", r.msg.ID, "attempt", r.msg.Attempt, "delay", r.delay, "err", err)
-		} else {
-			r.reason = "no Options.Client: the record comes back when the queue's visibility timeout ends"
-			o.Logger.Debug("sqslambda: record failed; reported for Lambda to retry after the visibility timeout (no Options.Client, so no backoff)", "message", r.msg.ID, "attempt", r.msg.Attempt, "err", err)
-		}
-	case settle.DeadLetter:
-		r.outcome, r.result, r.reason = "dead-letter", settle.DeadLettered, d.Reason
-		b.deadLetter(r, err, d.Reason)
-	}
+	e.Handled(b.sctx, &r.Job, err)
 }
 
-// wait keeps a record that is not due yet waiting, as the schedule
-// decided, and reports whether it did: hidden (reported as failed, with its
-// visibility set to the wait), or re-sent as a fresh copy (then deleted,
-// and not reported). Without Options.Client it cannot wait: the handler
-// runs now, and a warning says why.
-func (b *batch) wait(r *rec, d schedule.Decision) bool {
-	o := &b.h.opts
-	if o.Client == nil || r.q.q.url == "" {
-		b.h.warn.Warn("due-no-client", "sqslambda: a record carries a due time (a delay beyond 15 minutes) but the Handler has no Options.Client to keep it waiting; it runs now", "message", r.msg.ID, "wait", d.String())
-		return false
-	}
-	r.outcome, r.result, r.reason, r.delay = "delayed", settle.Delayed, d.String(), d.Delay
-	if d.Action == schedule.Hide {
-		r.report, r.visibility = true, retry.VisibilitySeconds(d.Delay)
-		return true
-	}
-	r.report = true
-	in := schedule.ResendInput(r.q.q.url, r.msg.Raw, d.Delay)
-	r.q.resender(b.h).Add(&settle.Entry{Send: settle.SendEntry(in), Urgent: true, Owner: settle.DoneFunc(func(out settle.Outcome) {
-		if !out.OK {
-			// Reported as failed: it comes back after the visibility timeout.
-			b.h.warn.Warn("resend", "sqslambda: re-sending a record that is not due yet failed; it comes back after its visibility timeout", "message", r.msg.ID, "err", out.Err)
-			return
-		}
-		r.report = false // Lambda deletes it; so does the adapter, now
-		r.q.deleter(b.h).Add(&settle.Entry{Handle: r.msg.ReceiptHandle, Urgent: true})
-	})})
-	return true
-}
+// calls reports whether the adapter can make SQS calls for r: it has
+// Options.Client, and the record's queue is known.
+func (r *rec) calls() bool { return r.b.h.opts.Client != nil && r.q.q.url != "" }
 
-// deadLetter queues the record's copy to the dead-letter queue, then its
-// delete from the source, as the worker does. The record is reported as
-// failed (and so stays in the queue) unless the copy is confirmed before
-// Handle returns; then it is not reported, so Lambda deletes it even if
-// the adapter's own delete failed.
-func (b *batch) deadLetter(r *rec, cause error, reason string) {
-	o := &b.h.opts
-	r.report = true
-	fail := func(outcome string, problem error) {
-		r.outcome, r.result, r.reason = outcome, settle.Retrying, fmt.Sprintf("%s (%v); reported as failed, it comes back after the visibility timeout", reason, problem)
-		b.h.warn.Warn("dlq-"+outcome, "sqslambda: record should go to the dead-letter queue but cannot now; it is reported as failed and will be retried",
-			"message", r.msg.ID, "reason", reason, "problem", problem, "err", cause)
-	}
-	if o.Client == nil {
-		fail("dead-letter: no client", errors.New("without Options.Client SQS's own redrive moves it after maxReceiveCount receives, without provenance"))
-		return
-	}
-	c, err := r.q.dlq(b.sctx, b.h)
-	if err != nil {
-		fail("dead-letter: no DLQ", err)
-		return
-	}
-	in, err := c.Input(r.msg.Raw, dlq.Provenance{
-		SourceQueue:   r.q.q.url,
-		Error:         fmt.Sprintf("%s: %v", reason, cause),
-		Attempt:       r.msg.Attempt,
-		FirstReceived: r.msg.FirstReceivedAt,
-		FailedAt:      time.Now(),
-		Handler:       o.HandlerName,
-	})
-	if err != nil {
-		fail("dead-letter: copy", err)
-		return
-	}
-	r.q.sender(b.h, c).Add(&settle.Entry{Send: settle.SendEntry(in), Urgent: true, Owner: settle.DoneFunc(func(out settle.Outcome) {
-		if !out.OK {
-			fail("dead-letter failed", out.Err)
-			return
-		}
-		// Not reported: even if this delete fails, Lambda deletes it.
-		r.report, r.outcome = false, "dead-lettered"
-		o.Logger.Info("sqslambda: record copied to the dead-letter queue; deleting it from the source", "message", r.msg.ID, "dlq", c.Target().QueueURL, "copy", out.MessageID, "reason", reason)
-		r.q.deleter(b.h).Add(&settle.Entry{Handle: r.msg.ReceiptHandle, Urgent: true, Owner: settle.DoneFunc(func(out settle.Outcome) {
+// Delete has the record deleted (settle.Port): it is not reported, so
+// Lambda deletes it when the invocation returns. After a dead-letter copy
+// or a fresh copy of a job not due yet the adapter deletes it now too, so
+// that it does not come back should the invocation fail.
+func (r *rec) Delete(j *settle.Job) {
+	r.report = false
+	if j.Want() != settle.Deleted && r.calls() {
+		log := r.b.h.opts.Logger
+		r.q.deleter(r.b.h).Add(&settle.Entry{Handle: r.Msg.ReceiptHandle, Urgent: true, Owner: settle.DoneFunc(func(out settle.Outcome) {
 			if !out.OK {
-				o.Logger.Info("sqslambda: deleting the dead-lettered record failed; Lambda deletes it when the invocation returns", "message", r.msg.ID, "err", out.Err)
+				log.Info("sqslambda: deleting the record failed; Lambda deletes it when the invocation returns", "message", r.Msg.ID, "err", out.Err)
 			}
 		})})
-	})})
+	}
+	j.Settled(&j.Entry, settle.Outcome{OK: true})
+}
+
+// Change reports the record as failed, with the visibility to set before
+// Handle returns (settle.Port); without a client the record comes back
+// when its visibility timeout ends.
+func (r *rec) Change(j *settle.Job) {
+	r.report = true
+	if r.calls() && j.Entry.Timeout != settle.KeepVisibility {
+		r.visibility = j.Entry.Timeout
+	}
+	j.Settled(&j.Entry, settle.Outcome{OK: true})
+}
+
+// Copy queues the record's dead-letter copy (settle.Port); until its
+// delete follows, the record is reported as failed.
+func (r *rec) Copy(j *settle.Job) {
+	r.report = true
+	c, _ := r.q.dlq(r.b.sctx, r.b.h) // known: the engine asked DLQ first
+	j.Entry.Urgent = true
+	r.q.sender(r.b.h, c).Add(&j.Entry)
+}
+
+// Resend queues a fresh copy of a job not due yet (settle.Port); until its
+// delete follows, the record is reported as failed.
+func (r *rec) Resend(j *settle.Job) {
+	r.report = true
+	j.Entry.Urgent = true
+	r.q.resender(r.b.h).Add(&j.Entry)
+}
+
+// errNoClient is why a Handler without Options.Client moves nothing to the
+// dead-letter queue.
+var errNoClient = errors.New("without Options.Client SQS's own redrive moves it after maxReceiveCount receives, without provenance")
+
+// DLQ returns the record's dead-letter Copier (settle.Port).
+func (r *rec) DLQ() (*dlq.Copier, error) {
+	if r.b.h.opts.Client == nil {
+		return nil, errNoClient
+	}
+	return r.q.dlq(r.b.sctx, r.b.h)
+}
+
+// Queue returns the record's queue settings (settle.Port).
+func (r *rec) Queue() settle.Queue {
+	s := r.q.settings(r.b.sctx, r.b.h)
+	s.NoCalls = !r.calls()
+	return s
+}
+
+// Done records the record's settlement (settle.Port), for the response and
+// the hook.
+func (r *rec) Done(_ *settle.Job, f settle.Final) {
+	if f.Result == settle.Deleted {
+		r.ok = true
+	}
+	if (f.Result == settle.Retrying || f.Result == settle.Snoozed) && f.Reason == "" && !r.calls() {
+		f.Reason, f.Delay = "no Options.Client: the record comes back when the queue's visibility timeout ends", 0
+	}
+	r.final = f
+}
+
+// handlerMessage returns the handler's copy of the record's message (see
+// settle.Detach).
+func (r *rec) handlerMessage() *worker.Message {
+	m := new(worker.Message)
+	*m = viewOf(&r.Msg)
+	m.Attributes, m.MessageAttributes = settle.Detach(&r.Msg, &m.Raw, &m.ID, &m.Body, &m.ReceiptHandle, r.b.h.engine.Events)
+	return m
+}
+
+// viewOf returns a worker.Message sharing s's maps and Raw.
+func viewOf(s *settle.Message) worker.Message {
+	return worker.Message{
+		ID: s.ID, Body: s.Body, ReceiptHandle: s.ReceiptHandle, QueueURL: s.QueueURL,
+		Attributes: s.Attributes, MessageAttributes: s.MessageAttributes,
+		ReceiveCount: s.ReceiveCount, Attempt: s.Attempt,
+		SentAt: s.SentAt, FirstReceivedAt: s.FirstReceivedAt, ReceivedAt: s.ReceivedAt,
+		GroupID: s.GroupID, Raw: s.Raw,
+	}
 }
 
 // settle confirms the batch's dead-letter copies, then applies its
@@ -438,9 +433,9 @@ func (b *batch) settle() {
 			if out.OK {
 				return
 			}
-			r.reason = fmt.Sprintf("visibility change failed (%v): the record comes back when its visibility timeout ends", out.Err)
+			r.final.Reason = fmt.Sprintf("visibility change failed (%v): the record comes back when its visibility timeout ends", out.Err)
 			b.h.warn.Warn("visibility-"+out.Class.String(), "sqslambda: visibility change failed; the record comes back when its visibility timeout ends (check sqs:ChangeMessageVisibility in the function's role)",
-				"queue", r.q.q.url, "message", r.msg.ID, "timeout", r.visibility, "class", out.Class.String(), "err", out.Err)
+				"queue", r.q.q.url, "message", r.Msg.ID, "timeout", r.visibility, "class", out.Class.String(), "err", out.Err)
 		})})
 	}
 	for _, iq := range b.queues {
@@ -462,12 +457,7 @@ func (b *batch) notify() {
 	n := &settle.Notifier{Hook: func(ev *settle.Event) { b.h.opts.OnSettled(settlementOf(ev)) }, Log: b.h.opts.Logger, Warn: b.h.warn}
 	now := time.Now()
 	for _, r := range b.recs {
-		ev := &settle.Event{Message: r.msg.Copy(), Result: r.result, Attempt: r.msg.Attempt, Delay: r.delay, Reason: r.reason, Err: r.herr,
-			ReceivedAt: b.start, Started: r.started, Finished: r.finished, Settled: now}
-		if r.started.IsZero() {
-			ev.Attempt = 0
-		}
-		n.Notify(ev)
+		n.Notify(r.Event(r.final, nil, now))
 	}
 	n.Close(b.sctx)
 }
@@ -475,8 +465,15 @@ func (b *batch) notify() {
 // settlementOf is the public view of a settlement event.
 func settlementOf(ev *settle.Event) worker.Settlement {
 	return worker.Settlement{
-		Message: (*worker.Message)(ev.Message), Outcome: worker.Outcome(ev.Result), Attempt: ev.Attempt,
+		Message: eventMessage(ev), Outcome: worker.Outcome(ev.Result), Attempt: ev.Attempt,
 		Delay: ev.Delay, Reason: ev.Reason, Err: ev.Err, Late: ev.Late,
 		ReceivedAt: ev.ReceivedAt, HandlerStart: ev.Started, HandlerEnd: ev.Finished, SettledAt: ev.Settled,
 	}
+}
+
+// eventMessage is the public view of an event's message, which the
+// runtime has given up: it shares its maps and Raw.
+func eventMessage(ev *settle.Event) *worker.Message {
+	m := viewOf(ev.Message)
+	return &m
 }
