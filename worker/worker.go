@@ -136,17 +136,14 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 		return nil, fmt.Errorf("sqsworker: %w", err)
 	}
 
-	target, err := dlq.Discover(ctx, w.client, queueURL)
+	copier, err := settle.DiscoverDLQ(ctx, w.client, queueURL, o.RetryPolicy, o.Logger, func(mo *dlq.MoverOptions) {
+		mo.Offloader, mo.OffloadTimeout = o.DeadLetterOffloader, o.CallTimeout
+	})
 	switch {
 	case err == nil:
-		w.target = &target
+		target := copier.Target()
+		w.target, w.copier = &target, copier
 		w.queue.MaxReceiveCount = target.MaxReceiveCount
-		if w.copier, err = dlq.NewCopier(target, func(mo *dlq.MoverOptions) {
-			mo.Logger, mo.Offloader, mo.OffloadTimeout = o.Logger, o.DeadLetterOffloader, o.CallTimeout
-		}); err != nil {
-			return nil, fmt.Errorf("sqsworker: %w", err)
-		}
-		settle.CheckPolicy(o.Logger, queueURL, w.fifo, target.MaxReceiveCount, o.RetryPolicy)
 	case errors.Is(err, dlq.ErrNoRedrivePolicy) && o.AllowNoDLQ:
 		o.Logger.Warn("sqsworker: queue has no RedrivePolicy (AllowNoDLQ): failed jobs are retried until retention deletes them", "queue", queueURL)
 	case errors.Is(err, dlq.ErrNoRedrivePolicy):

@@ -365,7 +365,11 @@ func (j *Job) Settled(_ *Entry, o Outcome) {
 			e.retryLater(j, j.why, "send", o.Err)
 			return
 		}
-		e.log().Info(e.Name+": message copied to the dead-letter queue; deleting it from the source", "message", j.Msg.ID, "copy", o.MessageID, "reason", j.why, "err", j.Err)
+		var dlqURL string
+		if c, err := j.port.DLQ(); err == nil {
+			dlqURL = c.Target().QueueURL
+		}
+		e.log().Info(e.Name+": message copied to the dead-letter queue; deleting it from the source", "message", j.Msg.ID, "dlq", dlqURL, "copy", o.MessageID, "reason", j.why, "err", j.Err)
 		j.stage = stageDelete
 		j.Entry = Entry{Handle: j.Msg.ReceiptHandle, Owner: j}
 		j.port.Delete(j)

@@ -1,6 +1,7 @@
 package settle
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/sqsworker/sqsworker/dlq"
@@ -23,4 +24,23 @@ func CheckPolicy(log *slog.Logger, queueURL string, fifo bool, maxReceiveCount i
 		log.Warn("sqsworker: the queue's maxReceiveCount is lower than the retry policy's attempts; SQS will dead-letter messages before the policy gives up (without provenance). Raise maxReceiveCount or shorten the policy",
 			"queue", queueURL, "maxReceiveCount", maxReceiveCount, "policyAttempts", attempts)
 	}
+}
+
+// DiscoverDLQ finds queueURL's dead-letter queue from its RedrivePolicy
+// (dlq.Discover) and returns the Copier that builds its dead-letter copies,
+// after warning (CheckPolicy) when SQS would dead-letter a message before
+// policy gives up. The worker and the Lambda adapter find their dead-letter
+// queue with it; the error wraps dlq.ErrNoRedrivePolicy for a queue without
+// one. copier configures the Copier (its Logger is log).
+func DiscoverDLQ(ctx context.Context, client dlq.QueueAPI, queueURL string, policy retry.Policy, log *slog.Logger, copier ...func(*dlq.MoverOptions)) (*dlq.Copier, error) {
+	t, err := dlq.Discover(ctx, client, queueURL)
+	if err != nil {
+		return nil, err
+	}
+	c, err := dlq.NewCopier(t, append([]func(*dlq.MoverOptions){func(o *dlq.MoverOptions) { o.Logger = log }}, copier...)...)
+	if err != nil {
+		return nil, err
+	}
+	CheckPolicy(log, t.SourceURL, t.FIFO, t.MaxReceiveCount, policy)
+	return c, nil
 }

@@ -123,19 +123,13 @@ func (iq *invocationQueue) dlq(ctx context.Context, h *Handler) (*dlq.Copier, er
 	}
 	cctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
 	defer cancel()
-	t, err := dlq.Discover(cctx, h.opts.Client, q.url)
-	if err != nil {
-		iq.copierErr = err
-		return nil, err
-	}
-	c, err := dlq.NewCopier(t, func(o *dlq.MoverOptions) {
-		o.Logger, o.Offloader, o.OffloadTimeout = h.opts.Logger, h.opts.DeadLetterOffloader, h.opts.CallTimeout
+	c, err := settle.DiscoverDLQ(cctx, h.opts.Client, q.url, h.opts.RetryPolicy, h.opts.Logger, func(o *dlq.MoverOptions) {
+		o.Offloader, o.OffloadTimeout = h.opts.DeadLetterOffloader, h.opts.CallTimeout
 	})
 	if err != nil {
 		iq.copierErr = err
 		return nil, err
 	}
-	settle.CheckPolicy(h.opts.Logger, t.SourceURL, t.FIFO, t.MaxReceiveCount, h.opts.RetryPolicy)
 	q.copier, iq.copier = c, c
 	return c, nil
 }
