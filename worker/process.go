@@ -51,7 +51,7 @@ func (w *Worker) process(r *run, j *job) {
 	}
 	// A job sent with a delay beyond 15 minutes waits for its due time
 	// without running the handler or counting an attempt.
-	if w.engine.NotDue(&j.Job, slot) {
+	if w.engine.Begin(r.bg, &j.Job, slot) {
 		r.flow.handled(time.Since(slot))
 		if j.Err != nil {
 			w.c.failed.Add(1)
@@ -60,7 +60,6 @@ func (w *Worker) process(r *run, j *job) {
 		w.engine.Wait(&j.Job)
 		return
 	}
-	w.engine.Count(r.bg, &j.Job)
 
 	hctx, cancelHandler := j.handlerContext(r.hard)
 	if w.opts.HandlerTimeout > 0 {

@@ -101,8 +101,7 @@ func (w *Worker) track(r *run, msgs []types.Message, receivedAt time.Time) []*jo
 	jobs := make([]*job, 0, len(msgs))
 	for _, raw := range msgs {
 		j := &job{w: w, r: r}
-		j.Msg = settle.Parse(raw, w.queueURL, receivedAt)
-		w.engine.Bind(&j.Job, j)
+		w.engine.Track(&j.Job, j, raw, w.queueURL, receivedAt)
 		lease, err := r.hb.Track(j.Msg.ReceiptHandle, receivedAt, j.onLost)
 		if err != nil {
 			// A message without a receipt handle cannot be settled; SQS

@@ -114,6 +114,7 @@ type Job struct {
 	why   string        // the reason that goes with it
 	delay time.Duration // the delay that goes with it
 	due   schedule.Decision
+	dlq   string // the dead-letter queue a copy goes to
 	event Event
 }
 
@@ -154,9 +155,11 @@ func (f Final) GroupGoesOn() bool {
 	return f.Confirmed && (f.Result == Deleted || f.Result == DeadLettered)
 }
 
-// Bind makes j's message the Engine's, settled through port (usually the
-// runtime's state that embeds j).
-func (e *Engine) Bind(j *Job, port Port) {
+// Track makes j the Engine's state of a received message: it parses raw,
+// received from queueURL at receivedAt, into j.Msg; port (usually the
+// runtime's state that embeds j) will carry its calls.
+func (e *Engine) Track(j *Job, port Port, raw types.Message, queueURL string, receivedAt time.Time) {
+	j.Msg = Parse(raw, queueURL, receivedAt)
 	j.e, j.port = e, port
 }
 
@@ -171,29 +174,31 @@ func (e *Engine) log() *slog.Logger {
 	return e.Log
 }
 
-// NotDue reports whether j's message must not run now: it carries a due
-// time not reached yet (a job sent with a delay beyond SQS's 15 minutes),
-// or one that cannot be read. Then Wait settles it, without running the
-// handler or counting an attempt. A runtime that cannot make SQS calls
-// (Queue.NoCalls) runs a message not due yet now, with a warning.
-func (e *Engine) NotDue(j *Job, now time.Time) bool {
+// Begin readies j's message for its handler at now, and reports whether
+// it must wait instead: a message that carries a due time not reached yet
+// (a job sent with a delay beyond SQS's 15 minutes), or one that cannot be
+// read, does not run; the runtime then calls Wait, without running the
+// handler or counting an attempt. Otherwise Begin counts the attempt (ctx
+// bounds the counter's call) and the handler may run. A runtime that
+// cannot make SQS calls (Queue.NoCalls) runs a message not due yet now,
+// with a warning.
+func (e *Engine) Begin(ctx context.Context, j *Job, now time.Time) (wait bool) {
 	d, ok, err := Due(&j.Msg, now, j.port)
 	switch {
 	case err != nil:
 		j.Err, j.due = err, schedule.Decision{}
 		return true
-	case !ok || d.Action == schedule.Run:
-		return false
-	}
-	if j.port.Queue().NoCalls {
+	case ok && d.Action != schedule.Run && j.port.Queue().NoCalls:
 		e.Warn.Warn("due-no-client", e.Name+": a message carries a due time (a delay beyond 15 minutes) but the runtime cannot make SQS calls to keep it waiting (no Options.Client); it runs now", "message", j.Msg.ID, "wait", d.String())
-		return false
+	case ok && d.Action != schedule.Run:
+		j.due = d
+		return true
 	}
-	j.due = d
-	return true
+	CountAttempt(ctx, e.CallTimeout, e.counter(), &j.Msg, e.log())
+	return false
 }
 
-// Wait settles a message NotDue held back: one whose due time cannot be
+// Wait settles a message Begin held back: one whose due time cannot be
 // read goes to the dead-letter queue with that reason; one not due yet is
 // hidden until it is, or re-sent as a fresh copy (then deleted) to wait.
 func (e *Engine) Wait(j *Job) {
@@ -208,11 +213,6 @@ func (e *Engine) Wait(j *Job) {
 		j.Entry = Entry{Send: SendEntry(in), Owner: j}
 		j.port.Resend(j)
 	}
-}
-
-// Count sets j.Msg.Attempt (see CountAttempt).
-func (e *Engine) Count(ctx context.Context, j *Job) {
-	CountAttempt(ctx, e.CallTimeout, e.counter(), &j.Msg, e.log())
 }
 
 func (e *Engine) counter() retry.AttemptCounter {
@@ -323,7 +323,7 @@ func (e *Engine) deadLetter(j *Job, reason string) {
 		e.retryLater(j, reason, "copy", err)
 		return
 	}
-	j.want, j.why, j.delay, j.stage = DeadLettered, reason, 0, stageCopy
+	j.want, j.why, j.delay, j.stage, j.dlq = DeadLettered, reason, 0, stageCopy, c.Target().QueueURL
 	j.Entry = Entry{Send: SendEntry(in), Owner: j}
 	j.port.Copy(j)
 }
@@ -365,11 +365,7 @@ func (j *Job) Settled(_ *Entry, o Outcome) {
 			e.retryLater(j, j.why, "send", o.Err)
 			return
 		}
-		var dlqURL string
-		if c, err := j.port.DLQ(); err == nil {
-			dlqURL = c.Target().QueueURL
-		}
-		e.log().Info(e.Name+": message copied to the dead-letter queue; deleting it from the source", "message", j.Msg.ID, "dlq", dlqURL, "copy", o.MessageID, "reason", j.why, "err", j.Err)
+		e.log().Info(e.Name+": message copied to the dead-letter queue; deleting it from the source", "message", j.Msg.ID, "dlq", j.dlq, "copy", o.MessageID, "reason", j.why, "err", j.Err)
 		j.stage = stageDelete
 		j.Entry = Entry{Handle: j.Msg.ReceiptHandle, Owner: j}
 		j.port.Delete(j)

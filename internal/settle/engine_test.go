@@ -63,8 +63,8 @@ func newJob(t *testing.T, e *settle.Engine, p *port) *settle.Job {
 	if p.copier == nil && p.dlqErr == nil {
 		p.copier = c
 	}
-	j := &settle.Job{Msg: settle.Parse(types.Message{MessageId: aws.String("m1"), Body: aws.String("b"), ReceiptHandle: aws.String("h1")}, "https://sqs.example/1/src", time.Now())}
-	e.Bind(j, p)
+	j := new(settle.Job)
+	e.Track(j, p, types.Message{MessageId: aws.String("m1"), Body: aws.String("b"), ReceiptHandle: aws.String("h1")}, "https://sqs.example/1/src", time.Now())
 	return j
 }
 

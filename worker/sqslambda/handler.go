@@ -191,8 +191,7 @@ func (h *Handler) newBatch(ctx context.Context, ev events.SQSEvent) *batch {
 	last := map[string]*rec{}
 	for i, e := range ev.Records {
 		r := &rec{ev: e, b: b, q: b.queues[e.EventSourceARN], visibility: -1}
-		r.Msg = settle.Parse(RawMessage(e), r.q.q.url, b.start)
-		h.engine.Bind(&r.Job, r)
+		h.engine.Track(&r.Job, r, RawMessage(e), r.q.q.url, b.start)
 		b.recs[i] = r
 		if r.q.q.fifo || (e.EventSourceARN == "" && r.Msg.GroupID != "") {
 			b.fifo = true
@@ -293,11 +292,10 @@ func (b *batch) process(r *rec) {
 	e := &b.h.engine
 	// A job sent with a delay beyond 15 minutes waits for its due time
 	// without running the handler or counting an attempt.
-	if e.NotDue(&r.Job, time.Now()) {
+	if e.Begin(b.sctx, &r.Job, time.Now()) {
 		e.Wait(&r.Job)
 		return
 	}
-	e.Count(b.sctx, &r.Job)
 	hctx := settle.WithDeadline(b.hctx, b.deadline)
 	err := settle.Run(hctx, e, &r.Job, b.h.h, r.handlerMessage())
 	if errors.Is(context.Cause(b.hctx), ErrDeadline) {
