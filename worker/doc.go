@@ -28,8 +28,10 @@
 // otherwise it is not dead-lettered, and its reason is logged at ERROR and
 // given in its settlement's Reason (see package dlq; New warns of the
 // mismatch).
-// The handler gets a copy of the message: nothing it does to its Message
-// changes how the message is settled.
+// The handler gets a copy of the message: nothing it does to its Message —
+// through any pointer, byte slice or map it reaches, Raw included — changes
+// how the message is settled, its dead-letter copy, or the Settlement
+// reported.
 //
 // # Ownership until SQS confirms
 //

@@ -38,8 +38,10 @@
 //
 // # Outcomes
 //
-// The handler's error decides the record's fate through worker.Decide, the
-// function the worker uses too:
+// The handler's error decides the record's fate, and the record is settled,
+// by the same settlement engine the worker uses (the adapter only carries
+// its calls: into the partial batch response, or into its own batched SQS
+// calls within the invocation):
 //
 //	nil                                → not reported; Lambda deletes the record
 //	ordinary error, panic, ErrDeadline → reported; visibility set to RetryPolicy's delay for the attempt
@@ -59,7 +61,10 @@
 //
 // A record moved to the dead-letter queue was sent there (with the
 // provenance attributes of package dlq) and then deleted from the source;
-// it is deleted only after its copy is confirmed. The dead-letter queue is
+// it is deleted only after its copy is confirmed. The handler gets its own
+// copy of the record's message: nothing it does to it, through any pointer,
+// byte slice or map it reaches, changes the record's fate, its dead-letter
+// copy or the Settlement reported. The dead-letter queue is
 // discovered from the source queue's RedrivePolicy at the first move and
 // cached for the life of the execution environment.
 //
