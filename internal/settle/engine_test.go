@@ -211,6 +211,13 @@ func TestDetach(t *testing.T) {
 	var id, body, handle string
 	c := m.Raw
 	attrs, mattrs := settle.Detach(&m, &c, &id, &body, &handle, true)
+	// The copy's binary values share one array, each capped: appending to
+	// one cannot write into another.
+	_ = append(mattrs["b"].BinaryValue, "ZZZZZZ"...)
+	_ = append(mattrs["l"].BinaryListValues[0], "ZZZZZZ"...)
+	if got := string(mattrs["b"].BinaryValue) + string(mattrs["l"].BinaryListValues[0]); got != "bytesy" {
+		t.Fatalf("the copy's binary values read %q after appends, want \"bytesy\"", got)
+	}
 	for _, v := range mattrs {
 		if v.StringValue != nil {
 			*v.StringValue = "forged"

@@ -1,7 +1,6 @@
 package settle
 
 import (
-	"bytes"
 	"maps"
 	"slices"
 	"strconv"
@@ -124,43 +123,59 @@ func copyString(from, slot *string) *string {
 	return slot
 }
 
-// cloneAttributes returns a deep copy of attrs: one map, one array for
-// every string a pointer reaches, and the byte slices.
+// cloneAttributes returns a deep copy of attrs in at most three
+// allocations besides the map: one array for every string a pointer
+// reaches, one for every byte of the binary values (each value a capped
+// slice of it, so appending to one cannot reach another), and the list
+// values' slices (SQS reserves those; they are rare).
 func cloneAttributes(attrs map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
 	if attrs == nil {
 		return nil
 	}
-	n := 0
+	strs, bins := 0, 0
 	for _, v := range attrs {
 		if v.DataType != nil {
-			n++
+			strs++
 		}
 		if v.StringValue != nil {
-			n++
+			strs++
+		}
+		bins += len(v.BinaryValue)
+		for _, b := range v.BinaryListValues {
+			bins += len(b)
 		}
 	}
-	var strs []string
-	if n > 0 {
-		strs = make([]string, 0, n)
+	var sbuf []string
+	if strs > 0 {
+		sbuf = make([]string, 0, strs)
+	}
+	var bbuf []byte
+	if bins > 0 {
+		bbuf = make([]byte, 0, bins)
 	}
 	str := func(p *string) *string {
 		if p == nil {
 			return nil
 		}
-		strs = append(strs, *p)
-		return &strs[len(strs)-1]
+		sbuf = append(sbuf, *p)
+		return &sbuf[len(sbuf)-1]
+	}
+	bin := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		start := len(bbuf)
+		bbuf = append(bbuf, b...)
+		return bbuf[start:len(bbuf):len(bbuf)]
 	}
 	c := make(map[string]types.MessageAttributeValue, len(attrs))
 	for k, v := range attrs {
-		v.DataType, v.StringValue = str(v.DataType), str(v.StringValue)
-		if v.BinaryValue != nil {
-			v.BinaryValue = bytes.Clone(v.BinaryValue)
-		}
+		v.DataType, v.StringValue, v.BinaryValue = str(v.DataType), str(v.StringValue), bin(v.BinaryValue)
 		v.StringListValues = slices.Clone(v.StringListValues)
 		if v.BinaryListValues != nil {
 			l := make([][]byte, len(v.BinaryListValues))
 			for i, b := range v.BinaryListValues {
-				l[i] = bytes.Clone(b)
+				l[i] = bin(b)
 			}
 			v.BinaryListValues = l
 		}
