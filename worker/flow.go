@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
@@ -44,7 +45,7 @@ type flow struct {
 	empty     bool // the last receive came back empty: one long poll is enough
 	stopped   bool
 	ready     jobQueue            // buffered jobs a handler may take now
-	groups    map[string]*fifoGrp // FIFO: per message group, the messages held
+	groups    settle.Groups[*job] // FIFO: per message group, the messages held
 
 	target int // the current prefetch target
 
@@ -60,17 +61,10 @@ type flow struct {
 	signals *signals // the scaling signals; nil: not measured
 }
 
-// fifoGrp is one FIFO message group's held messages, in order: the
-// active one is running or settling, the rest wait their turn.
-type fifoGrp struct {
-	active  *job
-	waiting []*job
-}
-
 func newFlow(o *Options, fifo bool) *flow {
 	f := &flow{
 		concurrency: o.Concurrency, maxPrefetch: max(o.MaxPrefetch, 0), maxUnsettled: o.MaxUnsettled,
-		batchWait: max(o.ReceiveBatchWait, 0), fifo: fifo, groups: map[string]*fifoGrp{},
+		batchWait: max(o.ReceiveBatchWait, 0), fifo: fifo,
 		lastTarget: time.Now(),
 		empty:      true, // until a receive brings messages, one long poll
 
@@ -207,21 +201,9 @@ func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
 	}
 	f.buffered += len(jobs)
 	for _, j := range jobs {
-		if !f.fifo {
+		if !f.fifo || f.groups.Admit(j.Msg.GroupID, j) {
 			f.push(j)
-			continue
 		}
-		g := f.groups[j.Msg.GroupID]
-		if g == nil {
-			g = &fifoGrp{}
-			f.groups[j.Msg.GroupID] = g
-		}
-		if g.active != nil {
-			g.waiting = append(g.waiting, j)
-			continue
-		}
-		g.active = j
-		f.push(j)
 	}
 	return true
 }
@@ -277,10 +259,10 @@ func (f *flow) unstarted() {
 }
 
 // settled ends a job's settlement. On a FIFO queue the next message of its
-// group becomes ready when the job is done with (deleted or
-// dead-lettered); otherwise the rest of the group is returned, to be
-// released, so the group's order holds.
-func (f *flow) settled(j *job, done bool) (release []*job) {
+// group becomes ready when goesOn (its settlement lets the group go on,
+// settle.Final.GroupGoesOn); otherwise the rest of the group is returned,
+// to be released, so the group's order holds (settle.Groups).
+func (f *flow) settled(j *job, goesOn bool) (release []*job) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.settling--
@@ -288,21 +270,13 @@ func (f *flow) settled(j *job, done bool) (release []*job) {
 	if !f.fifo {
 		return nil
 	}
-	g := f.groups[j.Msg.GroupID]
-	if g == nil || g.active != j {
-		return nil // a waiting message released, or one never admitted
-	}
-	if done && len(g.waiting) > 0 && !f.stopped {
-		next := g.waiting[0]
-		g.waiting = g.waiting[1:]
-		g.active = next
+	next, ok, release := f.groups.Settled(j.Msg.GroupID, j, goesOn && !f.stopped)
+	if ok {
 		f.push(next)
 		return nil
 	}
-	release = g.waiting
 	f.buffered -= len(release)
 	f.settling += len(release)
-	delete(f.groups, j.Msg.GroupID)
 	return release
 }
 
@@ -315,10 +289,7 @@ func (f *flow) stop() (release []*job) {
 	for f.ready.len() > 0 {
 		release = append(release, f.ready.pop())
 	}
-	for _, g := range f.groups {
-		release = append(release, g.waiting...)
-		g.waiting = nil
-	}
+	release = append(release, f.groups.Drain()...)
 	f.buffered -= len(release)
 	f.settling += len(release)
 	f.handlers.Broadcast()

@@ -70,13 +70,13 @@ func TestJobsReceivedAfterStopSettleCleanly(t *testing.T) {
 			t.Fatalf("a late job's release released %d others", len(rest))
 		}
 	}
-	if f.settling != 0 || f.groups["g"] == nil || f.groups["g"].active != active {
-		t.Fatalf("settling %d, group %+v; want 0 and the group still held by its running job", f.settling, f.groups["g"])
+	if held, ok := f.groups.Active("g"); f.settling != 0 || !ok || held != active {
+		t.Fatalf("settling %d, group held %v by %p; want 0 and the group still held by its running job %p", f.settling, ok, held, active)
 	}
 	f.handled(time.Millisecond)
 	f.settled(active, true)
-	if f.settling != 0 || f.running != 0 || f.buffered != 0 || len(f.groups) != 0 {
-		t.Fatalf("settling %d running %d buffered %d groups %d; want all 0", f.settling, f.running, f.buffered, len(f.groups))
+	if f.settling != 0 || f.running != 0 || f.buffered != 0 || f.groups.Len() != 0 {
+		t.Fatalf("settling %d running %d buffered %d groups %d; want all 0", f.settling, f.running, f.buffered, f.groups.Len())
 	}
 }
 

@@ -33,6 +33,8 @@
 // Owner) each call's outcome, so the next call of the plan needs no trip
 // through the runtime.
 //
+// FIFO message groups stay in order with Groups, in both runtimes.
+//
 // The handler gets a copy made with Detach, which shares nothing the Engine
 // reads: the Engine settles, builds the dead-letter copy and reports the
 // event from Job.Msg alone.

@@ -129,10 +129,12 @@ const (
 // returns) or into the invocation's batched calls.
 type rec struct {
 	settle.Job
-	ev   events.SQSMessage
-	b    *batch
-	q    *invocationQueue
-	prev *rec // the previous record of the same FIFO message group, or nil
+	ev events.SQSMessage
+	b  *batch
+	q  *invocationQueue
+	// waits: an earlier record of its FIFO message group is held
+	// (settle.Groups); guarded by batch.mu.
+	waits bool
 
 	// Guarded by batch.mu until the record is done.
 	state recState
@@ -162,8 +164,9 @@ type batch struct {
 
 	mu        sync.Mutex
 	cond      sync.Cond
-	next      int  // recs before next are not pending
-	failedAny bool // some record did not succeed
+	next      int                 // recs before next are not pending
+	failedAny bool                // some record did not succeed
+	groups    settle.Groups[*rec] // FIFO: the records of each message group, in order
 }
 
 func (h *Handler) newBatch(ctx context.Context, ev events.SQSEvent) *batch {
@@ -188,7 +191,6 @@ func (h *Handler) newBatch(ctx context.Context, ev events.SQSEvent) *batch {
 		arns[i] = e.EventSourceARN
 	}
 	b.queues = h.queues(b.sctx, arns)
-	last := map[string]*rec{}
 	for i, e := range ev.Records {
 		r := &rec{ev: e, b: b, q: b.queues[e.EventSourceARN], visibility: -1}
 		h.engine.Track(&r.Job, r, RawMessage(e), r.q.q.url, b.start)
@@ -199,9 +201,7 @@ func (h *Handler) newBatch(ctx context.Context, ev events.SQSEvent) *batch {
 	}
 	if b.fifo {
 		for _, r := range b.recs {
-			g := r.Msg.GroupID
-			r.prev = last[g]
-			last[g] = r
+			r.waits = !b.groups.Admit(r.Msg.GroupID, r)
 		}
 	}
 	return b
@@ -219,6 +219,20 @@ func (b *batch) run() {
 				r.state = done
 				if !r.ok {
 					b.failedAny = true
+				}
+				if b.fifo && (r.ok || b.h.opts.FIFO != StopOnFailure) {
+					// The next record of its group runs only after this one
+					// succeeded; otherwise the rest of the group is not run.
+					// (StopOnFailure: take stops the whole batch.)
+					next, ok, rest := b.groups.Settled(r.Msg.GroupID, r, r.ok)
+					if ok {
+						next.waits = false
+					}
+					for _, x := range rest {
+						if x.state == pending {
+							b.skipLocked(x, "not started: an earlier record of its message group failed")
+						}
+					}
 				}
 				b.cond.Broadcast()
 				b.mu.Unlock()
@@ -248,19 +262,14 @@ func (b *batch) take() *rec {
 		}
 		waiting := false
 		for _, r := range b.recs[b.next:] {
-			if r.state != pending {
-				continue
-			}
-			if r.prev != nil && r.prev.state == done && !r.prev.ok {
-				b.skipLocked(r, "not started: an earlier record of its message group failed")
-				continue
-			}
-			if r.prev != nil && r.prev.state != done {
+			switch {
+			case r.state != pending:
+			case r.waits:
 				waiting = true
-				continue
+			default:
+				r.state = running
+				return r
 			}
-			r.state = running
-			return r
 		}
 		if !waiting {
 			return nil
