@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -96,8 +97,8 @@ func TestEveryTenthCallThrottledAllConfirmed(t *testing.T) {
 		f := sqstest.For(t)
 		url, msgs := received(t, f, 300)
 		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.Throttled(), Every: 10})
-		var retried int
-		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{Senders: 2, OnRetry: func(n int) { retried += n }}))
+		var retried atomic.Int64 // two senders report retries
+		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{Senders: 2, OnRetry: func(n int) { retried.Add(int64(n)) }}))
 		o := newOutcomes()
 		leases := make([]*fakeLease, len(msgs))
 		for i, m := range msgs {
@@ -113,8 +114,8 @@ func TestEveryTenthCallThrottledAllConfirmed(t *testing.T) {
 		if v, inflight, _ := f.Count(url); v+inflight != 0 {
 			t.Fatalf("%d messages left, want 0", v+inflight)
 		}
-		if calls := f.RequestCount("DeleteMessageBatch"); calls < 33 || calls > 40 || retried == 0 {
-			t.Fatalf("%d calls with %d entries retried; want 30 full calls plus a few retries", calls, retried)
+		if calls := f.RequestCount("DeleteMessageBatch"); calls < 33 || calls > 40 || retried.Load() == 0 {
+			t.Fatalf("%d calls with %d entries retried; want 30 full calls plus a few retries", calls, retried.Load())
 		}
 		// A throttled entry's lease went back to the heartbeat between tries.
 		var sawRetry bool
