@@ -182,7 +182,7 @@ func TestDuplicateInProgressIsSnoozed(t *testing.T) {
 		// 1 s in: the lock (8 s lease + 2 s margin) has 9 s left.
 		time.Sleep(time.Second)
 		err := dup()
-		d, snoozed := retry.SnoozeDelay(err)
+		d, snoozed := settle.SnoozeDelay(err)
 		if !snoozed || d != 10*time.Second || !strings.Contains(err.Error(), "duplicate of message holder-1 in progress") {
 			t.Errorf("duplicate at +1 s: %v (snooze %v, %v); want a 10 s snooze (lock left, rounded up) naming holder-1", err, d, snoozed)
 		}
@@ -208,7 +208,7 @@ func TestDuplicateInProgressIsSnoozed(t *testing.T) {
 		}()
 		time.Sleep(2 * time.Minute)
 		err := g.Wrap(worker.HandlerFunc(ok)).Handle(fixedLease(30*time.Second), msg("long", ""))
-		if d, snoozed := retry.SnoozeDelay(err); !snoozed || d < 2*time.Minute || d > 2*time.Minute+2*time.Second {
+		if d, snoozed := settle.SnoozeDelay(err); !snoozed || d < 2*time.Minute || d > 2*time.Minute+2*time.Second {
 			t.Errorf("duplicate of a job running for 2 min: %v; want a snooze of about 2 min", err)
 		}
 		lease.end()
@@ -284,7 +284,7 @@ func TestCrashedLockIsTakenOver(t *testing.T) {
 			t.Fatal("the crashed run left no lock")
 		}
 		time.Sleep(5 * time.Second) // the lease is over; the lock has 1 s left
-		if _, snoozed := retry.SnoozeDelay(g.Wrap(worker.HandlerFunc(ok)).Handle(fixedLease(5*time.Second), msg("m", ""))); !snoozed {
+		if _, snoozed := settle.SnoozeDelay(g.Wrap(worker.HandlerFunc(ok)).Handle(fixedLease(5*time.Second), msg("m", ""))); !snoozed {
 			t.Error("the lock was taken over before its margin passed")
 		}
 		time.Sleep(1001 * time.Millisecond)
@@ -372,7 +372,7 @@ func TestLockTakenOverCancelsAndSnoozes(t *testing.T) {
 		time.Sleep(5 * time.Second)
 		lease.Store(time.Now().Add(10 * time.Second).UnixNano()) // the heartbeat extends: the keeper tries to follow
 		err := <-errc
-		if d, snoozed := retry.SnoozeDelay(err); !snoozed || d < time.Second || !strings.Contains(err.Error(), "other-copy") {
+		if d, snoozed := settle.SnoozeDelay(err); !snoozed || d < time.Second || !strings.Contains(err.Error(), "other-copy") {
 			t.Errorf("returned %v; want a snooze naming the run that holds the job", err)
 		}
 		if db.item("m")[idempotency.TokenAttribute].(*types.AttributeValueMemberS).Value != "someone else" {

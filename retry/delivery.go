@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 // BackoffFunction names the curve the backoff phase follows from
@@ -187,10 +189,10 @@ func (p DeliveryPolicy) Delay(attempt int) (time.Duration, bool) {
 	}
 	lo, hi := s.jitterRange(p.Jitter, attempt)
 	if hi <= lo {
-		return Cap(lo), true
+		return sqslimit.CapVisibility(lo), true
 	}
 	d := lo + time.Duration(p.uniform()*float64(hi-lo))
-	return Cap(min(max(d, lo), hi)), true
+	return sqslimit.CapVisibility(min(max(d, lo), hi)), true
 }
 
 // uniform returns a number in [0, 1) from p.Rand or the global generator.

@@ -67,7 +67,7 @@
 // max 260 s, 10 retries) see Example (BackoffFunctions).
 //
 // Delays have nanosecond resolution (SQS's visibility timeout takes whole
-// seconds; [VisibilitySeconds] rounds up).
+// seconds: the runtimes round a delay up, so a message never comes back early).
 //
 // # Jitter
 //

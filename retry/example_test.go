@@ -170,8 +170,8 @@ func ExamplePermanent() {
 		if retry.IsPermanent(err) {
 			return "permanent: to the DLQ now: " + err.Error()
 		}
-		if d, ok := retry.AfterDelay(err); ok {
-			return fmt.Sprintf("retry after exactly %v: %v", d, err)
+		if ae := new(retry.AfterError); errors.As(err, &ae) {
+			return fmt.Sprintf("retry after exactly %v: %v", ae.Delay, err)
 		}
 		return "retry per policy: " + err.Error()
 	}

@@ -86,16 +86,6 @@ func (e *AfterError) Error() string {
 // Unwrap returns the wrapped error, which may be nil.
 func (e *AfterError) Unwrap() error { return e.Err }
 
-// AfterDelay reports the delay asked for by the outermost After in err's
-// chain, and whether there is one. The worker still caps the delay.
-func AfterDelay(err error) (time.Duration, bool) {
-	var ae *AfterError
-	if !errors.As(err, &ae) {
-		return 0, false
-	}
-	return max(ae.Delay, 0), true
-}
-
 // SnoozeError is the error Snooze returns.
 type SnoozeError struct {
 	Delay  time.Duration // how long the message stays invisible; ≥ 0
@@ -129,18 +119,4 @@ func (e *SnoozeError) Error() string {
 		return "snoozed for " + e.Delay.String()
 	}
 	return "snoozed for " + e.Delay.String() + ": " + e.Reason
-}
-
-// SnoozeDelay reports the delay asked for by the outermost Snooze in err's
-// chain, and whether err is a snooze: a Permanent or After error is not,
-// even when it wraps one.
-func SnoozeDelay(err error) (time.Duration, bool) {
-	var se *SnoozeError
-	if !errors.As(err, &se) || IsPermanent(err) {
-		return 0, false
-	}
-	if _, after := AfterDelay(err); after {
-		return 0, false
-	}
-	return max(se.Delay, 0), true
 }

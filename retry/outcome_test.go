@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/retry"
 )
 
@@ -55,7 +56,7 @@ func TestAfter(t *testing.T) {
 	if err.Error() != "rate limited" || !errors.Is(err, base) {
 		t.Errorf("After(30s, e) = %q, Is(e) = %v", err, errors.Is(err, base))
 	}
-	if d, ok := retry.AfterDelay(fmt.Errorf("calling API: %w", err)); !ok || d != 30*time.Second {
+	if d, ok := settle.AfterDelay(fmt.Errorf("calling API: %w", err)); !ok || d != 30*time.Second {
 		t.Errorf("AfterDelay = %v, %v; want 30s, true", d, ok)
 	}
 	var ae *retry.AfterError
@@ -71,23 +72,23 @@ func TestAfter(t *testing.T) {
 	if notYet.Error() != "retry after 1m0s" || errors.Unwrap(notYet) != nil {
 		t.Errorf("After(1m, nil) = %q, unwraps to %v", notYet, errors.Unwrap(notYet))
 	}
-	if d, ok := retry.AfterDelay(notYet); !ok || d != time.Minute {
+	if d, ok := settle.AfterDelay(notYet); !ok || d != time.Minute {
 		t.Errorf("AfterDelay(After(1m, nil)) = %v, %v", d, ok)
 	}
 
-	if d, _ := retry.AfterDelay(retry.After(-time.Second, base)); d != 0 {
+	if d, _ := settle.AfterDelay(retry.After(-time.Second, base)); d != 0 {
 		t.Errorf("After(-1s) delay = %v, want 0", d)
 	}
-	if d, _ := retry.AfterDelay(&retry.AfterError{Delay: -time.Hour}); d != 0 {
+	if d, _ := settle.AfterDelay(&retry.AfterError{Delay: -time.Hour}); d != 0 {
 		t.Errorf("AfterDelay of a negative literal = %v, want 0", d)
 	}
 	for _, e := range []error{nil, base, retry.Permanent(base)} {
-		if _, ok := retry.AfterDelay(e); ok {
+		if _, ok := settle.AfterDelay(e); ok {
 			t.Errorf("AfterDelay(%v) found a delay", e)
 		}
 	}
 	// The outermost After wins.
-	if d, _ := retry.AfterDelay(retry.After(time.Second, retry.After(time.Hour, base))); d != time.Second {
+	if d, _ := settle.AfterDelay(retry.After(time.Second, retry.After(time.Hour, base))); d != time.Second {
 		t.Errorf("nested After: delay %v, want the outer 1s", d)
 	}
 	// Both classifications can be seen; the documented precedence is Permanent.
@@ -99,22 +100,22 @@ func TestAfter(t *testing.T) {
 
 func TestSnooze(t *testing.T) {
 	err := retry.Snooze(90*time.Second, "duplicate in progress")
-	if d, ok := retry.SnoozeDelay(err); !ok || d != 90*time.Second {
+	if d, ok := settle.SnoozeDelay(err); !ok || d != 90*time.Second {
 		t.Fatalf("SnoozeDelay = %v, %v", d, ok)
 	}
 	if err.Error() != "snoozed for 1m30s: duplicate in progress" {
 		t.Errorf("Error() = %q", err.Error())
 	}
-	if d, ok := retry.SnoozeDelay(retry.Snooze(-time.Second, "")); !ok || d != 0 {
+	if d, ok := settle.SnoozeDelay(retry.Snooze(-time.Second, "")); !ok || d != 0 {
 		t.Errorf("negative snooze = %v, %v; want 0", d, ok)
 	}
-	if _, ok := retry.SnoozeDelay(retry.Permanent(err)); ok {
+	if _, ok := settle.SnoozeDelay(retry.Permanent(err)); ok {
 		t.Error("a permanent error is not a snooze")
 	}
-	if _, ok := retry.SnoozeDelay(retry.After(time.Second, err)); ok {
+	if _, ok := settle.SnoozeDelay(retry.After(time.Second, err)); ok {
 		t.Error("an After error is not a snooze")
 	}
-	if _, ok := retry.SnoozeDelay(errors.New("x")); ok {
+	if _, ok := settle.SnoozeDelay(errors.New("x")); ok {
 		t.Error("an ordinary error is not a snooze")
 	}
 	if retry.IsPermanent(err) {

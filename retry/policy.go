@@ -32,23 +32,6 @@ type PolicyFunc func(attempt int) (delay time.Duration, retry bool)
 // Delay returns f(attempt).
 func (f PolicyFunc) Delay(attempt int) (time.Duration, bool) { return f(attempt) }
 
-// Cap clamps d to [0, 12 h], the delays SQS can apply (visibility.MaxVisibility).
-func Cap(d time.Duration) time.Duration {
-	return min(max(d, 0), sqslimit.MaxVisibility)
-}
-
-// VisibilitySeconds converts a delay to the whole seconds that SQS's
-// ChangeMessageVisibility takes: Cap(d) rounded up, so a message is never
-// released before its delay is over. The result is in [0, 43200].
-func VisibilitySeconds(d time.Duration) int32 {
-	d = Cap(d)
-	s := d / time.Second
-	if d%time.Second != 0 {
-		s++
-	}
-	return int32(s)
-}
-
 // BackOff is a sequence of waits, the shape of cenkalti/backoff/v4's
 // BackOff (any value of that type is one): Reset starts the sequence again,
 // NextBackOff returns the next wait, or -1 (backoff.Stop) to give up;
@@ -102,7 +85,7 @@ func FromBackOff(newBackOff func() BackOff) (Policy, error) {
 				return 0, false
 			}
 		}
-		return Cap(d), true
+		return sqslimit.CapVisibility(d), true
 	}), nil
 }
 

@@ -22,25 +22,6 @@ func TestPolicyFunc(t *testing.T) {
 	}
 }
 
-func TestCapAndVisibilitySeconds(t *testing.T) {
-	for d, want := range map[time.Duration]time.Duration{
-		-time.Second: 0, 0: 0, time.Second: time.Second,
-		12 * time.Hour: 12 * time.Hour, 13 * time.Hour: 12 * time.Hour,
-	} {
-		if got := retry.Cap(d); got != want {
-			t.Errorf("Cap(%v) = %v, want %v", d, got, want)
-		}
-	}
-	for d, want := range map[time.Duration]int32{
-		-time.Second: 0, 0: 0, time.Nanosecond: 1, 999 * time.Millisecond: 1, time.Second: 1,
-		1500 * time.Millisecond: 2, 20 * time.Second: 20, 12 * time.Hour: 43200, 100 * time.Hour: 43200,
-	} {
-		if got := retry.VisibilitySeconds(d); got != want {
-			t.Errorf("VisibilitySeconds(%v) = %d, want %d", d, got, want)
-		}
-	}
-}
-
 func TestFromBackOff(t *testing.T) {
 	// WithMaxRetries(b, 3) allows 3 retries: 4 deliveries, like numRetries 3.
 	p := mustPolicy(t, func() retry.BackOff {

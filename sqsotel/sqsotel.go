@@ -399,7 +399,7 @@ func errorType(err error) string {
 	case retry.IsPermanent(err):
 		return "permanent"
 	}
-	if _, ok := retry.SnoozeDelay(err); ok {
+	if se := new(retry.SnoozeError); errors.As(err, &se) {
 		return "snoozed"
 	}
 	return semconv.ErrorTypeOther.Value.AsString()

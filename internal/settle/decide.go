@@ -61,17 +61,17 @@ func Decide(err error, attempt int, policy retry.Policy) Decision {
 	if retry.IsPermanent(err) {
 		return Decision{Action: DeadLetter, Reason: "permanent failure"}
 	}
-	if d, ok := retry.SnoozeDelay(err); ok {
-		return Decision{Action: Retry, Delay: retry.Cap(d), Snoozed: true}
+	if d, ok := SnoozeDelay(err); ok {
+		return Decision{Action: Retry, Delay: sqslimit.CapVisibility(d), Snoozed: true}
 	}
 	d, again := policy.Delay(attempt)
 	if !again {
 		return Decision{Action: DeadLetter, Reason: fmt.Sprintf("retries exhausted after %d attempts", attempt)}
 	}
-	if after, ok := retry.AfterDelay(err); ok {
+	if after, ok := AfterDelay(err); ok {
 		d = after
 	}
-	return Decision{Action: Retry, Delay: retry.Cap(d)}
+	return Decision{Action: Retry, Delay: sqslimit.CapVisibility(d)}
 }
 
 // capMargin keeps a retry delay this far inside SQS's 12-hour limit, so the
@@ -82,7 +82,7 @@ const capMargin = 5 * time.Second
 // limit for a message received at receivedAt.
 func CapDelay(d time.Duration, receivedAt, now time.Time) time.Duration {
 	left := receivedAt.Add(sqslimit.MaxVisibility - capMargin).Sub(now)
-	return max(min(retry.Cap(d), left), 0)
+	return max(min(sqslimit.CapVisibility(d), left), 0)
 }
 
 // Handler is what Invoke calls: worker.Handler, generically.

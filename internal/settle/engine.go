@@ -12,6 +12,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/retry"
 )
 
@@ -277,7 +278,7 @@ func (e *Engine) hide(j *Job, result Result, d time.Duration, reason string) {
 	d = CapDelay(d, j.Msg.ReceivedAt.Add(-e.ReceiveSlack), time.Now())
 	e.log().Debug(e.Name+": retry scheduled", "message", j.Msg.ID, "attempt", j.Msg.Attempt, "delay", d, "outcome", result.String(), "err", j.Err)
 	j.want, j.why, j.delay, j.stage = result, reason, d, stageChange
-	j.Entry = Entry{Handle: j.Msg.ReceiptHandle, Timeout: retry.VisibilitySeconds(d), Owner: j}
+	j.Entry = Entry{Handle: j.Msg.ReceiptHandle, Timeout: sqslimit.VisibilitySeconds(d), Owner: j}
 	j.port.Change(j)
 }
 
@@ -289,7 +290,7 @@ func (e *Engine) later(j *Job, result Result, reason string) {
 	j.Entry = Entry{Handle: j.Msg.ReceiptHandle, Timeout: KeepVisibility, Owner: j}
 	if e.Visibility > 0 {
 		j.delay = CapDelay(e.Visibility, j.Msg.ReceivedAt.Add(-e.ReceiveSlack), time.Now())
-		j.Entry.Timeout = retry.VisibilitySeconds(j.delay)
+		j.Entry.Timeout = sqslimit.VisibilitySeconds(j.delay)
 	}
 	j.port.Change(j)
 }

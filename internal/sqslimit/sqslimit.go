@@ -88,3 +88,21 @@ func BilledRequests(payload, chunk int) int64 {
 	}
 	return int64((payload + chunk - 1) / chunk)
 }
+
+// CapVisibility clamps d to [0, 12 h], the visibility timeouts SQS can set
+// (MaxVisibility).
+func CapVisibility(d time.Duration) time.Duration {
+	return min(max(d, 0), MaxVisibility)
+}
+
+// VisibilitySeconds converts a delay to the whole seconds that SQS's
+// ChangeMessageVisibility takes: CapVisibility(d) rounded up, so a message
+// is never released before its delay is over. The result is in [0, 43200].
+func VisibilitySeconds(d time.Duration) int32 {
+	d = CapVisibility(d)
+	s := d / time.Second
+	if d%time.Second != 0 {
+		s++
+	}
+	return int32(s)
+}

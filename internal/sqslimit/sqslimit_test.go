@@ -2,6 +2,7 @@ package sqslimit
 
 import (
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -47,6 +48,25 @@ func TestBilledRequests(t *testing.T) {
 		}[[2]int{c.payload, c.chunk}]
 		if got := BilledRequests(c.payload, c.chunk); got != want {
 			t.Errorf("BilledRequests(%d, %d) = %d, want %d", c.payload, c.chunk, got, want)
+		}
+	}
+}
+
+func TestCapAndVisibilitySeconds(t *testing.T) {
+	for d, want := range map[time.Duration]time.Duration{
+		-time.Second: 0, 0: 0, time.Second: time.Second,
+		12 * time.Hour: 12 * time.Hour, 13 * time.Hour: 12 * time.Hour,
+	} {
+		if got := CapVisibility(d); got != want {
+			t.Errorf("CapVisibility(%v) = %v, want %v", d, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]int32{
+		-time.Second: 0, 0: 0, time.Nanosecond: 1, 999 * time.Millisecond: 1, time.Second: 1,
+		1500 * time.Millisecond: 2, 20 * time.Second: 20, 12 * time.Hour: 43200, 100 * time.Hour: 43200,
+	} {
+		if got := VisibilitySeconds(d); got != want {
+			t.Errorf("VisibilitySeconds(%v) = %d, want %d", d, got, want)
 		}
 	}
 }
