@@ -186,7 +186,7 @@ type Options struct {
 
 func (o *Options) setDefaults() error {
 	if o.Concurrency < 0 {
-		return fmt.Errorf("worker: Options.Concurrency is %d; use a positive number (or 0 for the default of 10)", o.Concurrency)
+		return fmt.Errorf("sqsworker: Options.Concurrency is %d; use a positive number (or 0 for the default of 10)", o.Concurrency)
 	}
 	if o.Concurrency == 0 {
 		o.Concurrency = 10
@@ -204,10 +204,10 @@ func (o *Options) setDefaults() error {
 		o.ShutdownTimeout = 30 * time.Second
 	}
 	if o.BacklogInterval < 0 {
-		return fmt.Errorf("worker: Options.BacklogInterval is %v; use a positive interval (or 0: do not read the queue's depth)", o.BacklogInterval)
+		return fmt.Errorf("sqsworker: Options.BacklogInterval is %v; use a positive interval (or 0: do not read the queue's depth)", o.BacklogInterval)
 	}
 	if o.ShutdownTimeout < 0 || o.HandlerTimeout < 0 || o.FlushTimeout < 0 || o.CallTimeout < 0 {
-		return fmt.Errorf("worker: Options.ShutdownTimeout, HandlerTimeout, FlushTimeout and CallTimeout must not be negative (zero selects the default)")
+		return fmt.Errorf("sqsworker: Options.ShutdownTimeout, HandlerTimeout, FlushTimeout and CallTimeout must not be negative (zero selects the default)")
 	}
 	if o.FlushTimeout == 0 {
 		o.FlushTimeout = 5 * time.Second
@@ -216,17 +216,17 @@ func (o *Options) setDefaults() error {
 		o.CallTimeout = 10 * time.Second
 	}
 	if o.MaxUnsettled < 0 {
-		return fmt.Errorf("worker: Options.MaxUnsettled is %d; use a positive number (or 0 for Concurrency + MaxPrefetch)", o.MaxUnsettled)
+		return fmt.Errorf("sqsworker: Options.MaxUnsettled is %d; use a positive number (or 0 for Concurrency + MaxPrefetch)", o.MaxUnsettled)
 	}
 
 	if o.WaitTime == 0 {
 		o.WaitTime = 20 * time.Second
 	}
 	if o.WaitTime < time.Second || o.WaitTime > 20*time.Second {
-		return fmt.Errorf("worker: Options.WaitTime is %v; SQS long polling takes 1s to 20s", o.WaitTime)
+		return fmt.Errorf("sqsworker: Options.WaitTime is %v; SQS long polling takes 1s to 20s", o.WaitTime)
 	}
 	if o.VisibilityTimeout < 0 || o.VisibilityTimeout > visibility.MaxVisibility || (o.VisibilityTimeout > 0 && o.VisibilityTimeout < time.Second) {
-		return fmt.Errorf("worker: Options.VisibilityTimeout is %v; SQS counts it in whole seconds from 1s to 12h (or 0 for the queue's own)", o.VisibilityTimeout)
+		return fmt.Errorf("sqsworker: Options.VisibilityTimeout is %v; SQS counts it in whole seconds from 1s to 12h (or 0 for the queue's own)", o.VisibilityTimeout)
 	}
 	switch {
 	case o.MaxPrefetch == 0:
@@ -235,7 +235,7 @@ func (o *Options) setDefaults() error {
 		o.MaxPrefetch = 0
 	}
 	if o.Pollers < 0 {
-		return fmt.Errorf("worker: Options.Pollers is %d; use a positive number (or 0 for the default)", o.Pollers)
+		return fmt.Errorf("sqsworker: Options.Pollers is %d; use a positive number (or 0 for the default)", o.Pollers)
 	}
 	if o.Pollers == 0 {
 		o.Pollers = max(2, (o.Concurrency+o.MaxPrefetch+sqslimit.MaxBatchEntries-1)/sqslimit.MaxBatchEntries)
@@ -250,7 +250,7 @@ func (o *Options) setDefaults() error {
 		o.MaxReceivesPerSecond = throttleOf(o.RetryPolicy)
 	}
 	if o.MaxReceivesPerSecond < 0 {
-		return fmt.Errorf("worker: Options.MaxReceivesPerSecond is %v; use a positive rate (or 0 for no limit)", o.MaxReceivesPerSecond)
+		return fmt.Errorf("sqsworker: Options.MaxReceivesPerSecond is %v; use a positive rate (or 0 for no limit)", o.MaxReceivesPerSecond)
 	}
 	if o.BatchLinger <= 0 {
 		o.BatchLinger = 20 * time.Millisecond
