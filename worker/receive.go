@@ -68,7 +68,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 				return fmt.Errorf("sqsworker: receiving from %s failed %d times in a row and Options.ReceiveRetry gave up, so Run stops: %w; restart it once SQS answers, or use a ReceiveRetry that never gives up (the default)", w.queueURL, failures, err)
 			}
 			w.warn.Warn("receive", "sqsworker: receive failed; retrying", "queue", w.queueURL, "in", wait, "err", err)
-			if !settle.Sleep(ctx, wait) {
+			if sqsbatch.Sleep(ctx, wait) != nil {
 				return nil
 			}
 			continue

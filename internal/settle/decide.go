@@ -195,15 +195,3 @@ func WithCause(herr, cause error) error {
 	}
 	return fmt.Errorf("%w: %w", cause, herr)
 }
-
-// Sleep waits for d, or until ctx ends; it reports whether d passed.
-func Sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -288,7 +287,7 @@ func (r *runner) gather(ctx context.Context) ([]types.Message, error) {
 			failures++
 			wait := sqsbatch.Backoff(failures)
 			r.o.Logger.Warn("sqslambda: receive failed; retrying", "queue", r.url, "in", wait, "err", err)
-			if !settle.Sleep(ctx, wait) {
+			if sqsbatch.Sleep(ctx, wait) != nil {
 				return got, nil
 			}
 			continue
