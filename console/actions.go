@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // selection is the messages an action applies to, from the form: a group
@@ -134,7 +135,7 @@ const maxJobs = 100
 // start runs fn as a job in the background, logs it in the audit log, and
 // redirects the browser to its page.
 func (h *handler) start(w http.ResponseWriter, r *http.Request, kind string, t dlq.Target, desc string, fn func(ctx context.Context, j *job) error) {
-	j := &job{ID: rand.Text()[:12], Kind: kind, Queue: dlq.QueueName(t.SourceURL), DLQ: dlq.QueueName(t.QueueURL), Desc: desc, User: user(r).Name, Started: h.opts.Now(), done: make(chan struct{})}
+	j := &job{ID: rand.Text()[:12], Kind: kind, Queue: queueref.Name(t.SourceURL), DLQ: queueref.Name(t.QueueURL), Desc: desc, User: user(r).Name, Started: h.opts.Now(), done: make(chan struct{})}
 	h.mu.Lock()
 	h.jobs[j.ID] = j
 	h.jobOrder = append(h.jobOrder, j.ID)
@@ -247,7 +248,7 @@ func (h *handler) purge(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}
-	name := dlq.QueueName(t.QueueURL)
+	name := queueref.Name(t.QueueURL)
 	if strings.TrimSpace(r.PostForm.Get("confirm")) != name {
 		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("not purged: type the dead-letter queue's name, %s, to confirm", name))
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
 	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -90,7 +91,7 @@ func BenchmarkGroupedView10kFake(b *testing.B) {
 // viewLoop serves the dead-letter queue page b.N times and checks that it
 // shows every message in the five groups.
 func viewLoop(b *testing.B, hh http.Handler, target dlq.Target) {
-	path := "/queues/" + dlq.QueueName(target.SourceURL) + "/dlq"
+	path := "/queues/" + queueref.Name(target.SourceURL) + "/dlq"
 	for b.Loop() {
 		rec := httptest.NewRecorder()
 		hh.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))

@@ -24,6 +24,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -618,8 +619,8 @@ func TestOverviewShowsTheFanOutChain(t *testing.T) {
 	hh.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	page := rec.Body.String()
 	chain := regexp.MustCompile(`class="chain"[^>]*>rental-orders → subscription DLQ ([^ ]+) → billing`).FindStringSubmatch(page)
-	if rec.Code != http.StatusOK || chain == nil || chain[1] != dlq.QueueName(res.FanoutDLQURL) {
-		t.Fatalf("the overview lacks the chain rental-orders → %s → billing:\n%s", dlq.QueueName(res.FanoutDLQURL), page)
+	if rec.Code != http.StatusOK || chain == nil || chain[1] != queueref.Name(res.FanoutDLQURL) {
+		t.Fatalf("the overview lacks the chain rental-orders → %s → billing:\n%s", queueref.Name(res.FanoutDLQURL), page)
 	}
 	if !strings.Contains(page, fanout.CodeEnvelopeDelivery) {
 		t.Errorf("the overview lacks fanout.Lint's %s finding", fanout.CodeEnvelopeDelivery)

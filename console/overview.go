@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // queueRow is one queue on the overview.
@@ -56,7 +57,7 @@ func (h *handler) queueURLs(ctx context.Context) ([]string, error) {
 	if len(h.opts.Queues) > 0 {
 		urls := make([]string, 0, len(h.opts.Queues))
 		for _, q := range h.opts.Queues {
-			u, err := dlq.ResolveQueueURL(ctx, h.client, q)
+			u, err := queueref.Resolve(ctx, h.client, q)
 			if err != nil {
 				return nil, err
 			}
@@ -77,7 +78,7 @@ func (h *handler) queueURLs(ctx context.Context) ([]string, error) {
 		}
 		in.NextToken = out.NextToken
 	}
-	slices.SortFunc(urls, func(a, b string) int { return compareStrings(dlq.QueueName(a), dlq.QueueName(b)) })
+	slices.SortFunc(urls, func(a, b string) int { return compareStrings(queueref.Name(a), queueref.Name(b)) })
 	return urls, nil
 }
 
@@ -102,7 +103,7 @@ func (h *handler) queueRows(ctx context.Context) ([]*queueRow, error) {
 	var g errgroup.Group
 	g.SetLimit(8)
 	for i, u := range urls {
-		rows[i] = &queueRow{Name: dlq.QueueName(u), URL: u}
+		rows[i] = &queueRow{Name: queueref.Name(u), URL: u}
 		g.Go(func() error {
 			h.fillRow(ctx, rows[i])
 			return nil
@@ -115,7 +116,7 @@ func (h *handler) queueRows(ctx context.Context) ([]*queueRow, error) {
 	}
 	for _, r := range rows {
 		if r.Target != nil {
-			if d := byName[dlq.QueueName(r.Target.QueueURL)]; d != nil {
+			if d := byName[queueref.Name(r.Target.QueueURL)]; d != nil {
 				d.DLQOf = append(d.DLQOf, r.Name)
 			}
 		}

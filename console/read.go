@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // snapshot is one read of a dead-letter queue: what the triage page groups
@@ -191,7 +192,7 @@ func groupKey(m dlq.Message) string {
 	if !m.HasProvenance {
 		reason = noProvenance
 	}
-	sum := sha256.Sum256([]byte(dlq.QueueName(m.Origin()) + "\x00" + m.Provenance.Handler + "\x00" + reason))
+	sum := sha256.Sum256([]byte(queueref.Name(m.Origin()) + "\x00" + m.Provenance.Handler + "\x00" + reason))
 	return hex.EncodeToString(sum[:8])
 }
 
@@ -208,7 +209,7 @@ func groups(msgs []dlq.Message) []*group {
 		}
 		at := m.FailedAt()
 		if g == nil {
-			g = &group{Key: k, Reason: m.Provenance.Error, Source: dlq.QueueName(m.Origin()), Handler: m.Provenance.Handler,
+			g = &group{Key: k, Reason: m.Provenance.Error, Source: queueref.Name(m.Origin()), Handler: m.Provenance.Handler,
 				First: at, Last: at, MinTries: tries, MaxTries: tries, Receives: receives, Sample: m}
 			if !m.HasProvenance {
 				g.Reason = noProvenance

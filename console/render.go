@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // pageNames are the pages, each ui/NAME.html rendered inside ui/layout.html.
@@ -18,7 +19,7 @@ var pageNames = []string{"overview", "triage", "message", "confirm", "job", "wor
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
 		"path":      h.path,
-		"queueName": dlq.QueueName,
+		"queueName": queueref.Name,
 		// topicName is the last part of an SNS topic ARN.
 		"topicName": func(arn string) string { return arn[strings.LastIndexByte(arn, ':')+1:] },
 		"esc":       url.PathEscape,

@@ -13,15 +13,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // target resolves the queue named in the request path to its dead-letter
 // queue. With Options.Queues set, only those queues are served.
 func (h *handler) target(ctx context.Context, queue string) (dlq.Target, error) {
-	if len(h.opts.Queues) > 0 && !slices.ContainsFunc(h.opts.Queues, func(q string) bool { return dlq.QueueName(q) == queue }) {
+	if len(h.opts.Queues) > 0 && !slices.ContainsFunc(h.opts.Queues, func(q string) bool { return queueref.Name(q) == queue }) {
 		return dlq.Target{}, fmt.Errorf("queue %s is not one of the console's queues (Options.Queues / --queues)", queue)
 	}
-	url, err := dlq.ResolveQueueURL(ctx, h.client, queue)
+	url, err := queueref.Resolve(ctx, h.client, queue)
 	if err != nil {
 		return dlq.Target{}, err
 	}

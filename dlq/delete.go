@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // DeleteAPI is what Delete uses: Inspect's calls and DeleteMessageBatch.
@@ -54,8 +55,9 @@ type DeleteResult struct {
 	NotSeen int `json:"notSeen,omitempty"`
 }
 
-// Delete deletes the messages of a queue (typically a dead-letter queue)
-// that match opts.Filter, and only those: it walks the queue as Inspect
+// Delete deletes the messages of queue (typically a dead-letter queue; a
+// name, URL or ARN, resolved on each call with queueref.Resolve) that match
+// opts.Filter, and only those: it walks the queue as Inspect
 // does, deletes the matching messages with DeleteMessageBatch (failed
 // entries retried as the library's other batch calls are), and releases
 // every other message it received at once at the end (visibility 0).
@@ -69,9 +71,13 @@ type DeleteResult struct {
 //
 // Delete needs sqs:GetQueueAttributes, sqs:ReceiveMessage,
 // sqs:ChangeMessageVisibility and sqs:DeleteMessage.
-func Delete(ctx context.Context, client DeleteAPI, queueURL string, opts DeleteOptions) (res DeleteResult, err error) {
+func Delete(ctx context.Context, client DeleteAPI, queue string, opts DeleteOptions) (res DeleteResult, err error) {
 	if opts.Filter.IsZero() {
-		return res, fmt.Errorf("delete: refusing to delete every message of queue %s without a filter; select the messages (Filter), or empty the queue with PurgeQueue", QueueName(queueURL))
+		return res, fmt.Errorf("delete: refusing to delete every message of queue %s without a filter; select the messages (Filter), or empty the queue with PurgeQueue", queueref.Name(queue))
+	}
+	queueURL, err := queueref.Resolve(ctx, client, queue)
+	if err != nil {
+		return res, fmt.Errorf("delete: %w", err)
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -129,7 +135,7 @@ func Delete(ctx context.Context, client DeleteAPI, queueURL string, opts DeleteO
 				if r.Whole && whole == nil {
 					whole = r.Err
 				} else if failure == nil {
-					failure = fmt.Errorf("delete: deleting message %s from queue %s failed after %d attempts; it stays in the queue: %w", m.ID, QueueName(queueURL), r.Attempts, r.Err)
+					failure = fmt.Errorf("delete: deleting message %s from queue %s failed after %d attempts; it stays in the queue: %w", m.ID, queueref.Name(queueURL), r.Attempts, r.Err)
 				}
 				continue
 			}
@@ -140,7 +146,7 @@ func Delete(ctx context.Context, client DeleteAPI, queueURL string, opts DeleteO
 			}
 		}
 		if whole != nil {
-			return res, errors.Join(failure, fmt.Errorf("delete: deleting %d messages from queue %s failed; they stay in the queue: %w", res.Failed, QueueName(queueURL), whole))
+			return res, errors.Join(failure, fmt.Errorf("delete: deleting %d messages from queue %s failed; they stay in the queue: %w", res.Failed, queueref.Name(queueURL), whole))
 		}
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("delete: %w", interrupted(ctx))

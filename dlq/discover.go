@@ -6,6 +6,9 @@ import (
 	"fmt"
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"strings"
+
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // ErrNoRedrivePolicy is wrapped by the error Discover returns for a queue
@@ -15,6 +18,11 @@ var ErrNoRedrivePolicy = errors.New("dlq: queue has no RedrivePolicy")
 // ErrDLQNotFound is wrapped by the error Discover returns when the queue's
 // RedrivePolicy names a dead-letter queue that does not exist.
 var ErrDLQNotFound = errors.New("dlq: dead-letter queue does not exist")
+
+// ErrRedrivesToItself is wrapped by the error Discover returns for a queue
+// whose RedrivePolicy names the queue itself as its dead-letter queue, and
+// by Redrive's for a destination that is the dead-letter queue itself.
+var ErrRedrivesToItself = errors.New("dlq: queue's RedrivePolicy names the queue itself")
 
 // Target is a queue's dead-letter queue as its RedrivePolicy names it.
 type Target struct {
@@ -51,21 +59,43 @@ func (e *noPolicyError) Error() string {
 
 func (e *noPolicyError) Unwrap() error { return ErrNoRedrivePolicy }
 
-// Discover reads queueURL's RedrivePolicy and resolves the dead-letter
-// queue's ARN to its URL (GetQueueUrl with the name and account from the
-// ARN). A queue without a RedrivePolicy gives an error wrapping
+// Discover reads the RedrivePolicy of queue (a name, URL or ARN, resolved
+// on each call with queueref.Resolve) and resolves the dead-letter queue's
+// ARN to its URL (GetQueueUrl with the ARN's name, account and region). A
+// queue without a RedrivePolicy gives an error wrapping
 // ErrNoRedrivePolicy; a RedrivePolicy naming a queue that does not exist
-// gives one wrapping ErrDLQNotFound. Both say what to do.
+// gives one wrapping ErrDLQNotFound; one naming the queue itself, one
+// wrapping ErrRedrivesToItself. Each says what to do.
 //
 // Discover needs sqs:GetQueueAttributes on both queues and sqs:GetQueueUrl.
-func Discover(ctx context.Context, client QueueAPI, queueURL string) (Target, error) {
+func Discover(ctx context.Context, client QueueAPI, queue string) (Target, error) {
+	queueURL, err := queueref.Resolve(ctx, client, queue)
+	if err != nil {
+		return Target{}, err
+	}
 	t, _, err := discover(ctx, client, queueURL)
 	return t, err
 }
 
+// selfRedriveError is the error for a RedrivePolicy that names its own queue.
+func selfRedriveError(name, arn string) error {
+	return wrap(ErrRedrivesToItself, nil, "queue %s's RedrivePolicy names the queue itself (%s) as its dead-letter queue: a failed job would be "+
+		"\"dead-lettered\" back into the queue it failed in and run again and again; point deadLetterTargetArn at another queue "+
+		"(`sqsworker setup %s` creates %s and sets it) or remove the RedrivePolicy", name, arn, name, defaultDLQName(name))
+}
+
+// defaultDLQName is the dead-letter queue name Setup gives queue name by
+// default: name + "-dlq", before the ".fifo" suffix of a FIFO queue.
+func defaultDLQName(name string) string {
+	if base, ok := strings.CutSuffix(name, ".fifo"); ok {
+		return base + "-dlq.fifo"
+	}
+	return name + "-dlq"
+}
+
 // discover is Discover that also returns the source queue's attributes.
 func discover(ctx context.Context, client QueueAPI, queueURL string) (Target, map[string]string, error) {
-	name := QueueName(queueURL)
+	name := queueref.Name(queueURL)
 	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout, attrMaxMessageSize)
 	if err != nil {
 		if sqserr.NotExist(err) {
@@ -86,13 +116,22 @@ func discover(ctx context.Context, client QueueAPI, queueURL string) (Target, ma
 		return t, src, fmt.Errorf("queue %s: %v; set a RedrivePolicy such as {\"deadLetterTargetArn\":\"arn:aws:sqs:REGION:ACCOUNT:%s-dlq\",\"maxReceiveCount\":5}", name, err, name)
 	}
 	t.ARN, t.MaxReceiveCount = p.TargetARN, p.MaxReceiveCount
-	url, err := urlForARN(ctx, client, p.TargetARN)
+	if p.TargetARN == t.SourceARN {
+		return t, src, selfRedriveError(name, p.TargetARN)
+	}
+	url, err := queueref.Resolve(ctx, client, p.TargetARN)
 	if err != nil {
+		if errors.Is(err, queueref.ErrInvalid) {
+			return t, src, fmt.Errorf("queue %s's RedrivePolicy names dead-letter queue %q: %v; set deadLetterTargetArn to the ARN of the dead-letter queue", name, p.TargetARN, err)
+		}
 		if sqserr.NotExist(err) {
 			return t, src, wrap(ErrDLQNotFound, err, "queue %s's RedrivePolicy names dead-letter queue %s, which does not exist; "+
 				"create it (for example with `sqsworker setup`) or point the RedrivePolicy at an existing queue", name, p.TargetARN)
 		}
 		return t, src, fmt.Errorf("finding dead-letter queue %s of queue %s: %w", p.TargetARN, name, err)
+	}
+	if url == queueURL {
+		return t, src, selfRedriveError(name, p.TargetARN)
 	}
 	t.QueueURL = url
 	dlq, err := getAttributes(ctx, client, url, attrFifoQueue, attrMaxMessageSize)
@@ -104,7 +143,7 @@ func discover(ctx context.Context, client QueueAPI, queueURL string) (Target, ma
 	}
 	if dlqFIFO := dlq[attrFifoQueue] == "true"; dlqFIFO != t.FIFO {
 		return t, src, fmt.Errorf("queue %s is %s but its dead-letter queue %s is %s; SQS needs both of the same type: point the RedrivePolicy at %s",
-			name, queueKind(t.FIFO), QueueName(url), queueKind(dlqFIFO), queueKind(t.FIFO))
+			name, queueKind(t.FIFO), queueref.Name(url), queueKind(dlqFIFO), queueKind(t.FIFO))
 	}
 	t.MaxMessageSize = intAttr(dlq, attrMaxMessageSize)
 	return t, src, nil

@@ -71,19 +71,6 @@ func TestParseRedrivePolicyAcceptsStringCount(t *testing.T) {
 	}
 }
 
-func TestQueueName(t *testing.T) {
-	for in, want := range map[string]string{
-		"https://sqs.us-east-1.amazonaws.com/000000000000/orders": "orders",
-		"http://sqs.us-east-1.localhost:9324/000000000000/a.fifo": "a.fifo",
-		"arn:aws:sqs:us-east-1:000000000000:orders-dlq":           "orders-dlq",
-		"orders": "orders",
-	} {
-		if got := QueueName(in); got != want {
-			t.Errorf("QueueName(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestHumanDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		0: "0s", 4 * 24 * time.Hour: "4 days", 24 * time.Hour: "1 day", time.Hour: "1 hour", 6 * time.Hour: "6 hours",

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -59,7 +60,7 @@ func ExampleInspect() {
 		log.Fatal(err)
 	}
 	for _, m := range msgs {
-		fmt.Printf("%s from %s, attempt %d: %s\n", m.Body, dlq.QueueName(m.Provenance.SourceQueue), m.Provenance.Attempt, m.Provenance.Error)
+		fmt.Printf("%s from %s, attempt %d: %s\n", m.Body, queueref.Name(m.Provenance.SourceQueue), m.Provenance.Attempt, m.Provenance.Error)
 	}
 	visible, _, _ := client.Count(target.QueueURL)
 	fmt.Println("still in orders-dlq:", visible)

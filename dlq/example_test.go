@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -84,7 +85,7 @@ func ExampleMover_Move() {
 	fmt.Println("error:", p.Error)
 	fmt.Println("attempt:", p.Attempt, "handler:", p.Handler)
 	fmt.Println("failed at:", p.FailedAt.Format(time.RFC3339))
-	fmt.Println("from:", dlq.QueueName(p.SourceQueue))
+	fmt.Println("from:", queueref.Name(p.SourceQueue))
 	// Output:
 	// left in orders: 0
 	// body: {"order":42}

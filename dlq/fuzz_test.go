@@ -35,24 +35,6 @@ func FuzzParseRedrivePolicy(f *testing.F) {
 	})
 }
 
-// FuzzParseQueueARN: queue ARNs come from RedrivePolicies and events;
-// parsing never panics, what it accepts prints back as itself, and names a
-// queue that QueueName agrees on.
-func FuzzParseQueueARN(f *testing.F) {
-	for _, s := range []string{"arn:aws:sqs:us-east-1:000000000000:orders", "arn:aws:sqs:::x", "arn:aws:s3:::bucket", "", ":::::"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		a, err := ParseQueueARN(s)
-		if err != nil {
-			return
-		}
-		if a.Name == "" || QueueName(s) != a.Name || a.String() != s {
-			t.Fatalf("ParseQueueARN(%q) = %+v (%s), QueueName = %q", s, a, a, QueueName(s))
-		}
-	})
-}
-
 // FuzzProvenanceRoundTrip: provenance written in either form Move uses is
 // read back by ParseProvenance as written (times at millisecond precision),
 // and arbitrary attribute values never make ParseProvenance panic.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // Message is a dead-lettered message as Inspect and Redrive see it.
@@ -90,16 +91,21 @@ type Counts struct {
 // Total returns the number of messages in every state.
 func (c Counts) Total() int { return c.Visible + c.InFlight + c.Delayed }
 
-// Count returns the approximate message counts of a queue without
-// receiving any message.
-func Count(ctx context.Context, client QueueAPI, queueURL string) (Counts, error) {
+// Count returns the approximate message counts of queue (a name, URL or
+// ARN, resolved on each call with queueref.Resolve) without receiving any
+// message.
+func Count(ctx context.Context, client QueueAPI, queue string) (Counts, error) {
+	queueURL, err := queueref.Resolve(ctx, client, queue)
+	if err != nil {
+		return Counts{}, err
+	}
 	return count(ctx, client, queueURL)
 }
 
 func count(ctx context.Context, client attributeReader, queueURL string) (Counts, error) {
 	a, err := getAttributes(ctx, client, queueURL, attrVisible, attrNotVisible, attrDelayed)
 	if err != nil {
-		return Counts{}, fmt.Errorf("counting the messages of queue %s: %w", QueueName(queueURL), err)
+		return Counts{}, fmt.Errorf("counting the messages of queue %s: %w", queueref.Name(queueURL), err)
 	}
 	return Counts{Visible: intAttr(a, attrVisible), InFlight: intAttr(a, attrNotVisible), Delayed: intAttr(a, attrDelayed)}, nil
 }
@@ -124,8 +130,9 @@ type InspectOptions struct {
 	Wait time.Duration
 }
 
-// Inspect lists the messages of a queue (typically a dead-letter queue)
-// with their provenance, without consuming them: it receives them, keeps
+// Inspect lists the messages of queue (typically a dead-letter queue; a
+// name, URL or ARN, resolved on each call with queueref.Resolve) with their
+// provenance, without consuming them: it receives them, keeps
 // them hidden while it lists, and then releases them all at once with
 // ChangeMessageVisibilityBatch (visibility 0).
 //
@@ -144,7 +151,11 @@ type InspectOptions struct {
 //
 // Inspect needs sqs:GetQueueAttributes, sqs:ReceiveMessage and
 // sqs:ChangeMessageVisibility.
-func Inspect(ctx context.Context, client InspectAPI, queueURL string, opts InspectOptions) (msgs []Message, err error) {
+func Inspect(ctx context.Context, client InspectAPI, queue string, opts InspectOptions) (msgs []Message, err error) {
+	queueURL, err := queueref.Resolve(ctx, client, queue)
+	if err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
 	start, err := count(ctx, client, queueURL)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
@@ -251,7 +262,7 @@ func (s *scanner) next(ctx context.Context, n int) ([]types.Message, error) {
 			}
 		}
 		err = fmt.Errorf("receiving from queue %s failed; if the receive took effect before its response was lost, up to %d messages stay hidden until the %s hold ends: %w",
-			QueueName(s.url), n, humanDuration(s.hide), err)
+			queueref.Name(s.url), n, humanDuration(s.hide), err)
 		if ctx.Err() != nil {
 			return nil, errors.Join(interrupted(ctx), err)
 		}
@@ -340,7 +351,7 @@ func (s *scanner) releaseAll(ctx context.Context) error {
 	if failed == 0 {
 		return nil
 	}
-	return fmt.Errorf("releasing %d of %d messages of queue %s failed (they become visible again when their hold ends): %w", failed, len(entries), QueueName(s.url), first)
+	return fmt.Errorf("releasing %d of %d messages of queue %s failed (they become visible again when their hold ends): %w", failed, len(entries), queueref.Name(s.url), first)
 }
 
 // handle returns the latest receipt handle of a message, falling back to

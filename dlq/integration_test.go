@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // These tests run against the local SQS emulator (fauxqs, started by
@@ -32,7 +33,7 @@ func TestIntegrationSetup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
-	if QueueName(first.QueueURL) != name || QueueName(first.DLQURL) != name+"-dlq" || first.MaxReceiveCount != 60 || first.FIFO {
+	if queueref.Name(first.QueueURL) != name || queueref.Name(first.DLQURL) != name+"-dlq" || first.MaxReceiveCount != 60 || first.FIFO {
 		t.Errorf("Setup = %+v", first)
 	}
 	if len(first.Changes) != 2 || !first.Changes[0].Created() || !first.Changes[1].Created() {
@@ -192,7 +193,7 @@ func TestIntegrationInspect(t *testing.T) {
 		t.Fatalf("Inspect listed %d messages, want 12", len(msgs))
 	}
 	for _, m := range msgs {
-		if !m.HasProvenance || m.Provenance.Error != "db down" || QueueName(m.Origin()) != QueueName(target.SourceURL) {
+		if !m.HasProvenance || m.Provenance.Error != "db down" || queueref.Name(m.Origin()) != queueref.Name(target.SourceURL) {
 			t.Errorf("message %s provenance = %+v", m.ID, m.Provenance)
 		}
 		if _, ok := m.Attributes["n"]; !ok || len(m.Attributes) != 1 {

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // Severity ranks a Finding.
@@ -82,6 +84,7 @@ const (
 	// MaximumMessageSize is below its source's, so a large failed message
 	// cannot be copied there with its reason.
 	CodeDLQMaxMessageSizeSmaller = "dlq-max-message-size-smaller"
+	CodeRedrivesToItself         = "redrives-to-itself" // error: the RedrivePolicy names the queue itself as its DLQ
 )
 
 // MinVisibilityTimeout is the shortest visibility timeout Lint accepts: below
@@ -122,7 +125,8 @@ type LintOptions struct {
 	LambdaTimeout time.Duration
 }
 
-// Lint checks a queue's dead-letter setup against how it is consumed and
+// Lint checks the dead-letter setup of queue (a name, URL or ARN, resolved
+// on each call with queueref.Resolve) against how it is consumed and
 // returns what it finds, most checks first by the queue's own settings and
 // then its dead-letter queue's. Each Finding says what to change. The error
 // is for failures to read the configuration (for example the queue does
@@ -134,8 +138,12 @@ type LintOptions struct {
 //
 // Lint needs sqs:GetQueueAttributes on both queues and sqs:GetQueueUrl
 // (and, for a queue without a RedrivePolicy, what SourcesOf needs).
-func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOptions) ([]Finding, error) {
-	name := QueueName(queueURL)
+func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) ([]Finding, error) {
+	queueURL, err := queueref.Resolve(ctx, client, queue)
+	if err != nil {
+		return nil, err
+	}
+	name := queueref.Name(queueURL)
 	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout, attrMaxMessageSize)
 	if err != nil {
 		if sqserr.NotExist(err) {
@@ -222,7 +230,7 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 			if len(sources) > 0 {
 				names := make([]string, len(sources))
 				for i, s := range sources {
-					names[i] = QueueName(s)
+					names[i] = queueref.Name(s)
 				}
 				add(SeverityInfo, CodeIsDeadLetterQueue,
 					fmt.Sprintf("queue %s is the dead-letter queue of %s; a dead-letter queue needs no RedrivePolicy of its own", name, strings.Join(names, ", ")),
@@ -245,6 +253,13 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 	if err != nil {
 		add(SeverityError, CodeInvalidRedrivePolicy, fmt.Sprintf("queue %s: %v", name, err),
 			fmt.Sprintf("set queue %s's RedrivePolicy to %s (with your dead-letter queue's ARN)", name, suggested))
+		return fs, nil
+	}
+	if p.TargetARN == src[attrQueueArn] {
+		add(SeverityError, CodeRedrivesToItself,
+			fmt.Sprintf("queue %s's RedrivePolicy names the queue itself (%s) as its dead-letter queue: SQS and the worker \"dead-letter\" a failing job back into the queue it failed in, so it runs again and again and is counted as dead-lettered each time", name, p.TargetARN),
+			fmt.Sprintf("point the RedrivePolicy at a dead-letter queue of its own: `sqsworker setup %s` creates %s and sets it, or set RedrivePolicy to %s",
+				name, defaultDLQName(name), suggested))
 		return fs, nil
 	}
 	policy := func(count int) string {
@@ -273,8 +288,13 @@ func Lint(ctx context.Context, client QueueAPI, queueURL string, opts LintOption
 	}
 
 	// The dead-letter queue.
-	dlqName := QueueName(p.TargetARN)
-	url, err := urlForARN(ctx, client, p.TargetARN)
+	dlqName := queueref.Name(p.TargetARN)
+	url, err := queueref.Resolve(ctx, client, p.TargetARN)
+	if errors.Is(err, queueref.ErrInvalid) {
+		add(SeverityError, CodeInvalidRedrivePolicy, fmt.Sprintf("queue %s's RedrivePolicy names dead-letter queue %q: %v", name, p.TargetARN, err),
+			fmt.Sprintf("set queue %s's RedrivePolicy to %s (with your dead-letter queue's ARN)", name, suggested))
+		return fs, nil
+	}
 	if err != nil {
 		if !sqserr.NotExist(err) {
 			return fs, fmt.Errorf("finding dead-letter queue %s of queue %s: %w", p.TargetARN, name, err)
@@ -337,9 +357,9 @@ func fifoHint(fifo bool) string {
 // suggestDLQARN proposes the ARN of a dead-letter queue for the queue
 // with the given ARN: Setup's name, NAME-dlq, in the same account and region.
 func suggestDLQARN(queueARN, name string, fifo bool) string {
-	dlqName := name + "-dlq"
-	if base, ok := strings.CutSuffix(name, ".fifo"); ok || fifo {
-		dlqName = base + "-dlq.fifo"
+	dlqName := defaultDLQName(name)
+	if fifo && !strings.HasSuffix(dlqName, ".fifo") {
+		dlqName += ".fifo"
 	}
 	if i := strings.LastIndexByte(queueARN, ':'); i >= 0 {
 		return queueARN[:i+1] + dlqName

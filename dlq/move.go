@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // ErrNotDeleted is wrapped by the error Move returns when the message
@@ -115,7 +116,7 @@ func NewCopier(t Target, optFns ...func(*MoverOptions)) (*Copier, error) {
 		// first dead-letter move).
 		if o.Offloader == nil {
 			o.Logger.Warn(fmt.Sprintf("sqsworker/dlq: dead-letter queue %s takes messages of at most %s but queue %s takes up to %s; a failed message larger than that cannot be copied there with its reason: it is retried until SQS's own redrive moves it, without provenance (its reason is logged at ERROR). Raise the dead-letter queue's MaximumMessageSize to %d, or configure an offloader for dead-letter copies (e.g. an s3payload.Store)",
-				QueueName(t.QueueURL), sizeString(t.MaxMessageSize), QueueName(t.SourceURL), sizeString(t.SourceMaxMessageSize), t.SourceMaxMessageSize),
+				queueref.Name(t.QueueURL), sizeString(t.MaxMessageSize), queueref.Name(t.SourceURL), sizeString(t.SourceMaxMessageSize), t.SourceMaxMessageSize),
 				"queue", t.SourceURL, "dlq", t.QueueURL, "code", CodeDLQMaxMessageSizeSmaller)
 		} else {
 			o.Logger.Info("sqsworker/dlq: dead-letter queue is smaller than its source; dead-letter copies that do not fit go through the offloader",
@@ -181,7 +182,7 @@ func NewMover(client API, t Target, optFns ...func(*MoverOptions)) (*Mover, erro
 // lost.
 func (m *Mover) Move(ctx context.Context, msg types.Message, p Provenance) error {
 	id := aws.ToString(msg.MessageId)
-	src := QueueName(m.t.SourceURL)
+	src := queueref.Name(m.t.SourceURL)
 	if msg.ReceiptHandle == nil || *msg.ReceiptHandle == "" {
 		return fmt.Errorf("moving message %s to the dead-letter queue: it has no receipt handle; pass the message exactly as ReceiveMessage returned it", id)
 	}
@@ -192,12 +193,12 @@ func (m *Mover) Move(ctx context.Context, msg types.Message, p Provenance) error
 	out, err := m.client.SendMessage(ctx, in)
 	if err != nil {
 		return wrap(ErrNotSent, err, "moving message %s from queue %s to dead-letter queue %s: the send failed, so nothing was deleted and the message will be delivered again from %s",
-			id, src, QueueName(m.t.QueueURL), src)
+			id, src, queueref.Name(m.t.QueueURL), src)
 	}
 	_, err = m.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(m.t.SourceURL), ReceiptHandle: msg.ReceiptHandle})
 	if err != nil {
 		return wrap(ErrNotDeleted, err, "message %s was copied to dead-letter queue %s (as %s) but could not be deleted from queue %s; it stays there and will be delivered again, so the dead-letter queue may hold a duplicate",
-			id, QueueName(m.t.QueueURL), aws.ToString(out.MessageId), src)
+			id, queueref.Name(m.t.QueueURL), aws.ToString(out.MessageId), src)
 	}
 	return nil
 }
@@ -226,7 +227,7 @@ func (m *Copier) InputContext(ctx context.Context, msg types.Message, p Provenan
 		group := msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		if group == "" {
 			return nil, fmt.Errorf("moving message %s to FIFO dead-letter queue %s: the message has no MessageGroupId attribute; receive messages with MessageSystemAttributeNames [\"All\"] (or at least MessageGroupId)",
-				id, QueueName(m.t.QueueURL))
+				id, queueref.Name(m.t.QueueURL))
 		}
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(moveDeduplicationID(m.t.SourceARN, id))
@@ -248,7 +249,7 @@ func (m *Copier) InputContext(ctx context.Context, msg types.Message, p Provenan
 			size = len(body) + attributesSize(user)
 			in.MessageBody = aws.String(body)
 			m.opts.Logger.Info("sqsworker/dlq: the dead-letter copy's body was offloaded; the copy carries a pointer to it",
-				"message_id", id, "queue", QueueName(m.t.SourceURL), "dlq", QueueName(m.t.QueueURL))
+				"message_id", id, "queue", queueref.Name(m.t.SourceURL), "dlq", queueref.Name(m.t.QueueURL))
 		} else {
 			offloadErr = err
 		}
@@ -261,11 +262,11 @@ func (m *Copier) InputContext(ctx context.Context, msg types.Message, p Provenan
 	switch {
 	case mode == provenanceNone:
 		m.opts.Logger.Warn("sqsworker/dlq: moving message without provenance attributes: no attribute or byte left",
-			"message_id", id, "queue", QueueName(m.t.SourceURL), "user_attributes", len(user),
+			"message_id", id, "queue", queueref.Name(m.t.SourceURL), "user_attributes", len(user),
 			"bytes_left", budget, "error", p.Error, "attempt", p.Attempt, "handler", p.Handler)
 	case kept.Error != p.Error:
 		m.opts.Logger.Warn("sqsworker/dlq: error text shortened to fit the message size limit",
-			"message_id", id, "queue", QueueName(m.t.SourceURL), "error", p.Error)
+			"message_id", id, "queue", queueref.Name(m.t.SourceURL), "error", p.Error)
 	}
 	if len(attrs) > 0 {
 		in.MessageAttributes = attrs
@@ -302,7 +303,7 @@ func (m *Copier) offload(ctx context.Context, body string, user map[string]types
 // dead-letter queue because of its size, with the reason it failed (SQS's
 // own redrive will move it without one), and returns the error saying so.
 func (m *Copier) tooLarge(id string, size, limit int, p Provenance, offloadErr error) error {
-	src, dlqName := QueueName(m.t.SourceURL), QueueName(m.t.QueueURL)
+	src, dlqName := queueref.Name(m.t.SourceURL), queueref.Name(m.t.QueueURL)
 	how := "no offloader is configured (MoverOptions.Offloader; the runtimes' Options.DeadLetterOffloader)"
 	if offloadErr != nil {
 		how = "offloading its body failed: " + offloadErr.Error()

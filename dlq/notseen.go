@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // ErrNotAllSeen is what a *NotSeenError matches with errors.Is: Inspect or
@@ -51,7 +53,7 @@ func (e *NotSeenError) NotSeen() int { return max(e.Expected-e.Seen, e.Lost) }
 
 func (e *NotSeenError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d messages of queue %s were not seen (it held about %d at the start", e.NotSeen(), QueueName(e.Queue), e.Expected)
+	fmt.Fprintf(&b, "%d messages of queue %s were not seen (it held about %d at the start", e.NotSeen(), queueref.Name(e.Queue), e.Expected)
 	if e.InFlight > 0 {
 		fmt.Fprintf(&b, ", %d of them in flight", e.InFlight)
 	}
@@ -59,7 +61,7 @@ func (e *NotSeenError) Error() string {
 	if e.Lost > 0 {
 		fmt.Fprintf(&b, " (up to %d by this run's own receives, whatever arrived meanwhile)", e.Lost)
 	}
-	if isFIFOName(e.Queue) {
+	if queueref.FIFO(e.Queue) {
 		b.WriteString(" (on a FIFO queue, also behind a held message of their group)")
 	}
 	fmt.Fprintf(&b, ", they stay in the queue and reappear when their visibility timeout ends — within the %s hold for this run's own receives; run again after that", humanDuration(e.Hold))

@@ -3,7 +3,6 @@ package dlq
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/sqsworker/sqsworker/internal/sqserr"
 )
 
 // Limits of Amazon SQS this package works within.
@@ -96,107 +93,6 @@ func parseRedrivePolicy(s string) (redrivePolicy, error) {
 		p.MaxReceiveCount = n
 	}
 	return p, nil
-}
-
-// QueueARN is a parsed SQS queue ARN: arn:PARTITION:sqs:REGION:ACCOUNT:NAME.
-type QueueARN struct {
-	Partition, Region, Account, Name string
-}
-
-// ParseQueueARN parses an SQS queue ARN, as RedrivePolicies and Lambda
-// events carry them. Every part must be present, and the name has no colon.
-func ParseQueueARN(s string) (QueueARN, error) {
-	parts := strings.Split(s, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[1] == "" || parts[2] != "sqs" || parts[3] == "" || parts[4] == "" || parts[5] == "" {
-		return QueueARN{}, fmt.Errorf("%q is not an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)", s)
-	}
-	return QueueARN{Partition: parts[1], Region: parts[3], Account: parts[4], Name: parts[5]}, nil
-}
-
-// String returns the ARN.
-func (a QueueARN) String() string {
-	return "arn:" + a.Partition + ":sqs:" + a.Region + ":" + a.Account + ":" + a.Name
-}
-
-// URL returns the queue's URL at SQS's public endpoint,
-// https://sqs.REGION.amazonaws.com/ACCOUNT/NAME (with the partition's
-// domain). LocalStack and emulators use other URLs: resolve those with
-// GetQueueUrl (see ResolveQueueURL).
-func (a QueueARN) URL() string {
-	domain := "amazonaws.com"
-	switch a.Partition {
-	case "aws-cn":
-		domain = "amazonaws.com.cn"
-	case "aws-iso":
-		domain = "c2s.ic.gov"
-	case "aws-iso-b":
-		domain = "sc2s.sgov.gov"
-	}
-	return fmt.Sprintf("https://sqs.%s.%s/%s/%s", a.Region, domain, a.Account, a.Name)
-}
-
-// FIFO reports whether the ARN names a FIFO queue (SQS requires FIFO queue
-// names to end in ".fifo").
-func (a QueueARN) FIFO() bool { return strings.HasSuffix(a.Name, ".fifo") }
-
-// QueueName returns the name of a queue given by URL, ARN or name.
-func QueueName(queue string) string {
-	if strings.HasPrefix(queue, "arn:") {
-		if a, err := ParseQueueARN(queue); err == nil {
-			return a.Name
-		}
-	}
-	q := strings.TrimRight(queue, "/")
-	if i := strings.LastIndexByte(q, '/'); i >= 0 {
-		return q[i+1:]
-	}
-	return q
-}
-
-// isFIFOName reports whether a queue URL, ARN or name is a FIFO queue's:
-// SQS requires FIFO queue names to end in ".fifo".
-func isFIFOName(queue string) bool { return strings.HasSuffix(QueueName(queue), ".fifo") }
-
-// urlForARN resolves a queue ARN to its URL with GetQueueUrl.
-func urlForARN(ctx context.Context, client QueueAPI, queueARN string) (string, error) {
-	a, err := ParseQueueARN(queueARN)
-	if err != nil {
-		return "", err
-	}
-	in := &sqs.GetQueueUrlInput{QueueName: aws.String(a.Name)}
-	if a.Account != "" {
-		in.QueueOwnerAWSAccountId = aws.String(a.Account)
-	}
-	out, err := client.GetQueueUrl(ctx, in)
-	if err != nil {
-		return "", err
-	}
-	return aws.ToString(out.QueueUrl), nil
-}
-
-// ResolveQueueURL turns a queue name, URL or ARN into a queue URL. A value
-// starting with http:// or https:// is returned as it is.
-func ResolveQueueURL(ctx context.Context, client QueueAPI, queue string) (string, error) {
-	switch {
-	case queue == "":
-		return "", errors.New("no queue given: pass a queue name, URL or ARN")
-	case strings.HasPrefix(queue, "https://"), strings.HasPrefix(queue, "http://"):
-		return queue, nil
-	case strings.HasPrefix(queue, "arn:"):
-		url, err := urlForARN(ctx, client, queue)
-		if err != nil {
-			return "", fmt.Errorf("finding queue %s: %w", queue, err)
-		}
-		return url, nil
-	}
-	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(queue)})
-	if err != nil {
-		if sqserr.NotExist(err) {
-			return "", fmt.Errorf("queue %s does not exist in this account and region; check the name, the region and the account (the CLI's --region and --profile): %w", queue, err)
-		}
-		return "", fmt.Errorf("finding queue %s: %w", queue, err)
-	}
-	return aws.ToString(out.QueueUrl), nil
 }
 
 // secondsAttr parses a queue attribute given in whole seconds.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // Method is how Redrive moves messages.
@@ -181,8 +182,10 @@ type RedriveResult struct {
 
 // RedriveOptions configures Redrive. Every field's zero value is usable.
 type RedriveOptions struct {
-	// Destination is the URL of the queue to move the messages to. Zero
-	// value: back to the source queue (Target.SourceURL). Either way only
+	// Destination is the queue to move the messages to: a name, URL or ARN
+	// (resolved once per Redrive with queueref.Resolve). It must not be the
+	// dead-letter queue itself. Zero value: back to the source queue
+	// (Target.SourceURL). Either way only
 	// messages that came from Target's source queue, or whose origin is
 	// unknown, are moved — a dead-letter queue shared by several queues
 	// keeps the others' (see AllSources).
@@ -247,7 +250,9 @@ func (e *errNoMoveTask) Error() string {
 func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 
 // Redrive moves the messages of t's dead-letter queue back to the source
-// queue, or to opts.Destination.
+// queue, or to opts.Destination. It refuses a destination that is the
+// dead-letter queue itself, and a Target whose queue is its own dead-letter
+// queue, with an error wrapping ErrRedrivesToItself: such a move never ends.
 //
 // With a message move task (StartMessageMoveTask) SQS moves the messages
 // server-side, at up to 500 per second, as they are; Redrive waits for the
@@ -294,6 +299,21 @@ func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptio
 	}
 	if opts.AllSources && opts.Destination == "" {
 		return RedriveResult{}, errors.New("redrive: AllSources moves the messages of every queue the dead-letter queue serves; set Destination to the queue they all go to (or leave AllSources off to move this source's messages back to it)")
+	}
+	if t.SourceURL == t.QueueURL || (t.SourceARN != "" && t.SourceARN == t.ARN) {
+		return RedriveResult{}, wrap(ErrRedrivesToItself, nil, "redrive: queue %s is its own dead-letter queue, so its messages would be sent back into the queue they are taken from, for ever; "+
+			"give queue %s a dead-letter queue of its own (`sqsworker setup %s`)", queueref.Name(t.SourceURL), queueref.Name(t.SourceURL), queueref.Name(t.SourceURL))
+	}
+	if opts.Destination != "" {
+		dest, err := queueref.Resolve(ctx, client, opts.Destination)
+		if err != nil {
+			return RedriveResult{}, fmt.Errorf("redrive: destination: %w", err)
+		}
+		if dest == t.QueueURL {
+			return RedriveResult{}, wrap(ErrRedrivesToItself, nil, "redrive: the destination %s is the dead-letter queue the messages are taken from, so they would be received and sent back into it for ever; "+
+				"leave the destination out to move them back to queue %s, or name another queue", opts.Destination, queueref.Name(t.SourceURL))
+		}
+		opts.Destination = dest
 	}
 	r := &redriver{client: client, t: t, opts: opts, dest: opts.Destination}
 	if r.dest == "" {
@@ -355,7 +375,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 	if r.opts.Destination != "" {
 		a, err := getAttributes(ctx, r.client, r.opts.Destination, attrQueueArn)
 		if err != nil {
-			return r.res, fmt.Errorf("redrive: reading destination queue %s: %w", QueueName(r.opts.Destination), err)
+			return r.res, fmt.Errorf("redrive: reading destination queue %s: %w", queueref.Name(r.opts.Destination), err)
 		}
 		destARN = a[attrQueueArn]
 	}
@@ -368,8 +388,8 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 			return r.res, err
 		}
 		for _, s := range sources {
-			if QueueName(s) != QueueName(r.t.SourceURL) {
-				return r.res, &errNoMoveTask{reason: fmt.Sprintf("dead-letter queue %s also serves queue %s, and a move task would move its messages too", QueueName(r.t.QueueURL), QueueName(s))}
+			if queueref.Name(s) != queueref.Name(r.t.SourceURL) {
+				return r.res, &errNoMoveTask{reason: fmt.Sprintf("dead-letter queue %s also serves queue %s, and a move task would move its messages too", queueref.Name(r.t.QueueURL), queueref.Name(s))}
 			}
 		}
 	}
@@ -383,7 +403,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 		if sqserr.Unsupported(err) {
 			return r.res, &errNoMoveTask{reason: err.Error()}
 		}
-		return r.res, fmt.Errorf("redrive: starting a message move task from %s: %w", QueueName(r.t.QueueURL), err)
+		return r.res, fmt.Errorf("redrive: starting a message move task from %s: %w", queueref.Name(r.t.QueueURL), err)
 	}
 	r.res.TaskHandle = aws.ToString(out.TaskHandle)
 	// The newest task of the source is ours: only one may run at a time. A
@@ -424,7 +444,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 				r.res.Done = true
 				r.report()
 				return r.res, fmt.Errorf("redrive: move task from %s %s after moving %d messages: %s; the rest stay in the dead-letter queue, run the redrive again",
-					QueueName(r.t.QueueURL), strings.ToLower(status), r.res.Moved, aws.ToString(e.FailureReason))
+					queueref.Name(r.t.QueueURL), strings.ToLower(status), r.res.Moved, aws.ToString(e.FailureReason))
 			}
 		}
 		r.report()
@@ -456,7 +476,7 @@ func (r *redriver) deadLetterSources(ctx context.Context) ([]string, error) {
 			if sqserr.Unsupported(err) {
 				return nil, &errNoMoveTask{reason: err.Error()}
 			}
-			return nil, fmt.Errorf("redrive: listing the source queues of dead-letter queue %s: %w", QueueName(r.t.QueueURL), err)
+			return nil, fmt.Errorf("redrive: listing the source queues of dead-letter queue %s: %w", queueref.Name(r.t.QueueURL), err)
 		}
 		urls = append(urls, out.QueueUrls...)
 		if aws.ToString(out.NextToken) == "" {
@@ -543,7 +563,7 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 			m := newMessage(raw)
 			r.res.Scanned++
 			switch {
-			case !r.opts.AllSources && m.Origin() != "" && QueueName(m.Origin()) != QueueName(r.t.SourceURL):
+			case !r.opts.AllSources && m.Origin() != "" && queueref.Name(m.Origin()) != queueref.Name(r.t.SourceURL):
 				s.hold(raw)
 				r.res.Skipped++
 				r.on(m, ActionOtherSource, nil)
@@ -583,7 +603,7 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 	r.report()
 	if r.res.Failed > 0 || r.res.Duplicated > 0 {
 		return r.res, errors.Join(fmt.Errorf("redrive: %d messages could not be moved and stay in dead-letter queue %s, and %d were sent but not deleted from it (both queues hold them); run the redrive again after fixing the cause: %w",
-			r.res.Failed, QueueName(r.t.QueueURL), r.res.Duplicated, firstFailure), notSeen)
+			r.res.Failed, queueref.Name(r.t.QueueURL), r.res.Duplicated, firstFailure), notSeen)
 	}
 	return r.res, notSeen
 }
@@ -596,7 +616,7 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 // returns the first per-message failure and, separately, an error that
 // must stop the redrive (a whole call failed, or ctx ended).
 func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Message) (failure, fatal error) {
-	destFIFO := isFIFOName(r.dest)
+	destFIFO := queueref.FIFO(r.dest)
 	fail := func(m Message, err error) {
 		s.hold(m.raw)
 		r.res.Failed++
@@ -647,7 +667,7 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 			s.hold(m.raw) // interrupted before it was sent again: left in the DLQ
 			stopped = true
 		default:
-			fail(m, fmt.Errorf("sending message %s to %s failed after %d attempts: %w", m.ID, QueueName(r.dest), res.Attempts, res.Err))
+			fail(m, fmt.Errorf("sending message %s to %s failed after %d attempts: %w", m.ID, queueref.Name(r.dest), res.Attempts, res.Err))
 			if res.Whole && whole == nil {
 				whole = res.Err
 			}
@@ -672,7 +692,7 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 			s.hold(m.raw)
 			r.res.Duplicated++
 			dup++
-			err := fmt.Errorf("deleting message %s from %s after sending it to %s: %w", m.ID, QueueName(r.t.QueueURL), QueueName(r.dest), res.Err)
+			err := fmt.Errorf("deleting message %s from %s after sending it to %s: %w", m.ID, queueref.Name(r.t.QueueURL), queueref.Name(r.dest), res.Err)
 			r.on(m, ActionDuplicated, err)
 			if res.Whole && delWhole == nil {
 				delWhole = res.Err
@@ -682,12 +702,12 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 		}
 		if delWhole != nil {
 			return failure, fmt.Errorf("redrive: %d messages were sent to %s but deleting them from dead-letter queue %s failed, so both queues hold them: %w",
-				dup, QueueName(r.dest), QueueName(r.t.QueueURL), delWhole)
+				dup, queueref.Name(r.dest), queueref.Name(r.t.QueueURL), delWhole)
 		}
 	}
 	switch {
 	case whole != nil:
-		return failure, fmt.Errorf("redrive: sending messages to %s failed; they stay in dead-letter queue %s: %w", QueueName(r.dest), QueueName(r.t.QueueURL), whole)
+		return failure, fmt.Errorf("redrive: sending messages to %s failed; they stay in dead-letter queue %s: %w", queueref.Name(r.dest), queueref.Name(r.t.QueueURL), whole)
 	case stopped:
 		return failure, fmt.Errorf("redrive: %w", interrupted(ctx))
 	}
@@ -711,7 +731,7 @@ func (r *redriver) entry(m Message, destFIFO bool) (types.SendMessageBatchReques
 	}
 	if destFIFO {
 		if m.GroupID == "" {
-			return e, fmt.Errorf("message %s has no MessageGroupId, which FIFO queue %s needs; redrive it to a standard queue instead", m.ID, QueueName(r.dest))
+			return e, fmt.Errorf("message %s has no MessageGroupId, which FIFO queue %s needs; redrive it to a standard queue instead", m.ID, queueref.Name(r.dest))
 		}
 		e.MessageGroupId = aws.String(m.GroupID)
 		sum := sha256.Sum256([]byte("sqsworker/dlq/redrive\x00" + r.t.ARN + "\x00" + m.ID))

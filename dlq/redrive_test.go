@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -69,7 +70,7 @@ func TestInspectListsWithoutConsuming(t *testing.T) {
 				continue
 			}
 			withProv++
-			if !strings.HasPrefix(m.Provenance.Error, "error ") || m.Provenance.Attempt != 4 || QueueName(m.Origin()) != "orders" {
+			if !strings.HasPrefix(m.Provenance.Error, "error ") || m.Provenance.Attempt != 4 || queueref.Name(m.Origin()) != "orders" {
 				t.Errorf("provenance = %+v", m.Provenance)
 			}
 			if len(m.Attributes) != 1 || m.Attributes["u0"].StringValue == nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/validate"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // DefaultMaxReceiveCount is Setup's maxReceiveCount for a new standard
@@ -70,13 +71,16 @@ var ErrWouldLower = errors.New("dlq: setup would lower an existing setting")
 // gives a new queue the default documented below.
 type SetupOptions struct {
 	// Name is the queue's name (required). With FIFO the ".fifo" suffix is
-	// added when missing; a name ending in ".fifo" makes a FIFO pair.
+	// added when missing; a name ending in ".fifo" makes a FIFO pair. The
+	// URL or ARN of an existing queue in the client's region and account
+	// stands for its name (Setup creates queues only there).
 	Name string
 	// FIFO makes both queues FIFO queues.
 	FIFO bool
 	// DLQName is the dead-letter queue's name. Zero value: the dead-letter
-	// queue the queue's RedrivePolicy already names, else Name + "-dlq"
-	// (before the ".fifo" suffix of a FIFO queue).
+	// queue the queue's RedrivePolicy already names (unless it names the
+	// queue itself: Setup then replaces it), else Name + "-dlq" (before the
+	// ".fifo" suffix of a FIFO queue).
 	DLQName string
 	// MaxReceiveCount is the RedrivePolicy's maxReceiveCount: see
 	// RecommendedMaxReceiveCount. Zero value: the current one, else
@@ -186,7 +190,15 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 	if opts.Name == "" {
 		return SetupResult{}, errors.New("setup: no queue name given; set SetupOptions.Name")
 	}
-	name := opts.Name
+	name, err := setupName(ctx, client, opts.Name)
+	if err != nil {
+		return SetupResult{}, err
+	}
+	if opts.DLQName != "" {
+		if err := queueref.Check(opts.DLQName); err != nil || queueref.Name(opts.DLQName) != opts.DLQName {
+			return SetupResult{}, fmt.Errorf("setup: DLQName %q is not a queue name (1 to 80 letters, digits, hyphens and underscores; a FIFO queue's ends in .fifo)", opts.DLQName)
+		}
+	}
 	base, hasSuffix := strings.CutSuffix(name, ".fifo")
 	fifo := opts.FIFO || hasSuffix
 	if fifo {
@@ -235,13 +247,16 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 	dlqName := opts.DLQName
 	switch {
 	case dlqName != "":
-	case current != nil:
-		dlqName = QueueName(current.TargetARN)
+	case current != nil && current.TargetARN != src.attrs[attrQueueArn]:
+		dlqName = queueref.Name(current.TargetARN)
 	default:
 		dlqName = base + "-dlq"
 	}
 	if fifo && !strings.HasSuffix(dlqName, ".fifo") {
 		dlqName += ".fifo"
+	}
+	if dlqName == name {
+		return SetupResult{}, fmt.Errorf("setup: DLQName %s is the queue itself; a queue cannot be its own dead-letter queue: name another queue, or leave DLQName empty for %s", dlqName, defaultDLQName(name))
 	}
 	if err := validate.QueueName(dlqName, fifo); err != nil {
 		return SetupResult{}, fmt.Errorf("setup: the dead-letter queue (named after the queue): %w; name it with SetupOptions.DLQName (`sqsworker setup --dlq-name`)", err)
@@ -359,6 +374,32 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 	res.VisibilityTimeout, _ = secondsAttr(attrs, attrVisibilityTimeout)
 	res.DLQRetention, _ = secondsAttr(da, attrRetention)
 	return res, nil
+}
+
+// setupName returns the name of the queue ref names: ref itself for a
+// name; for a URL or an ARN, the name of that queue, which must exist and
+// be the queue of that name in the client's region and account, where
+// Setup creates and looks up queues.
+func setupName(ctx context.Context, client SetupAPI, ref string) (string, error) {
+	if err := queueref.Check(ref); err != nil {
+		return "", fmt.Errorf("setup: %w", err)
+	}
+	name := queueref.Name(ref)
+	if name == ref {
+		return name, nil
+	}
+	url, err := queueref.Resolve(ctx, client, ref)
+	if err != nil {
+		return "", fmt.Errorf("setup: %w", err)
+	}
+	e, err := findQueue(ctx, client, name)
+	if err != nil {
+		return "", err
+	}
+	if e == nil || e.url != url {
+		return "", fmt.Errorf("setup: queue %s is not in the client's region and account (%s); Setup creates and configures queues only there: use a client for the queue's region and account, or pass a name to create one here", ref, url)
+	}
+	return name, nil
 }
 
 // findQueue returns the queue called name with all its attributes, or nil

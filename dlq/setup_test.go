@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -31,7 +32,7 @@ func TestSetupCreatesOnceThenChangesNothing(t *testing.T) {
 	if got := strings.Join(changeTexts(first.Changes), "; "); got != "created dead-letter queue orders-dlq; created queue orders" {
 		t.Errorf("creation changes = %q", got)
 	}
-	if QueueName(first.QueueURL) != "orders" || QueueName(first.DLQURL) != "orders-dlq" || first.Target().SourceURL != first.QueueURL || first.Target().QueueURL != first.DLQURL {
+	if queueref.Name(first.QueueURL) != "orders" || queueref.Name(first.DLQURL) != "orders-dlq" || first.Target().SourceURL != first.QueueURL || first.Target().QueueURL != first.DLQURL {
 		t.Errorf("result %+v, target %+v", first, first.Target())
 	}
 	if first.Retention != 7*24*time.Hour || first.DLQRetention != MaxRetention || first.MaxReceiveCount != 60 || first.VisibilityTimeout != 30*time.Second {
@@ -110,7 +111,7 @@ func TestSetupKeepsTheExistingDLQ(t *testing.T) {
 	}
 	// An explicit DLQName re-points the RedrivePolicy, and says so.
 	res, err = Setup(ctx, f, SetupOptions{Name: "orders", DLQName: "orders-dlq-other"})
-	if err != nil || QueueName(res.DLQURL) != "orders-dlq-other" {
+	if err != nil || queueref.Name(res.DLQURL) != "orders-dlq-other" {
 		t.Fatalf("%v, %+v", err, res)
 	}
 	if got := changeTexts(res.Changes); len(got) != 1 || !strings.Contains(got[0], "deadLetterTargetArn") {

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // SourcesAPI is what SourcesOf uses: ListDeadLetterSourceQueues where the
@@ -21,14 +22,19 @@ type SourcesAPI interface {
 var _ SourcesAPI = (*sqs.Client)(nil)
 
 // SourcesOf returns the URLs of the queues whose RedrivePolicy names the
-// queue at dlqURL as their dead-letter queue: none for a queue that is no
+// queue dlq (a name, URL or ARN, resolved on each call with
+// queueref.Resolve) as their dead-letter queue: none for a queue that is no
 // queue's dead-letter queue. It asks SQS with ListDeadLetterSourceQueues;
 // on endpoints without that call (local emulators) it reads the
 // RedrivePolicy of every queue ListQueues returns.
 //
 // SourcesOf needs sqs:ListDeadLetterSourceQueues on the dead-letter queue,
 // or sqs:ListQueues and sqs:GetQueueAttributes on every queue.
-func SourcesOf(ctx context.Context, client SourcesAPI, dlqURL string) ([]string, error) {
+func SourcesOf(ctx context.Context, client SourcesAPI, dlq string) ([]string, error) {
+	dlqURL, err := queueref.Resolve(ctx, client, dlq)
+	if err != nil {
+		return nil, err
+	}
 	var urls []string
 	in := &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlqURL), MaxResults: aws.Int32(1000)}
 	for {
@@ -37,7 +43,7 @@ func SourcesOf(ctx context.Context, client SourcesAPI, dlqURL string) ([]string,
 			if sqserr.Unsupported(err) {
 				return scanSources(ctx, client, dlqURL)
 			}
-			return nil, fmt.Errorf("listing the source queues of %s: %w", QueueName(dlqURL), err)
+			return nil, fmt.Errorf("listing the source queues of %s: %w", queueref.Name(dlqURL), err)
 		}
 		urls = append(urls, out.QueueUrls...)
 		if aws.ToString(out.NextToken) == "" {
@@ -51,7 +57,7 @@ func SourcesOf(ctx context.Context, client SourcesAPI, dlqURL string) ([]string,
 func scanSources(ctx context.Context, client SourcesAPI, dlqURL string) ([]string, error) {
 	a, err := getAttributes(ctx, client, dlqURL, attrQueueArn)
 	if err != nil {
-		return nil, fmt.Errorf("reading queue %s: %w", QueueName(dlqURL), err)
+		return nil, fmt.Errorf("reading queue %s: %w", queueref.Name(dlqURL), err)
 	}
 	arn := a[attrQueueArn]
 	var sources []string
@@ -59,7 +65,7 @@ func scanSources(ctx context.Context, client SourcesAPI, dlqURL string) ([]strin
 	for {
 		page, err := client.ListQueues(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("listing queues to find the sources of %s: %w", QueueName(dlqURL), err)
+			return nil, fmt.Errorf("listing queues to find the sources of %s: %w", queueref.Name(dlqURL), err)
 		}
 		for _, u := range page.QueueUrls {
 			attrs, err := getAttributes(ctx, client, u, attrRedrivePolicy)
@@ -67,7 +73,7 @@ func scanSources(ctx context.Context, client SourcesAPI, dlqURL string) ([]strin
 				if sqserr.NotExist(err) {
 					continue // deleted meanwhile
 				}
-				return nil, fmt.Errorf("reading the RedrivePolicy of %s: %w", QueueName(u), err)
+				return nil, fmt.Errorf("reading the RedrivePolicy of %s: %w", queueref.Name(u), err)
 			}
 			if p, err := parseRedrivePolicy(attrs[attrRedrivePolicy]); err == nil && p.TargetARN == arn {
 				sources = append(sources, u)

@@ -16,6 +16,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // Delivery is what a queue's consumer expects SNS to deliver.
@@ -79,7 +80,7 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 	if err != nil {
 		return fs, err
 	}
-	name := dlq.QueueName(queueURL)
+	name := queueref.Name(queueURL)
 	attrs, err := queueAttributes(ctx, sqsClient, queueURL)
 	if err != nil {
 		return fs, err
@@ -104,9 +105,9 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 			fs = dropCode(fs, dlq.CodeNoRedrivePolicy)
 			s := served[0]
 			add(dlq.SeverityInfo, CodeIsSubscriptionDLQ,
-				fmt.Sprintf("queue %s is the dead-letter queue of the subscription of queue %s to topic %s; a dead-letter queue needs no RedrivePolicy of its own", name, dlq.QueueName(s.QueueARN), topicName(s.TopicARN)),
-				fmt.Sprintf("nothing to change here; check the chain with `sqsworker doctor %s`", dlq.QueueName(s.QueueARN)))
-			return append(fs, openPolicyFindings("queue "+name, dlq.QueueName(s.QueueARN), queueARN, attrs["Policy"], topicName(s.TopicARN), false)...), nil
+				fmt.Sprintf("queue %s is the dead-letter queue of the subscription of queue %s to topic %s; a dead-letter queue needs no RedrivePolicy of its own", name, queueref.Name(s.QueueARN), topicName(s.TopicARN)),
+				fmt.Sprintf("nothing to change here; check the chain with `sqsworker doctor %s`", queueref.Name(s.QueueARN)))
+			return append(fs, openPolicyFindings("queue "+name, queueref.Name(s.QueueARN), queueARN, attrs["Policy"], topicName(s.TopicARN), false)...), nil
 		}
 	}
 
@@ -240,8 +241,8 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 	add := func(sev dlq.Severity, code, msg, fix string) {
 		fs = append(fs, dlq.Finding{Severity: sev, Code: code, Message: msg, Fix: fix})
 	}
-	name := dlq.QueueName(s.DLQARN)
-	qa, err := dlq.ParseQueueARN(s.DLQARN)
+	name := queueref.Name(s.DLQARN)
+	qa, err := queueref.ParseARN(s.DLQARN)
 	if err != nil {
 		add(dlq.SeverityError, CodeSubscriptionDLQMissing, fmt.Sprintf("%s has a RedrivePolicy whose deadLetterTargetArn is not a queue ARN: %v", where, err),
 			`set RedrivePolicy to {"deadLetterTargetArn":"arn:aws:sqs:REGION:ACCOUNT:NAME"}`)
@@ -261,7 +262,7 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 		}
 		add(dlq.SeverityError, CodeSubscriptionDLQMissing,
 			fmt.Sprintf("%s's RedrivePolicy names dead-letter queue %s, which does not exist: a message SNS cannot deliver is lost", where, s.DLQARN),
-			fmt.Sprintf("create queue %s (`sqsworker setup --topic %s %s` does), with MessageRetentionPeriod 1209600 (14 days)", name, topicName(s.TopicARN), dlq.QueueName(s.QueueARN)))
+			fmt.Sprintf("create queue %s (`sqsworker setup --topic %s %s` does), with MessageRetentionPeriod 1209600 (14 days)", name, topicName(s.TopicARN), queueref.Name(s.QueueARN)))
 		return fs, nil
 	}
 	attrs, err := queueAttributes(ctx, client, aws.ToString(out.QueueUrl))
@@ -276,13 +277,13 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 	if ok, err := queuepolicy.AllowsTopic(attrs["Policy"], s.DLQARN, s.TopicARN); err != nil || !ok {
 		add(dlq.SeverityError, CodeDLQPolicyRefusesTopic,
 			fmt.Sprintf("dead-letter queue %s's policy does not let topic %s send: a message SNS cannot deliver to the queue cannot be dead-lettered either, and is lost", name, ta.Name),
-			fmt.Sprintf("add a statement allowing sns.amazonaws.com sqs:SendMessage on %s with the condition ArnEquals aws:SourceArn %s (`sqsworker setup --topic %s %s` adds it)", s.DLQARN, s.TopicARN, ta.Name, dlq.QueueName(s.QueueARN)))
+			fmt.Sprintf("add a statement allowing sns.amazonaws.com sqs:SendMessage on %s with the condition ArnEquals aws:SourceArn %s (`sqsworker setup --topic %s %s` adds it)", s.DLQARN, s.TopicARN, ta.Name, queueref.Name(s.QueueARN)))
 	}
-	fs = append(fs, openPolicyFindings("dead-letter queue "+name, dlq.QueueName(s.QueueARN), s.DLQARN, attrs["Policy"], ta.Name, false)...)
+	fs = append(fs, openPolicyFindings("dead-letter queue "+name, queueref.Name(s.QueueARN), s.DLQARN, attrs["Policy"], ta.Name, false)...)
 	fs = append(fs, kmsFindings("dead-letter queue "+name, attrs["KmsMasterKeyId"])...)
 	if r, ok := seconds(attrs, "MessageRetentionPeriod"); ok && r < queueRetention {
 		add(dlq.SeverityWarning, CodeSubscriptionDLQRetention,
-			fmt.Sprintf("dead-letter queue %s keeps messages %s, less than queue %s's %s: a delivery SNS could not make expires before the messages delivered with it", name, humanDays(r), dlq.QueueName(s.QueueARN), humanDays(queueRetention)),
+			fmt.Sprintf("dead-letter queue %s keeps messages %s, less than queue %s's %s: a delivery SNS could not make expires before the messages delivered with it", name, humanDays(r), queueref.Name(s.QueueARN), humanDays(queueRetention)),
 			fmt.Sprintf("set queue %s's MessageRetentionPeriod to 1209600 (14 days, the maximum, as AWS advises for SNS dead-letter queues)", name))
 	}
 	return fs, nil
@@ -292,7 +293,7 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 func queueAttributes(ctx context.Context, client dlq.QueueAPI, url string) (map[string]string, error) {
 	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
 	if err != nil {
-		return nil, fmt.Errorf("reading queue %s: %w", dlq.QueueName(url), err)
+		return nil, fmt.Errorf("reading queue %s: %w", queueref.Name(url), err)
 	}
 	if out.Attributes == nil {
 		return map[string]string{}, nil

@@ -10,6 +10,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // ErrMoveTaskUnsupported is wrapped by Redrive's error for
@@ -24,14 +25,14 @@ var ErrMoveTaskUnsupported = errors.New("fanout: message move tasks cannot redri
 // It needs sqs:GetQueueUrl and sqs:GetQueueAttributes on both queues.
 func Target(ctx context.Context, client dlq.QueueAPI, sub Subscription) (dlq.Target, error) {
 	if sub.DLQARN == "" {
-		return dlq.Target{}, fmt.Errorf("%w: the subscription of queue %s to topic %s has no dead-letter queue (RedrivePolicy)", ErrNoSubscription, dlq.QueueName(sub.QueueARN), topicName(sub.TopicARN))
+		return dlq.Target{}, fmt.Errorf("%w: the subscription of queue %s to topic %s has no dead-letter queue (RedrivePolicy)", ErrNoSubscription, queueref.Name(sub.QueueARN), topicName(sub.TopicARN))
 	}
 	t := dlq.Target{SourceARN: sub.QueueARN, ARN: sub.DLQARN}
 	for _, q := range []struct {
 		arn string
 		url *string
 	}{{sub.QueueARN, &t.SourceURL}, {sub.DLQARN, &t.QueueURL}} {
-		a, err := dlq.ParseQueueARN(q.arn)
+		a, err := queueref.ParseARN(q.arn)
 		if err != nil {
 			return dlq.Target{}, err
 		}
@@ -44,7 +45,7 @@ func Target(ctx context.Context, client dlq.QueueAPI, sub Subscription) (dlq.Tar
 	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(t.QueueURL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameFifoQueue, sqstypes.QueueAttributeNameMaximumMessageSize}})
 	if err != nil {
-		return dlq.Target{}, fmt.Errorf("reading dead-letter queue %s: %w", dlq.QueueName(t.QueueURL), err)
+		return dlq.Target{}, fmt.Errorf("reading dead-letter queue %s: %w", queueref.Name(t.QueueURL), err)
 	}
 	t.FIFO = out.Attributes["FifoQueue"] == "true"
 	_, _ = fmt.Sscan(out.Attributes["MaximumMessageSize"], &t.MaxMessageSize)

@@ -18,6 +18,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 	"github.com/sqsworker/sqsworker/internal/validate"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // ErrSubscriptionPending is wrapped by Setup's error when the queue's
@@ -161,7 +162,7 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 	// otherwise.
 	topicARN := opts.Topic
 	if !strings.HasPrefix(topicARN, "arn:") {
-		qa, err := dlq.ParseQueueARN(q.QueueARN)
+		qa, err := queueref.ParseARN(q.QueueARN)
 		if err != nil {
 			return SetupResult{}, fmt.Errorf("fanout setup: %w", err)
 		}
@@ -199,9 +200,9 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 	switch {
 	case fdlqName != "":
 	case sub != nil && sub.DLQARN != "":
-		fdlqName = dlq.QueueName(sub.DLQARN)
+		fdlqName = queueref.Name(sub.DLQARN)
 	default:
-		fdlqName = strings.TrimSuffix(dlq.QueueName(q.QueueURL), ".fifo") + "-fanout-dlq"
+		fdlqName = strings.TrimSuffix(queueref.Name(q.QueueURL), ".fifo") + "-fanout-dlq"
 	}
 	if fifo && !strings.HasSuffix(fdlqName, ".fifo") {
 		fdlqName += ".fifo"
@@ -229,12 +230,12 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 		if err != nil {
 			return SetupResult{}, err
 		}
-		res.Findings = append(res.Findings, openPolicyFindings(p.resource+" "+dlq.QueueName(p.url), dlq.QueueName(q.QueueURL), p.arn, open, topicName, true)...)
+		res.Findings = append(res.Findings, openPolicyFindings(p.resource+" "+queueref.Name(p.url), queueref.Name(q.QueueURL), p.arn, open, topicName, true)...)
 	}
 
 	if pending && sub == nil {
 		return res, fmt.Errorf("%w: the subscription of queue %s to topic %s waits for the queue owner's confirmation; SNS delivers nothing to the queue until then, and shows the subscription's settings only once it is confirmed. Confirm it (ConfirmSubscription with the token SNS sent to the queue, from the queue's account), then run setup again to check its settings",
-			ErrSubscriptionPending, dlq.QueueName(q.QueueURL), topicName)
+			ErrSubscriptionPending, queueref.Name(q.QueueURL), topicName)
 	}
 
 	// The subscription.
@@ -284,19 +285,19 @@ func ensureTopic(ctx context.Context, client SetupAPI, arn, name string, fifo bo
 func grant(ctx context.Context, client dlq.SetupAPI, resource, url, queueARN, topicARN string, changes *[]dlq.Change) (string, error) {
 	a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNamePolicy}})
 	if err != nil {
-		return "", fmt.Errorf("fanout setup: reading the policy of %s %s: %w", resource, dlq.QueueName(url), err)
+		return "", fmt.Errorf("fanout setup: reading the policy of %s %s: %w", resource, queueref.Name(url), err)
 	}
 	policy, changed, err := queuepolicy.GrantTopic(a.Attributes["Policy"], queueARN, topicARN)
 	if err != nil {
-		return "", fmt.Errorf("fanout setup: %s %s: %w; fix or remove the policy, then run setup again", resource, dlq.QueueName(url), err)
+		return "", fmt.Errorf("fanout setup: %s %s: %w; fix or remove the policy, then run setup again", resource, queueref.Name(url), err)
 	}
 	if !changed {
 		return policy, nil
 	}
 	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{"Policy": policy}}); err != nil {
-		return "", fmt.Errorf("fanout setup: setting the policy of %s %s: %w", resource, dlq.QueueName(url), err)
+		return "", fmt.Errorf("fanout setup: setting the policy of %s %s: %w", resource, queueref.Name(url), err)
 	}
-	c := dlq.Change{Resource: resource, Name: dlq.QueueName(url), Attribute: "Policy",
+	c := dlq.Change{Resource: resource, Name: queueref.Name(url), Attribute: "Policy",
 		To: fmt.Sprintf("statement %s lets topic %s send", queuepolicy.StatementID(topicARN), topicName(topicARN))}
 	if strings.TrimSpace(a.Attributes["Policy"]) != "" {
 		c.From = "existing policy"
@@ -312,7 +313,7 @@ func ensureSubscription(ctx context.Context, client SetupAPI, topicARN, queueARN
 		out, err := client.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"),
 			Endpoint: aws.String(queueARN), Attributes: want, ReturnSubscriptionArn: true})
 		if err != nil {
-			return "", fmt.Errorf("fanout setup: subscribing queue %s to topic %s: %w", dlq.QueueName(queueARN), topicName(topicARN), err)
+			return "", fmt.Errorf("fanout setup: subscribing queue %s to topic %s: %w", queueref.Name(queueARN), topicName(topicARN), err)
 		}
 		arn := aws.ToString(out.SubscriptionArn)
 		*changes = append(*changes, dlq.Change{Resource: "subscription", Name: arn})

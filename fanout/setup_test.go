@@ -14,6 +14,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
 )
@@ -97,7 +98,7 @@ func TestSetupFIFOTopicMakesFIFOQueuesThroughout(t *testing.T) {
 
 func TestSetupKeepsTheSubscriptionsDLQAndRefusesToLower(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", func(o *fanout.SetupOptions) { o.FanoutDLQName = "custom-dlq" })
-	if dlq.QueueName(res.FanoutDLQURL) != "custom-dlq" {
+	if queueref.Name(res.FanoutDLQURL) != "custom-dlq" {
 		t.Fatalf("fan-out DLQ %s", res.FanoutDLQURL)
 	}
 	if again := setupChain(t, topics, queues, "fulfilment"); again.FanoutDLQURL != res.FanoutDLQURL || len(again.Changes) != 0 {

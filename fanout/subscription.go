@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // Subscription is an SQS queue's subscription to an SNS topic, as its
@@ -179,7 +179,7 @@ func FindSubscription(ctx context.Context, client SubscriptionsAPI, queueARN, to
 			match = append(match, s)
 		}
 	}
-	queue := dlq.QueueName(queueARN)
+	queue := queueref.Name(queueARN)
 	switch {
 	case len(match) == 1 && match[0].Pending && match[0].ARN == "":
 		return Subscription{}, fmt.Errorf("%w: the subscription of queue %s to topic %s is pending confirmation, and SNS shows its settings only once it is confirmed; confirm it (the queue's owner calls ConfirmSubscription with the token SNS sent to the queue)",

@@ -16,6 +16,7 @@ import (
 	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 )
 
@@ -141,14 +142,16 @@ func (s Stats) RequestsPerMessage() float64 {
 	return float64(s.Requests) / float64(s.Sent)
 }
 
-// New returns a Producer for the queue at queueURL. A URL ending in ".fifo"
-// is a FIFO queue: every message then needs a GroupID and takes no Delay.
-func New(client API, queueURL string, optFns ...func(*Options)) (*Producer, error) {
+// New returns a Producer for queue: its URL, or its name or ARN (see
+// package queueref). A name or ARN is resolved to the URL once, here, with
+// one GetQueueUrl call bounded by Options.CallTimeout (an ARN in its own
+// region and account); client must then also have GetQueueUrl, as
+// *sqs.Client and *sqstest.Fake do. A URL is used as it is, without a call.
+// A queue whose name ends in ".fifo" is a FIFO queue: every message then
+// needs a GroupID and takes no Delay.
+func New(client API, queue string, optFns ...func(*Options)) (*Producer, error) {
 	if client == nil {
 		return nil, errors.New("producer: client is nil; pass an *sqs.Client (or an sqstest.Fake)")
-	}
-	if queueURL == "" {
-		return nil, errors.New("producer: queue URL is empty; pass the URL GetQueueUrl or CreateQueue returned")
 	}
 	var o Options
 	for _, fn := range optFns {
@@ -157,13 +160,41 @@ func New(client API, queueURL string, optFns ...func(*Options)) (*Producer, erro
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
+	queueURL, err := resolve(client, queue, o.CallTimeout)
+	if err != nil {
+		return nil, err
+	}
 	p := &Producer{
-		client: client, sender: sqsbatch.NewSender(client, queueURL), queueURL: queueURL, fifo: strings.HasSuffix(queueURL, ".fifo"), opts: o,
+		client: client, sender: sqsbatch.NewSender(client, queueURL), queueURL: queueURL, fifo: queueref.FIFO(queueURL), opts: o,
 		calls: make(chan struct{}, o.Concurrency), flights: make(chan struct{}, o.Concurrency),
 		loopDone: make(chan struct{}), closing: make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
 	return p, nil
+}
+
+// resolve returns the URL of queue, a name, URL or ARN, asking SQS for a
+// name or an ARN within timeout.
+func resolve(client API, queue string, timeout time.Duration) (string, error) {
+	r, ok := client.(queueref.API)
+	if !ok {
+		r = noLookup{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	url, err := queueref.Resolve(ctx, r, queue)
+	if err != nil {
+		return "", fmt.Errorf("producer: %w", err)
+	}
+	return url, nil
+}
+
+// noLookup stands in for a client without GetQueueUrl: Resolve calls it
+// only for a name or an ARN.
+type noLookup struct{}
+
+func (noLookup) GetQueueUrl(context.Context, *sqs.GetQueueUrlInput, ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
+	return nil, errors.New("this client has no GetQueueUrl to find the queue's URL with; pass the queue's URL, or an *sqs.Client")
 }
 
 func (o *Options) setDefaults() error {

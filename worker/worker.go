@@ -18,6 +18,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/visibility"
 )
 
@@ -101,7 +102,7 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 
 	ctx, cancel := context.WithTimeout(context.Background(), o.StartupTimeout)
 	defer cancel()
-	queueURL, err := dlq.ResolveQueueURL(ctx, w.client, queue)
+	queueURL, err := queueref.Resolve(ctx, w.client, queue)
 	if err != nil {
 		if e, ok := sqserr.Unreachable(err, sqserr.SDKKnobs()); ok {
 			err = e

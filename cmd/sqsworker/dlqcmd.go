@@ -19,6 +19,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // resolved is what a QUEUE argument of the dlq commands names: a
@@ -56,7 +57,7 @@ func fanoutFlagsOn(fs *flag.FlagSet) *fanoutFlags {
 // subscription's RedrivePolicy names, for that subscription's. With
 // --fanout, QUEUE's subscription's dead-letter queue is taken.
 func (a *app) target(ctx context.Context, conn *awsFlags, c client, queue string, ff *fanoutFlags) (resolved, error) {
-	url, err := dlq.ResolveQueueURL(ctx, c, queue)
+	url, err := queueref.Resolve(ctx, c, queue)
 	if err != nil {
 		return resolved{}, err
 	}
@@ -119,18 +120,18 @@ func (a *app) connectTarget(ctx context.Context, cmd *command, conn *awsFlags, q
 func (r resolved) of() string {
 	switch {
 	case r.sub != nil:
-		return fmt.Sprintf("the subscription of %s to topic %s", dlq.QueueName(r.sub.QueueARN), topicNameOf(r.sub.TopicARN))
+		return fmt.Sprintf("the subscription of %s to topic %s", queueref.Name(r.sub.QueueARN), topicNameOf(r.sub.TopicARN))
 	case r.byDLQ:
 		return r.sourceNames()
 	}
-	return dlq.QueueName(r.SourceURL)
+	return queueref.Name(r.SourceURL)
 }
 
 // sourceNames lists the queues a dead-letter queue serves, by name.
 func (r resolved) sourceNames() string {
 	names := make([]string, len(r.sources))
 	for i, s := range r.sources {
-		names[i] = dlq.QueueName(s)
+		names[i] = queueref.Name(s)
 	}
 	return strings.Join(names, ", ")
 }
@@ -199,7 +200,7 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 	exit := exitOK
 	rows := []lsRow{}
 	for _, q := range queues {
-		row := lsRow{Queue: dlq.QueueName(q)}
+		row := lsRow{Queue: queueref.Name(q)}
 		var t resolved
 		var err error
 		if listed {
@@ -207,12 +208,12 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 		} else {
 			t, err = a.target(ctx, conn, c, q, ls)
 		}
-		row.Queue, row.QueueURL = dlq.QueueName(t.SourceURL), t.SourceURL
+		row.Queue, row.QueueURL = queueref.Name(t.SourceURL), t.SourceURL
 		if row.Queue == "" {
-			row.Queue = dlq.QueueName(q)
+			row.Queue = queueref.Name(q)
 		}
 		if err == nil {
-			row.DLQ, row.DLQURL, row.MaxReceiveCount = dlq.QueueName(t.QueueURL), t.QueueURL, t.MaxReceiveCount
+			row.DLQ, row.DLQURL, row.MaxReceiveCount = queueref.Name(t.QueueURL), t.QueueURL, t.MaxReceiveCount
 			var n dlq.Counts
 			n, err = dlq.Count(ctx, c, t.QueueURL)
 			row.Messages = &n
@@ -387,7 +388,7 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 			Messages     []messageOut         `json:"messages"`
 			NotSeen      int                  `json:"notSeen,omitempty"`
 			Error        string               `json:"error,omitempty"`
-		}{dlq.QueueName(t.QueueURL), t.sub, counts, list, missed, errText(err)})
+		}{queueref.Name(t.QueueURL), t.sub, counts, list, missed, errText(err)})
 		if err != nil {
 			exit = a.fail(cmd, err)
 		}
@@ -398,10 +399,10 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 		inFlight = fmt.Sprintf(" and %d in flight", counts.InFlight)
 	}
 	fmt.Fprintf(a.stdout, "dead-letter queue %s of %s: about %s%s; showing %d\n",
-		dlq.QueueName(t.QueueURL), t.of(), count(counts.Visible, "message"), inFlight, len(msgs))
+		queueref.Name(t.QueueURL), t.of(), count(counts.Visible, "message"), inFlight, len(msgs))
 	if t.sub != nil {
 		fmt.Fprintf(a.stdout, "(messages SNS could not deliver; subscription %s; `sqsworker dlq redrive` moves them to %s, not back to the topic)\n",
-			t.sub.ARN, dlq.QueueName(t.sub.QueueARN))
+			t.sub.ARN, queueref.Name(t.sub.QueueARN))
 	}
 	for i, m := range msgs {
 		fmt.Fprintln(a.stdout)
@@ -433,7 +434,7 @@ func (a *app) printMessage(w io.Writer, i int, m dlq.Message, fullBody bool) {
 			facts = append(facts, "handler "+p.Handler)
 		}
 		if p.SourceQueue != "" {
-			facts = append(facts, "from "+dlq.QueueName(p.SourceQueue))
+			facts = append(facts, "from "+queueref.Name(p.SourceQueue))
 		}
 		if len(facts) > 0 {
 			fmt.Fprintf(tw, "   failed:\t%s\n", strings.Join(facts, ", "))
@@ -447,7 +448,7 @@ func (a *app) printMessage(w io.Writer, i int, m dlq.Message, fullBody bool) {
 	} else {
 		origin := "unknown"
 		if m.DeadLetterSourceARN != "" {
-			origin = dlq.QueueName(m.DeadLetterSourceARN) + " (moved by SQS after maxReceiveCount receives)"
+			origin = queueref.Name(m.DeadLetterSourceARN) + " (moved by SQS after maxReceiveCount receives)"
 		}
 		fmt.Fprintf(tw, "   no provenance:\tfrom %s\n", origin)
 	}
@@ -585,13 +586,13 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	}
 	if len(t.sources) > 1 && !o.AllSources {
 		fmt.Fprintf(a.stderr, "sqsworker %s: dead-letter queue %s serves queues %s; name the queue whose messages to move (e.g. sqsworker dlq redrive %s: only the messages that came from it move, to it or to --to), or give --to QUEUE --all-sources to move every message there\n",
-			cmd.path, dlq.QueueName(t.QueueURL), t.sourceNames(), dlq.QueueName(t.sources[0]))
+			cmd.path, queueref.Name(t.QueueURL), t.sourceNames(), queueref.Name(t.sources[0]))
 		return exitUsage
 	}
 	dest := t.SourceURL
 	if *to != "" {
 		var err error
-		if dest, err = dlq.ResolveQueueURL(ctx, c, *to); err != nil {
+		if dest, err = queueref.Resolve(ctx, c, *to); err != nil {
 			return a.fail(cmd, err)
 		}
 		o.Destination = dest
@@ -601,7 +602,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 			return a.fail(cmd, err)
 		} else if destFIFO != t.FIFO {
 			fmt.Fprintf(a.stderr, "sqsworker %s: --to %s is %s but dead-letter queue %s is %s; redrive to a queue of the same type\n",
-				cmd.path, dlq.QueueName(dest), kind(destFIFO), dlq.QueueName(t.QueueURL), kind(t.FIFO))
+				cmd.path, queueref.Name(dest), kind(destFIFO), queueref.Name(t.QueueURL), kind(t.FIFO))
 			return exitUsage
 		}
 	}
@@ -619,7 +620,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 		listed = append(listed, mo)
 	}
 	prog := &progress{w: a.stderr, tty: a.isTerminal(a.stderr), now: a.now,
-		what: fmt.Sprintf("%s → %s", dlq.QueueName(t.QueueURL), dlq.QueueName(dest))}
+		what: fmt.Sprintf("%s → %s", queueref.Name(t.QueueURL), queueref.Name(dest))}
 	if !*quiet && *out == "text" && !o.DryRun {
 		o.Progress = prog.update
 	}
@@ -657,7 +658,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 			dlq.RedriveResult
 			Messages []messageOut `json:"messages,omitempty"`
 			Error    string       `json:"error,omitempty"`
-		}{dlq.QueueName(t.QueueURL), dlq.QueueName(dest), res, listed, errText(err)})
+		}{queueref.Name(t.QueueURL), queueref.Name(dest), res, listed, errText(err)})
 		return exit
 	}
 	if o.DryRun {
@@ -669,10 +670,10 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 			fmt.Fprintf(a.stdout, "%3d. %s%s\n", i+1, m.ID, errText)
 		}
 		fmt.Fprintf(a.stdout, "dry run: %s of %d scanned would move from %s to %s; nothing was moved\n",
-			count(res.Matched, "message"), res.Scanned, dlq.QueueName(t.QueueURL), dlq.QueueName(dest))
+			count(res.Matched, "message"), res.Scanned, queueref.Name(t.QueueURL), queueref.Name(dest))
 		return exit
 	}
-	fmt.Fprintf(a.stdout, "moved %s from %s to %s (%s)", count(res.Moved, "message"), dlq.QueueName(t.QueueURL), dlq.QueueName(dest), res.Method)
+	fmt.Fprintf(a.stdout, "moved %s from %s to %s (%s)", count(res.Moved, "message"), queueref.Name(t.QueueURL), queueref.Name(dest), res.Method)
 	if res.Skipped > 0 {
 		fmt.Fprintf(a.stdout, "; %d left in place (filtered out or from another queue)", res.Skipped)
 	}
@@ -693,7 +694,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 func isFIFOQueue(ctx context.Context, c client, url string) (bool, error) {
 	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameFifoQueue}})
 	if err != nil {
-		return false, fmt.Errorf("reading queue %s: %w", dlq.QueueName(url), err)
+		return false, fmt.Errorf("reading queue %s: %w", queueref.Name(url), err)
 	}
 	return out.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true", nil
 }
@@ -805,7 +806,7 @@ func runDLQPurge(a *app, ctx context.Context, cmd *command, args []string) int {
 	if !ok {
 		return code
 	}
-	name := dlq.QueueName(t.QueueURL)
+	name := queueref.Name(t.QueueURL)
 	counts, err := dlq.Count(ctx, c, t.QueueURL)
 	if err != nil {
 		return a.fail(cmd, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // deadLetter creates queue name with a DLQ and moves n messages there
@@ -108,7 +109,7 @@ func TestDLQPeek(t *testing.T) {
 			t.Fatalf("json: exit %d, %v\n%s", code, err, out)
 		}
 		m := got.Messages[0]
-		if m.Provenance == nil || m.Provenance.Attempt != 4 || m.Attributes["tenant"] != "acme" || dlq.QueueName(m.Origin) != "orders" {
+		if m.Provenance == nil || m.Provenance.Attempt != 4 || m.Attributes["tenant"] != "acme" || queueref.Name(m.Origin) != "orders" {
 			t.Errorf("json message = %+v", m)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 )
 
@@ -128,8 +129,8 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 	exit := exitOK
 	var reports []doctorReport
 	for _, q := range queues {
-		r := doctorReport{Queue: dlq.QueueName(q), Findings: []dlq.Finding{}}
-		url, err := dlq.ResolveQueueURL(ctx, c, q)
+		r := doctorReport{Queue: queueref.Name(q), Findings: []dlq.Finding{}}
+		url, err := queueref.Resolve(ctx, c, q)
 		if err == nil {
 			r.URL = url
 			var fs []dlq.Finding

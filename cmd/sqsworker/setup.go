@@ -13,6 +13,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/internal/validate"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 func setupCommand() *command {
@@ -125,7 +126,7 @@ func runSetup(a *app, ctx context.Context, cmd *command, args []string) int {
 		return exitOK
 	}
 	printSetup(a.stdout, res, res.Changes)
-	fmt.Fprintf(a.stdout, "\nCheck it against your retry policy: sqsworker doctor --policy policy.json %s\n", dlq.QueueName(res.QueueURL))
+	fmt.Fprintf(a.stdout, "\nCheck it against your retry policy: sqsworker doctor --policy policy.json %s\n", queueref.Name(res.QueueURL))
 	return exitOK
 }
 
@@ -159,7 +160,7 @@ func (a *app) setupFanout(ctx context.Context, cmd *command, conn *awsFlags, c c
 			FanoutDLQURL string              `json:"fanoutDlqUrl"`
 			FanoutDLQARN string              `json:"fanoutDlqArn"`
 			Findings     []dlq.Finding       `json:"findings"`
-		}{setupJSON(res.Queue), res.TopicARN, res.Subscription, dlq.QueueName(res.FanoutDLQURL), res.FanoutDLQURL, res.FanoutDLQARN, res.Findings}
+		}{setupJSON(res.Queue), res.TopicARN, res.Subscription, queueref.Name(res.FanoutDLQURL), res.FanoutDLQURL, res.FanoutDLQARN, res.Findings}
 		if j.Findings == nil {
 			j.Findings = []dlq.Finding{}
 		}
@@ -197,7 +198,7 @@ func (a *app) setupFanout(ctx context.Context, cmd *command, conn *awsFlags, c c
 	if res.Subscription.Raw {
 		flag = "raw"
 	}
-	fmt.Fprintf(a.stdout, "\nCheck the chain: sqsworker doctor --delivery %s --policy policy.json %s\n", flag, dlq.QueueName(res.Queue.QueueURL))
+	fmt.Fprintf(a.stdout, "\nCheck the chain: sqsworker doctor --delivery %s --policy policy.json %s\n", flag, queueref.Name(res.Queue.QueueURL))
 	return exitOK
 }
 
@@ -219,8 +220,8 @@ func orDefault(s, def string) string {
 // printSetup writes the queue pair and what changed.
 func printSetup(w io.Writer, res dlq.SetupResult, changes []dlq.Change) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "queue\t%s\t%s\tretention %s, visibility timeout %s\n", dlq.QueueName(res.QueueURL), res.QueueURL, formatDuration(res.Retention), formatDuration(res.VisibilityTimeout))
-	fmt.Fprintf(tw, "dead-letter queue\t%s\t%s\tretention %s\n", dlq.QueueName(res.DLQURL), res.DLQURL, formatDuration(res.DLQRetention))
+	fmt.Fprintf(tw, "queue\t%s\t%s\tretention %s, visibility timeout %s\n", queueref.Name(res.QueueURL), res.QueueURL, formatDuration(res.Retention), formatDuration(res.VisibilityTimeout))
+	fmt.Fprintf(tw, "dead-letter queue\t%s\t%s\tretention %s\n", queueref.Name(res.DLQURL), res.DLQURL, formatDuration(res.DLQRetention))
 	fmt.Fprintf(tw, "maxReceiveCount\t%d\n", res.MaxReceiveCount)
 	tw.Flush()
 	printChanges(w, changes)
@@ -265,8 +266,8 @@ func setupJSON(r dlq.SetupResult) setupOut {
 		changes = []dlq.Change{}
 	}
 	return setupOut{
-		Queue: dlq.QueueName(r.QueueURL), QueueURL: r.QueueURL, QueueARN: r.QueueARN,
-		DLQ: dlq.QueueName(r.DLQURL), DLQURL: r.DLQURL, DLQARN: r.DLQARN,
+		Queue: queueref.Name(r.QueueURL), QueueURL: r.QueueURL, QueueARN: r.QueueARN,
+		DLQ: queueref.Name(r.DLQURL), DLQURL: r.DLQURL, DLQARN: r.DLQARN,
 		MaxReceiveCount: r.MaxReceiveCount, FIFO: r.FIFO,
 		RetentionSeconds: int64(r.Retention.Seconds()), DLQRetentionSeconds: int64(r.DLQRetention.Seconds()),
 		VisibilityTimeoutSeconds: int64(r.VisibilityTimeout.Seconds()),

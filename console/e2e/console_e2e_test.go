@@ -28,6 +28,7 @@ import (
 	"github.com/sqsworker/sqsworker/console"
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -261,7 +262,7 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("starting %s: %v", exe, err)
 	}
 	b := &browser{t: t, ctx: bctx, dir: dir}
-	src, dlqName := dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL)
+	src, dlqName := queueref.Name(target.SourceURL), queueref.Name(target.QueueURL)
 	triage := srv.URL + "/queues/" + src + "/dlq"
 
 	t.Run("overview shows the queues and the counts SQS reports", func(t *testing.T) {

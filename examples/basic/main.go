@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -36,7 +37,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	}
 	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
-	fmt.Fprintf(out, "queue %s, dead-letter queue %s\n", dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL))
+	fmt.Fprintf(out, "queue %s, dead-letter queue %s\n", queueref.Name(target.SourceURL), queueref.Name(target.QueueURL))
 
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
 	for i := range jobs {
@@ -105,7 +106,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 			return err
 		}
 		if c.Total() != 0 {
-			return fmt.Errorf("queue %s still holds %d messages", dlq.QueueName(u), c.Total())
+			return fmt.Errorf("queue %s still holds %d messages", queueref.Name(u), c.Total())
 		}
 	}
 	fmt.Fprintln(out, "ok: every job handled once; both queues empty")

@@ -23,6 +23,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -138,7 +139,7 @@ Failures are grouped by reason. The inventory outage ends %s after the
 start: then redrive the "inventory" group and the worker handles those
 jobs; a declined card fails again and comes back. Ctrl-C stops the demo
 and deletes its queues.
-`, jobs, url, url, dlq.QueueName(target.SourceURL), outage)
+`, jobs, url, url, queueref.Name(target.SourceURL), outage)
 	if ready != nil {
 		ready(url)
 	}

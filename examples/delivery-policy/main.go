@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -61,7 +62,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "dlq.Lint of %s against the policy: %d finding(s)\n", dlq.QueueName(target.SourceURL), len(findings))
+	fmt.Fprintf(out, "dlq.Lint of %s against the policy: %d finding(s)\n", queueref.Name(target.SourceURL), len(findings))
 	for _, f := range findings {
 		fmt.Fprintf(out, "  %s %s: %s\n", f.Severity, f.Code, f.Message)
 		if f.Severity >= dlq.SeverityWarning {

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -119,14 +120,14 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 		defer cancel()
 		for _, u := range []string{target.SourceURL, target.QueueURL} {
 			if _, derr := client.DeleteQueue(dctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}); derr != nil {
-				con.Printf("deleting queue %s: %v", dlq.QueueName(u), derr)
+				con.Printf("deleting queue %s: %v", queueref.Name(u), derr)
 			}
 		}
 	}()
 
 	con.Printf("sqsworker demo")
-	con.Printf("  queue   %s (visibility timeout %v, maxReceiveCount %d)", dlq.QueueName(target.SourceURL), s.Visibility, target.MaxReceiveCount)
-	con.Printf("  DLQ     %s", dlq.QueueName(target.QueueURL))
+	con.Printf("  queue   %s (visibility timeout %v, maxReceiveCount %d)", queueref.Name(target.SourceURL), s.Visibility, target.MaxReceiveCount)
+	con.Printf("  DLQ     %s", queueref.Name(target.QueueURL))
 	con.Printf("  policy  %d retries after %s (%s, no jitter): a job failing every time is dead-lettered after %d attempts, %v after its first failure",
 		len(d.schedule), joinDurations(policy.Delays()), policy.HealthyRetryPolicy.BackoffFunction, d.attempts, policy.Total())
 	con.Printf("  jobs    %d: 1 long (%v), %d flaky (fail twice), 1 failing every time, %d poison, 1 hit by a handler bug (fixed later), %d ordinary",
@@ -228,7 +229,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 		OnMessage: func(m dlq.Message, a dlq.Action, err error) {
 			id, _ := jobOf(m.Attributes)
 			if a == dlq.ActionMoved {
-				d.redrivenTo(id, dlq.QueueName(target.SourceURL))
+				d.redrivenTo(id, queueref.Name(target.SourceURL))
 			}
 		},
 	})
@@ -369,7 +370,7 @@ func printDead(con *console, msgs []dlq.Message) {
 			continue
 		}
 		con.Printf("  job %-3d  attempt %d, handler %s, from %s, failed at %s",
-			id, p.Attempt, p.Handler, dlq.QueueName(p.SourceQueue), p.FailedAt.Local().Format("15:04:05.000"))
+			id, p.Attempt, p.Handler, queueref.Name(p.SourceQueue), p.FailedAt.Local().Format("15:04:05.000"))
 		con.Printf("           %s", p.Error)
 	}
 }

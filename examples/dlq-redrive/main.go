@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -77,7 +78,7 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 	if _, err := client.SendMessageBatch(ctx, in); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "sent %d orders to %s\n", len(orders), dlq.QueueName(target.SourceURL))
+	fmt.Fprintf(out, "sent %d orders to %s\n", len(orders), queueref.Name(target.SourceURL))
 
 	cat := &catalogue{known: map[string]bool{"kettle": true, "teapot": true}}
 	var mu sync.Mutex
@@ -129,11 +130,11 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 		stop()
 		return err
 	}
-	fmt.Fprintf(out, "dead-letter queue %s holds %d messages:\n", dlq.QueueName(target.QueueURL), len(dead))
+	fmt.Fprintf(out, "dead-letter queue %s holds %d messages:\n", queueref.Name(target.QueueURL), len(dead))
 	for _, m := range dead {
 		p := m.Provenance
 		fmt.Fprintf(out, "  %s\n    from %s by %s, attempt %d, at %s: %s\n",
-			m.Body, dlq.QueueName(m.Origin()), p.Handler, p.Attempt, p.FailedAt.Format(time.RFC3339), p.Error)
+			m.Body, queueref.Name(m.Origin()), p.Handler, p.Attempt, p.FailedAt.Format(time.RFC3339), p.Error)
 	}
 
 	// The fix: the catalogue learns the product. Redrive what it fixes,

@@ -20,6 +20,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -131,7 +132,7 @@ func run(ctx context.Context, w io.Writer, sqsClient *sqs.Client, snsClient *sns
 			filter = ", filter " + r.res.Subscription.FilterPolicy
 		}
 		fmt.Fprintf(out, "  → %s (%s%s)\n      its DLQ %s, the subscription's DLQ %s; %d resources created or changed\n",
-			dlq.QueueName(r.res.Queue.QueueURL), delivery, filter, dlq.QueueName(r.res.Queue.DLQURL), dlq.QueueName(r.res.FanoutDLQURL), len(r.res.Changes))
+			queueref.Name(r.res.Queue.QueueURL), delivery, filter, queueref.Name(r.res.Queue.DLQURL), queueref.Name(r.res.FanoutDLQURL), len(r.res.Changes))
 	}
 	again, err := setup("rental-billing", false, `{"order-status":["confirmed","canceled"]}`)
 	if err != nil {
@@ -152,9 +153,9 @@ func run(ctx context.Context, w io.Writer, sqsClient *sqs.Client, snsClient *sns
 		status := "ok"
 		for _, f := range fs {
 			status = "problems"
-			fmt.Fprintf(out, "  %s: %s %s: %s\n", dlq.QueueName(c.res.Queue.QueueURL), f.Severity, f.Code, f.Message)
+			fmt.Fprintf(out, "  %s: %s %s: %s\n", queueref.Name(c.res.Queue.QueueURL), f.Severity, f.Code, f.Message)
 		}
-		fmt.Fprintf(out, "  %s: %s\n", dlq.QueueName(c.res.Queue.QueueURL), status)
+		fmt.Fprintf(out, "  %s: %s\n", queueref.Name(c.res.Queue.QueueURL), status)
 		if status != "ok" {
 			return fmt.Errorf("doctor found problems in a chain fanout.Setup made")
 		}
@@ -202,14 +203,14 @@ func run(ctx context.Context, w io.Writer, sqsClient *sqs.Client, snsClient *sns
 			return err
 		}
 		for _, m := range dead {
-			fmt.Fprintf(out, "  %-10s dead-lettered by its handler: %s\n", strings.TrimSuffix(strings.TrimPrefix(dlq.QueueName(q.Queue.QueueURL), "rental-"), "-"+suffix), m.Provenance.Error)
+			fmt.Fprintf(out, "  %-10s dead-lettered by its handler: %s\n", strings.TrimSuffix(strings.TrimPrefix(queueref.Name(q.Queue.QueueURL), "rental-"), "-"+suffix), m.Provenance.Error)
 		}
 	}
 
 	// Two orders SNS could not deliver to billing, in its subscription's
 	// dead-letter queue as SNS leaves them: the envelope billing would
 	// have got.
-	fmt.Fprintf(out, "\n%d orders SNS could not deliver to billing wait in %s; redrive them to the billing queue (not the topic):\n", len(undelivered), dlq.QueueName(billing.FanoutDLQURL))
+	fmt.Fprintf(out, "\n%d orders SNS could not deliver to billing wait in %s; redrive them to the billing queue (not the topic):\n", len(undelivered), queueref.Name(billing.FanoutDLQURL))
 	for i, body := range undelivered {
 		env, _ := json.Marshal(map[string]any{
 			"Type": "Notification", "MessageId": fmt.Sprintf("undelivered-%d-%s", i, suffix), "TopicArn": billing.TopicARN, "Subject": "rental order",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -44,7 +45,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	}
 	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
-	fmt.Fprintf(out, "FIFO queue %s, dead-letter queue %s\n", dlq.QueueName(target.SourceURL), dlq.QueueName(target.QueueURL))
+	fmt.Fprintf(out, "FIFO queue %s, dead-letter queue %s\n", queueref.Name(target.SourceURL), queueref.Name(target.QueueURL))
 	// The FIFO rule: a receive counts for every message released behind a
 	// failed one of its group, so maxReceiveCount is ten times the attempts.
 	fmt.Fprintf(out, "maxReceiveCount %d: %d × the default policy's 4 attempts (dlq.RecommendedMaxReceiveCount(4, true) = %d)\n",
@@ -133,7 +134,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 			return err
 		}
 		if c.Total() != 0 {
-			return fmt.Errorf("queue %s still holds %d messages", dlq.QueueName(u), c.Total())
+			return fmt.Errorf("queue %s still holds %d messages", queueref.Name(u), c.Total())
 		}
 	}
 	fmt.Fprintln(out, "ok: every account's entries applied once, in order, the failed one retried in place")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -51,7 +52,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	}); err != nil {
 		return err
 	}
-	say("queue %s: visibility timeout %v; sent one job that takes %v", dlq.QueueName(target.SourceURL), visibilityTimeout, jobTime)
+	say("queue %s: visibility timeout %v; sent one job that takes %v", queueref.Name(target.SourceURL), visibilityTimeout, jobTime)
 
 	// The worker gets a client that prints its visibility extensions: any
 	// value with the SDK's method signatures will do (worker.API).

@@ -22,6 +22,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -69,7 +70,7 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client, db *dynamodb.Clie
 		return err
 	}
 	defer exampleutil.DeleteQueues(ctx, client, queues.QueueURL, queues.DLQURL)
-	say("table %s (key %q, TTL on %s); queue %s, visibility timeout %v", table, idempotency.KeyAttribute, idempotency.TTLAttribute, dlq.QueueName(queues.QueueURL), visibilityTimeout)
+	say("table %s (key %q, TTL on %s); queue %s, visibility timeout %v", table, idempotency.KeyAttribute, idempotency.TTLAttribute, queueref.Name(queues.QueueURL), visibilityTimeout)
 	for _, order := range []string{"7", "7", "7", "8"} {
 		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queues.QueueURL), MessageBody: aws.String(`{"order_id": "` + order + `"}`)}); err != nil {
 			return err

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
@@ -159,7 +160,7 @@ func newFunction(client *sqs.Client, policy retry.Policy, log *slog.Logger, extr
 // what it does: what it polls, a line every interval (every) while it
 // polls, and what happens to the records when it stops.
 func serveLocal(ctx context.Context, client sqslambda.LocalAPI, queueURL string, fn *sqslambda.Handler, log *slog.Logger, every time.Duration) error {
-	name := dlq.QueueName(queueURL)
+	name := queueref.Name(queueURL)
 	log.Info("polling the queue as Lambda's event source mapping would; each batch is one invocation of the function; Ctrl-C stops",
 		"queue", name, "function", "orders", "timeout", functionTimeout)
 	var mu sync.Mutex
@@ -234,7 +235,7 @@ func runDemo(ctx context.Context, out io.Writer, client *sqs.Client, policy retr
 	}
 	target := setup.Target()
 	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
-	fmt.Fprintf(out, "queue %s (visibility timeout %v), dead-letter queue %s\n", dlq.QueueName(target.SourceURL), 6*functionTimeout, dlq.QueueName(target.QueueURL))
+	fmt.Fprintf(out, "queue %s (visibility timeout %v), dead-letter queue %s\n", queueref.Name(target.SourceURL), 6*functionTimeout, queueref.Name(target.QueueURL))
 	for _, body := range samples {
 		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(body)}); err != nil {
 			return fmt.Errorf("sending the sample orders: %w", err)

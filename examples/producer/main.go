@@ -18,6 +18,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/s3payload"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -55,7 +56,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, s3c *s3.Client)
 		return fmt.Errorf("creating bucket %s: %w", name, err)
 	}
 	defer deleteBucket(ctx, s3c, name)
-	fmt.Fprintf(out, "queue %s, bucket %s\n", dlq.QueueName(target.QueueURL), name)
+	fmt.Fprintf(out, "queue %s, bucket %s\n", queueref.Name(target.QueueURL), name)
 
 	// The producer: bodies over 1 MiB go to S3 (in the format of AWS's
 	// extended clients), the rest in batches of ten.

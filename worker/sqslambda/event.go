@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -46,7 +46,7 @@ type wireValue struct {
 // msgs received from the queue queueARN.
 func eventJSON(queueARN string, msgs []types.Message) ([]byte, error) {
 	region := ""
-	if a, err := dlq.ParseQueueARN(queueARN); err == nil {
+	if a, err := queueref.ParseARN(queueARN); err == nil {
 		region = a.Region
 	}
 	ev := wireEvent{Records: make([]wireRecord, len(msgs))}

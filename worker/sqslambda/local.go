@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/queueref"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -207,7 +207,7 @@ func RunLocal(ctx context.Context, client LocalAPI, queueURL string, fn Function
 			"queue", queueURL, "visibilityTimeout", vis, "advised", want)
 	}
 	r := &runner{client: client, url: queueURL, arn: arn, fn: fn, o: o}
-	if a, err := dlq.ParseQueueARN(arn); err == nil {
+	if a, err := queueref.ParseARN(arn); err == nil {
 		r.functionARN = fmt.Sprintf("arn:%s:lambda:%s:%s:function:%s", a.Partition, a.Region, a.Account, o.FunctionName)
 	}
 

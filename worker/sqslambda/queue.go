@@ -14,6 +14,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/settle"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // queueState is what a Handler knows about one source queue, kept across
@@ -68,7 +69,7 @@ func (h *Handler) queue(ctx context.Context, arn string) *queueState {
 	q, ok := h.byARN[arn]
 	if !ok {
 		q = &queueState{arn: arn}
-		if a, err := dlq.ParseQueueARN(arn); err == nil {
+		if a, err := queueref.ParseARN(arn); err == nil {
 			q.url, q.fifo = a.URL(), a.FIFO()
 			q.resolved = h.opts.Client == nil
 		} else {
@@ -87,7 +88,7 @@ func (h *Handler) queue(ctx context.Context, arn string) *queueState {
 	}
 	cctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
 	defer cancel()
-	url, err := dlq.ResolveQueueURL(cctx, h.opts.Client, arn)
+	url, err := queueref.Resolve(cctx, h.opts.Client, arn)
 	if err != nil {
 		// This invocation goes on with the URL the ARN gives; the next one
 		// asks again.

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // QueueURL returns the URL of the queue an eventSourceARN names, as SQS's
@@ -18,7 +18,7 @@ import (
 // Options.Client asks GetQueueUrl instead, which also works for LocalStack
 // and emulators.)
 func QueueURL(eventSourceARN string) (string, error) {
-	a, err := dlq.ParseQueueARN(eventSourceARN)
+	a, err := queueref.ParseARN(eventSourceARN)
 	if err != nil {
 		return "", fmt.Errorf("sqslambda: %w", err)
 	}
