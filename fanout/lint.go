@@ -62,7 +62,8 @@ type LintOptions struct {
 	Delivery Delivery
 }
 
-// Lint checks the whole chain of the queue at queueURL: the queue's own
+// Lint checks the whole chain of queue (a name, URL or ARN, resolved on
+// each call with queueref.Resolve): the queue's own
 // dead-letter setup (dlq.Lint), then for each of its SNS subscriptions the
 // subscription's dead-letter queue (present, existing, in the same account
 // and region, of the topic's type, keeping messages at least as long as the
@@ -75,7 +76,11 @@ type LintOptions struct {
 // Lint needs dlq.Lint's permissions, sns:ListSubscriptions and
 // sns:GetSubscriptionAttributes; without the SNS ones it reports
 // CodeSubscriptionsNotChecked instead of failing.
-func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAPI, queueURL string, opts LintOptions) ([]dlq.Finding, error) {
+func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAPI, queue string, opts LintOptions) ([]dlq.Finding, error) {
+	queueURL, err := queueref.Resolve(ctx, sqsClient, queue)
+	if err != nil {
+		return nil, err
+	}
 	fs, err := dlq.Lint(ctx, sqsClient, queueURL, opts.Queue)
 	if err != nil {
 		return fs, err

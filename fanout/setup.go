@@ -119,7 +119,7 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 		topicName = a.Name
 	}
 	fifo := strings.HasSuffix(topicName, ".fifo")
-	queueName := opts.Queue.Name
+	queueName := queueref.Name(opts.Queue.Name)
 	if strings.HasSuffix(queueName, ".fifo") && !fifo {
 		return SetupResult{}, fmt.Errorf("fanout setup: FIFO queue %s cannot subscribe to standard topic %s; use a FIFO topic (a name ending in .fifo) or a standard queue", queueName, topicName)
 	}

@@ -71,10 +71,13 @@ type Worker struct {
 }
 
 // New checks the queue and returns a Worker for it. queue is the queue's
-// URL, or its name or ARN (then New looks the URL up with GetQueueUrl). New
-// reads the queue's attributes and its RedrivePolicy, and refuses a queue
-// without one unless Options.AllowNoDLQ is set: without a dead-letter queue
-// a failing job is retried until retention deletes it.
+// URL, name or ARN (see package queueref), resolved once, here: a name is
+// looked up with GetQueueUrl in the client's region and account, an ARN in
+// its own region and account, and a URL is used as it is. New reads the
+// queue's attributes and its RedrivePolicy, and refuses a queue without
+// one unless Options.AllowNoDLQ is set (without a dead-letter queue a
+// failing job is retried until retention deletes it), and a RedrivePolicy
+// that names the queue itself (dlq.ErrRedrivesToItself).
 func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker, error) {
 	if client == nil {
 		return nil, errors.New("sqsworker: New needs an SQS client (an *sqs.Client or *sqstest.Fake)")

@@ -29,6 +29,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // API is every SNS call the Fake implements, with the SDK's signatures.
@@ -401,8 +402,8 @@ func (f *Fake) Subscribe(ctx context.Context, params *sns.SubscribeInput, optFns
 		return nil, invalid(op, "Protocol Reason: the fake delivers to SQS only, not %q", p)
 	}
 	endpoint := aws.ToString(params.Endpoint)
-	if parts := strings.Split(endpoint, ":"); len(parts) != 6 || parts[2] != "sqs" {
-		return nil, invalid(op, "SQS endpoint ARN")
+	if _, err := queueref.ParseARN(endpoint); err != nil {
+		return nil, invalid(op, "SQS endpoint ARN: %v", err)
 	}
 	for k, v := range params.Attributes {
 		if err := checkAttribute(k, v); err != nil {
@@ -695,27 +696,27 @@ var errRefused = errors.New("snstest: delivery refused")
 // exist, its policy does not let the topic send, or it uses the AWS managed
 // KMS key, which SNS cannot use.
 func (f *Fake) deliver(ctx context.Context, queueARN, topicARN string, in *sqs.SendMessageInput) error {
-	parts := strings.Split(queueARN, ":")
-	if len(parts) != 6 {
-		return errRefused
-	}
-	u, err := f.queues.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(parts[5]), QueueOwnerAWSAccountId: aws.String(parts[4])})
+	name := queueref.Name(queueARN)
+	url, err := queueref.Resolve(ctx, f.queues, queueARN)
 	if err != nil {
+		if errors.Is(err, queueref.ErrInvalid) {
+			return fmt.Errorf("%w: %v", errRefused, err)
+		}
 		return err
 	}
-	a, err := f.queues.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: u.QueueUrl,
+	a, err := f.queues.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNamePolicy, sqstypes.QueueAttributeNameKmsMasterKeyId}})
 	if err != nil {
 		return err
 	}
 	if ok, _ := queuepolicy.AllowsTopic(a.Attributes["Policy"], queueARN, topicARN); !ok {
-		return fmt.Errorf("%w: the policy of queue %s does not let %s send", errRefused, parts[5], topicARN)
+		return fmt.Errorf("%w: the policy of queue %s does not let %s send", errRefused, name, topicARN)
 	}
 	if k := a.Attributes["KmsMasterKeyId"]; k == "alias/aws/sqs" {
-		return fmt.Errorf("%w: queue %s is encrypted with the AWS managed key, which SNS cannot use", errRefused, parts[5])
+		return fmt.Errorf("%w: queue %s is encrypted with the AWS managed key, which SNS cannot use", errRefused, name)
 	}
 	send := *in
-	send.QueueUrl = u.QueueUrl
+	send.QueueUrl = aws.String(url)
 	_, err = f.queues.SendMessage(ctx, &send)
 	return err
 }

@@ -62,7 +62,7 @@ func FuzzQueueURL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, arn string) {
 		u, err := sqslambda.QueueURL(arn)
 		if err != nil {
-			if !strings.Contains(err.Error(), "arn:aws:sqs:REGION:ACCOUNT:NAME") {
+			if !strings.Contains(err.Error(), "an ARN such as arn:aws:sqs:us-east-1:123456789012:orders") {
 				t.Fatalf("error %q does not say what an SQS queue ARN looks like", err)
 			}
 			return

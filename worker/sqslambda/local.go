@@ -28,6 +28,7 @@ import (
 // ChangeMessageVisibilityBatch to release what it received but did not
 // invoke with when it stops. *sqs.Client and *sqstest.Fake satisfy it.
 type LocalAPI interface {
+	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
@@ -139,7 +140,8 @@ func (o *LocalOptions) setDefaults(fifo bool) error {
 
 // RunLocal runs fn as Lambda's SQS event source mapping would, against any
 // SQS endpoint (LocalStack, an emulator, a real queue), until ctx is
-// cancelled. It long-polls queueURL with all system and message attributes,
+// cancelled. queue is the queue's URL, name or ARN (see package queueref),
+// resolved once when RunLocal starts. It long-polls the queue with all system and message attributes,
 // gathers up to BatchSize records (within MaximumBatchingWindow), builds the
 // events.SQSEvent Lambda would send (see NewEvent), invokes fn with a
 // context whose deadline is FunctionTimeout away and which carries a
@@ -166,12 +168,9 @@ func (o *LocalOptions) setDefaults(fifo bool) error {
 //
 // Differences from Lambda: one poller per Concurrency instead of Lambda's
 // scaling, no 6 MB payload limit, and no retry of the invocation itself.
-func RunLocal(ctx context.Context, client LocalAPI, queueURL string, fn Function, optFns ...func(*LocalOptions)) error {
+func RunLocal(ctx context.Context, client LocalAPI, queue string, fn Function, optFns ...func(*LocalOptions)) error {
 	if client == nil {
 		return errors.New("sqslambda: RunLocal needs an SQS client (an *sqs.Client or *sqstest.Fake)")
-	}
-	if queueURL == "" {
-		return errors.New("sqslambda: RunLocal needs a queue URL (see GetQueueUrl)")
 	}
 	if fn == nil {
 		return errors.New("sqslambda: RunLocal needs a function, such as sqslambda.New(h).Handle")
@@ -181,6 +180,11 @@ func RunLocal(ctx context.Context, client LocalAPI, queueURL string, fn Function
 		f(&o)
 	}
 	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	queueURL, err := queueref.Resolve(actx, client, queue)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("sqslambda: RunLocal: %w", err)
+	}
 	out, err := client.GetQueueAttributes(actx, &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(queueURL),
 		AttributeNames: []types.QueueAttributeName{
