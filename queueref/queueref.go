@@ -181,12 +181,12 @@ func Resolve(ctx context.Context, client API, ref string) (string, error) {
 	}
 	in := &sqs.GetQueueUrlInput{QueueName: aws.String(ref)}
 	var optFns []func(*sqs.Options)
-	where := "this account and region (check the name, the region and the account: the CLI's --region and --profile, or pass the queue's ARN)"
+	where := "this account and region; check the name, the region and the account (the CLI's --region and --profile)"
 	if strings.HasPrefix(ref, "arn:") {
 		a, _ := ParseARN(ref) // checked above
 		in.QueueName, in.QueueOwnerAWSAccountId = aws.String(a.Name), aws.String(a.Account)
 		optFns = append(optFns, inRegion(a.Region))
-		where = fmt.Sprintf("account %s, region %s (check the ARN, and that these credentials may call sqs:GetQueueUrl on it)", a.Account, a.Region)
+		where = fmt.Sprintf("account %s, region %s; check the ARN, and that these credentials may call sqs:GetQueueUrl there", a.Account, a.Region)
 	}
 	out, err := client.GetQueueUrl(ctx, in, optFns...)
 	if err != nil {

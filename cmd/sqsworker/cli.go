@@ -21,6 +21,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // Exit codes; the package documentation explains them.
@@ -194,6 +195,8 @@ AWS access uses the standard configuration: --profile / AWS_PROFILE,
 --region / AWS_REGION, and --endpoint-url / AWS_ENDPOINT_URL_SQS /
 AWS_ENDPOINT_URL for LocalStack or a local emulator. These three flags go
 before the command or after it: sqsworker --region us-east-1 dlq ls.
+QUEUE is a queue's name, URL or ARN; a command on a queue ARN works in the
+ARN's region.
 
 Exit codes: 0 ok; 1 problems found or an operation failed; 2 usage error;
 3 not confirmed; 130 interrupted.
@@ -469,6 +472,9 @@ func (a *app) fail(cmd *command, err error) int {
 		return exitProblems
 	}
 	fmt.Fprintf(a.stderr, "sqsworker %s: %s\n", cmd.path, trimPrefix(err.Error(), cmd))
+	if errors.Is(err, queueref.ErrInvalid) || errors.Is(err, dlq.ErrRedrivesToItself) {
+		return exitUsage // what was asked for cannot be done as asked: fix the input or the queue's setup
+	}
 	return exitProblems
 }
 

@@ -105,6 +105,10 @@ func (a *app) target(ctx context.Context, conn *awsFlags, c client, queue string
 // connectTarget makes the SQS client and resolves QUEUE to its DLQ,
 // reporting a failure: the client and target, or the exit code and false.
 func (a *app) connectTarget(ctx context.Context, cmd *command, conn *awsFlags, queue string, ff *fanoutFlags) (client, resolved, int, bool) {
+	if !a.checkQueues(cmd, queue) {
+		return nil, resolved{}, exitUsage, false
+	}
+	conn = queueConn(conn, queue)
 	c, ok := a.connect(ctx, cmd, conn)
 	if !ok {
 		return nil, resolved{}, exitProblems, false
@@ -175,7 +179,11 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 	if !ok {
 		return code
 	}
-	c, ok := a.connect(ctx, cmd, conn)
+	if !a.checkQueues(cmd, queues...) {
+		return exitUsage
+	}
+	clients := a.regionClients(cmd, conn)
+	c, ok := clients.sqsFor(ctx, "")
 	if !ok {
 		return exitProblems
 	}
@@ -201,12 +209,16 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 	rows := []lsRow{}
 	for _, q := range queues {
 		row := lsRow{Queue: queueref.Name(q)}
+		c, ok := clients.sqsFor(ctx, q)
+		if !ok {
+			return exitProblems
+		}
 		var t resolved
 		var err error
 		if listed {
 			t.Target, err = dlq.Discover(ctx, c, q) // a listing shows dead-letter queues beside their sources
 		} else {
-			t, err = a.target(ctx, conn, c, q, ls)
+			t, err = a.target(ctx, queueConn(conn, q), c, q, ls)
 		}
 		row.Queue, row.QueueURL = queueref.Name(t.SourceURL), t.SourceURL
 		if row.Queue == "" {
@@ -591,9 +603,24 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	}
 	dest := t.SourceURL
 	if *to != "" {
+		if !a.checkQueues(cmd, *to) {
+			return exitUsage
+		}
+		if toARN, err := queueref.ParseARN(*to); err == nil {
+			if fromARN, err := queueref.ParseARN(t.ARN); err == nil && fromARN.Region != toARN.Region {
+				fmt.Fprintf(a.stderr, "sqsworker %s: --to %s is in region %s but dead-letter queue %s is in %s; redrive moves messages within one region: redrive to a queue of %s\n",
+					cmd.path, *to, toARN.Region, queueref.Name(t.QueueURL), fromARN.Region, fromARN.Region)
+				return exitUsage
+			}
+		}
 		var err error
 		if dest, err = queueref.Resolve(ctx, c, *to); err != nil {
 			return a.fail(cmd, err)
+		}
+		if dest == t.QueueURL {
+			fmt.Fprintf(a.stderr, "sqsworker %s: --to %s is dead-letter queue %s itself, the queue the messages are taken from; they would be moved back into it for ever. "+
+				"Leave --to out to move them back to %s, or name another queue\n", cmd.path, *to, queueref.Name(t.QueueURL), t.of())
+			return exitUsage
 		}
 		o.Destination = dest
 		// A FIFO queue takes only messages with a group, and a standard

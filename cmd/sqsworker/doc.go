@@ -67,7 +67,14 @@
 //	                      reason, workers (--worker NAME=URL); read-only unless
 //	                      --actions; --queues to limit what it shows
 //
-// QUEUE is a queue name, URL or ARN. The dlq commands take the source queue,
+// QUEUE is a queue name, URL or ARN (package queueref): a name is the queue
+// of the configured region and account, an ARN the queue of its own region
+// and account (the command works in the ARN's region, whatever --region
+// says), a URL the queue it names. A QUEUE of none of these forms is a usage
+// error (exit 2). A queue whose RedrivePolicy names the queue itself is
+// refused with exit 2 (doctor reports it, and setup gives it a dead-letter
+// queue of its own), and so is `dlq redrive --to` the dead-letter queue
+// itself. The dlq commands take the source queue,
 // whose dead-letter queue is found from its RedrivePolicy, or the
 // dead-letter queue itself (a queue other queues' RedrivePolicies name, or
 // an SNS subscription's RedrivePolicy names). With --fanout (and --topic

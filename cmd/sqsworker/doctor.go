@@ -116,19 +116,23 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 		assumed = fmt.Sprintf("(checked against the worker's default retry policy, %d deliveries over up to %s; give yours with --policy FILE)",
 			opts.Attempts, formatDuration(opts.ScheduleTotal))
 	}
-	c, ok := a.connect(ctx, cmd, conn)
-	if !ok {
-		return exitProblems
+	if !a.checkQueues(cmd, queues...) {
+		return exitUsage
 	}
-	var sc snsClient
-	if !*noSubs {
-		if sc, ok = a.connectSNS(ctx, cmd, conn); !ok {
-			return exitProblems
-		}
-	}
+	clients := a.regionClients(cmd, conn)
 	exit := exitOK
 	var reports []doctorReport
 	for _, q := range queues {
+		c, ok := clients.sqsFor(ctx, q)
+		if !ok {
+			return exitProblems
+		}
+		var sc snsClient
+		if !*noSubs {
+			if sc, ok = clients.snsFor(ctx, q); !ok {
+				return exitProblems
+			}
+		}
 		r := doctorReport{Queue: queueref.Name(q), Findings: []dlq.Finding{}}
 		url, err := queueref.Resolve(ctx, c, q)
 		if err == nil {

@@ -85,6 +85,10 @@ func runSetup(a *app, ctx context.Context, cmd *command, args []string) int {
 		return code
 	}
 	o.Name = pos[0]
+	if !a.checkQueues(cmd, o.Name) {
+		return exitUsage
+	}
+	conn = queueConn(conn, o.Name)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if fo.Topic == "" {
