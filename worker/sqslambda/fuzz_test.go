@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -49,26 +48,6 @@ func FuzzHandleEvent(f *testing.F) {
 			if !ids[f.ItemIdentifier] {
 				t.Fatalf("reported %q, which is not a record of the batch", f.ItemIdentifier)
 			}
-		}
-	})
-}
-
-// FuzzQueueURL: an eventSourceARN from outside either gives a URL ending in
-// the queue's name or an error that says what an SQS ARN looks like.
-func FuzzQueueURL(f *testing.F) {
-	for _, s := range []string{"arn:aws:sqs:eu-west-1:123456789012:orders", "arn:aws-cn:sqs:cn-north-1:1:q.fifo", "arn:aws:sqs:::", "x"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, arn string) {
-		u, err := sqslambda.QueueURL(arn)
-		if err != nil {
-			if !strings.Contains(err.Error(), "an ARN such as arn:aws:sqs:us-east-1:123456789012:orders") {
-				t.Fatalf("error %q does not say what an SQS queue ARN looks like", err)
-			}
-			return
-		}
-		if name := arn[strings.LastIndex(arn, ":")+1:]; !strings.HasSuffix(u, "/"+name) {
-			t.Fatalf("QueueURL(%q) = %q, does not end in the queue name", arn, u)
 		}
 	})
 }

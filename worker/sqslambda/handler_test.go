@@ -306,25 +306,6 @@ func TestConcurrencyWithinABatch(t *testing.T) {
 	})
 }
 
-func TestQueueURLFromARN(t *testing.T) {
-	for arn, want := range map[string]string{
-		"arn:aws:sqs:eu-west-1:123456789012:orders":          "https://sqs.eu-west-1.amazonaws.com/123456789012/orders",
-		"arn:aws:sqs:us-east-2:123456789012:payments.fifo":   "https://sqs.us-east-2.amazonaws.com/123456789012/payments.fifo",
-		"arn:aws-cn:sqs:cn-north-1:123456789012:orders":      "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/orders",
-		"arn:aws-us-gov:sqs:us-gov-west-1:123456789012:jobs": "https://sqs.us-gov-west-1.amazonaws.com/123456789012/jobs",
-	} {
-		got, err := sqslambda.QueueURL(arn)
-		if err != nil || got != want {
-			t.Errorf("QueueURL(%s) = %q, %v; want %q", arn, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "orders", "arn:aws:sns:us-east-1:123456789012:topic", "arn:aws:sqs:us-east-1::orders"} {
-		if _, err := sqslambda.QueueURL(bad); err == nil {
-			t.Errorf("QueueURL(%q) accepted a non-queue ARN", bad)
-		}
-	}
-}
-
 func TestNewRejectsBadOptions(t *testing.T) {
 	h := worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil })
 	if l, err := sqslambda.New(nil); err == nil || l != nil {

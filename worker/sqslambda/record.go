@@ -2,28 +2,12 @@ package sqslambda
 
 import (
 	"errors"
-	"fmt"
 	"maps"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/sqsworker/sqsworker/queueref"
 )
-
-// QueueURL returns the URL of the queue an eventSourceARN names, as SQS's
-// public endpoint spells it: arn:aws:sqs:eu-west-1:123456789012:orders gives
-// https://sqs.eu-west-1.amazonaws.com/123456789012/orders. (A Handler with
-// Options.Client asks GetQueueUrl instead, which also works for LocalStack
-// and emulators.)
-func QueueURL(eventSourceARN string) (string, error) {
-	a, err := queueref.ParseARN(eventSourceARN)
-	if err != nil {
-		return "", fmt.Errorf("sqslambda: %w", err)
-	}
-	return a.URL(), nil
-}
 
 // errNoMessageID is returned by Handle when a record that must be reported
 // as failed has no messageId.
