@@ -8,7 +8,8 @@
 //   - [Discover] reads a queue's RedrivePolicy and resolves its dead-letter
 //     queue to a [Target]. A queue without one is an error wrapping
 //     [ErrNoRedrivePolicy], because its failed jobs would be lost when
-//     retention expires.
+//     retention expires; one whose RedrivePolicy names the queue itself, an
+//     error wrapping [ErrRedrivesToItself].
 //   - [Mover.Move] copies a failed message to the dead-letter queue with
 //     [Provenance] attributes, then deletes it from the source — in that
 //     order, so a failure leaves a duplicate at worst, never a loss.
@@ -29,6 +30,9 @@
 //     ([ErrWouldLower]).
 //   - [SourcesOf] finds the queues a dead-letter queue serves, so tools can
 //     take a dead-letter queue by its own name.
+//
+// Each of them takes a queue as a name, URL or ARN (see package queueref),
+// resolved on each call; a URL costs no call.
 //
 // # maxReceiveCount
 //

@@ -2,7 +2,7 @@
 // queue in batches, with per-message results, so that none is silently
 // dropped.
 //
-//	p, err := producer.New(sqs.NewFromConfig(cfg), queueURL)
+//	p, err := producer.New(sqs.NewFromConfig(cfg), "orders") // a name, URL or ARN (see package queueref)
 //	res, err := p.SendBatch(ctx, msgs) // any number: 10 per call, retried, one Result each
 //
 // # Sending
@@ -41,7 +41,7 @@
 //
 // # FIFO queues
 //
-// A queue URL ending in ".fifo" is a FIFO queue: every message needs a
+// A queue whose name ends in ".fifo" is a FIFO queue: every message needs a
 // GroupID, takes no Delay, and batches go out one at a time, in order. When
 // an entry of a batch fails and is retried, the entries after it in that
 // batch are already in the queue: order within a group holds as long as no
