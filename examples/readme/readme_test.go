@@ -96,8 +96,8 @@ func lambdaMain(cfg aws.Config, h worker.Handler, policy retry.Policy) error {
 
 // README: Sending jobs.
 
-func enqueue(ctx context.Context, cfg aws.Config, queueURL string, batch []Job) error {
-	p, err := producer.New(sqs.NewFromConfig(cfg), queueURL)
+func enqueue(ctx context.Context, cfg aws.Config, queue string, batch []Job) error {
+	p, err := producer.New(sqs.NewFromConfig(cfg), queue) // "orders", its URL or its ARN
 	if err != nil {
 		return err
 	}
