@@ -361,8 +361,9 @@ func suggestDLQARN(queueARN, name string, fifo bool) string {
 	if fifo && !strings.HasSuffix(dlqName, ".fifo") {
 		dlqName += ".fifo"
 	}
-	if i := strings.LastIndexByte(queueARN, ':'); i >= 0 {
-		return queueARN[:i+1] + dlqName
+	if a, err := queueref.ParseARN(queueARN); err == nil {
+		a.Name = dlqName
+		return a.String()
 	}
 	return "arn:aws:sqs:REGION:ACCOUNT:" + dlqName
 }

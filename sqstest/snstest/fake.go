@@ -376,7 +376,10 @@ func checkAttribute(name, value string) error {
 		var p struct {
 			Target string `json:"deadLetterTargetArn"`
 		}
-		if err := json.Unmarshal([]byte(value), &p); err != nil || !strings.HasPrefix(p.Target, "arn:") || strings.Split(p.Target, ":")[2] != "sqs" {
+		if err := json.Unmarshal([]byte(value), &p); err != nil {
+			return fmt.Errorf("RedrivePolicy: must be {\"deadLetterTargetArn\":\"<an SQS queue ARN>\"}")
+		}
+		if _, err := queueref.ParseARN(p.Target); err != nil {
 			return fmt.Errorf("RedrivePolicy: must be {\"deadLetterTargetArn\":\"<an SQS queue ARN>\"}")
 		}
 	}
@@ -402,7 +405,8 @@ func (f *Fake) Subscribe(ctx context.Context, params *sns.SubscribeInput, optFns
 		return nil, invalid(op, "Protocol Reason: the fake delivers to SQS only, not %q", p)
 	}
 	endpoint := aws.ToString(params.Endpoint)
-	if _, err := queueref.ParseARN(endpoint); err != nil {
+	endpointARN, err := queueref.ParseARN(endpoint)
+	if err != nil {
 		return nil, invalid(op, "SQS endpoint ARN: %v", err)
 	}
 	for k, v := range params.Attributes {
@@ -432,7 +436,7 @@ func (f *Fake) Subscribe(ctx context.Context, params *sns.SubscribeInput, optFns
 		return subscribed(s, params.ReturnSubscriptionArn), nil
 	}
 	s := &subscription{arn: t.arn + ":" + newID(), topicARN: t.arn, endpoint: endpoint, attrs: map[string]string{},
-		pending: strings.Split(endpoint, ":")[4] != f.opts.AccountID}
+		pending: endpointARN.Account != f.opts.AccountID}
 	for k, v := range params.Attributes {
 		s.attrs[k] = v
 	}
