@@ -194,11 +194,6 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 	if err != nil {
 		return SetupResult{}, err
 	}
-	if opts.DLQName != "" {
-		if err := queueref.Check(opts.DLQName); err != nil || queueref.Name(opts.DLQName) != opts.DLQName {
-			return SetupResult{}, fmt.Errorf("setup: DLQName %q is not a queue name (1 to 80 letters, digits, hyphens and underscores; a FIFO queue's ends in .fifo)", opts.DLQName)
-		}
-	}
 	base, hasSuffix := strings.CutSuffix(name, ".fifo")
 	fifo := opts.FIFO || hasSuffix
 	if fifo {

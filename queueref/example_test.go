@@ -58,5 +58,5 @@ func ExampleCheck() {
 	fmt.Println(queueref.Check("my orders"))
 	// Output:
 	// <nil>
-	// queue name "my orders" contains ' '; want a name such as orders (1 to 80 letters, digits, hyphens and underscores; a FIFO queue's ends in .fifo)
+	// queue name "my orders" has ' ': only letters, digits, - and _ are allowed (and .fifo at the end of a FIFO queue's); a queue is given by a name such as orders (1 to 80 letters, digits, hyphens and underscores; a FIFO queue's ends in .fifo), a URL such as https://sqs.us-east-1.amazonaws.com/123456789012/orders or an ARN such as arn:aws:sqs:us-east-1:123456789012:orders
 }

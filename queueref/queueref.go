@@ -13,6 +13,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/internal/validate"
 )
 
 // ErrInvalid is wrapped by every error for a reference that cannot name a
@@ -35,9 +36,6 @@ const (
 	arnForm  = "an ARN such as arn:aws:sqs:us-east-1:123456789012:orders"
 	forms    = nameForm + ", " + urlForm + " or " + arnForm
 )
-
-// maxNameLen is the longest queue name SQS accepts, ".fifo" included.
-const maxNameLen = 80
 
 // fifoSuffix ends every FIFO queue's name.
 const fifoSuffix = ".fifo"
@@ -139,7 +137,7 @@ func Check(ref string) error {
 		return invalid("%q is not a queue name, URL or ARN; pass %s", ref, forms)
 	}
 	if err := checkName(ref); err != nil {
-		return invalid("%v", err)
+		return invalid("%v; a queue is given by %s", err, forms)
 	}
 	return nil
 }
@@ -207,23 +205,10 @@ func inRegion(region string) func(*sqs.Options) {
 	return func(o *sqs.Options) { o.Region = region }
 }
 
-// checkName reports whether name is a queue name SQS accepts.
+// checkName reports whether name is a queue name SQS accepts, by the rules
+// Setup checks names with (package validate).
 func checkName(name string) error {
-	base := strings.TrimSuffix(name, fifoSuffix)
-	switch {
-	case name == "":
-		return fmt.Errorf("the queue name is empty; want %s", nameForm)
-	case len(name) > maxNameLen:
-		return fmt.Errorf("queue name %q has %d characters; SQS allows at most %d (.fifo included)", name, len(name), maxNameLen)
-	case base == "":
-		return fmt.Errorf("queue name %q has nothing before .fifo; want %s", name, nameForm)
-	}
-	for _, r := range base {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
-			return fmt.Errorf("queue name %q contains %q; want %s", name, r, nameForm)
-		}
-	}
-	return nil
+	return validate.QueueName(name, strings.HasSuffix(name, fifoSuffix))
 }
 
 // checkURL reports whether s is an http(s) URL ending in a queue name.

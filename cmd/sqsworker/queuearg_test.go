@@ -87,7 +87,7 @@ func TestMalformedQueueArgumentIsAUsageError(t *testing.T) {
 		h := newHarness(t)
 		h.fake.MustCreateQueueWithDLQ(t, "orders", 5, nil)
 		code, _, errOut := h.run(t, args...)
-		if code != exitUsage || !strings.Contains(errOut, "want ") {
+		if code != exitUsage || !strings.Contains(errOut, "such as") {
 			t.Errorf("%q: exit %d, stderr %q; want exit 2 showing what a valid queue looks like", args, code, errOut)
 		}
 	}
