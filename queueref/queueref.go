@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -188,7 +187,7 @@ func Resolve(ctx context.Context, client API, ref string) (string, error) {
 	}
 	out, err := client.GetQueueUrl(ctx, in, optFns...)
 	if err != nil {
-		if notExist(err) {
+		if sqserr.NotExist(err) {
 			return "", fmt.Errorf("queue %s does not exist in %s: %w", Name(ref), where, err)
 		}
 		return "", fmt.Errorf("finding queue %s: %w", ref, err)
@@ -248,16 +247,6 @@ func validPartition(p string) bool {
 }
 
 func isURL(s string) bool { return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://") }
-
-// notExist reports whether err says the queue does not exist.
-func notExist(err error) bool {
-	var missing *types.QueueDoesNotExist
-	if errors.As(err, &missing) {
-		return true
-	}
-	code := sqserr.Code(err)
-	return code == "NonExistentQueue" || code == "QueueDoesNotExist"
-}
 
 // invalid returns an error wrapping ErrInvalid with the formatted text.
 func invalid(format string, args ...any) error {
