@@ -135,7 +135,7 @@ const maxJobs = 100
 // start runs fn as a job in the background, logs it in the audit log, and
 // redirects the browser to its page.
 func (h *handler) start(w http.ResponseWriter, r *http.Request, kind string, t dlq.Target, desc string, fn func(ctx context.Context, j *job) error) {
-	j := &job{ID: rand.Text()[:12], Kind: kind, Queue: queueref.Name(t.SourceURL), DLQ: queueref.Name(t.QueueURL), Desc: desc, User: user(r).Name, Started: h.opts.Now(), done: make(chan struct{})}
+	j := &job{ID: rand.Text()[:12], Kind: kind, Queue: queueref.Name(t.SourceURL), DLQ: queueref.Name(t.DLQURL), Desc: desc, User: user(r).Name, Started: h.opts.Now(), done: make(chan struct{})}
 	h.mu.Lock()
 	h.jobs[j.ID] = j
 	h.jobOrder = append(h.jobOrder, j.ID)
@@ -171,7 +171,7 @@ func (h *handler) redrive(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}
-	sel, err := h.selection(r, t.QueueURL)
+	sel, err := h.selection(r, t.DLQURL)
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, err)
 		return
@@ -206,7 +206,7 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}
-	sel, err := h.selection(r, t.QueueURL)
+	sel, err := h.selection(r, t.DLQURL)
 	if err == nil && sel.Scope == "all" {
 		err = errors.New("deleting every message is a purge: use Purge, which asks you to type the queue's name")
 	}
@@ -216,7 +216,7 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.PostForm.Get("confirmed") != "yes" {
 		matching := -1
-		if s := h.snapshotOf(t.QueueURL); s != nil {
+		if s := h.snapshotOf(t.DLQURL); s != nil {
 			matching = 0
 			for _, m := range s.Messages {
 				if sel.Filter.Matches(m, h.opts.Now()) {
@@ -228,7 +228,7 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.start(w, r, "delete", t, sel.Desc, func(ctx context.Context, j *job) error {
-		res, err := dlq.Delete(ctx, h.client, t.QueueURL, dlq.DeleteOptions{
+		res, err := dlq.Delete(ctx, h.client, t.DLQURL, dlq.DeleteOptions{
 			Filter: sel.Filter, Max: sel.Max, Hold: h.opts.Hold, Now: h.opts.Now,
 			OnDelete: func(dlq.Message) { j.update(func(st *jobStatus) { st.Deleted++ }) },
 		})
@@ -248,13 +248,13 @@ func (h *handler) purge(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}
-	name := queueref.Name(t.QueueURL)
+	name := queueref.Name(t.DLQURL)
 	if strings.TrimSpace(r.PostForm.Get("confirm")) != name {
 		h.fail(w, r, http.StatusBadRequest, fmt.Errorf("not purged: type the dead-letter queue's name, %s, to confirm", name))
 		return
 	}
-	counts, _ := dlq.Count(r.Context(), h.client, t.QueueURL)
-	_, err = h.client.PurgeQueue(r.Context(), &sqs.PurgeQueueInput{QueueUrl: aws.String(t.QueueURL)})
+	counts, _ := dlq.Count(r.Context(), h.client, t.DLQURL)
+	_, err = h.client.PurgeQueue(r.Context(), &sqs.PurgeQueueInput{QueueUrl: aws.String(t.DLQURL)})
 	h.opts.Logger.Info("sqsworker/console: purge", "user", user(r).Name, "queue", queue, "dlq", name, "approximately_purged", counts.Total(), "error", errString(err))
 	if err != nil {
 		h.fail(w, r, http.StatusBadGateway, fmt.Errorf("purging %s: %w", name, err))
@@ -279,7 +279,7 @@ func (h *handler) send(w http.ResponseWriter, r *http.Request) {
 	}
 	var m dlq.Message
 	found := false
-	if s := h.snapshotOf(t.QueueURL); s != nil {
+	if s := h.snapshotOf(t.DLQURL); s != nil {
 		for _, sm := range s.Messages {
 			if sm.ID == id {
 				m, found = sm, true
@@ -292,7 +292,7 @@ func (h *handler) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.start(w, r, "edit-and-send", t, "message "+id, func(ctx context.Context, j *job) error {
-		copier, err := dlq.NewCopier(dlq.Target{QueueURL: t.SourceURL, SourceURL: t.SourceURL, SourceARN: t.SourceARN, FIFO: t.FIFO}, func(o *dlq.MoverOptions) { o.Logger = h.opts.Logger })
+		copier, err := dlq.NewCopier(dlq.Target{DLQURL: t.SourceURL, SourceURL: t.SourceURL, SourceARN: t.SourceARN, FIFO: t.FIFO}, func(o *dlq.MoverOptions) { o.Logger = h.opts.Logger })
 		if err != nil {
 			return err
 		}
@@ -308,7 +308,7 @@ func (h *handler) send(w http.ResponseWriter, r *http.Request) {
 			return fmt.Errorf("sending the edited message to %s failed; the original stays in the dead-letter queue: %w", j.Queue, err)
 		}
 		j.update(func(st *jobStatus) { st.Sent = 1 })
-		res, err := dlq.Delete(ctx, h.client, t.QueueURL, dlq.DeleteOptions{
+		res, err := dlq.Delete(ctx, h.client, t.DLQURL, dlq.DeleteOptions{
 			Filter: dlq.Filter{Match: func(x dlq.Message) bool { return x.ID == id }}, Max: 1, Hold: h.opts.Hold,
 		})
 		j.update(func(st *jobStatus) {

@@ -43,7 +43,7 @@ func BenchmarkGroupedView10k(b *testing.B) {
 	}
 	target := setup.Target()
 	defer client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(target.SourceURL)})
-	defer client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(target.QueueURL)})
+	defer client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(target.DLQURL)})
 	fillDLQ(b, client, target)
 
 	proxy, err := faultproxy.Start(faultproxy.Options{Upstream: testenv.Get(b).SQS, Rules: map[string]faultproxy.Rule{"*": {Latency: benchLatency}}})
@@ -131,7 +131,7 @@ func fillDLQ(b *testing.B, client batchSender, t dlq.Target) {
 					},
 				})
 			}
-			out, err := client.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(t.QueueURL), Entries: entries})
+			out, err := client.SendMessageBatch(context.Background(), &sqs.SendMessageBatchInput{QueueUrl: aws.String(t.DLQURL), Entries: entries})
 			if err == nil && len(out.Failed) > 0 {
 				err = fmt.Errorf("%d entries failed: %s", len(out.Failed), aws.ToString(out.Failed[0].Message))
 			}

@@ -194,11 +194,11 @@ func TestTriageGroupsByReasonAndReleasesAtOnce(t *testing.T) {
 				t.Errorf("group %q: got %v, want %d messages", fl.err, g, fl.n)
 			}
 		}
-		visible, inflight, _ := x.f.Count(x.target.QueueURL)
+		visible, inflight, _ := x.f.Count(x.target.DLQURL)
 		if visible != 13 || inflight != 0 {
 			t.Fatalf("after the read the DLQ has %d visible and %d in flight; want all 13 released at once", visible, inflight)
 		}
-		if s := x.h.snapshotOf(x.target.QueueURL); s == nil || len(s.Messages) != 13 || s.NotSeen != 0 {
+		if s := x.h.snapshotOf(x.target.DLQURL); s == nil || len(s.Messages) != 13 || s.NotSeen != 0 {
 			t.Fatalf("snapshot: %+v", s)
 		}
 	})
@@ -242,7 +242,7 @@ func TestConcurrentReadsShareOneRead(t *testing.T) {
 		x.f.ResetRequests()
 		snaps := make(chan *snapshot, 2)
 		for range 2 {
-			go func() { snaps <- x.h.read(context.Background(), x.target.QueueURL) }()
+			go func() { snaps <- x.h.read(context.Background(), x.target.DLQURL) }()
 		}
 		a, b := <-snaps, <-snaps
 		if a != b || len(a.Messages) != 13 || a.NotSeen != 0 {
@@ -330,7 +330,7 @@ func TestReadOnlyOffersAndAcceptsNoAction(t *testing.T) {
 		if cookie != nil || token != "" || strings.Contains(page, `method="post"`) || strings.Contains(page, "<button") {
 			t.Fatalf("read-only triage page offers actions (cookie %v, token %q)", cookie, token)
 		}
-		msgPage := body(t, x.get(t, "/queues/orders/dlq/messages/"+x.h.snapshotOf(x.target.QueueURL).Messages[0].ID))
+		msgPage := body(t, x.get(t, "/queues/orders/dlq/messages/"+x.h.snapshotOf(x.target.DLQURL).Messages[0].ID))
 		if strings.Contains(msgPage, "<form") || strings.Contains(msgPage, "<textarea") {
 			t.Fatal("read-only message page offers actions")
 		}
@@ -344,7 +344,7 @@ func TestReadOnlyOffersAndAcceptsNoAction(t *testing.T) {
 			}
 		}
 		synctest.Wait()
-		if v, _, _ := x.f.Count(x.target.QueueURL); v != 13 || len(x.f.Messages(x.target.SourceURL)) != 0 {
+		if v, _, _ := x.f.Count(x.target.DLQURL); v != 13 || len(x.f.Messages(x.target.SourceURL)) != 0 {
 			t.Fatalf("read-only console changed the queues: DLQ %d visible, source %d", v, len(x.f.Messages(x.target.SourceURL)))
 		}
 	})
@@ -409,7 +409,7 @@ func TestRedriveGroupMovesExactlyThatGroup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		x := newFixture(t, withActions)
 		cookie, token, gs := x.session(t)
-		before := x.h.snapshotOf(x.target.QueueURL).Messages
+		before := x.h.snapshotOf(x.target.DLQURL).Messages
 		var want []string
 		for _, m := range before {
 			if m.Provenance.Error == "ship: address invalid" {
@@ -424,7 +424,7 @@ func TestRedriveGroupMovesExactlyThatGroup(t *testing.T) {
 		if got := bodiesIn(x.f, x.target.SourceURL); !slices.Equal(got, want) {
 			t.Fatalf("the source queue got %v; want exactly the group's %v", got, want)
 		}
-		if v, inflight, _ := x.f.Count(x.target.QueueURL); v != 9 || inflight != 0 {
+		if v, inflight, _ := x.f.Count(x.target.DLQURL); v != 9 || inflight != 0 {
 			t.Fatalf("DLQ: %d visible, %d in flight; want the other 9 visible", v, inflight)
 		}
 		if !strings.Contains(x.log.String(), "action=redrive") || !strings.Contains(x.log.String(), "user=local") {
@@ -437,7 +437,7 @@ func TestRedriveSelectedAndByFilter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		x := newFixture(t, withActions)
 		cookie, token, _ := x.session(t)
-		msgs := x.h.snapshotOf(x.target.QueueURL).Messages
+		msgs := x.h.snapshotOf(x.target.DLQURL).Messages
 		st := x.finish(t, x.post(t, "/queues/orders/dlq/redrive", cookie, url.Values{csrfField: {token}, "scope": {"selected"}, "id": {msgs[0].ID, msgs[5].ID}}))
 		if st.Moved != 2 || len(x.f.Messages(x.target.SourceURL)) != 2 {
 			t.Fatalf("selected: %+v, source holds %d; want 2", st, len(x.f.Messages(x.target.SourceURL)))
@@ -460,7 +460,7 @@ func TestDeleteAsksForConfirmation(t *testing.T) {
 			t.Fatalf("delete without confirmation: %s; want the confirmation page saying 7 match\n%s", resp.Status, page)
 		}
 		synctest.Wait()
-		if v, _, _ := x.f.Count(x.target.QueueURL); v != 13 {
+		if v, _, _ := x.f.Count(x.target.DLQURL); v != 13 {
 			t.Fatalf("asking for confirmation deleted messages: %d left", v)
 		}
 		form.Set("confirmed", "yes")
@@ -468,7 +468,7 @@ func TestDeleteAsksForConfirmation(t *testing.T) {
 		if !st.OK || st.Deleted != 7 {
 			t.Fatalf("confirmed delete: %+v; want 7 deleted", st)
 		}
-		if v, inflight, _ := x.f.Count(x.target.QueueURL); v != 6 || inflight != 0 {
+		if v, inflight, _ := x.f.Count(x.target.DLQURL); v != 6 || inflight != 0 {
 			t.Fatalf("DLQ: %d visible, %d in flight; want 6 visible", v, inflight)
 		}
 		if !strings.Contains(x.log.String(), "action=delete") || !strings.Contains(x.log.String(), "deleted=7") {
@@ -490,14 +490,14 @@ func TestPurgeNeedsTheTypedName(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("purge with the wrong name: %s; want 400", resp.Status)
 		}
-		if v, _, _ := x.f.Count(x.target.QueueURL); v != 13 {
+		if v, _, _ := x.f.Count(x.target.DLQURL); v != 13 {
 			t.Fatalf("a refused purge deleted messages: %d left", v)
 		}
 		resp = x.post(t, "/queues/orders/dlq/purge", cookie, url.Values{csrfField: {token}, "confirm": {"orders-dlq"}})
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("purge: %s", resp.Status)
 		}
-		if v, _, _ := x.f.Count(x.target.QueueURL); v != 0 {
+		if v, _, _ := x.f.Count(x.target.DLQURL); v != 0 {
 			t.Fatalf("purge left %d messages", v)
 		}
 	})
@@ -507,7 +507,7 @@ func TestEditAndSendBackWithProvenance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		x := newFixture(t, withActions)
 		cookie, token, _ := x.session(t)
-		m := x.h.snapshotOf(x.target.QueueURL).Messages[3]
+		m := x.h.snapshotOf(x.target.DLQURL).Messages[3]
 		st := x.finish(t, x.post(t, "/queues/orders/dlq/messages/"+m.ID+"/send", cookie, url.Values{csrfField: {token}, "body": {`{"order":3,"fixed":true}`}}))
 		if !st.OK || st.Sent != 1 || st.Deleted != 1 {
 			t.Fatalf("send: %+v", st)
@@ -520,7 +520,7 @@ func TestEditAndSendBackWithProvenance(t *testing.T) {
 		if !ok || p.Error != m.Provenance.Error || p.Handler != m.Provenance.Handler {
 			t.Fatalf("provenance on the sent message: %+v (found %v); want the original's", p, ok)
 		}
-		if v, _, _ := x.f.Count(x.target.QueueURL); v != 12 {
+		if v, _, _ := x.f.Count(x.target.DLQURL); v != 12 {
 			t.Fatalf("DLQ holds %d; want the original deleted", v)
 		}
 	})
@@ -532,7 +532,7 @@ func TestRedactHidesBodiesAndNoBodyReachesTheLog(t *testing.T) {
 			o.Redact = func(string, dlq.Message) string { return `{"redacted":true}` }
 		})
 		cookie, token, gs := x.session(t)
-		m := x.h.snapshotOf(x.target.QueueURL).Messages[0]
+		m := x.h.snapshotOf(x.target.DLQURL).Messages[0]
 		pages := body(t, x.get(t, "/queues/orders/dlq", cookie)) + body(t, x.get(t, "/queues/orders/dlq/messages/"+m.ID, cookie))
 		if strings.Contains(pages, secret) || !strings.Contains(pages, "redacted") {
 			t.Fatal("a redacted body was shown")

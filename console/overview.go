@@ -116,7 +116,7 @@ func (h *handler) queueRows(ctx context.Context) ([]*queueRow, error) {
 	}
 	for _, r := range rows {
 		if r.Target != nil {
-			if d := byName[queueref.Name(r.Target.QueueURL)]; d != nil {
+			if d := byName[queueref.Name(r.Target.DLQURL)]; d != nil {
 				d.DLQOf = append(d.DLQOf, r.Name)
 			}
 		}
@@ -137,10 +137,10 @@ func (h *handler) fillRow(ctx context.Context, r *queueRow) {
 	switch {
 	case err == nil:
 		r.Target = &t
-		if r.DLQCounts, err = dlq.Count(ctx, h.client, t.QueueURL); err != nil {
+		if r.DLQCounts, err = dlq.Count(ctx, h.client, t.DLQURL); err != nil {
 			errs = append(errs, err)
 		}
-		if s := h.snapshotOf(t.QueueURL); s != nil {
+		if s := h.snapshotOf(t.DLQURL); s != nil {
 			r.ReadAt = s.ReadAt
 			if len(s.Messages) > 0 {
 				r.OldestFailure = s.Messages[0].FailedAt()

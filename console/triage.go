@@ -43,11 +43,11 @@ func (h *handler) triage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}
-	s := h.read(r.Context(), t.QueueURL)
+	s := h.read(r.Context(), t.DLQURL)
 	gs := groups(s.Messages)
 	views := make([]groupView, len(gs))
 	for i, g := range gs {
-		views[i] = groupView{group: g, SampleBody: h.preview(t.QueueURL, g.Sample)}
+		views[i] = groupView{group: g, SampleBody: h.preview(t.DLQURL, g.Sample)}
 		if len(g.Messages) > 100 {
 			views[i].More = len(g.Messages) - 100
 			g.Messages = g.Messages[:100]
@@ -117,9 +117,9 @@ func (h *handler) message(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}
-	s := h.snapshotOf(t.QueueURL)
+	s := h.snapshotOf(t.DLQURL)
 	if s == nil {
-		s = h.read(r.Context(), t.QueueURL)
+		s = h.read(r.Context(), t.DLQURL)
 	}
 	i := slices.IndexFunc(s.Messages, func(m dlq.Message) bool { return m.ID == id })
 	if i < 0 {
@@ -128,7 +128,7 @@ func (h *handler) message(w http.ResponseWriter, r *http.Request) {
 	}
 	m := s.Messages[i]
 	h.render(w, r, http.StatusOK, "message", "Message "+id, map[string]any{
-		"Queue": queue, "Target": t, "Snapshot": s, "M": m, "Body": pretty(h.body(t.QueueURL, m)),
+		"Queue": queue, "Target": t, "Snapshot": s, "M": m, "Body": pretty(h.body(t.DLQURL, m)),
 		"Attributes": attributes(m.Attributes), "Group": groupKey(m), "CanEdit": h.opts.Redact == nil,
 	})
 }

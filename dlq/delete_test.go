@@ -18,7 +18,7 @@ func TestDeleteRemovesOnlyMatchingAndReleasesTheRest(t *testing.T) {
 			return Provenance{Error: fmt.Sprintf("error %d", i%3), Handler: "h"}
 		})
 		var deleted []string
-		res, err := Delete(context.Background(), f, target.QueueURL, DeleteOptions{
+		res, err := Delete(context.Background(), f, target.DLQURL, DeleteOptions{
 			Filter:   Filter{ErrorContains: "error 1"},
 			OnDelete: func(m Message) { deleted = append(deleted, m.Body) },
 		})
@@ -28,11 +28,11 @@ func TestDeleteRemovesOnlyMatchingAndReleasesTheRest(t *testing.T) {
 		if res.Scanned != 30 || res.Matched != 10 || res.Deleted != 10 || res.Failed != 0 || len(deleted) != 10 {
 			t.Fatalf("result %+v, OnDelete saw %d; want 30 scanned, 10 matched and deleted", res, len(deleted))
 		}
-		visible, inflight, _ := f.Count(target.QueueURL)
+		visible, inflight, _ := f.Count(target.DLQURL)
 		if visible != 20 || inflight != 0 {
 			t.Fatalf("DLQ has %d visible, %d in flight; want the 20 others visible at once", visible, inflight)
 		}
-		for _, m := range f.Messages(target.QueueURL) {
+		for _, m := range f.Messages(target.DLQURL) {
 			n := 0
 			fmt.Sscanf(m.Body, "job-%d", &n)
 			if n%3 == 1 {
@@ -45,11 +45,11 @@ func TestDeleteRemovesOnlyMatchingAndReleasesTheRest(t *testing.T) {
 func TestDeleteRefusesTheZeroFilter(t *testing.T) {
 	f, target := fakePair(t, "orders")
 	deadLetter(t, f, target, 2, nil, failedWith("boom"))
-	_, err := Delete(context.Background(), f, target.QueueURL, DeleteOptions{})
+	_, err := Delete(context.Background(), f, target.DLQURL, DeleteOptions{})
 	if err == nil || !strings.Contains(err.Error(), "PurgeQueue") {
 		t.Fatalf("Delete with no filter: err = %v; want a refusal pointing at PurgeQueue", err)
 	}
-	if v, _, _ := f.Count(target.QueueURL); v != 2 {
+	if v, _, _ := f.Count(target.DLQURL); v != 2 {
 		t.Fatalf("DLQ holds %d visible messages; want both kept", v)
 	}
 }
@@ -58,14 +58,14 @@ func TestDeleteStopsAtMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 25, nil, failedWith("boom"))
-		res, err := Delete(context.Background(), f, target.QueueURL, DeleteOptions{Filter: Filter{ErrorContains: "boom"}, Max: 7})
+		res, err := Delete(context.Background(), f, target.DLQURL, DeleteOptions{Filter: Filter{ErrorContains: "boom"}, Max: 7})
 		if err != nil {
 			t.Fatalf("Delete: %v", err)
 		}
 		if res.Deleted != 7 {
 			t.Fatalf("deleted %d; want 7", res.Deleted)
 		}
-		if v, inflight, _ := f.Count(target.QueueURL); v != 18 || inflight != 0 {
+		if v, inflight, _ := f.Count(target.DLQURL); v != 18 || inflight != 0 {
 			t.Fatalf("DLQ has %d visible, %d in flight; want 18 visible", v, inflight)
 		}
 	})
@@ -78,7 +78,7 @@ func TestDeleteRetriesFailedEntriesAndKeepsWhatItCannotDelete(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 6, nil, failedWith("boom"))
 		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Entries: true, Err: sqstest.ServerError(), Times: 2})
-		res, err := Delete(context.Background(), f, target.QueueURL, DeleteOptions{Filter: Filter{ErrorContains: "boom"}})
+		res, err := Delete(context.Background(), f, target.DLQURL, DeleteOptions{Filter: Filter{ErrorContains: "boom"}})
 		if err != nil || res.Deleted != 6 || res.Failed != 0 {
 			t.Fatalf("transient entry failures: %+v, %v; want all 6 deleted after retries", res, err)
 		}
@@ -86,11 +86,11 @@ func TestDeleteRetriesFailedEntriesAndKeepsWhatItCannotDelete(t *testing.T) {
 		deadLetter(t, f, target, 4, nil, failedWith("boom"))
 		remove := f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Entries: true, Err: errors.New("AccessDenied")})
 		defer remove()
-		res, err = Delete(context.Background(), f, target.QueueURL, DeleteOptions{Filter: Filter{ErrorContains: "boom"}})
+		res, err = Delete(context.Background(), f, target.DLQURL, DeleteOptions{Filter: Filter{ErrorContains: "boom"}})
 		if err == nil || !strings.Contains(err.Error(), "stays in the queue") || res.Deleted != 0 || res.Failed != 4 {
 			t.Fatalf("lasting entry failures: %+v, %v; want all 4 reported failed and kept", res, err)
 		}
-		if v, inflight, _ := f.Count(target.QueueURL); v != 4 || inflight != 0 {
+		if v, inflight, _ := f.Count(target.DLQURL); v != 4 || inflight != 0 {
 			t.Fatalf("DLQ: %d visible, %d in flight; want the 4 not deleted visible again", v, inflight)
 		}
 	})

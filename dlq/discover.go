@@ -28,8 +28,8 @@ var ErrRedrivesToItself = errors.New("dlq: queue's RedrivePolicy names the queue
 type Target struct {
 	// SourceURL and SourceARN identify the queue whose RedrivePolicy this is.
 	SourceURL, SourceARN string
-	// QueueURL and ARN identify the dead-letter queue.
-	QueueURL, ARN string
+	// DLQURL and DLQARN identify the dead-letter queue.
+	DLQURL, DLQARN string
 	// MaxReceiveCount is the RedrivePolicy's maxReceiveCount: SQS moves a
 	// message to the dead-letter queue itself when a receive would exceed it.
 	MaxReceiveCount int
@@ -115,7 +115,7 @@ func discover(ctx context.Context, client QueueAPI, queueURL string) (Target, ma
 	if err != nil {
 		return t, src, fmt.Errorf("queue %s: %v; set a RedrivePolicy such as {\"deadLetterTargetArn\":\"arn:aws:sqs:REGION:ACCOUNT:%s-dlq\",\"maxReceiveCount\":5}", name, err, name)
 	}
-	t.ARN, t.MaxReceiveCount = p.TargetARN, p.MaxReceiveCount
+	t.DLQARN, t.MaxReceiveCount = p.TargetARN, p.MaxReceiveCount
 	if p.TargetARN == t.SourceARN {
 		return t, src, selfRedriveError(name, p.TargetARN)
 	}
@@ -133,7 +133,7 @@ func discover(ctx context.Context, client QueueAPI, queueURL string) (Target, ma
 	if url == queueURL {
 		return t, src, selfRedriveError(name, p.TargetARN)
 	}
-	t.QueueURL = url
+	t.DLQURL = url
 	dlq, err := getAttributes(ctx, client, url, attrFifoQueue, attrMaxMessageSize)
 	if err != nil {
 		if sqserr.NotExist(err) {

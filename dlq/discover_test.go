@@ -19,7 +19,7 @@ func TestDiscoverResolvesTheDLQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Target{SourceURL: src, SourceARN: f.QueueARN(src), QueueURL: dlq, ARN: f.QueueARN(dlq), MaxReceiveCount: 7, MaxMessageSize: 1 << 20, SourceMaxMessageSize: 1 << 20}
+	want := Target{SourceURL: src, SourceARN: f.QueueARN(src), DLQURL: dlq, DLQARN: f.QueueARN(dlq), MaxReceiveCount: 7, MaxMessageSize: 1 << 20, SourceMaxMessageSize: 1 << 20}
 	if got != want {
 		t.Errorf("Discover = %+v\nwant       %+v", got, want)
 	}

@@ -39,7 +39,7 @@
 // SQS dead-letters a message itself, without provenance, once it has been
 // received maxReceiveCount times, so maxReceiveCount must let the retry
 // policy finish: [RecommendedMaxReceiveCount] is the rule — the policy's
-// attempts on a standard queue, ten times them ([FIFOReceiveFactor]) on a
+// attempts on a standard queue, ten times them ([fifoReceiveFactor]) on a
 // FIFO queue, where a receive is also counted for each message released
 // unprocessed behind a failed one of its group. Setup's defaults, Lint's
 // findings and the worker's start-up warning all follow it.

@@ -55,14 +55,14 @@ func ExampleInspect() {
 	ctx := context.Background()
 	client, target := deadLettered(ctx, "charge card: card declined", "order has no items")
 
-	msgs, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	msgs, err := dlq.Inspect(ctx, client, target.DLQURL, dlq.InspectOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, m := range msgs {
 		fmt.Printf("%s from %s, attempt %d: %s\n", m.Body, queueref.Name(m.Provenance.SourceQueue), m.Provenance.Attempt, m.Provenance.Error)
 	}
-	visible, _, _ := client.Count(target.QueueURL)
+	visible, _, _ := client.Count(target.DLQURL)
 	fmt.Println("still in orders-dlq:", visible)
 	// Output:
 	// {"order":1} from orders, attempt 1: charge card: card declined
@@ -87,7 +87,7 @@ func ExampleRedrive() {
 		_, hasProvenance := dlq.ParseProvenance(m.Attributes)
 		fmt.Println("back in orders:", m.Body, "provenance:", hasProvenance)
 	}
-	for _, m := range client.Messages(target.QueueURL) {
+	for _, m := range client.Messages(target.DLQURL) {
 		fmt.Println("still in orders-dlq:", m.Body)
 	}
 	// Output:

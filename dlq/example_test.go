@@ -29,7 +29,7 @@ func ExampleDiscover() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("dead-letter queue:", target.QueueURL)
+	fmt.Println("dead-letter queue:", target.DLQURL)
 	fmt.Println("maxReceiveCount:", target.MaxReceiveCount)
 
 	// A queue without a RedrivePolicy is refused, with what to do.
@@ -79,7 +79,7 @@ func ExampleMover_Move() {
 	}
 
 	fmt.Println("left in orders:", len(client.Messages(target.SourceURL)))
-	dead := client.Messages(target.QueueURL)[0]
+	dead := client.Messages(target.DLQURL)[0]
 	p, _ := dlq.ParseProvenance(dead.Attributes)
 	fmt.Println("body:", dead.Body)
 	fmt.Println("error:", p.Error)

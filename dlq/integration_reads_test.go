@@ -75,7 +75,7 @@ func readsQueue(t *testing.T, n int) (*sqs.Client, *spoilReceive, Target) {
 		t.Fatal(err)
 	}
 	target := setup.Target()
-	fillDLQDirect(t, c, target.QueueURL, n)
+	fillDLQDirect(t, c, target.DLQURL, n)
 	return c, spoil, target
 }
 
@@ -100,7 +100,7 @@ func fillDLQDirect(t *testing.T, c *sqs.Client, dlqURL string, n int) {
 func wantQueues(t *testing.T, c *sqs.Client, target Target, dlqVisible, dlqInFlight, source int) {
 	t.Helper()
 	ctx := integrationContext(t)
-	d, err := Count(ctx, c, target.QueueURL)
+	d, err := Count(ctx, c, target.DLQURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func TestIntegrationRedriveLostReceiveResponseIsReported(t *testing.T) {
 func TestIntegrationInspectLostReceiveResponseIsReported(t *testing.T) {
 	c, spoil, target := readsQueue(t, 50)
 	spoil.arm(loseResponse)
-	msgs, err := Inspect(integrationContext(t), c, target.QueueURL, InspectOptions{})
+	msgs, err := Inspect(integrationContext(t), c, target.DLQURL, InspectOptions{})
 	var ns *NotSeenError
 	if !errors.As(err, &ns) || ns.NotSeen() < 1 || ns.NotSeen() > maxBatch || len(msgs) != 50-ns.NotSeen() {
 		t.Fatalf("Inspect = %d messages, %v; want all but the lost receive's (1 to 10) and a NotSeenError", len(msgs), err)

@@ -113,7 +113,7 @@ func TestIntegrationMove(t *testing.T) {
 		t.Fatalf("Move: %v", err)
 	}
 
-	dead := receiveOne(t, c, target.QueueURL)
+	dead := receiveOne(t, c, target.DLQURL)
 	if aws.ToString(dead.Body) != "pay 42" {
 		t.Errorf("body = %q", aws.ToString(dead.Body))
 	}
@@ -149,7 +149,7 @@ func TestIntegrationMoveFIFO(t *testing.T) {
 	if err := mustMover(t, c, target).Move(ctx, msg, Provenance{Error: "boom"}); err != nil {
 		t.Fatalf("Move: %v", err)
 	}
-	dead := receiveOne(t, c, target.QueueURL)
+	dead := receiveOne(t, c, target.DLQURL)
 	if g := dead.Attributes["MessageGroupId"]; g != "customer-1" {
 		t.Errorf("group = %q", g)
 	}
@@ -185,7 +185,7 @@ func TestIntegrationInspect(t *testing.T) {
 	}
 	target := setup.Target()
 	fillDLQ(t, c, target, 12, func(int) string { return "db down" })
-	msgs, err := Inspect(ctx, c, target.QueueURL, InspectOptions{})
+	msgs, err := Inspect(ctx, c, target.DLQURL, InspectOptions{})
 	if err != nil {
 		t.Fatalf("Inspect: %v", err)
 	}
@@ -201,7 +201,7 @@ func TestIntegrationInspect(t *testing.T) {
 		}
 	}
 	// Released: all visible again at once.
-	counts, err := Count(ctx, c, target.QueueURL)
+	counts, err := Count(ctx, c, target.DLQURL)
 	if err != nil || counts.Visible != 12 || counts.InFlight != 0 {
 		t.Errorf("after Inspect: %+v, %v", counts, err)
 	}
@@ -239,7 +239,7 @@ func TestIntegrationRedriveManual(t *testing.T) {
 	if rest.Method != MethodManual || rest.Moved != 7 {
 		t.Errorf("redrive = %+v", rest)
 	}
-	if counts, err := Count(ctx, c, target.QueueURL); err != nil || counts.Total() != 0 {
+	if counts, err := Count(ctx, c, target.DLQURL); err != nil || counts.Total() != 0 {
 		t.Errorf("DLQ after redrive: %+v, %v", counts, err)
 	}
 	back, err := Inspect(ctx, c, target.SourceURL, InspectOptions{})

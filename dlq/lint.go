@@ -72,7 +72,7 @@ const (
 	CodeDLQWrongType          = "dlq-wrong-type"           // error: FIFO queue with a standard DLQ or the reverse
 	CodeMaxReceiveCountLow    = "max-receive-count-low"    // error: SQS dead-letters before the retry policy is done
 	CodeRetentionShort        = "retention-short"          // error: messages expire before the retry schedule ends
-	CodeDLQRetentionShort     = "dlq-retention-not-longer" // warning: dead-lettered messages expire early
+	CodeDLQRetentionNotLonger = "dlq-retention-not-longer" // warning: dead-lettered messages expire early
 	CodeVisibilityShort       = "visibility-too-short"     // warning: the heartbeat cannot keep messages hidden
 	CodeLambdaVisibility      = "lambda-visibility"        // warning: visibility under 6 × the Lambda timeout
 	CodeLambdaMaxReceiveCount = "lambda-max-receive-count" // warning: maxReceiveCount under 5 with Lambda
@@ -87,10 +87,10 @@ const (
 	CodeRedrivesToItself         = "redrives-to-itself" // error: the RedrivePolicy names the queue itself as its DLQ
 )
 
-// MinVisibilityTimeout is the shortest visibility timeout Lint accepts: below
+// minVisibilityTimeout is the shortest visibility timeout Lint accepts: below
 // it, one slow SQS call lets a message reappear before the heartbeat can
 // extend it.
-const MinVisibilityTimeout = 5 * time.Second
+const minVisibilityTimeout = 5 * time.Second
 
 // Schedule is a retry schedule: the delay before each retry, in order (so a
 // schedule with n delays allows n+1 deliveries). retry.DeliveryPolicy
@@ -191,12 +191,12 @@ func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) 
 			fmt.Sprintf("queue %s keeps messages for %s (MessageRetentionPeriod), but the retry schedule takes %s: messages expire before their last retries and are lost, not dead-lettered",
 				name, humanDuration(retention), humanDuration(need)), fix)
 	}
-	if visibility < MinVisibilityTimeout || (opts.HeartbeatThreshold > 0 && visibility <= opts.HeartbeatThreshold) {
-		floor := MinVisibilityTimeout
+	if visibility < minVisibilityTimeout || (opts.HeartbeatThreshold > 0 && visibility <= opts.HeartbeatThreshold) {
+		floor := minVisibilityTimeout
 		if opts.HeartbeatThreshold >= floor {
 			floor = 2 * opts.HeartbeatThreshold
 		}
-		why := fmt.Sprintf("under %s a slow SQS call lets a running job's message reappear before the heartbeat extends it", MinVisibilityTimeout)
+		why := fmt.Sprintf("under %s a slow SQS call lets a running job's message reappear before the heartbeat extends it", minVisibilityTimeout)
 		if opts.HeartbeatThreshold > 0 && visibility <= opts.HeartbeatThreshold {
 			why = fmt.Sprintf("the heartbeat extends a message %s before its deadline, so with this timeout it is always late", humanDuration(opts.HeartbeatThreshold))
 		}
@@ -269,7 +269,7 @@ func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) 
 		want := RecommendedMaxReceiveCount(opts.Attempts, fifo)
 		why := fmt.Sprintf("maxReceiveCount at least the attempts, %d", opts.Attempts)
 		if fifo {
-			why = fmt.Sprintf("on a FIFO queue %d × the attempts, see fifo-max-receive-count", FIFOReceiveFactor)
+			why = fmt.Sprintf("on a FIFO queue %d × the attempts, see fifo-max-receive-count", fifoReceiveFactor)
 		}
 		add(SeverityError, CodeMaxReceiveCountLow,
 			fmt.Sprintf("queue %s's maxReceiveCount is %d but the retry policy makes %d attempts: SQS moves a message to the dead-letter queue after %d receives, cutting its last %s",
@@ -279,7 +279,7 @@ func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) 
 		add(SeverityWarning, CodeFIFOMaxReceiveCount,
 			fmt.Sprintf("FIFO queue %s's maxReceiveCount is %d for a retry policy of %d attempts: when a message of a group fails, the ones received behind it are released unprocessed to keep the order, and each release counts as a receive, so SQS can dead-letter a message that never ran (without provenance)",
 				name, p.MaxReceiveCount, opts.Attempts),
-			fmt.Sprintf("set queue %s's RedrivePolicy to %s (%d × the attempts, at most %d), e.g. `sqsworker setup %s --max-receive-count %d`", name, policy(want), FIFOReceiveFactor, MaxMaxReceiveCount, name, want))
+			fmt.Sprintf("set queue %s's RedrivePolicy to %s (%d × the attempts, at most %d), e.g. `sqsworker setup %s --max-receive-count %d`", name, policy(want), fifoReceiveFactor, MaxMaxReceiveCount, name, want))
 	}
 	if opts.LambdaTimeout > 0 && p.MaxReceiveCount < 5 {
 		add(SeverityWarning, CodeLambdaMaxReceiveCount,
@@ -335,7 +335,7 @@ func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) 
 		if retention >= MaxRetention {
 			fix = fmt.Sprintf("lower queue %s's MessageRetentionPeriod below 14 days (for example 345600, 4 days) and keep dead-letter queue %s at 1209600 (14 days)", name, dlqName)
 		}
-		add(SeverityWarning, CodeDLQRetentionShort,
+		add(SeverityWarning, CodeDLQRetentionNotLonger,
 			fmt.Sprintf("dead-letter queue %s keeps messages for %s, not longer than queue %s's %s: SQS keeps a message's original enqueue time when it dead-letters it, so a message that spent long retrying expires soon after reaching the dead-letter queue",
 				dlqName, humanDuration(dlqRetention), name, humanDuration(retention)), fix)
 	}

@@ -160,7 +160,7 @@ func TestLintDLQRetentionNotLonger(t *testing.T) {
 	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	setAttrs(t, f, dlq, map[string]string{"MessageRetentionPeriod": "345600"})
-	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeDLQRetentionShort, SeverityWarning, "orders-dlq's MessageRetentionPeriod to 1209600")
+	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeDLQRetentionNotLonger, SeverityWarning, "orders-dlq's MessageRetentionPeriod to 1209600")
 	if !strings.Contains(fd.Message, "enqueue time") {
 		t.Errorf("message %q does not explain why", fd.Message)
 	}
@@ -168,7 +168,7 @@ func TestLintDLQRetentionNotLonger(t *testing.T) {
 	// Both at 14 days: the source has to give.
 	setAttrs(t, f, src, map[string]string{"MessageRetentionPeriod": "1209600"})
 	setAttrs(t, f, dlq, map[string]string{"MessageRetentionPeriod": "1209600"})
-	expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeDLQRetentionShort, SeverityWarning, "lower queue orders's MessageRetentionPeriod")
+	expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeDLQRetentionNotLonger, SeverityWarning, "lower queue orders's MessageRetentionPeriod")
 }
 
 func TestLintVisibilityTooShortForHeartbeat(t *testing.T) {

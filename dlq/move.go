@@ -37,11 +37,11 @@ var ErrNotSent = errors.New("dlq: not sent to the dead-letter queue")
 // does not.
 var ErrTooLarge = errors.New("dlq: the message is too large for the dead-letter queue")
 
-// DefaultMaxErrorBytes is how much error text Move keeps by default.
-const DefaultMaxErrorBytes = 1024
+// defaultMaxErrorBytes is how much error text Move keeps by default.
+const defaultMaxErrorBytes = 1024
 
-// DefaultOffloadTimeout is MoverOptions.OffloadTimeout's zero value.
-const DefaultOffloadTimeout = 30 * time.Second
+// defaultOffloadTimeout is MoverOptions.OffloadTimeout's zero value.
+const defaultOffloadTimeout = 30 * time.Second
 
 // Offloader stores the body of a dead-letter copy that does not fit the
 // dead-letter queue elsewhere, so the copy carries a pointer to it and its
@@ -59,7 +59,7 @@ type Offloader interface {
 type MoverOptions struct {
 	// MaxErrorBytes caps the error text kept in the provenance; longer text
 	// is cut on a character boundary and marked as truncated. Zero value:
-	// DefaultMaxErrorBytes (1 KiB).
+	// defaultMaxErrorBytes (1 KiB).
 	MaxErrorBytes int
 	// Logger receives a warning when a message is moved without its
 	// provenance or with it shortened (no attribute or byte left). Zero
@@ -76,7 +76,7 @@ type MoverOptions struct {
 	// provenance is copied with it shortened (see Move).
 	Offloader Offloader
 	// OffloadTimeout bounds each Offloader call. Zero value:
-	// DefaultOffloadTimeout (30 s).
+	// defaultOffloadTimeout (30 s).
 	OffloadTimeout time.Duration
 }
 
@@ -91,15 +91,15 @@ type Copier struct {
 
 // NewCopier returns a Copier for the dead-letter queue t (see Discover).
 func NewCopier(t Target, optFns ...func(*MoverOptions)) (*Copier, error) {
-	if t.QueueURL == "" || t.SourceURL == "" {
-		return nil, fmt.Errorf("dlq: the Target needs the dead-letter queue's URL and its source queue's URL (got %q and %q); get it from dlq.Discover", t.QueueURL, t.SourceURL)
+	if t.DLQURL == "" || t.SourceURL == "" {
+		return nil, fmt.Errorf("dlq: the Target needs the dead-letter queue's URL and its source queue's URL (got %q and %q); get it from dlq.Discover", t.DLQURL, t.SourceURL)
 	}
 	var o MoverOptions
 	for _, fn := range optFns {
 		fn(&o)
 	}
 	if o.MaxErrorBytes <= 0 {
-		o.MaxErrorBytes = DefaultMaxErrorBytes
+		o.MaxErrorBytes = defaultMaxErrorBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -108,7 +108,7 @@ func NewCopier(t Target, optFns ...func(*MoverOptions)) (*Copier, error) {
 		o.Now = time.Now
 	}
 	if o.OffloadTimeout <= 0 {
-		o.OffloadTimeout = DefaultOffloadTimeout
+		o.OffloadTimeout = defaultOffloadTimeout
 	}
 	if t.MaxMessageSize > 0 && t.SourceMaxMessageSize > t.MaxMessageSize {
 		// The runtimes make their Copier when they discover the queue's
@@ -116,11 +116,11 @@ func NewCopier(t Target, optFns ...func(*MoverOptions)) (*Copier, error) {
 		// first dead-letter move).
 		if o.Offloader == nil {
 			o.Logger.Warn(fmt.Sprintf("sqsworker/dlq: dead-letter queue %s takes messages of at most %s but queue %s takes up to %s; a failed message larger than that cannot be copied there with its reason: it is retried until SQS's own redrive moves it, without provenance (its reason is logged at ERROR). Raise the dead-letter queue's MaximumMessageSize to %d, or configure an offloader for dead-letter copies (e.g. an s3payload.Store)",
-				queueref.Name(t.QueueURL), sizeString(t.MaxMessageSize), queueref.Name(t.SourceURL), sizeString(t.SourceMaxMessageSize), t.SourceMaxMessageSize),
-				"queue", t.SourceURL, "dlq", t.QueueURL, "code", CodeDLQMaxMessageSizeSmaller)
+				queueref.Name(t.DLQURL), sizeString(t.MaxMessageSize), queueref.Name(t.SourceURL), sizeString(t.SourceMaxMessageSize), t.SourceMaxMessageSize),
+				"queue", t.SourceURL, "dlq", t.DLQURL, "code", CodeDLQMaxMessageSizeSmaller)
 		} else {
 			o.Logger.Info("sqsworker/dlq: dead-letter queue is smaller than its source; dead-letter copies that do not fit go through the offloader",
-				"queue", t.SourceURL, "dlq", t.QueueURL, "dlqMaxMessageSize", t.MaxMessageSize, "sourceMaxMessageSize", t.SourceMaxMessageSize)
+				"queue", t.SourceURL, "dlq", t.DLQURL, "dlqMaxMessageSize", t.MaxMessageSize, "sourceMaxMessageSize", t.SourceMaxMessageSize)
 		}
 	}
 	return &Copier{t: t, opts: o}, nil
@@ -193,12 +193,12 @@ func (m *Mover) Move(ctx context.Context, msg types.Message, p Provenance) error
 	out, err := m.client.SendMessage(ctx, in)
 	if err != nil {
 		return wrap(ErrNotSent, err, "moving message %s from queue %s to dead-letter queue %s: the send failed, so nothing was deleted and the message will be delivered again from %s",
-			id, src, queueref.Name(m.t.QueueURL), src)
+			id, src, queueref.Name(m.t.DLQURL), src)
 	}
 	_, err = m.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(m.t.SourceURL), ReceiptHandle: msg.ReceiptHandle})
 	if err != nil {
 		return wrap(ErrNotDeleted, err, "message %s was copied to dead-letter queue %s (as %s) but could not be deleted from queue %s; it stays there and will be delivered again, so the dead-letter queue may hold a duplicate",
-			id, queueref.Name(m.t.QueueURL), aws.ToString(out.MessageId), src)
+			id, queueref.Name(m.t.DLQURL), aws.ToString(out.MessageId), src)
 	}
 	return nil
 }
@@ -217,7 +217,7 @@ func (m *Copier) Input(msg types.Message, p Provenance) (*sqs.SendMessageInput, 
 func (m *Copier) InputContext(ctx context.Context, msg types.Message, p Provenance) (*sqs.SendMessageInput, error) {
 	id := aws.ToString(msg.MessageId)
 	body := aws.ToString(msg.Body)
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(m.t.QueueURL), MessageBody: aws.String(body)}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(m.t.DLQURL), MessageBody: aws.String(body)}
 	if trace := msg.Attributes[string(types.MessageSystemAttributeNameAWSTraceHeader)]; trace != "" {
 		in.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
 			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(trace)},
@@ -227,7 +227,7 @@ func (m *Copier) InputContext(ctx context.Context, msg types.Message, p Provenan
 		group := msg.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
 		if group == "" {
 			return nil, fmt.Errorf("moving message %s to FIFO dead-letter queue %s: the message has no MessageGroupId attribute; receive messages with MessageSystemAttributeNames [\"All\"] (or at least MessageGroupId)",
-				id, queueref.Name(m.t.QueueURL))
+				id, queueref.Name(m.t.DLQURL))
 		}
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(moveDeduplicationID(m.t.SourceARN, id))
@@ -249,7 +249,7 @@ func (m *Copier) InputContext(ctx context.Context, msg types.Message, p Provenan
 			size = len(body) + attributesSize(user)
 			in.MessageBody = aws.String(body)
 			m.opts.Logger.Info("sqsworker/dlq: the dead-letter copy's body was offloaded; the copy carries a pointer to it",
-				"message_id", id, "queue", queueref.Name(m.t.SourceURL), "dlq", queueref.Name(m.t.QueueURL))
+				"message_id", id, "queue", queueref.Name(m.t.SourceURL), "dlq", queueref.Name(m.t.DLQURL))
 		} else {
 			offloadErr = err
 		}
@@ -277,7 +277,7 @@ func (m *Copier) InputContext(ctx context.Context, msg types.Message, p Provenan
 // offload stores body through the Offloader and returns the pointer and
 // the user's attributes with the offloader's marker added.
 func (m *Copier) offload(ctx context.Context, body string, user map[string]types.MessageAttributeValue) (string, map[string]types.MessageAttributeValue, error) {
-	if len(user) >= MaxMessageAttributes {
+	if len(user) >= sqslimit.MaxMessageAttributes {
 		return "", nil, fmt.Errorf("the message has %d attributes, SQS's limit, and leaves none for the offloaded body's marker", len(user))
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.opts.OffloadTimeout)
@@ -293,8 +293,8 @@ func (m *Copier) offload(ctx context.Context, body string, user map[string]types
 	for k, v := range marker {
 		out[k] = v
 	}
-	if len(out) > MaxMessageAttributes {
-		return "", nil, fmt.Errorf("the message's %d attributes and the offloader's %d marker attributes are more than SQS's limit of %d (the stored body is left to the bucket's lifecycle rule)", len(user), len(marker), MaxMessageAttributes)
+	if len(out) > sqslimit.MaxMessageAttributes {
+		return "", nil, fmt.Errorf("the message's %d attributes and the offloader's %d marker attributes are more than SQS's limit of %d (the stored body is left to the bucket's lifecycle rule)", len(user), len(marker), sqslimit.MaxMessageAttributes)
 	}
 	return pointer, out, nil
 }
@@ -303,7 +303,7 @@ func (m *Copier) offload(ctx context.Context, body string, user map[string]types
 // dead-letter queue because of its size, with the reason it failed (SQS's
 // own redrive will move it without one), and returns the error saying so.
 func (m *Copier) tooLarge(id string, size, limit int, p Provenance, offloadErr error) error {
-	src, dlqName := queueref.Name(m.t.SourceURL), queueref.Name(m.t.QueueURL)
+	src, dlqName := queueref.Name(m.t.SourceURL), queueref.Name(m.t.DLQURL)
 	how := "no offloader is configured (MoverOptions.Offloader; the runtimes' Options.DeadLetterOffloader)"
 	if offloadErr != nil {
 		how = "offloading its body failed: " + offloadErr.Error()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -37,7 +38,7 @@ func TestMoveCopiesMessageWithProvenanceThenDeletes(t *testing.T) {
 	if got := f.Messages(target.SourceURL); len(got) != 0 {
 		t.Fatalf("source still holds %d messages", len(got))
 	}
-	dlq := f.Messages(target.QueueURL)
+	dlq := f.Messages(target.DLQURL)
 	if len(dlq) != 1 {
 		t.Fatalf("DLQ holds %d messages, want 1", len(dlq))
 	}
@@ -71,7 +72,7 @@ func TestMoveDefaultsAttemptFromReceiveCount(t *testing.T) {
 	if err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "e"}); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := ParseProvenance(f.Messages(target.QueueURL)[0].Attributes)
+	p, _ := ParseProvenance(f.Messages(target.DLQURL)[0].Attributes)
 	if p.Attempt != 1 || p.FailedAt.IsZero() {
 		t.Errorf("provenance = %+v, want attempt 1 and a FailedAt", p)
 	}
@@ -96,7 +97,7 @@ func TestMoveSendFailsDeletesNothing(t *testing.T) {
 	if got := f.Messages(target.SourceURL); len(got) != 1 {
 		t.Errorf("source holds %d messages, want 1", len(got))
 	}
-	if got := f.Messages(target.QueueURL); len(got) != 0 {
+	if got := f.Messages(target.DLQURL); len(got) != 0 {
 		t.Errorf("DLQ holds %d messages, want 0", len(got))
 	}
 }
@@ -119,7 +120,7 @@ func TestMoveDeleteFailsKeepsSourceAndSaysSo(t *testing.T) {
 	if got := f.Messages(target.SourceURL); len(got) != 1 {
 		t.Errorf("source holds %d messages, want 1 (never lose it)", len(got))
 	}
-	if got := f.Messages(target.QueueURL); len(got) != 1 {
+	if got := f.Messages(target.DLQURL); len(got) != 1 {
 		t.Errorf("DLQ holds %d messages, want 1", len(got))
 	}
 }
@@ -153,7 +154,7 @@ func TestMoveFIFOKeepsGroupAndDeduplicatesRetries(t *testing.T) {
 	if err := mover.Move(context.Background(), msg, Provenance{Error: "boom again"}); err != nil {
 		t.Fatalf("retried Move: %v", err)
 	}
-	dlq := f.Messages(target.QueueURL)
+	dlq := f.Messages(target.DLQURL)
 	if len(dlq) != 1 {
 		t.Fatalf("DLQ holds %d messages after a retried move, want 1 (deduplicated)", len(dlq))
 	}
@@ -213,12 +214,12 @@ func TestMoveAttributeLimit(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Move: %v", err)
 			}
-			dlq := f.Messages(target.QueueURL)
+			dlq := f.Messages(target.DLQURL)
 			if len(dlq) != 1 {
 				t.Fatalf("DLQ holds %d messages", len(dlq))
 			}
 			attrs := dlq[0].Attributes
-			if len(attrs) > MaxMessageAttributes {
+			if len(attrs) > sqslimit.MaxMessageAttributes {
 				t.Fatalf("%d attributes, more than SQS allows", len(attrs))
 			}
 			for name := range userAttrs(tc.user) {
@@ -264,7 +265,7 @@ func TestMoveReplacesEarlierProvenance(t *testing.T) {
 	if err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "new failure"}); err != nil {
 		t.Fatal(err)
 	}
-	attrs := f.Messages(target.QueueURL)[0].Attributes
+	attrs := f.Messages(target.DLQURL)[0].Attributes
 	p, _ := ParseProvenance(attrs)
 	if p.Error != "new failure" || p.Handler != "" {
 		t.Errorf("provenance = %+v, want only the new failure", p)
@@ -282,9 +283,9 @@ func TestMoveTruncatesAndCleansErrorText(t *testing.T) {
 	if err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: long}); err != nil {
 		t.Fatalf("Move: %v", err)
 	}
-	p, _ := ParseProvenance(f.Messages(target.QueueURL)[0].Attributes)
-	if len(p.Error) > DefaultMaxErrorBytes {
-		t.Errorf("error text is %d bytes, want at most %d", len(p.Error), DefaultMaxErrorBytes)
+	p, _ := ParseProvenance(f.Messages(target.DLQURL)[0].Attributes)
+	if len(p.Error) > defaultMaxErrorBytes {
+		t.Errorf("error text is %d bytes, want at most %d", len(p.Error), defaultMaxErrorBytes)
 	}
 	if !strings.HasPrefix(p.Error, "bad\uFFFDbyte é") || !strings.HasSuffix(p.Error, truncMarker) {
 		t.Errorf("error text = %.40q…%q", p.Error, p.Error[len(p.Error)-20:])
@@ -313,7 +314,7 @@ func TestMoveNearSizeLimit(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Move: %v", err)
 			}
-			dlq := f.Messages(target.QueueURL)
+			dlq := f.Messages(target.DLQURL)
 			if len(dlq) != 1 || dlq[0].Body != body {
 				t.Fatalf("DLQ holds %d messages (or the body changed)", len(dlq))
 			}
@@ -350,7 +351,7 @@ func mustMover(t testing.TB, client API, target Target, optFns ...func(*MoverOpt
 }
 
 func TestNewMoverRefusesIncompleteTargets(t *testing.T) {
-	if _, err := NewMover(nil, Target{QueueURL: "d", SourceURL: "s"}); err == nil {
+	if _, err := NewMover(nil, Target{DLQURL: "d", SourceURL: "s"}); err == nil {
 		t.Error("NewMover(nil client) succeeded")
 	}
 	if _, err := NewMover(sqstest.For(t), Target{}); err == nil || !strings.Contains(err.Error(), "Discover") {

@@ -204,7 +204,7 @@ func attachProvenance(user map[string]types.MessageAttributeValue, p Provenance,
 	if out == nil {
 		out = map[string]types.MessageAttributeValue{}
 	}
-	free := MaxMessageAttributes - len(out)
+	free := sqslimit.MaxMessageAttributes - len(out)
 	if free <= 0 {
 		return out, Provenance{}, provenanceNone
 	}

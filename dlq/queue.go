@@ -15,11 +15,9 @@ import (
 
 // Limits of Amazon SQS this package works within.
 const (
-	// MaxMessageAttributes is the most message attributes one message may carry.
-	MaxMessageAttributes = 10
 	// DefaultMaxMessageSize is the message size limit assumed when a queue's
-	// MaximumMessageSize is unknown: 256 KiB, SQS's limit for years and
-	// still the largest size a SendMessageBatch request may total.
+	// MaximumMessageSize is unknown: 256 KiB, SQS's limit for years, which
+	// queues created before 2025 may still have (SQS now allows 1 MiB).
 	DefaultMaxMessageSize = 256 * 1024
 	// MaxRetention is the longest MessageRetentionPeriod SQS allows (14 days).
 	MaxRetention = 14 * 24 * time.Hour

@@ -18,7 +18,7 @@ func TestEntryPointsTakeANameURLOrARN(t *testing.T) {
 	f.MustSend(t, dlqURL, "dead")
 	for _, ref := range []string{"orders", src, f.QueueARN(src)} {
 		got, err := Discover(ctx, f, ref)
-		if err != nil || got.SourceURL != src || got.QueueURL != dlqURL {
+		if err != nil || got.SourceURL != src || got.DLQURL != dlqURL {
 			t.Errorf("Discover(%s) = %+v, %v", ref, got, err)
 		}
 		if _, err := Lint(ctx, f, ref, LintOptions{}); err != nil {

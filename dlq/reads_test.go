@@ -68,7 +68,7 @@ func interruptedRedrive(t *testing.T, fault sqstest.Fault) (f *sqstest.Fake, tar
 // wantCounts checks the DLQ's and the source's messages.
 func wantCounts(t *testing.T, f *sqstest.Fake, target Target, visible, inFlight, moved int) {
 	t.Helper()
-	v, inflight, _ := f.Count(target.QueueURL)
+	v, inflight, _ := f.Count(target.DLQURL)
 	if v != visible || inflight != inFlight {
 		t.Errorf("DLQ: %d visible, %d in flight; want %d and %d", v, inflight, visible, inFlight)
 	}
@@ -190,29 +190,29 @@ func TestInspectReportsWhatItDidNotSee(t *testing.T) {
 
 		// A lost response, hidden by the SDK's retry.
 		remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 2, Times: 1})
-		msgs, err := Inspect(context.Background(), sdkRetry{f}, target.QueueURL, InspectOptions{})
+		msgs, err := Inspect(context.Background(), sdkRetry{f}, target.DLQURL, InspectOptions{})
 		remove()
 		var ns *NotSeenError
 		if len(msgs) != 20 || !errors.As(err, &ns) || ns.NotSeen() != 10 || ns.Expected != 30 || ns.InFlight != 0 {
 			t.Fatalf("Inspect = %d messages, %v (%+v); want 20 and 10 not seen", len(msgs), err, ns)
 		}
-		if v, inflight, _ := f.Count(target.QueueURL); v != 20 || inflight != 10 {
+		if v, inflight, _ := f.Count(target.DLQURL); v != 20 || inflight != 10 {
 			t.Errorf("after Inspect: %d visible, %d in flight; want the 20 seen released", v, inflight)
 		}
 
 		// Now hidden at the start (by the lost response; as by any reader):
 		// still reported.
-		msgs, err = Inspect(context.Background(), f, target.QueueURL, InspectOptions{})
+		msgs, err = Inspect(context.Background(), f, target.DLQURL, InspectOptions{})
 		if len(msgs) != 20 || !errors.As(err, &ns) || ns.NotSeen() != 10 || ns.InFlight != 10 {
 			t.Fatalf("second Inspect = %d messages, %v; want 20 and the 10 in flight reported", len(msgs), err)
 		}
 		// A listing limited by Max does not go through the queue: no report.
-		if msgs, err := Inspect(context.Background(), f, target.QueueURL, InspectOptions{Max: 5}); len(msgs) != 5 || err != nil {
+		if msgs, err := Inspect(context.Background(), f, target.DLQURL, InspectOptions{Max: 5}); len(msgs) != 5 || err != nil {
 			t.Errorf("Inspect Max 5 = %d messages, %v", len(msgs), err)
 		}
 
 		time.Sleep(DefaultHold)
-		msgs, err = Inspect(context.Background(), f, target.QueueURL, InspectOptions{})
+		msgs, err = Inspect(context.Background(), f, target.DLQURL, InspectOptions{})
 		if len(msgs) != 30 || err != nil {
 			t.Fatalf("Inspect after the hold = %d messages, %v; want all 30", len(msgs), err)
 		}
@@ -227,11 +227,11 @@ func TestInspectInterruptedReleasesEverything(t *testing.T) {
 		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, ResponseDelay: time.Second, Every: 2, Times: 1})
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(500*time.Millisecond, cancel)
-		msgs, err := Inspect(ctx, f, target.QueueURL, InspectOptions{})
+		msgs, err := Inspect(ctx, f, target.DLQURL, InspectOptions{})
 		if !errors.Is(err, context.Canceled) || len(msgs) != 10 {
 			t.Fatalf("Inspect = %d messages, %v; want the first 10 and context.Canceled", len(msgs), err)
 		}
-		if v, inflight, _ := f.Count(target.QueueURL); v != 30 || inflight != 0 {
+		if v, inflight, _ := f.Count(target.DLQURL); v != 30 || inflight != 0 {
 			t.Errorf("after the interrupted Inspect: %d visible, %d in flight; want all 30 released", v, inflight)
 		}
 	})
@@ -272,7 +272,7 @@ func TestWalkArrivalsDoNotHideLostReceive(t *testing.T) {
 				f, target := fakePair(t, "orders")
 				deadLetter(t, f, target, 100, nil, failedWith("boom"))
 				f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 3, Times: 1})
-				c := &sdkClient{Fake: f, t: t, url: target.QueueURL, arriveAt: 5, arrivals: 10}
+				c := &sdkClient{Fake: f, t: t, url: target.DLQURL, arriveAt: 5, arrivals: 10}
 				var notSeen int
 				var err error
 				switch walk {
@@ -284,13 +284,13 @@ func TestWalkArrivalsDoNotHideLostReceive(t *testing.T) {
 						t.Errorf("redrive = %+v; reported done with messages it hid still hidden", res)
 					}
 				case "inspect":
-					_, err = Inspect(context.Background(), c, target.QueueURL, InspectOptions{})
+					_, err = Inspect(context.Background(), c, target.DLQURL, InspectOptions{})
 					var ns *NotSeenError
 					if errors.As(err, &ns) {
 						notSeen = ns.NotSeen()
 					}
 				}
-				_, inFlight, _ := f.Count(target.QueueURL)
+				_, inFlight, _ := f.Count(target.DLQURL)
 				if inFlight != 10 {
 					t.Fatalf("%d messages in flight after the walk; the scenario wants the lost receive's 10", inFlight)
 				}

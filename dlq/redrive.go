@@ -294,13 +294,13 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 // sqs:ListDeadLetterSourceQueues, sqs:StartMessageMoveTask,
 // sqs:ListMessageMoveTasks and sqs:CancelMessageMoveTask.
 func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptions) (RedriveResult, error) {
-	if t.QueueURL == "" || t.SourceURL == "" {
+	if t.DLQURL == "" || t.SourceURL == "" {
 		return RedriveResult{}, errors.New("redrive: the Target has no dead-letter queue or source URL; get it from Discover")
 	}
 	if opts.AllSources && opts.Destination == "" {
 		return RedriveResult{}, errors.New("redrive: AllSources moves the messages of every queue the dead-letter queue serves; set Destination to the queue they all go to (or leave AllSources off to move this source's messages back to it)")
 	}
-	if t.SourceURL == t.QueueURL || (t.SourceARN != "" && t.SourceARN == t.ARN) {
+	if t.SourceURL == t.DLQURL || (t.SourceARN != "" && t.SourceARN == t.DLQARN) {
 		return RedriveResult{}, wrap(ErrRedrivesToItself, nil, "redrive: queue %s is its own dead-letter queue, so its messages would be sent back into the queue they are taken from, for ever; "+
 			"give queue %s a dead-letter queue of its own (`sqsworker setup %s`)", queueref.Name(t.SourceURL), queueref.Name(t.SourceURL), queueref.Name(t.SourceURL))
 	}
@@ -309,7 +309,7 @@ func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptio
 		if err != nil {
 			return RedriveResult{}, fmt.Errorf("redrive: destination: %w", err)
 		}
-		if dest == t.QueueURL {
+		if dest == t.DLQURL {
 			return RedriveResult{}, wrap(ErrRedrivesToItself, nil, "redrive: the destination %s is the dead-letter queue the messages are taken from, so they would be received and sent back into it for ever; "+
 				"leave the destination out to move them back to queue %s, or name another queue", opts.Destination, queueref.Name(t.SourceURL))
 		}
@@ -389,11 +389,11 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 		}
 		for _, s := range sources {
 			if queueref.Name(s) != queueref.Name(r.t.SourceURL) {
-				return r.res, &errNoMoveTask{reason: fmt.Sprintf("dead-letter queue %s also serves queue %s, and a move task would move its messages too", queueref.Name(r.t.QueueURL), queueref.Name(s))}
+				return r.res, &errNoMoveTask{reason: fmt.Sprintf("dead-letter queue %s also serves queue %s, and a move task would move its messages too", queueref.Name(r.t.DLQURL), queueref.Name(s))}
 			}
 		}
 	}
-	in := &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(r.t.ARN), DestinationArn: aws.String(destARN)}
+	in := &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(r.t.DLQARN), DestinationArn: aws.String(destARN)}
 	if r.opts.Rate > 0 {
 		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(min(max(r.opts.Rate, 1), 500)))
 	}
@@ -403,7 +403,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 		if sqserr.Unsupported(err) {
 			return r.res, &errNoMoveTask{reason: err.Error()}
 		}
-		return r.res, fmt.Errorf("redrive: starting a message move task from %s: %w", queueref.Name(r.t.QueueURL), err)
+		return r.res, fmt.Errorf("redrive: starting a message move task from %s: %w", queueref.Name(r.t.DLQURL), err)
 	}
 	r.res.TaskHandle = aws.ToString(out.TaskHandle)
 	// The newest task of the source is ours: only one may run at a time. A
@@ -411,7 +411,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 	// task; one that started well before ours is not taken for ours.
 	seen := false
 	for polls := 0; ; polls++ {
-		st, err := r.client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.t.ARN), MaxResults: aws.Int32(1)})
+		st, err := r.client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.t.DLQARN), MaxResults: aws.Int32(1)})
 		if err != nil {
 			if ctx.Err() != nil {
 				return r.res, r.cancelTask(ctx)
@@ -428,7 +428,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 			}
 		}
 		if e == nil && polls >= 30 {
-			return r.res, fmt.Errorf("redrive: started move task %s but SQS does not list it; check its progress with ListMessageMoveTasks on %s", r.res.TaskHandle, r.t.ARN)
+			return r.res, fmt.Errorf("redrive: started move task %s but SQS does not list it; check its progress with ListMessageMoveTasks on %s", r.res.TaskHandle, r.t.DLQARN)
 		}
 		if e != nil {
 			r.res.Moved = int(e.ApproximateNumberOfMessagesMoved)
@@ -444,7 +444,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 				r.res.Done = true
 				r.report()
 				return r.res, fmt.Errorf("redrive: move task from %s %s after moving %d messages: %s; the rest stay in the dead-letter queue, run the redrive again",
-					queueref.Name(r.t.QueueURL), strings.ToLower(status), r.res.Moved, aws.ToString(e.FailureReason))
+					queueref.Name(r.t.DLQURL), strings.ToLower(status), r.res.Moved, aws.ToString(e.FailureReason))
 			}
 		}
 		r.report()
@@ -469,14 +469,14 @@ func (r *redriver) cancelTask(ctx context.Context) error {
 // deadLetterSources lists the queues whose RedrivePolicy names t's DLQ.
 func (r *redriver) deadLetterSources(ctx context.Context) ([]string, error) {
 	var urls []string
-	in := &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(r.t.QueueURL), MaxResults: aws.Int32(1000)}
+	in := &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(r.t.DLQURL), MaxResults: aws.Int32(1000)}
 	for {
 		out, err := r.client.ListDeadLetterSourceQueues(ctx, in)
 		if err != nil {
 			if sqserr.Unsupported(err) {
 				return nil, &errNoMoveTask{reason: err.Error()}
 			}
-			return nil, fmt.Errorf("redrive: listing the source queues of dead-letter queue %s: %w", queueref.Name(r.t.QueueURL), err)
+			return nil, fmt.Errorf("redrive: listing the source queues of dead-letter queue %s: %w", queueref.Name(r.t.DLQURL), err)
 		}
 		urls = append(urls, out.QueueUrls...)
 		if aws.ToString(out.NextToken) == "" {
@@ -527,12 +527,12 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 	if err != nil {
 		return r.res, err
 	}
-	start, err := count(ctx, r.client, r.t.QueueURL)
+	start, err := count(ctx, r.client, r.t.DLQURL)
 	if err != nil {
 		return r.res, fmt.Errorf("redrive: %w", err)
 	}
 	r.res.Total = start.Visible
-	s := newScanner(r.client, r.t.QueueURL, start, hold, 0)
+	s := newScanner(r.client, r.t.DLQURL, start, hold, 0)
 	defer func() {
 		if rerr := s.releaseAll(ctx); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -603,7 +603,7 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 	r.report()
 	if r.res.Failed > 0 || r.res.Duplicated > 0 {
 		return r.res, errors.Join(fmt.Errorf("redrive: %d messages could not be moved and stay in dead-letter queue %s, and %d were sent but not deleted from it (both queues hold them); run the redrive again after fixing the cause: %w",
-			r.res.Failed, queueref.Name(r.t.QueueURL), r.res.Duplicated, firstFailure), notSeen)
+			r.res.Failed, queueref.Name(r.t.DLQURL), r.res.Duplicated, firstFailure), notSeen)
 	}
 	return r.res, notSeen
 }
@@ -677,7 +677,7 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 		// The copies are sent: finish the move even if ctx was cancelled
 		// meanwhile, or an interrupt leaves them in both queues.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-		deleted := sqsbatch.NewDeleter(r.client, r.t.QueueURL).Run(dctx, del, sqsbatch.Policy{CallTimeout: callTimeout})
+		deleted := sqsbatch.NewDeleter(r.client, r.t.DLQURL).Run(dctx, del, sqsbatch.Policy{CallTimeout: callTimeout})
 		cancel()
 		var delWhole error
 		dup := 0
@@ -692,7 +692,7 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 			s.hold(m.raw)
 			r.res.Duplicated++
 			dup++
-			err := fmt.Errorf("deleting message %s from %s after sending it to %s: %w", m.ID, queueref.Name(r.t.QueueURL), queueref.Name(r.dest), res.Err)
+			err := fmt.Errorf("deleting message %s from %s after sending it to %s: %w", m.ID, queueref.Name(r.t.DLQURL), queueref.Name(r.dest), res.Err)
 			r.on(m, ActionDuplicated, err)
 			if res.Whole && delWhole == nil {
 				delWhole = res.Err
@@ -702,12 +702,12 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 		}
 		if delWhole != nil {
 			return failure, fmt.Errorf("redrive: %d messages were sent to %s but deleting them from dead-letter queue %s failed, so both queues hold them: %w",
-				dup, queueref.Name(r.dest), queueref.Name(r.t.QueueURL), delWhole)
+				dup, queueref.Name(r.dest), queueref.Name(r.t.DLQURL), delWhole)
 		}
 	}
 	switch {
 	case whole != nil:
-		return failure, fmt.Errorf("redrive: sending messages to %s failed; they stay in dead-letter queue %s: %w", queueref.Name(r.dest), queueref.Name(r.t.QueueURL), whole)
+		return failure, fmt.Errorf("redrive: sending messages to %s failed; they stay in dead-letter queue %s: %w", queueref.Name(r.dest), queueref.Name(r.t.DLQURL), whole)
 	case stopped:
 		return failure, fmt.Errorf("redrive: %w", interrupted(ctx))
 	}
@@ -734,7 +734,7 @@ func (r *redriver) entry(m Message, destFIFO bool) (types.SendMessageBatchReques
 			return e, fmt.Errorf("message %s has no MessageGroupId, which FIFO queue %s needs; redrive it to a standard queue instead", m.ID, queueref.Name(r.dest))
 		}
 		e.MessageGroupId = aws.String(m.GroupID)
-		sum := sha256.Sum256([]byte("sqsworker/dlq/redrive\x00" + r.t.ARN + "\x00" + m.ID))
+		sum := sha256.Sum256([]byte("sqsworker/dlq/redrive\x00" + r.t.DLQARN + "\x00" + m.ID))
 		e.MessageDeduplicationId = aws.String(hex.EncodeToString(sum[:]))
 	}
 	return e, nil

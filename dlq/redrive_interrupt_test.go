@@ -34,7 +34,7 @@ func TestRedriveInterruptAfterSendFinishesTheMove(t *testing.T) {
 		if res.Duplicated != 0 {
 			t.Errorf("%d messages left in both queues by an interrupt after a confirmed send", res.Duplicated)
 		}
-		src, dlq := len(f.Messages(target.SourceURL)), len(f.Messages(target.QueueURL))
+		src, dlq := len(f.Messages(target.SourceURL)), len(f.Messages(target.DLQURL))
 		if src+dlq != 5 || res.Moved != src {
 			t.Errorf("source %d + DLQ %d (moved %d); want 5 messages in all, each in one queue", src, dlq, res.Moved)
 		}

@@ -52,9 +52,9 @@ func TestInspectListsWithoutConsuming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 23, userAttrs(1), func(i int) Provenance { return Provenance{Error: fmt.Sprintf("error %d", i), Attempt: 4} })
-		f.MustSend(t, target.QueueURL, "no provenance") // as SQS's own redrive would leave it
+		f.MustSend(t, target.DLQURL, "no provenance") // as SQS's own redrive would leave it
 
-		msgs, err := Inspect(context.Background(), f, target.QueueURL, InspectOptions{})
+		msgs, err := Inspect(context.Background(), f, target.DLQURL, InspectOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,18 +83,18 @@ func TestInspectListsWithoutConsuming(t *testing.T) {
 		if withProv != 23 {
 			t.Errorf("%d messages with provenance, want 23", withProv)
 		}
-		if visible, inflight, _ := f.Count(target.QueueURL); visible != 24 || inflight != 0 {
+		if visible, inflight, _ := f.Count(target.DLQURL); visible != 24 || inflight != 0 {
 			t.Errorf("after Inspect: %d visible, %d in flight; want all 24 released", visible, inflight)
 		}
 
-		few, err := Inspect(context.Background(), f, target.QueueURL, InspectOptions{Max: 5})
+		few, err := Inspect(context.Background(), f, target.DLQURL, InspectOptions{Max: 5})
 		if err != nil || len(few) != 5 {
 			t.Fatalf("Inspect Max 5 = %d messages, %v", len(few), err)
 		}
-		if visible, _, _ := f.Count(target.QueueURL); visible != 24 {
+		if visible, _, _ := f.Count(target.DLQURL); visible != 24 {
 			t.Errorf("after Inspect Max 5: %d visible, want 24", visible)
 		}
-		c, err := Count(context.Background(), f, target.QueueURL)
+		c, err := Count(context.Background(), f, target.DLQURL)
 		if err != nil || c != (Counts{Visible: 24}) {
 			t.Errorf("Count = %+v, %v", c, err)
 		}
@@ -116,7 +116,7 @@ func TestRedriveMoveTask(t *testing.T) {
 		if len(reports) == 0 || !reports[len(reports)-1].Done {
 			t.Errorf("progress reports = %+v", reports)
 		}
-		if n := len(f.Messages(target.QueueURL)); n != 0 {
+		if n := len(f.Messages(target.DLQURL)); n != 0 {
 			t.Errorf("DLQ still holds %d", n)
 		}
 		if got := bodies(f.Messages(target.SourceURL)); len(got) != 30 || !got["job-0"] || !got["job-29"] {
@@ -156,11 +156,11 @@ func TestRedriveMoveTaskCancelledWithContext(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "move task cancelled") {
 			t.Fatalf("Redrive error = %v, want the task cancelled", err)
 		}
-		list, lerr := f.ListMessageMoveTasks(context.Background(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(target.ARN)})
+		list, lerr := f.ListMessageMoveTasks(context.Background(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(target.DLQARN)})
 		if lerr != nil || aws.ToString(list.Results[0].Status) != "CANCELLED" {
 			t.Fatalf("task status = %v, %v", list, lerr)
 		}
-		left := len(f.Messages(target.QueueURL))
+		left := len(f.Messages(target.DLQURL))
 		if left == 0 || left+len(f.Messages(target.SourceURL)) != 20 || res.Moved != 20-left {
 			t.Errorf("after cancel: %d in DLQ, %d in source, result %+v", left, len(f.Messages(target.SourceURL)), res)
 		}
@@ -192,8 +192,8 @@ func TestRedriveFallsBackToManualWithoutMoveTasks(t *testing.T) {
 			t.Errorf("result = %+v", res)
 		}
 		src := f.Messages(target.SourceURL)
-		if len(src) != 12 || len(f.Messages(target.QueueURL)) != 0 {
-			t.Fatalf("source %d, DLQ %d", len(src), len(f.Messages(target.QueueURL)))
+		if len(src) != 12 || len(f.Messages(target.DLQURL)) != 0 {
+			t.Fatalf("source %d, DLQ %d", len(src), len(f.Messages(target.DLQURL)))
 		}
 		for _, m := range src {
 			if len(m.Attributes) != 2 {
@@ -231,7 +231,7 @@ func TestRedriveSharedDLQMovesOnlyThisSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, a := fakePair(t, "orders")
 		bURL := f.MustCreateQueue(t, "invoices", map[string]string{
-			"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, a.ARN),
+			"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, a.DLQARN),
 		})
 		b, err := Discover(context.Background(), f, bURL)
 		if err != nil {
@@ -254,7 +254,7 @@ func TestRedriveSharedDLQMovesOnlyThisSource(t *testing.T) {
 		if n := len(f.Messages(a.SourceURL)); n != 4 {
 			t.Errorf("orders got %d", n)
 		}
-		if visible, inflight, _ := f.Count(a.QueueURL); visible != 3 || inflight != 0 {
+		if visible, inflight, _ := f.Count(a.DLQURL); visible != 3 || inflight != 0 {
 			t.Errorf("DLQ: %d visible, %d in flight; want invoices' 3 released", visible, inflight)
 		}
 	})
@@ -268,7 +268,7 @@ func TestRedriveSharedDLQWithDestinationMovesOnlyThisSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, a := fakePair(t, "orders")
 		bURL := f.MustCreateQueue(t, "invoices", map[string]string{
-			"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, a.ARN),
+			"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, a.DLQARN),
 		})
 		b, err := Discover(context.Background(), f, bURL)
 		if err != nil {
@@ -297,7 +297,7 @@ func TestRedriveSharedDLQWithDestinationMovesOnlyThisSource(t *testing.T) {
 		if n := len(f.Messages(archive)); n != 4 {
 			t.Errorf("archive holds %d; want orders' 4", n)
 		}
-		if visible, _, _ := f.Count(a.QueueURL); visible != 3 {
+		if visible, _, _ := f.Count(a.DLQURL); visible != 3 {
 			t.Errorf("DLQ keeps %d; want invoices' 3", visible)
 		}
 
@@ -353,7 +353,7 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 				t.Errorf("%s: result %+v, would move %v; want %d", tc.name, res, would, tc.want)
 			}
 		}
-		if visible, _, _ := f.Count(target.QueueURL); visible != 10 || len(f.Messages(target.SourceURL)) != 0 {
+		if visible, _, _ := f.Count(target.DLQURL); visible != 10 || len(f.Messages(target.SourceURL)) != 0 {
 			t.Fatalf("dry runs moved something: DLQ %d visible, source %d", visible, len(f.Messages(target.SourceURL)))
 		}
 
@@ -368,7 +368,7 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 				t.Errorf("moved %s, which did not match", m.Body)
 			}
 		}
-		if visible, inflight, _ := f.Count(target.QueueURL); visible != 7 || inflight != 0 {
+		if visible, inflight, _ := f.Count(target.DLQURL); visible != 7 || inflight != 0 {
 			t.Errorf("DLQ after Max 3: %d visible, %d in flight", visible, inflight)
 		}
 	})
@@ -410,7 +410,7 @@ func TestRedriveSlowRateKeepsItsHold(t *testing.T) {
 					return
 				default:
 				}
-				_, _ = f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(target.QueueURL), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
+				_, _ = f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(target.DLQURL), MaxNumberOfMessages: 10, VisibilityTimeout: 1})
 				time.Sleep(7 * time.Second)
 			}
 		})
@@ -420,7 +420,7 @@ func TestRedriveSlowRateKeepsItsHold(t *testing.T) {
 		if err != nil || res.Moved != 12 || res.Duplicated != 0 {
 			t.Fatalf("Redrive at 0.1/s = %+v, %v", res, err)
 		}
-		if visible, inflight, _ := f.Count(target.QueueURL); visible+inflight != 0 {
+		if visible, inflight, _ := f.Count(target.DLQURL); visible+inflight != 0 {
 			t.Errorf("the DLQ still holds %d messages counted as moved", visible+inflight)
 		}
 		if n := len(f.Messages(target.SourceURL)); n != 12 {
@@ -439,7 +439,7 @@ func TestRedriveRefusesARateTooSlowForAnyHold(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "Rate") {
 			t.Fatalf("Redrive at 0.0001/s: %v; want a refusal naming Rate", err)
 		}
-		if visible, _, _ := f.Count(target.QueueURL); visible != 2 {
+		if visible, _, _ := f.Count(target.DLQURL); visible != 2 {
 			t.Errorf("the DLQ has %d visible; want both untouched", visible)
 		}
 	})
@@ -477,7 +477,7 @@ func TestRedriveSendFailureLeavesMessagesInDLQ(t *testing.T) {
 		if res.Moved != 0 || f.RequestCount("DeleteMessageBatch") != 0 {
 			t.Errorf("result %+v, %d deletes", res, f.RequestCount("DeleteMessageBatch"))
 		}
-		if visible, _, _ := f.Count(target.QueueURL); visible != 5 {
+		if visible, _, _ := f.Count(target.DLQURL); visible != 5 {
 			t.Errorf("DLQ has %d visible, want all 5 released", visible)
 		}
 	})
@@ -500,8 +500,8 @@ func TestRedriveDeleteFailureDuplicatesNeverLoses(t *testing.T) {
 		if res.Duplicated != 5 || dups != 5 {
 			t.Errorf("result %+v, duplicated callbacks %d", res, dups)
 		}
-		if len(f.Messages(target.SourceURL)) != 5 || len(f.Messages(target.QueueURL)) != 5 {
-			t.Errorf("source %d, DLQ %d; want 5 in each", len(f.Messages(target.SourceURL)), len(f.Messages(target.QueueURL)))
+		if len(f.Messages(target.SourceURL)) != 5 || len(f.Messages(target.DLQURL)) != 5 {
+			t.Errorf("source %d, DLQ %d; want 5 in each", len(f.Messages(target.SourceURL)), len(f.Messages(target.DLQURL)))
 		}
 	})
 }
@@ -566,7 +566,7 @@ func TestRedriveKeepsMessagesWhoseSendFailed(t *testing.T) {
 				if err == nil || res.Moved != 0 || res.Failed == 0 {
 					t.Errorf("redrive = %+v, %v; want failures, nothing moved, an error", res, err)
 				}
-				if v, inFlight, _ := f.Count(target.QueueURL); v != 15 || inFlight != 0 {
+				if v, inFlight, _ := f.Count(target.DLQURL); v != 15 || inFlight != 0 {
 					t.Errorf("DLQ: %d visible, %d in flight; want all 15 back, visible", v, inFlight)
 				}
 				if n := len(f.Messages(target.SourceURL)); n != 0 {

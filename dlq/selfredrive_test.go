@@ -65,7 +65,7 @@ func TestSetupRepairsASelfRedrivingQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Target(); got.QueueURL == got.SourceURL || !strings.HasSuffix(got.QueueURL, "/q2-dlq") {
+	if got := res.Target(); got.DLQURL == got.SourceURL || !strings.HasSuffix(got.DLQURL, "/q2-dlq") {
 		t.Errorf("after Setup the target is %+v, want q2-dlq", got)
 	}
 	if _, err := Setup(context.Background(), f, SetupOptions{Name: "q3", DLQName: "q3"}); err == nil || !strings.Contains(err.Error(), "is the queue itself") {
@@ -90,7 +90,7 @@ func TestRedriveRefusesTheDeadLetterQueueAsDestination(t *testing.T) {
 			t.Errorf("Redrive to %s = %+v, %v; want ErrRedrivesToItself and nothing moved", dest, res, err)
 		}
 	}
-	self := Target{SourceURL: src, SourceARN: f.QueueARN(src), QueueURL: src, ARN: f.QueueARN(src)}
+	self := Target{SourceURL: src, SourceARN: f.QueueARN(src), DLQURL: src, DLQARN: f.QueueARN(src)}
 	if _, err := Redrive(context.Background(), f, self, RedriveOptions{}); !errors.Is(err, ErrRedrivesToItself) {
 		t.Errorf("Redrive of a queue that is its own DLQ = %v, want ErrRedrivesToItself", err)
 	}

@@ -28,19 +28,19 @@ const DefaultMaxReceiveCount = 5
 // DefaultFIFOMaxReceiveCount is Setup's maxReceiveCount for a new FIFO
 // queue when none is given: RecommendedMaxReceiveCount for SNS's default
 // delivery policy (4 deliveries) on a FIFO queue.
-const DefaultFIFOMaxReceiveCount = FIFOReceiveFactor * defaultPolicyDeliveries
+const DefaultFIFOMaxReceiveCount = fifoReceiveFactor * defaultPolicyDeliveries
 
 // defaultPolicyDeliveries is how many deliveries SNS's default delivery
 // policy makes (3 retries after the first delivery).
 const defaultPolicyDeliveries = 4
 
-// FIFOReceiveFactor is how many receives per policy attempt a FIFO queue's
+// fifoReceiveFactor is how many receives per policy attempt a FIFO queue's
 // maxReceiveCount should allow. When a message of a group fails, the
 // messages received behind it in the same batch (up to 9) are released
 // unprocessed to keep the group's order, and each release counts as a
 // receive for them; so a message can be received up to ten times per
 // attempt of its own.
-const FIFOReceiveFactor = 10
+const fifoReceiveFactor = 10
 
 // MaxMaxReceiveCount is the largest maxReceiveCount SQS accepts.
 const MaxMaxReceiveCount = 1000
@@ -48,13 +48,13 @@ const MaxMaxReceiveCount = 1000
 // RecommendedMaxReceiveCount is the rule for a queue's maxReceiveCount given
 // how many deliveries (attempts) the retry policy makes: at least attempts on
 // a standard queue, so that SQS does not dead-letter a message before the
-// policy gives up; FIFOReceiveFactor × attempts on a FIFO queue (see
-// FIFOReceiveFactor), at most MaxMaxReceiveCount. Setup, Lint (and so
+// policy gives up; fifoReceiveFactor × attempts on a FIFO queue (see
+// fifoReceiveFactor), at most MaxMaxReceiveCount. Setup, Lint (and so
 // `sqsworker doctor`) and the worker's start-up check all apply this rule.
 func RecommendedMaxReceiveCount(attempts int, fifo bool) int {
 	attempts = max(attempts, 1)
 	if fifo {
-		return min(MaxMaxReceiveCount, FIFOReceiveFactor*attempts)
+		return min(MaxMaxReceiveCount, fifoReceiveFactor*attempts)
 	}
 	return min(MaxMaxReceiveCount, attempts)
 }
@@ -359,11 +359,11 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 	if err != nil {
 		return SetupResult{}, fmt.Errorf("setup: %w", err)
 	}
-	da, err := getAttributes(ctx, client, t.QueueURL, attrRetention)
+	da, err := getAttributes(ctx, client, t.DLQURL, attrRetention)
 	if err != nil {
 		return SetupResult{}, fmt.Errorf("setup: reading dead-letter queue %s: %w", dlqName, err)
 	}
-	res.QueueURL, res.QueueARN, res.DLQURL, res.DLQARN = t.SourceURL, t.SourceARN, t.QueueURL, t.ARN
+	res.QueueURL, res.QueueARN, res.DLQURL, res.DLQARN = t.SourceURL, t.SourceARN, t.DLQURL, t.DLQARN
 	res.MaxReceiveCount, res.FIFO, res.target = t.MaxReceiveCount, t.FIFO, t
 	res.Retention, _ = secondsAttr(attrs, attrRetention)
 	res.VisibilityTimeout, _ = secondsAttr(attrs, attrVisibilityTimeout)

@@ -32,7 +32,7 @@ func TestSetupCreatesOnceThenChangesNothing(t *testing.T) {
 	if got := strings.Join(changeTexts(first.Changes), "; "); got != "created dead-letter queue orders-dlq; created queue orders" {
 		t.Errorf("creation changes = %q", got)
 	}
-	if queueref.Name(first.QueueURL) != "orders" || queueref.Name(first.DLQURL) != "orders-dlq" || first.Target().SourceURL != first.QueueURL || first.Target().QueueURL != first.DLQURL {
+	if queueref.Name(first.QueueURL) != "orders" || queueref.Name(first.DLQURL) != "orders-dlq" || first.Target().SourceURL != first.QueueURL || first.Target().DLQURL != first.DLQURL {
 		t.Errorf("result %+v, target %+v", first, first.Target())
 	}
 	if first.Retention != 7*24*time.Hour || first.DLQRetention != MaxRetention || first.MaxReceiveCount != 60 || first.VisibilityTimeout != 30*time.Second {

@@ -145,7 +145,7 @@ func TestMoveTooLargeKeepsTheMessage(t *testing.T) {
 	if n := len(f.Messages(target.SourceURL)); n != 1 {
 		t.Errorf("%d messages in the source; want the message kept", n)
 	}
-	if n := len(f.Messages(target.QueueURL)); n != 0 {
+	if n := len(f.Messages(target.DLQURL)); n != 0 {
 		t.Errorf("%d messages in the DLQ; want none", n)
 	}
 }

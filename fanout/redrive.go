@@ -27,11 +27,11 @@ func Target(ctx context.Context, client dlq.QueueAPI, sub Subscription) (dlq.Tar
 	if sub.DLQARN == "" {
 		return dlq.Target{}, fmt.Errorf("%w: the subscription of queue %s to topic %s has no dead-letter queue (RedrivePolicy)", ErrNoSubscription, queueref.Name(sub.QueueARN), topicName(sub.TopicARN))
 	}
-	t := dlq.Target{SourceARN: sub.QueueARN, ARN: sub.DLQARN}
+	t := dlq.Target{SourceARN: sub.QueueARN, DLQARN: sub.DLQARN}
 	for _, q := range []struct {
 		arn string
 		url *string
-	}{{sub.QueueARN, &t.SourceURL}, {sub.DLQARN, &t.QueueURL}} {
+	}{{sub.QueueARN, &t.SourceURL}, {sub.DLQARN, &t.DLQURL}} {
 		a, err := queueref.ParseARN(q.arn)
 		if err != nil {
 			return dlq.Target{}, err
@@ -42,10 +42,10 @@ func Target(ctx context.Context, client dlq.QueueAPI, sub Subscription) (dlq.Tar
 		}
 		*q.url = aws.ToString(out.QueueUrl)
 	}
-	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(t.QueueURL),
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(t.DLQURL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameFifoQueue, sqstypes.QueueAttributeNameMaximumMessageSize}})
 	if err != nil {
-		return dlq.Target{}, fmt.Errorf("reading dead-letter queue %s: %w", queueref.Name(t.QueueURL), err)
+		return dlq.Target{}, fmt.Errorf("reading dead-letter queue %s: %w", queueref.Name(t.DLQURL), err)
 	}
 	t.FIFO = out.Attributes["FifoQueue"] == "true"
 	_, _ = fmt.Sscan(out.Attributes["MaximumMessageSize"], &t.MaxMessageSize)

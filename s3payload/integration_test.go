@@ -137,7 +137,7 @@ func TestIntegrationTwoMiBRoundTrip(t *testing.T) {
 	if objectExists(ctx, t, s3c, pointer) {
 		t.Errorf("object %v still there after its message was deleted", pointer)
 	}
-	if c, err := dlq.Count(ctx, sqsc, target.QueueURL); err != nil || c.Total() != 0 {
+	if c, err := dlq.Count(ctx, sqsc, target.DLQURL); err != nil || c.Total() != 0 {
 		t.Errorf("DLQ: %+v, %v", c, err)
 	}
 }

@@ -31,7 +31,7 @@ func emulatorQueue(t *testing.T, client *sqs.Client, prefix string, visibility i
 		t.Fatalf("dlq.Setup: %v", err)
 	}
 	target := setup.Target()
-	return target.SourceURL, target.QueueURL
+	return target.SourceURL, target.DLQURL
 }
 
 // drain receives every message of a queue (deleting them) and returns the

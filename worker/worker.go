@@ -395,7 +395,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	r.deletes, errs[0] = settle.NewDeleter(w.client, w.queueURL, deleteOpts)
 	r.changes, errs[1] = settle.NewChanger(w.client, w.queueURL, bo)
 	if w.target != nil {
-		r.sends, errs[2] = settle.NewSender(w.client, w.target.QueueURL, bo)
+		r.sends, errs[2] = settle.NewSender(w.client, w.target.DLQURL, bo)
 	}
 	if !w.fifo {
 		r.resends, errs[3] = settle.NewSender(w.client, w.queueURL, bo)

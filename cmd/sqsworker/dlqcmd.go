@@ -225,9 +225,9 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 			row.Queue = queueref.Name(q)
 		}
 		if err == nil {
-			row.DLQ, row.DLQURL, row.MaxReceiveCount = queueref.Name(t.QueueURL), t.QueueURL, t.MaxReceiveCount
+			row.DLQ, row.DLQURL, row.MaxReceiveCount = queueref.Name(t.DLQURL), t.DLQURL, t.MaxReceiveCount
 			var n dlq.Counts
-			n, err = dlq.Count(ctx, c, t.QueueURL)
+			n, err = dlq.Count(ctx, c, t.DLQURL)
 			row.Messages = &n
 		}
 		if err != nil {
@@ -373,11 +373,11 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 	if !ok {
 		return code
 	}
-	counts, err := dlq.Count(ctx, c, t.QueueURL)
+	counts, err := dlq.Count(ctx, c, t.DLQURL)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
-	msgs, err := dlq.Inspect(ctx, c, t.QueueURL, dlq.InspectOptions{Max: *n, Hold: hold})
+	msgs, err := dlq.Inspect(ctx, c, t.DLQURL, dlq.InspectOptions{Max: *n, Hold: hold})
 	var notSeen *dlq.NotSeenError
 	if err != nil && !errors.As(err, &notSeen) {
 		return a.fail(cmd, err)
@@ -400,7 +400,7 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 			Messages     []messageOut         `json:"messages"`
 			NotSeen      int                  `json:"notSeen,omitempty"`
 			Error        string               `json:"error,omitempty"`
-		}{queueref.Name(t.QueueURL), t.sub, counts, list, missed, errText(err)})
+		}{queueref.Name(t.DLQURL), t.sub, counts, list, missed, errText(err)})
 		if err != nil {
 			exit = a.fail(cmd, err)
 		}
@@ -411,7 +411,7 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 		inFlight = fmt.Sprintf(" and %d in flight", counts.InFlight)
 	}
 	fmt.Fprintf(a.stdout, "dead-letter queue %s of %s: about %s%s; showing %d\n",
-		queueref.Name(t.QueueURL), t.of(), count(counts.Visible, "message"), inFlight, len(msgs))
+		queueref.Name(t.DLQURL), t.of(), count(counts.Visible, "message"), inFlight, len(msgs))
 	if t.sub != nil {
 		fmt.Fprintf(a.stdout, "(messages SNS could not deliver; subscription %s; `sqsworker dlq redrive` moves them to %s, not back to the topic)\n",
 			t.sub.ARN, queueref.Name(t.sub.QueueARN))
@@ -598,7 +598,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	}
 	if len(t.sources) > 1 && !o.AllSources {
 		fmt.Fprintf(a.stderr, "sqsworker %s: dead-letter queue %s serves queues %s; name the queue whose messages to move (e.g. sqsworker dlq redrive %s: only the messages that came from it move, to it or to --to), or give --to QUEUE --all-sources to move every message there\n",
-			cmd.path, queueref.Name(t.QueueURL), t.sourceNames(), queueref.Name(t.sources[0]))
+			cmd.path, queueref.Name(t.DLQURL), t.sourceNames(), queueref.Name(t.sources[0]))
 		return exitUsage
 	}
 	dest := t.SourceURL
@@ -607,9 +607,9 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 			return exitUsage
 		}
 		if toARN, err := queueref.ParseARN(*to); err == nil {
-			if fromARN, err := queueref.ParseARN(t.ARN); err == nil && fromARN.Region != toARN.Region {
+			if fromARN, err := queueref.ParseARN(t.DLQARN); err == nil && fromARN.Region != toARN.Region {
 				fmt.Fprintf(a.stderr, "sqsworker %s: --to %s is in region %s but dead-letter queue %s is in %s; redrive moves messages within one region: redrive to a queue of %s\n",
-					cmd.path, *to, toARN.Region, queueref.Name(t.QueueURL), fromARN.Region, fromARN.Region)
+					cmd.path, *to, toARN.Region, queueref.Name(t.DLQURL), fromARN.Region, fromARN.Region)
 				return exitUsage
 			}
 		}
@@ -617,9 +617,9 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 		if dest, err = queueref.Resolve(ctx, c, *to); err != nil {
 			return a.fail(cmd, err)
 		}
-		if dest == t.QueueURL {
+		if dest == t.DLQURL {
 			fmt.Fprintf(a.stderr, "sqsworker %s: --to %s is dead-letter queue %s itself, the queue the messages are taken from; they would be moved back into it for ever. "+
-				"Leave --to out to move them back to %s, or name another queue\n", cmd.path, *to, queueref.Name(t.QueueURL), t.of())
+				"Leave --to out to move them back to %s, or name another queue\n", cmd.path, *to, queueref.Name(t.DLQURL), t.of())
 			return exitUsage
 		}
 		o.Destination = dest
@@ -629,7 +629,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 			return a.fail(cmd, err)
 		} else if destFIFO != t.FIFO {
 			fmt.Fprintf(a.stderr, "sqsworker %s: --to %s is %s but dead-letter queue %s is %s; redrive to a queue of the same type\n",
-				cmd.path, queueref.Name(dest), kind(destFIFO), queueref.Name(t.QueueURL), kind(t.FIFO))
+				cmd.path, queueref.Name(dest), kind(destFIFO), queueref.Name(t.DLQURL), kind(t.FIFO))
 			return exitUsage
 		}
 	}
@@ -647,7 +647,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 		listed = append(listed, mo)
 	}
 	prog := &progress{w: a.stderr, tty: a.isTerminal(a.stderr), now: a.now,
-		what: fmt.Sprintf("%s → %s", queueref.Name(t.QueueURL), queueref.Name(dest))}
+		what: fmt.Sprintf("%s → %s", queueref.Name(t.DLQURL), queueref.Name(dest))}
 	if !*quiet && *out == "text" && !o.DryRun {
 		o.Progress = prog.update
 	}
@@ -685,7 +685,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 			dlq.RedriveResult
 			Messages []messageOut `json:"messages,omitempty"`
 			Error    string       `json:"error,omitempty"`
-		}{queueref.Name(t.QueueURL), queueref.Name(dest), res, listed, errText(err)})
+		}{queueref.Name(t.DLQURL), queueref.Name(dest), res, listed, errText(err)})
 		return exit
 	}
 	if o.DryRun {
@@ -697,10 +697,10 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 			fmt.Fprintf(a.stdout, "%3d. %s%s\n", i+1, m.ID, errText)
 		}
 		fmt.Fprintf(a.stdout, "dry run: %s of %d scanned would move from %s to %s; nothing was moved\n",
-			count(res.Matched, "message"), res.Scanned, queueref.Name(t.QueueURL), queueref.Name(dest))
+			count(res.Matched, "message"), res.Scanned, queueref.Name(t.DLQURL), queueref.Name(dest))
 		return exit
 	}
-	fmt.Fprintf(a.stdout, "moved %s from %s to %s (%s)", count(res.Moved, "message"), queueref.Name(t.QueueURL), queueref.Name(dest), res.Method)
+	fmt.Fprintf(a.stdout, "moved %s from %s to %s (%s)", count(res.Moved, "message"), queueref.Name(t.DLQURL), queueref.Name(dest), res.Method)
 	if res.Skipped > 0 {
 		fmt.Fprintf(a.stdout, "; %d left in place (filtered out or from another queue)", res.Skipped)
 	}
@@ -833,8 +833,8 @@ func runDLQPurge(a *app, ctx context.Context, cmd *command, args []string) int {
 	if !ok {
 		return code
 	}
-	name := queueref.Name(t.QueueURL)
-	counts, err := dlq.Count(ctx, c, t.QueueURL)
+	name := queueref.Name(t.DLQURL)
+	counts, err := dlq.Count(ctx, c, t.DLQURL)
 	if err != nil {
 		return a.fail(cmd, err)
 	}
@@ -852,7 +852,7 @@ func runDLQPurge(a *app, ctx context.Context, cmd *command, args []string) int {
 			return exitNotConfirm
 		}
 	}
-	if _, err := c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(t.QueueURL)}); err != nil {
+	if _, err := c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(t.DLQURL)}); err != nil {
 		return a.fail(cmd, fmt.Errorf("purging %s: %w", name, err))
 	}
 	if *out == "json" {

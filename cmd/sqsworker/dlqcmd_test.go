@@ -96,7 +96,7 @@ func TestDLQPeek(t *testing.T) {
 				t.Errorf("peek output lacks %q:\n%s", want, out)
 			}
 		}
-		if visible, inflight, _ := h.fake.Count(target.QueueURL); visible != 3 || inflight != 0 {
+		if visible, inflight, _ := h.fake.Count(target.DLQURL); visible != 3 || inflight != 0 {
 			t.Errorf("after peek: %d visible, %d in flight", visible, inflight)
 		}
 
@@ -150,8 +150,8 @@ func TestDLQRedrive(t *testing.T) {
 		if !strings.Contains(errOut, "\rorders-dlq → orders: 3/3 moved (100%), done") || !strings.HasSuffix(errOut, "\n") {
 			t.Errorf("terminal progress = %q", errOut)
 		}
-		if n := len(h.fake.Messages(target.SourceURL)); n != 6 || len(h.fake.Messages(target.QueueURL)) != 0 {
-			t.Errorf("source %d, DLQ %d", n, len(h.fake.Messages(target.QueueURL)))
+		if n := len(h.fake.Messages(target.SourceURL)); n != 6 || len(h.fake.Messages(target.DLQURL)) != 0 {
+			t.Errorf("source %d, DLQ %d", n, len(h.fake.Messages(target.DLQURL)))
 		}
 	})
 }
@@ -163,7 +163,7 @@ func TestDLQRedriveSharedDLQToAnotherQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
 		orders := deadLetter(t, h, "orders", 2, func(int) string { return "orders failed" })
-		refundsURL := h.fake.MustCreateQueue(t, "refunds", map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, orders.ARN)})
+		refundsURL := h.fake.MustCreateQueue(t, "refunds", map[string]string{"RedrivePolicy": fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":5}`, orders.DLQARN)})
 		refunds, err := dlq.Discover(context.Background(), h.fake, refundsURL)
 		if err != nil {
 			t.Fatal(err)
@@ -242,7 +242,7 @@ func TestDLQRedriveJSONAndFailureExit(t *testing.T) {
 // them for a minute.
 func hideSome(t *testing.T, h *harness, target dlq.Target, n int) {
 	t.Helper()
-	out, err := h.fake.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(target.QueueURL), MaxNumberOfMessages: int32(n), VisibilityTimeout: 60})
+	out, err := h.fake.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(target.DLQURL), MaxNumberOfMessages: int32(n), VisibilityTimeout: 60})
 	if err != nil || len(out.Messages) != n {
 		t.Fatalf("hiding %d messages: %v", n, err)
 	}
@@ -297,7 +297,7 @@ func TestDLQPurgeAsksFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t)
 		target := deadLetter(t, h, "orders", 2, func(int) string { return "x" })
-		left := func() int { return len(h.fake.Messages(target.QueueURL)) }
+		left := func() int { return len(h.fake.Messages(target.DLQURL)) }
 
 		code, _, errOut := h.run(t, "dlq", "purge", "orders")
 		if code != exitNotConfirm || !strings.Contains(errOut, "no terminal to ask on; pass --yes") || left() != 2 {
@@ -316,7 +316,7 @@ func TestDLQPurgeAsksFirst(t *testing.T) {
 			t.Errorf("confirmed: exit %d, %q, %q, %d left", code, out, errOut, left())
 		}
 
-		h.fake.MustSend(t, target.QueueURL, "again")
+		h.fake.MustSend(t, target.DLQURL, "again")
 		h.fake.Advance(time.Minute) // SQS allows one purge a minute
 		h.tty, h.stdin = false, ""
 		code, out, _ = h.run(t, "dlq", "purge", "orders", "--yes", "-o", "json")

@@ -40,7 +40,7 @@ func TestDLQCommandsAcceptTheDLQsOwnName(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, "moved 3 messages from orders-dlq to orders") {
 			t.Errorf("redrive by DLQ name: exit %d\n%s%s", code, out, errOut)
 		}
-		h.fake.MustSend(t, target.QueueURL, "dead again")
+		h.fake.MustSend(t, target.DLQURL, "dead again")
 		code, out, _ = h.run(t, "dlq", "purge", "orders-dlq", "--yes")
 		if code != exitOK || !strings.Contains(out, "purged orders-dlq") {
 			t.Errorf("purge by DLQ name: exit %d\n%s", code, out)

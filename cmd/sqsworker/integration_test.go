@@ -76,7 +76,7 @@ func TestIntegrationCommands(t *testing.T) {
 	if code, out, errOut := cli("dlq", "purge", name, "--yes"); code != exitOK || !strings.Contains(out, "purged") {
 		t.Errorf("purge --yes: exit %d\n%s%s", code, out, errOut)
 	}
-	if counts, err := dlq.Count(ctx, c, target.QueueURL); err != nil || counts.Total() != 0 {
+	if counts, err := dlq.Count(ctx, c, target.DLQURL); err != nil || counts.Total() != 0 {
 		t.Errorf("DLQ after purge: %+v, %v", counts, err)
 	}
 	if counts, err := dlq.Count(ctx, c, target.SourceURL); err != nil || counts.Visible != 3 {

@@ -173,7 +173,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	// Two messages as SQS's own redrive leaves them: no provenance.
 	for i := range 2 {
-		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.QueueURL), MessageBody: aws.String(fmt.Sprintf("legacy-%d", i))}); err != nil {
+		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.DLQURL), MessageBody: aws.String(fmt.Sprintf("legacy-%d", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +222,7 @@ func TestConsoleInChromium(t *testing.T) {
 	var audit lockedBuffer
 	opts := func(actions bool) func(*console.Options) {
 		return func(o *console.Options) {
-			o.Queues = []string{target.SourceURL, target.QueueURL}
+			o.Queues = []string{target.SourceURL, target.DLQURL}
 			o.SNS = testenv.SNS(t)
 			o.Actions = actions
 			o.Workers = []console.Worker{{Name: "checkout-1", StatsURL: stats.URL}}
@@ -262,13 +262,13 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("starting %s: %v", exe, err)
 	}
 	b := &browser{t: t, ctx: bctx, dir: dir}
-	src, dlqName := queueref.Name(target.SourceURL), queueref.Name(target.QueueURL)
+	src, dlqName := queueref.Name(target.SourceURL), queueref.Name(target.DLQURL)
 	triage := srv.URL + "/queues/" + src + "/dlq"
 
 	t.Run("overview shows the queues and the counts SQS reports", func(t *testing.T) {
 		b.t = t
 		b.do(chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#queues")))
-		for _, q := range []struct{ name, url string }{{src, target.SourceURL}, {dlqName, target.QueueURL}} {
+		for _, q := range []struct{ name, url string }{{src, target.SourceURL}, {dlqName, target.DLQURL}} {
 			c, err := dlq.Count(ctx, client, q.url)
 			if err != nil {
 				t.Fatal(err)
@@ -322,7 +322,7 @@ func TestConsoleInChromium(t *testing.T) {
 		if note := b.text("#hold-note"); !strings.Contains(note, "released at once") {
 			t.Errorf("the page does not say what the read did: %q", note)
 		}
-		c, err := dlq.Count(ctx, client, target.QueueURL)
+		c, err := dlq.Count(ctx, client, target.DLQURL)
 		if err != nil || c.InFlight != 0 || c.Visible != 13 {
 			t.Fatalf("after the read the DLQ counts %+v (%v); want all 13 visible again", c, err)
 		}
@@ -363,7 +363,7 @@ func TestConsoleInChromium(t *testing.T) {
 				t.Errorf("redriven a message of another group: %s", aws.ToString(m.Body))
 			}
 		}
-		if c, err := dlq.Count(ctx, client, target.QueueURL); err != nil || c.Total() != 8 {
+		if c, err := dlq.Count(ctx, client, target.DLQURL); err != nil || c.Total() != 8 {
 			t.Fatalf("the DLQ counts %+v (%v); want the other 8", c, err)
 		}
 	})
@@ -377,14 +377,14 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Errorf("confirmation %q; want it to say 6 match", q)
 		}
 		b.shot("delete-confirm")
-		if c, err := dlq.Count(ctx, client, target.QueueURL); err != nil || c.Total() != 8 {
+		if c, err := dlq.Count(ctx, client, target.DLQURL); err != nil || c.Total() != 8 {
 			t.Fatalf("before confirming, the DLQ counts %+v (%v); want 8 still", c, err)
 		}
 		b.do(chromedp.Click(chromedp.CSS("#confirm-delete")))
 		if state := b.waitJob(); state != "done" || b.text("#job-deleted") != "6" {
 			t.Fatalf("delete job %s, %s deleted: %s", state, b.text("#job-deleted"), b.text("#job-error"))
 		}
-		if c, err := dlq.Count(ctx, client, target.QueueURL); err != nil || c.Total() != 2 {
+		if c, err := dlq.Count(ctx, client, target.DLQURL); err != nil || c.Total() != 2 {
 			t.Fatalf("after the delete the DLQ counts %+v (%v); want 2", c, err)
 		}
 		if !strings.Contains(audit.String(), "action=delete") || strings.Contains(audit.String(), "gold") {
@@ -398,7 +398,7 @@ func TestConsoleInChromium(t *testing.T) {
 		if code := b.post("/queues/"+src+"/dlq/redrive", "scope=all"); code != http.StatusForbidden {
 			t.Fatalf("POST without a token: %d; want 403", code)
 		}
-		if c, err := dlq.Count(ctx, client, target.QueueURL); err != nil || c.Total() != 2 {
+		if c, err := dlq.Count(ctx, client, target.DLQURL); err != nil || c.Total() != 2 {
 			t.Fatalf("the refused POST changed the DLQ: %+v (%v)", c, err)
 		}
 	})
@@ -416,7 +416,7 @@ func TestConsoleInChromium(t *testing.T) {
 		if code := b.post("/queues/"+src+"/dlq/purge", "confirm="+dlqName); code != http.StatusForbidden {
 			t.Fatalf("POST to the read-only console: %d; want 403", code)
 		}
-		if c, err := dlq.Count(ctx, client, target.QueueURL); err != nil || c.Total() != 2 {
+		if c, err := dlq.Count(ctx, client, target.DLQURL); err != nil || c.Total() != 2 {
 			t.Fatalf("the read-only console changed the DLQ: %+v (%v)", c, err)
 		}
 	})

@@ -36,8 +36,8 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 		return err
 	}
 	target := setup.Target()
-	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
-	fmt.Fprintf(out, "queue %s, dead-letter queue %s\n", queueref.Name(target.SourceURL), queueref.Name(target.QueueURL))
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.DLQURL)
+	fmt.Fprintf(out, "queue %s, dead-letter queue %s\n", queueref.Name(target.SourceURL), queueref.Name(target.DLQURL))
 
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
 	for i := range jobs {
@@ -100,7 +100,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 			return fmt.Errorf("%q was handled %d times", body, n)
 		}
 	}
-	for _, u := range []string{target.SourceURL, target.QueueURL} {
+	for _, u := range []string{target.SourceURL, target.DLQURL} {
 		c, err := dlq.Count(ctx, client, u)
 		if err != nil {
 			return err

@@ -51,7 +51,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanou
 		return err
 	}
 	target := setup.Target()
-	defer exampleutil.DeleteQueues(context.WithoutCancel(ctx), client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(context.WithoutCancel(ctx), client, target.SourceURL, target.DLQURL)
 	for i := range jobs {
 		kind := "book"
 		switch {
@@ -104,7 +104,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanou
 	defer statsSrv.Close()
 
 	h, err := console.New(client, func(o *console.Options) {
-		o.Queues = []string{target.SourceURL, target.QueueURL}
+		o.Queues = []string{target.SourceURL, target.DLQURL}
 		o.SNS = snsClient
 		o.Actions = true
 		o.Workers = []console.Worker{{Name: "orders-worker", StatsURL: "http://" + statsLn.Addr().String() + "/"}}

@@ -57,7 +57,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 		return err
 	}
 	target := setup.Target()
-	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.DLQURL)
 	findings, err := dlq.Lint(ctx, client, target.SourceURL, dlq.LintOptions{Schedule: policy})
 	if err != nil {
 		return err
@@ -141,7 +141,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 		return fmt.Errorf("waiting for the jobs (%+v): %w", w.Stats(), err)
 	}
 
-	dead, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	dead, err := dlq.Inspect(ctx, client, target.DLQURL, dlq.InspectOptions{})
 	if err != nil {
 		return err
 	}

@@ -113,12 +113,12 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	keep := false
 	defer func() {
 		if keep || (err != nil && !errors.Is(err, context.Canceled)) {
-			con.Printf("queues kept for a look: %s and %s", target.SourceURL, target.QueueURL)
+			con.Printf("queues kept for a look: %s and %s", target.SourceURL, target.DLQURL)
 			return
 		}
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		for _, u := range []string{target.SourceURL, target.QueueURL} {
+		for _, u := range []string{target.SourceURL, target.DLQURL} {
 			if _, derr := client.DeleteQueue(dctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}); derr != nil {
 				con.Printf("deleting queue %s: %v", queueref.Name(u), derr)
 			}
@@ -127,7 +127,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 
 	con.Printf("sqsworker demo")
 	con.Printf("  queue   %s (visibility timeout %v, maxReceiveCount %d)", queueref.Name(target.SourceURL), s.Visibility, target.MaxReceiveCount)
-	con.Printf("  DLQ     %s", queueref.Name(target.QueueURL))
+	con.Printf("  DLQ     %s", queueref.Name(target.DLQURL))
 	con.Printf("  policy  %d retries after %s (%s, no jitter): a job failing every time is dead-lettered after %d attempts, %v after its first failure",
 		len(d.schedule), joinDurations(policy.Delays()), policy.HealthyRetryPolicy.BackoffFunction, d.attempts, policy.Total())
 	con.Printf("  jobs    %d: 1 long (%v), %d flaky (fail twice), 1 failing every time, %d poison, 1 hit by a handler bug (fixed later), %d ordinary",
@@ -209,11 +209,11 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	con.Printf("")
 
 	// Phase 2: what the dead-letter queue holds, and why.
-	counts, err := dlq.Count(ctx, client, target.QueueURL)
+	counts, err := dlq.Count(ctx, client, target.DLQURL)
 	if err != nil {
 		return sum, err
 	}
-	dead, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	dead, err := dlq.Inspect(ctx, client, target.DLQURL, dlq.InspectOptions{})
 	if err != nil {
 		return sum, err
 	}
@@ -379,11 +379,11 @@ func printDead(con *console, msgs []dlq.Message) {
 // dead-letter queue (dlq.Inspect finds it), waiting in the source queue, or
 // lost.
 func reconcile(ctx context.Context, client sqsAPI, target dlq.Target, d *demo, sum summary) (summary, error) {
-	dlqCounts, err := dlq.Count(ctx, client, target.QueueURL)
+	dlqCounts, err := dlq.Count(ctx, client, target.DLQURL)
 	if err != nil {
 		return sum, err
 	}
-	dead, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	dead, err := dlq.Inspect(ctx, client, target.DLQURL, dlq.InspectOptions{})
 	if err != nil {
 		return sum, err
 	}

@@ -70,7 +70,7 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 		return err
 	}
 	target := setup.Target()
-	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.DLQURL)
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(target.SourceURL)}
 	for i, body := range orders {
 		in.Entries = append(in.Entries, types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body)})
@@ -125,12 +125,12 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 	}
 
 	// What is in the dead-letter queue, and why.
-	dead, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	dead, err := dlq.Inspect(ctx, client, target.DLQURL, dlq.InspectOptions{})
 	if err != nil {
 		stop()
 		return err
 	}
-	fmt.Fprintf(out, "dead-letter queue %s holds %d messages:\n", queueref.Name(target.QueueURL), len(dead))
+	fmt.Fprintf(out, "dead-letter queue %s holds %d messages:\n", queueref.Name(target.DLQURL), len(dead))
 	for _, m := range dead {
 		p := m.Provenance
 		fmt.Fprintf(out, "  %s\n    from %s by %s, attempt %d, at %s: %s\n",
@@ -169,7 +169,7 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 
 	// Check: the four good orders done once each, the two malformed ones
 	// still in the dead-letter queue, nothing in the source.
-	left, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	left, err := dlq.Inspect(ctx, client, target.DLQURL, dlq.InspectOptions{})
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 		return err
 	}
 	target := setup.Target()
-	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.DLQURL)
 	sent, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("sync invoice 7")})
 	if err != nil {
 		return err

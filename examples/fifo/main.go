@@ -44,12 +44,12 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 		return err
 	}
 	target := setup.Target()
-	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
-	fmt.Fprintf(out, "FIFO queue %s, dead-letter queue %s\n", queueref.Name(target.SourceURL), queueref.Name(target.QueueURL))
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.DLQURL)
+	fmt.Fprintf(out, "FIFO queue %s, dead-letter queue %s\n", queueref.Name(target.SourceURL), queueref.Name(target.DLQURL))
 	// The FIFO rule: a receive counts for every message released behind a
 	// failed one of its group, so maxReceiveCount is ten times the attempts.
 	fmt.Fprintf(out, "maxReceiveCount %d: %d × the default policy's 4 attempts (dlq.RecommendedMaxReceiveCount(4, true) = %d)\n",
-		setup.MaxReceiveCount, dlq.FIFOReceiveFactor, dlq.RecommendedMaxReceiveCount(4, true))
+		setup.MaxReceiveCount, dlq.RecommendedMaxReceiveCount(4, true)/4, dlq.RecommendedMaxReceiveCount(4, true))
 
 	// One batch per account: a batch keeps its order within a group.
 	for _, acct := range accounts {
@@ -128,7 +128,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	if attempts[flakyEntry] != 2 {
 		return fmt.Errorf("%s ran %d times, want 2 (one failure, one retry)", flakyEntry, attempts[flakyEntry])
 	}
-	for _, u := range []string{target.SourceURL, target.QueueURL} {
+	for _, u := range []string{target.SourceURL, target.DLQURL} {
 		c, err := dlq.Count(ctx, client, u)
 		if err != nil {
 			return err

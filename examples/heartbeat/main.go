@@ -45,7 +45,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 		return err
 	}
 	target := setup.Target()
-	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.DLQURL)
 	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl:    aws.String(target.SourceURL),
 		MessageBody: aws.String("render video 42"),

@@ -234,8 +234,8 @@ func runDemo(ctx context.Context, out io.Writer, client *sqs.Client, policy retr
 		return err
 	}
 	target := setup.Target()
-	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.QueueURL)
-	fmt.Fprintf(out, "queue %s (visibility timeout %v), dead-letter queue %s\n", queueref.Name(target.SourceURL), 6*functionTimeout, queueref.Name(target.QueueURL))
+	defer exampleutil.DeleteQueues(ctx, client, target.SourceURL, target.DLQURL)
+	fmt.Fprintf(out, "queue %s (visibility timeout %v), dead-letter queue %s\n", queueref.Name(target.SourceURL), 6*functionTimeout, queueref.Name(target.DLQURL))
 	for _, body := range samples {
 		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(body)}); err != nil {
 			return fmt.Errorf("sending the sample orders: %w", err)
@@ -271,7 +271,7 @@ func runDemo(ctx context.Context, out io.Writer, client *sqs.Client, policy retr
 		if err != nil {
 			return false, err
 		}
-		dead, err := dlq.Count(ctx, client, target.QueueURL)
+		dead, err := dlq.Count(ctx, client, target.DLQURL)
 		return src.Total() == 0 && dead.Total() == 2, err
 	}
 	deadline := time.Now().Add(30 * time.Second)
@@ -301,7 +301,7 @@ func runDemo(ctx context.Context, out io.Writer, client *sqs.Client, policy retr
 		return err
 	}
 
-	dead, err := dlq.Inspect(ctx, client, target.QueueURL, dlq.InspectOptions{})
+	dead, err := dlq.Inspect(ctx, client, target.DLQURL, dlq.InspectOptions{})
 	if err != nil {
 		return err
 	}

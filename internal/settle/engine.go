@@ -324,7 +324,7 @@ func (e *Engine) deadLetter(j *Job, reason string) {
 		e.retryLater(j, reason, "copy", err)
 		return
 	}
-	j.want, j.why, j.delay, j.stage, j.dlq = DeadLettered, reason, 0, stageCopy, c.Target().QueueURL
+	j.want, j.why, j.delay, j.stage, j.dlq = DeadLettered, reason, 0, stageCopy, c.Target().DLQURL
 	j.Entry = Entry{Send: SendEntry(in), Owner: j}
 	j.port.Copy(j)
 }

@@ -56,7 +56,7 @@ func (p *port) Done(_ *settle.Job, f settle.Final) {
 
 func newJob(t *testing.T, e *settle.Engine, p *port) *settle.Job {
 	t.Helper()
-	c, err := dlq.NewCopier(dlq.Target{SourceURL: "https://sqs.example/1/src", QueueURL: "https://sqs.example/1/src-dlq", ARN: "arn:aws:sqs:us-east-1:1:src-dlq", MaxReceiveCount: 10})
+	c, err := dlq.NewCopier(dlq.Target{SourceURL: "https://sqs.example/1/src", DLQURL: "https://sqs.example/1/src-dlq", DLQARN: "arn:aws:sqs:us-east-1:1:src-dlq", MaxReceiveCount: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

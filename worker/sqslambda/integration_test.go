@@ -200,7 +200,7 @@ func TestEmulatorWorkerAndLambdaAgree(t *testing.T) {
 	slices.Sort(wantDone)
 	slices.Sort(wantDLQ)
 	settled := func(s *scenario, target dlq.Target) bool {
-		return len(s.doneSet()) == len(wantDone) && queueDepth(t, client, target.QueueURL) == len(wantDLQ) && queueDepth(t, client, target.SourceURL) == 0
+		return len(s.doneSet()) == len(wantDone) && queueDepth(t, client, target.DLQURL) == len(wantDLQ) && queueDepth(t, client, target.SourceURL) == 0
 	}
 	for !settled(ws, wq) || !settled(ls, lq) {
 		if time.Since(start) > 25*time.Second {
@@ -227,7 +227,7 @@ func TestEmulatorWorkerAndLambdaAgree(t *testing.T) {
 		if got := run.s.doneSet(); !slices.Equal(got, wantDone) {
 			t.Errorf("%s done %v, want %v", name, got, wantDone)
 		}
-		dead := drainWithProvenance(t, client, run.t.QueueURL)
+		dead := drainWithProvenance(t, client, run.t.DLQURL)
 		var deadBodies []string
 		for b, p := range dead {
 			deadBodies = append(deadBodies, b)

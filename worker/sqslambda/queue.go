@@ -208,7 +208,7 @@ func (iq *invocationQueue) changer(h *Handler) *settle.Batcher {
 // sender is the invocation's Batcher of dead-letter copies (c's queue).
 func (iq *invocationQueue) sender(h *Handler, c *dlq.Copier) *settle.Batcher {
 	return iq.batcher(&iq.sends, func() (*settle.Batcher, error) {
-		return settle.NewSender(h.opts.Client, c.Target().QueueURL, h.batcherOptions())
+		return settle.NewSender(h.opts.Client, c.Target().DLQURL, h.batcherOptions())
 	})
 }
 
