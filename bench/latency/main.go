@@ -185,7 +185,7 @@ func measure(ctx context.Context, sc scenario, round int, name, endpoint string)
 	defer func() {
 		c := context.WithoutCancel(ctx)
 		admin.DeleteQueue(c, &sqs.DeleteQueueInput{QueueUrl: aws.String(target.SourceURL)})
-		admin.DeleteQueue(c, &sqs.DeleteQueueInput{QueueUrl: aws.String(target.QueueURL)})
+		admin.DeleteQueue(c, &sqs.DeleteQueueInput{QueueUrl: aws.String(target.DLQURL)})
 	}()
 	if err := testenv.Send(ctx, admin, target.SourceURL, sc.Messages); err != nil {
 		return res, err
