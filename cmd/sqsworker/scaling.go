@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // The scaling templates: `sqsworker template --scaling keda|ecs|lambda`.
@@ -621,39 +622,31 @@ type queueRef struct {
 	fifo                                  bool
 }
 
-var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,75}(\.fifo)?$`)
-
-// parseQueueRef reads a queue's name, URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)
-// or ARN (arn:PARTITION:sqs:REGION:ACCOUNT:NAME).
+// parseQueueRef reads a queue's name, URL or ARN, checked by queueref.
 func parseQueueRef(s string) (queueRef, error) {
 	var q queueRef
+	if err := queueref.Check(s); err != nil {
+		return q, err
+	}
+	q.name, q.fifo = queueref.Name(s), queueref.FIFO(s)
 	switch {
 	case strings.HasPrefix(s, "arn:"):
-		parts := strings.Split(s, ":")
-		if len(parts) != 6 || parts[2] != "sqs" {
-			return q, fmt.Errorf("queue %q is not an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)", s)
-		}
-		q.partition, q.region, q.account, q.name = parts[1], parts[3], parts[4], parts[5]
-	case strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://"):
-		u, err := url.Parse(s)
+		a, err := queueref.ParseARN(s)
 		if err != nil {
-			return q, fmt.Errorf("queue %q: %v", s, err)
+			return q, err
 		}
-		segs := strings.Split(strings.Trim(u.Path, "/"), "/")
-		if len(segs) != 2 {
-			return q, fmt.Errorf("queue %q is not a queue URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME)", s)
+		q.partition, q.region, q.account = a.Partition, a.Region, a.Account
+	case strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://"):
+		q.url = s
+		if u, err := url.Parse(s); err == nil {
+			if segs := strings.Split(strings.Trim(u.Path, "/"), "/"); len(segs) == 2 {
+				q.account = segs[0]
+			}
+			if host := strings.Split(u.Host, "."); len(host) >= 3 && host[0] == "sqs" {
+				q.region = host[1]
+			}
 		}
-		q.url, q.account, q.name = s, segs[0], segs[1]
-		if host := strings.Split(u.Host, "."); len(host) >= 3 && host[0] == "sqs" {
-			q.region = host[1]
-		}
-	default:
-		q.name = s
 	}
-	if !queueNameRE.MatchString(q.name) {
-		return q, fmt.Errorf("queue name %q: letters, digits, - and _ (up to 80 characters with .fifo)", q.name)
-	}
-	q.fifo = strings.HasSuffix(q.name, ".fifo")
 	return q, nil
 }
 
