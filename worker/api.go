@@ -182,6 +182,9 @@ type Stats struct {
 	// Snoozed counts messages their handler snoozed (retry.Snooze), as SQS
 	// confirmed.
 	Snoozed int64
+	// Paused is true while Options.ReceiveGate keeps the worker from
+	// receiving (and from its first report until it says otherwise).
+	Paused bool
 	// Delayed counts receives of jobs not yet due (sent with a delay beyond
 	// 15 minutes) that the worker hid or re-sent to wait, without running
 	// the handler or counting an attempt.

@@ -44,6 +44,7 @@ type flow struct {
 	receiving int  // receive calls in flight
 	empty     bool // the last receive came back empty: one long poll is enough
 	stopped   bool
+	paused    bool // Options.ReceiveGate is closed: no receiving, nothing buffered
 	ready     jobQueue            // buffered jobs a handler may take now
 	groups    settle.Groups[*job] // FIFO: per message group, the messages held
 
@@ -137,6 +138,9 @@ func (f *flow) wakePollerLocked() {
 
 // mayReceiveLocked is how many messages a receive may ask for now.
 func (f *flow) mayReceiveLocked() int {
+	if f.paused {
+		return 0
+	}
 	if f.settling >= f.maxUnsettled {
 		return 0 // settlement lags: receiving waits for it
 	}
@@ -172,7 +176,7 @@ func (f *flow) shrink(k int, none bool) {
 
 // received ends a receive that reserved n messages and brought jobs, after
 // latency; its jobs become buffered. It returns false when the flow has
-// stopped meanwhile: the caller releases the jobs.
+// stopped or paused meanwhile: the caller releases the jobs.
 func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -195,7 +199,7 @@ func (f *flow) received(n int, jobs []*job, latency time.Duration) bool {
 		}
 	}
 	defer f.wakePollerLocked()
-	if f.stopped {
+	if f.stopped || f.paused {
 		f.settling += len(jobs) // the caller releases them
 		return false
 	}
@@ -286,14 +290,34 @@ func (f *flow) stop() (release []*job) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.stopped = true
+	release = f.unbufferLocked()
+	f.handlers.Broadcast()
+	f.pollers.Broadcast()
+	return release
+}
+
+// pause stops (on) or restarts (off) receiving. Pausing returns every
+// buffered job, to be released; running and settling jobs go on.
+func (f *flow) pause(on bool) (release []*job) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.paused = on
+	if on {
+		return f.unbufferLocked()
+	}
+	f.pollers.Broadcast()
+	return nil
+}
+
+// unbufferLocked takes every buffered job out of the flow, as settling,
+// for its caller to release.
+func (f *flow) unbufferLocked() (release []*job) {
 	for f.ready.len() > 0 {
 		release = append(release, f.ready.pop())
 	}
 	release = append(release, f.groups.Drain()...)
 	f.buffered -= len(release)
 	f.settling += len(release)
-	f.handlers.Broadcast()
-	f.pollers.Broadcast()
 	return release
 }
 

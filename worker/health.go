@@ -265,10 +265,15 @@ func (h *health) status(now time.Time, o HealthOptions, w *Worker) HealthStatus 
 		// last receive not failed, settlements not holding receiving back)
 		// yet not receiving: stuck once no receive starts for StuckAfter.
 		settling := w.c.settling.Load()
+		paused := w.paused.Load()
+		if paused {
+			st.Ready = false
+			problems = append(problems, "receiving paused by Options.ReceiveGate")
+		}
 		if settling >= int64(w.opts.MaxUnsettled) {
 			problems = append(problems, "receiving paused: "+strconv.FormatInt(settling, 10)+" settlements await SQS's confirmation (Options.MaxUnsettled)")
 		}
-		if len(h.inflight) == 0 && st.FailingSince.IsZero() && st.InFlight < int64(w.opts.Concurrency) && settling < int64(w.opts.MaxUnsettled) {
+		if !paused && len(h.inflight) == 0 && st.FailingSince.IsZero() && st.InFlight < int64(w.opts.Concurrency) && settling < int64(w.opts.MaxUnsettled) {
 			gen := h.receives.Load()
 			if h.idleSince.IsZero() || h.idleGen != gen {
 				h.idleSince, h.idleGen = now, gen

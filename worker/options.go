@@ -139,6 +139,19 @@ type Options struct {
 	// retry.DeliveryPolicy that sets one, else no limit.
 	MaxReceivesPerSecond float64
 
+	// ReceiveGate, when set, pauses and resumes receiving: for example a
+	// pause switch shared by every worker of the queue (fleet.Pauser). Run
+	// does not receive until the gate's first report. While it is closed
+	// the worker receives nothing: the receive calls in flight are ended,
+	// messages they still bring and prefetched messages are released at
+	// once (visibility 0, for whichever consumer receives first once the
+	// queue resumes), running handlers finish and their messages settle as
+	// usual, and Health reports the worker live but not ready. A pause
+	// costs no attempt and dead-letters nothing (a released message's
+	// ApproximateReceiveCount still grew by its receive). Zero value: nil,
+	// always open.
+	ReceiveGate ReceiveGate
+
 	// BatchLinger is how long a pending delete or visibility change waits for
 	// more entries before its batch call goes out with fewer than 10. Zero
 	// value: 20 ms.

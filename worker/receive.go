@@ -43,12 +43,23 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			// attribute says now.
 			VisibilityTimeout: int32(w.visibility / time.Second),
 		}
+		// Closing Options.ReceiveGate (a pause) ends the call.
+		gateCtx, open := r.gate.receiving()
+		if !open {
+			r.flow.received(n, nil, 0)
+			if w.limiter != nil {
+				w.limiter.refund(n)
+			}
+			continue // the flow waits for the gate to open
+		}
 		callCtx, cancel := context.WithTimeout(recvCtx, w.opts.WaitTime+w.opts.CallTimeout)
+		unwatch := context.AfterFunc(gateCtx, cancel)
 		began := time.Now()
 		// The SDK's retries are off: a failed receive comes back here, is
 		// counted (Stats.Requests, RequestResults) and waits out
 		// Options.ReceiveRetry, rather than being retried unseen.
 		out, err := w.client.ReceiveMessage(callCtx, in, sqsbatch.NoSDKRetry)
+		unwatch()
 		cancel()
 		receivedAt := time.Now()
 		if err != nil {
@@ -58,6 +69,9 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			}
 			if ctx.Err() != nil {
 				return nil
+			}
+			if gateCtx.Err() != nil {
+				continue // paused: the flow waits for the gate to open
 			}
 			if !retryable(err) {
 				return describeQueueError(w.queueURL, err)
@@ -81,7 +95,8 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		}
 		jobs := w.track(r, out.Messages, receivedAt)
 		if !r.flow.received(n, jobs, receivedAt.Sub(began)) {
-			// Received by a call that finished during shutdown.
+			// Received by a call that finished during shutdown or a
+			// pause.
 			for _, j := range jobs {
 				w.release(r, j)
 			}

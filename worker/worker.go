@@ -64,6 +64,7 @@ type Worker struct {
 	c        counters
 	started  atomic.Bool
 	stopping atomic.Bool
+	paused   atomic.Bool // Options.ReceiveGate is closed
 	limiter  *rateLimiter
 	hb       atomic.Pointer[visibility.Heartbeat]
 	flow     atomic.Pointer[flow]
@@ -196,6 +197,7 @@ func (w *Worker) Stats() Stats {
 		Requests: make(map[string]int64, numAPIs),
 	}
 	s.Snoozed = w.c.snoozed.Load()
+	s.Paused = w.paused.Load()
 	s.Delayed = w.c.delayed.Load()
 	if f := w.flow.Load(); f != nil {
 		s.Prefetched, s.PrefetchTarget = f.snapshot()
@@ -247,6 +249,7 @@ type run struct {
 	hard     context.Context // handlers' parent: cancelled at the shutdown deadline
 	bg       context.Context // calls that settle messages (attempt counting)
 	flow     *flow
+	gate     *gate // Options.ReceiveGate's state
 	handlers sync.WaitGroup
 	hb       *visibility.Heartbeat
 	deletes  *settle.Batcher
@@ -377,8 +380,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("sqsworker: %w", err)
 	}
 	w.hb.Store(hb)
-	r := &run{hard: hard, bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo)}
+	r := &run{hard: hard, bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo), gate: newGate(w.opts.ReceiveGate != nil)}
 	r.flow.signals = w.signals
+	if w.opts.ReceiveGate != nil {
+		w.paused.Store(true) // until the gate's first report
+		r.flow.pause(true)
+	}
 	w.flow.Store(r.flow)
 	hbCtx, stopHB := context.WithCancel(bg)
 	hbDone := make(chan struct{})
@@ -431,6 +438,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelRecv()
 	for range w.opts.Pollers {
 		g.Go(func() error { return w.poll(gctx, recvCtx, r) })
+	}
+	if rg := w.opts.ReceiveGate; rg != nil {
+		// Not waited for: Run's time bound does not depend on the gate.
+		// Reports after the shutdown began are ignored.
+		go rg.Watch(gctx, func(open bool) { w.setGate(r, open) })
 	}
 	<-gctx.Done()
 
