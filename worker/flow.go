@@ -44,7 +44,7 @@ type flow struct {
 	receiving int  // receive calls in flight
 	empty     bool // the last receive came back empty: one long poll is enough
 	stopped   bool
-	paused    bool // Options.ReceiveGate is closed: no receiving, nothing buffered
+	paused    bool                // Options.ReceiveGate is closed: no receiving, nothing buffered
 	ready     jobQueue            // buffered jobs a handler may take now
 	groups    settle.Groups[*job] // FIFO: per message group, the messages held
 
