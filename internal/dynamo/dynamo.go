@@ -235,3 +235,23 @@ func (e *Error) Unwrap() []error {
 	}
 	return []error{e.Sentinel, e.Err}
 }
+
+// DescribeAPI is the part of the DynamoDB client Table.Check uses.
+type DescribeAPI interface {
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+// Check verifies, with one DescribeTable call, that the table exists and
+// has the expected key, for a constructor that should refuse a missing or
+// wrong table at once rather than at the first item call.
+func (t Table) Check(ctx context.Context, client DescribeAPI) error {
+	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
+	if err != nil {
+		var notFound *types.ResourceNotFoundException
+		if errors.As(err, &notFound) {
+			return &Error{What: fmt.Sprintf("%s: table %q", t.Pkg, t.Name), Hint: fmt.Sprintf("it does not exist in this client's account and region; create it with %s.CreateTable (or in your infrastructure code: partition key %s of type S, time-to-live on %s), or fix the table name or region", t.Pkg, t.Key, t.TTL), Sentinel: t.NotFound, Err: err}
+		}
+		return t.Explain(err, fmt.Sprintf("%s: checking table %q", t.Pkg, t.Name), "dynamodb:DescribeTable")
+	}
+	return t.checkKeySchema(out.Table)
+}

@@ -1,0 +1,277 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// attrOpenUntil is a shared breaker item's end of the open state (epoch
+// ms; 0 or past: closed).
+const attrOpenUntil = "openUntil"
+
+// The states of a Breaker.
+const (
+	StateClosed   = "closed"    // jobs run
+	StateOpen     = "open"      // jobs are snoozed until OpenFor has passed
+	StateHalfOpen = "half-open" // one probe job runs; the others are snoozed
+)
+
+// BreakerOptions configures a Breaker. Counts is required; every other
+// field's zero value selects the documented default.
+type BreakerOptions struct {
+	// Counts reports whether a handler error says the downstream is
+	// failing (a timeout, a refused connection, a 503), as opposed to a
+	// problem of this job (bad input, a 4xx). Only counted errors open the
+	// breaker; they are snoozed, not failed, so they spend no attempt.
+	// Other errors pass through unchanged. Required.
+	Counts func(err error) bool
+	// Threshold is how many counted failures in a row open the breaker.
+	// Zero value: 5.
+	Threshold int
+	// OpenFor is how long the breaker stays open before a probe; each
+	// failed probe doubles it, up to MaxOpenFor. Zero value: 30 s.
+	OpenFor time.Duration
+	// MaxOpenFor caps OpenFor's doubling. Zero value: 5 minutes.
+	MaxOpenFor time.Duration
+	// Shared makes the breaker fleet-wide: opening it is written to the
+	// fleet table, and every process's breaker of the same name reads it
+	// at most every SyncInterval and stays open until then too. Each
+	// process probes on its own. When DynamoDB cannot be asked, the
+	// breaker works locally (it fails open to its own state).
+	Shared bool
+	// SyncInterval is how often a shared breaker reads the fleet's state.
+	// Zero value: 2 s.
+	SyncInterval time.Duration
+}
+
+// Breaker is a circuit breaker over a downstream: after Threshold counted
+// failures in a row it opens, and jobs are snoozed (hidden for the time
+// left, no attempt counted) instead of run; after OpenFor one job probes
+// the downstream (half-open): its success closes the breaker, its counted
+// failure opens it again for twice as long.
+type Breaker struct {
+	f    *Fleet
+	name string
+	o    BreakerOptions
+
+	mu        sync.Mutex
+	state     string
+	failures  int       // counted failures in a row while closed
+	openFor   time.Duration
+	openUntil time.Time // while open
+	probing   bool      // a probe is running (half-open)
+	syncedAt  time.Time // a shared breaker's last read
+	syncing   bool
+}
+
+// Breaker returns the breaker name.
+func (f *Fleet) Breaker(name string, optFns ...func(*BreakerOptions)) (*Breaker, error) {
+	if err := checkName("Breaker", name); err != nil {
+		return nil, err
+	}
+	var o BreakerOptions
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.Counts == nil {
+		return nil, fmt.Errorf("fleet: Breaker %q needs BreakerOptions.Counts: say which handler errors mean the downstream is failing (timeouts, refused connections, 5xx), so that a job's own bad input does not open the breaker", name)
+	}
+	if o.Threshold < 0 || o.OpenFor < 0 || o.MaxOpenFor < 0 || o.SyncInterval < 0 {
+		return nil, fmt.Errorf("fleet: Breaker %q: Threshold, OpenFor, MaxOpenFor and SyncInterval must not be negative (zero selects the default)", name)
+	}
+	if o.Threshold == 0 {
+		o.Threshold = 5
+	}
+	if o.OpenFor == 0 {
+		o.OpenFor = 30 * time.Second
+	}
+	if o.MaxOpenFor == 0 {
+		o.MaxOpenFor = 5 * time.Minute
+	}
+	o.MaxOpenFor = max(o.MaxOpenFor, o.OpenFor)
+	if o.SyncInterval == 0 {
+		o.SyncInterval = 2 * time.Second
+	}
+	b := &Breaker{f: f, name: name, o: o, state: StateClosed, openFor: o.OpenFor}
+	f.mu.Lock()
+	f.breakers[name] = b.State
+	f.mu.Unlock()
+	return b, nil
+}
+
+// State returns "closed", "open" or "half-open".
+func (b *Breaker) State() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advanceLocked(b.f.o.Now())
+	return b.state
+}
+
+// advanceLocked turns an open breaker whose time is up half-open.
+func (b *Breaker) advanceLocked(now time.Time) {
+	if b.state == StateOpen && !now.Before(b.openUntil) {
+		b.state, b.probing = StateHalfOpen, false
+	}
+}
+
+// admit decides whether a job may run now: as the probe, or because the
+// breaker is closed; otherwise how long it should wait.
+func (b *Breaker) admit(ctx context.Context) (run, probe bool, wait time.Duration) {
+	if b.o.Shared {
+		b.sync(ctx)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.f.o.Now()
+	b.advanceLocked(now)
+	switch b.state {
+	case StateClosed:
+		return true, false, 0
+	case StateOpen:
+		return false, false, b.openUntil.Sub(now)
+	}
+	if b.probing {
+		return false, false, min(b.o.OpenFor, 5*time.Second)
+	}
+	b.probing = true
+	return true, true, 0
+}
+
+// record notes a job's outcome.
+func (b *Breaker) record(ctx context.Context, probe, failed bool) {
+	b.mu.Lock()
+	now := b.f.o.Now()
+	var publish time.Time
+	switch {
+	case probe && failed:
+		b.openFor = min(2*b.openFor, b.o.MaxOpenFor)
+		b.state, b.openUntil, b.probing = StateOpen, now.Add(b.openFor), false
+		publish = b.openUntil
+	case probe:
+		b.state, b.failures, b.openFor, b.probing = StateClosed, 0, b.o.OpenFor, false
+	case failed && b.state == StateClosed:
+		b.failures++
+		if b.failures >= b.o.Threshold {
+			b.state, b.openUntil, b.failures = StateOpen, now.Add(b.openFor), 0
+			publish = b.openUntil
+		}
+	case b.state == StateClosed:
+		b.failures = 0
+	}
+	closed := probe && !failed
+	b.mu.Unlock()
+	if b.o.Shared && (!publish.IsZero() || closed) {
+		b.publish(ctx, publish)
+	}
+}
+
+// publish writes the fleet's open state: until when it is open, or closed
+// (zero until). Failures are logged; the breaker works locally.
+func (b *Breaker) publish(ctx context.Context, until time.Time) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.f.o.CallTimeout)
+	defer cancel()
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(b.f.table),
+		Key:                       itemKey("breaker|" + b.name),
+		UpdateExpression:          aws.String("SET #o = :o, #e = :e"),
+		ExpressionAttributeNames:  map[string]string{"#o": attrOpenUntil, "#e": TTLAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":o": num(until.UnixMilli()), ":e": expires(b.f.o.Now())},
+	}
+	if !until.IsZero() {
+		// Never shorten another process's longer open spell.
+		in.ConditionExpression = aws.String("attribute_not_exists(#o) OR #o < :o")
+	} else {
+		in.ExpressionAttributeValues[":o"] = num(0)
+	}
+	_, err := call(b.f, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+		return b.f.client.UpdateItem(ctx, in)
+	})
+	if err != nil && !isConditionFailed(err) {
+		b.f.o.Logger.Warn("fleet: a shared breaker's state could not be written; it works locally", "breaker", b.name, "err", b.f.explain(err, "writing breaker "+b.name))
+	}
+}
+
+// sync reads the fleet's open state at most every SyncInterval (one
+// caller at a time; the others go on with the local state).
+func (b *Breaker) sync(ctx context.Context) {
+	b.mu.Lock()
+	now := b.f.o.Now()
+	if b.syncing || now.Sub(b.syncedAt) < b.o.SyncInterval {
+		b.mu.Unlock()
+		return
+	}
+	b.syncing = true
+	b.mu.Unlock()
+	item, err := b.f.getItem(ctx, "breaker|"+b.name)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.syncing, b.syncedAt = false, b.f.o.Now()
+	if err != nil {
+		if ctx.Err() == nil {
+			b.f.o.Logger.Warn("fleet: a shared breaker's state could not be read; it works locally", "breaker", b.name, "err", b.f.explain(err, "reading breaker "+b.name))
+		}
+		return
+	}
+	until := time.UnixMilli(numAttr(item, attrOpenUntil))
+	if b.state != StateOpen && until.After(b.syncedAt) && !b.probing {
+		b.state, b.openUntil, b.failures = StateOpen, until, 0
+	}
+}
+
+// Middleware returns middleware that runs jobs through the breaker: while
+// it is open they are snoozed until it half-opens; a counted failure is
+// snoozed instead of failed (no attempt spent); every other outcome is
+// returned unchanged.
+func (b *Breaker) Middleware() worker.Middleware {
+	return func(next worker.Handler) worker.Handler {
+		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			run, probe, wait := b.admit(ctx)
+			if !run {
+				b.f.st.breakerSnoozed.Add(1)
+				return retry.Snooze(snoozeFor(wait), "fleet: breaker "+b.name+" is open")
+			}
+			if probe {
+				// A probe that panics proves nothing: the next job probes.
+				defer b.endProbe()
+			}
+			err := next.Handle(ctx, m)
+			failed := err != nil && !retry.IsPermanent(err) && !isSnooze(err) && b.o.Counts(err)
+			b.record(ctx, probe, failed)
+			if !failed {
+				return err
+			}
+			b.f.st.breakerSnoozed.Add(1)
+			b.mu.Lock()
+			wait = b.openFor
+			if b.state == StateOpen {
+				wait = b.openUntil.Sub(b.f.o.Now())
+			}
+			b.mu.Unlock()
+			return retry.Snooze(snoozeFor(wait), "fleet: breaker "+b.name+": downstream failing: "+err.Error())
+		})
+	}
+}
+
+// endProbe lets another job probe if the probe ended without a record.
+func (b *Breaker) endProbe() {
+	b.mu.Lock()
+	if b.state == StateHalfOpen {
+		b.probing = false
+	}
+	b.mu.Unlock()
+}
+
+func isSnooze(err error) bool {
+	var se *retry.SnoozeError
+	return errors.As(err, &se)
+}

@@ -1,0 +1,374 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// attrHolders is a cap item's map of holder → lease expiry (epoch ms).
+const attrHolders = "holders"
+
+// ErrCapFull is returned by Cap.Acquire when the key already has its
+// limit of live slots.
+var ErrCapFull = errors.New("fleet: cap full")
+
+// ErrSlotLost is returned by Slot.Renew when the slot is no longer held:
+// its lease expired and another holder's acquisition removed it.
+var ErrSlotLost = errors.New("fleet: slot lost")
+
+// CapOptions configures a Cap. Every field's zero value selects the
+// documented default.
+type CapOptions struct {
+	// Key picks the cap's key from a message for Middleware: each key has
+	// its own limit (ByGroup caps each tenant). Zero value: one key for
+	// every message.
+	Key func(m *worker.Message) string
+	// Lease is how long a slot lives without renewal when the job's
+	// context tells no visibility deadline (outside the worker, e.g. in
+	// the Lambda adapter: then the lease is renewed every Lease/3 while
+	// the job runs). Inside the worker the slot follows the message's own
+	// lease (worker.VisibilityDeadline). Zero value: 30 s.
+	Lease time.Duration
+	// FullSnooze is how long a job that finds the cap full is hidden
+	// before it is tried again (plus jitter). Zero value: 5 s.
+	FullSnooze time.Duration
+	// FailOpen lets jobs run without a slot when DynamoDB cannot be asked:
+	// the cap may then be exceeded. Zero value: false — fail closed, the
+	// job is snoozed for ErrorSnooze.
+	FailOpen bool
+	// ErrorSnooze is how long a job is hidden when DynamoDB cannot be
+	// asked and FailOpen is false. Zero value: 10 s.
+	ErrorSnooze time.Duration
+}
+
+// Cap limits how many jobs of a key run at once across the fleet. Each
+// running job holds a slot: an entry in the key's DynamoDB item with a
+// lease expiry that follows the message's visibility deadline, renewed
+// while the job runs, removed when it ends. A process that dies (kill -9)
+// stops renewing, and its slots expire with its messages' leases: the
+// next acquisition drops them.
+type Cap struct {
+	f     *Fleet
+	name  string
+	limit int
+	o     CapOptions
+
+	mu    sync.Mutex
+	cache map[string]capItem // the items as last seen, by key
+}
+
+// capItem is a cap item as read or written.
+type capItem struct {
+	holders map[string]int64
+	ver     int64
+	exists  bool
+}
+
+// Cap returns the cap name allowing limit jobs of each key to run at once
+// across the fleet. limit must be at least 1.
+func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, error) {
+	if err := checkName("Cap", name); err != nil {
+		return nil, err
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("fleet: Cap %q: limit is %d; use 1 or more (a cap of 0 would stop every job: pause the queue instead, see Pauser)", name, limit)
+	}
+	var o CapOptions
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.Lease < 0 || o.FullSnooze < 0 || o.ErrorSnooze < 0 {
+		return nil, fmt.Errorf("fleet: Cap %q: Lease, FullSnooze and ErrorSnooze must not be negative (zero selects the default)", name)
+	}
+	if o.Lease == 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.Lease < 3*time.Second {
+		return nil, fmt.Errorf("fleet: Cap %q: Lease is %v; use 3 s or more, so that renewals (every Lease/3) have time to reach DynamoDB", name, o.Lease)
+	}
+	if o.FullSnooze == 0 {
+		o.FullSnooze = 5 * time.Second
+	}
+	if o.ErrorSnooze == 0 {
+		o.ErrorSnooze = 10 * time.Second
+	}
+	return &Cap{f: f, name: name, limit: limit, o: o, cache: map[string]capItem{}}, nil
+}
+
+// Slot is one running job's place under a Cap. Release it when the job
+// ends.
+type Slot struct {
+	c      *Cap
+	key    string
+	holder string
+	mu     sync.Mutex
+	until  time.Time
+	done   bool
+}
+
+// Acquire takes a slot of key, leased until until, or returns ErrCapFull
+// when limit live slots are held already. Slots whose lease has expired
+// are removed on the way.
+func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, error) {
+	pk := c.pk(key)
+	holder := c.f.o.Holder + "#" + strconv.FormatInt(c.f.seq.Add(1), 10)
+	c.mu.Lock()
+	it, cached := c.cache[key]
+	c.mu.Unlock()
+	for attempt := range 8 {
+		now := c.f.o.Now().UnixMilli()
+		live := make(map[string]int64, len(it.holders)+1)
+		for h, exp := range it.holders {
+			if exp > now {
+				live[h] = exp
+			}
+		}
+		if len(live) >= c.limit {
+			if cached {
+				// The cached item may hold slots released since: read it.
+				item, err := c.f.getItem(ctx, pk)
+				if err != nil {
+					return nil, c.f.explain(err, fmt.Sprintf("reading cap %q (key %q)", c.name, key))
+				}
+				it, cached = parseCap(item), false
+				continue
+			}
+			c.remember(key, it)
+			return nil, ErrCapFull
+		}
+		live[holder] = until.UnixMilli()
+		hm := make(map[string]types.AttributeValue, len(live))
+		for h, exp := range live {
+			hm[h] = num(exp)
+		}
+		in := &dynamodb.UpdateItemInput{
+			TableName:                           aws.String(c.f.table),
+			Key:                                 itemKey(pk),
+			UpdateExpression:                    aws.String("SET #h = :h, #v = :v, #e = :e"),
+			ExpressionAttributeNames:            map[string]string{"#h": attrHolders, "#v": attrVersion, "#e": TTLAttribute},
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":h": &types.AttributeValueMemberM{Value: hm}, ":v": num(it.ver + 1), ":e": expires(c.f.o.Now())},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}
+		if it.exists {
+			in.ConditionExpression = aws.String("#v = :old")
+			in.ExpressionAttributeValues[":old"] = num(it.ver)
+		} else {
+			in.ConditionExpression = aws.String("attribute_not_exists(#v)")
+		}
+		_, err := call(c.f, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+			return c.f.client.UpdateItem(ctx, in)
+		})
+		if err == nil {
+			c.remember(key, capItem{holders: live, ver: it.ver + 1, exists: true})
+			c.f.st.slotsHeld.Add(1)
+			return &Slot{c: c, key: key, holder: holder, until: until}, nil
+		}
+		if !isConditionFailed(err) {
+			return nil, c.f.explain(err, fmt.Sprintf("acquiring a slot of cap %q (key %q)", c.name, key))
+		}
+		// Another holder wrote first. Many contending for one key would
+		// all read and write again at once: wait a little, at random.
+		if attempt > 0 && !sleep(ctx, time.Duration(rand.Int64N(int64(attempt)*int64(20*time.Millisecond)))) {
+			return nil, context.Cause(ctx)
+		}
+		item, ok := failedItem(err)
+		if !ok {
+			if item, err = c.f.getItem(ctx, pk); err != nil {
+				return nil, c.f.explain(err, fmt.Sprintf("reading cap %q (key %q)", c.name, key))
+			}
+		}
+		it, cached = parseCap(item), false
+	}
+	// Slots of this key change faster than a conditional write gets
+	// through: treat it as full, the job comes back.
+	return nil, ErrCapFull
+}
+
+func (c *Cap) pk(key string) string { return "cap|" + c.name + "|" + key }
+
+func (c *Cap) remember(key string, it capItem) {
+	c.mu.Lock()
+	c.cache[key] = it
+	c.mu.Unlock()
+}
+
+func parseCap(item map[string]types.AttributeValue) capItem {
+	it := capItem{holders: map[string]int64{}, exists: item != nil, ver: numAttr(item, attrVersion)}
+	if m, ok := item[attrHolders].(*types.AttributeValueMemberM); ok {
+		for h, v := range m.Value {
+			if n, ok := v.(*types.AttributeValueMemberN); ok {
+				exp, _ := strconv.ParseInt(n.Value, 10, 64)
+				it.holders[h] = exp
+			}
+		}
+	}
+	return it
+}
+
+// Renew moves the slot's lease expiry to until (one conditional write).
+// It returns ErrSlotLost when the slot is no longer held.
+func (s *Slot) Renew(ctx context.Context, until time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return ErrSlotLost
+	}
+	c := s.c
+	_, err := call(c.f, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+		return c.f.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(c.f.table),
+			Key:                       itemKey(c.pk(s.key)),
+			UpdateExpression:          aws.String("SET #h.#me = :until, #v = #v + :one"),
+			ConditionExpression:       aws.String("attribute_exists(#h.#me)"),
+			ExpressionAttributeNames:  map[string]string{"#h": attrHolders, "#me": s.holder, "#v": attrVersion},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":until": num(until.UnixMilli()), ":one": num(1)},
+		})
+	})
+	if isConditionFailed(err) {
+		s.done = true
+		c.f.st.slotsHeld.Add(-1)
+		c.f.st.slotsLost.Add(1)
+		return fmt.Errorf("%w: slot of cap %q (key %q) held by %s expired and was taken back", ErrSlotLost, c.name, s.key, s.holder)
+	}
+	if err != nil {
+		return c.f.explain(err, fmt.Sprintf("renewing a slot of cap %q (key %q)", c.name, s.key))
+	}
+	s.until = until
+	return nil
+}
+
+// Release gives the slot back (one write). Releasing twice is harmless. A
+// slot that cannot be released expires with its lease.
+func (s *Slot) Release(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return nil
+	}
+	s.done = true
+	c := s.c
+	c.f.st.slotsHeld.Add(-1)
+	_, err := call(c.f, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+		return c.f.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(c.f.table),
+			Key:                       itemKey(c.pk(s.key)),
+			UpdateExpression:          aws.String("REMOVE #h.#me SET #v = #v + :one"),
+			ConditionExpression:       aws.String("attribute_exists(#v)"),
+			ExpressionAttributeNames:  map[string]string{"#h": attrHolders, "#me": s.holder, "#v": attrVersion},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+		})
+	})
+	if err != nil && !isConditionFailed(err) {
+		return c.f.explain(err, fmt.Sprintf("releasing a slot of cap %q (key %q); it expires with its lease", c.name, s.key))
+	}
+	return nil
+}
+
+// leaseUntil is how long a slot should live from now: the message's
+// visibility deadline inside the worker (a dead process's slot then frees
+// when its message becomes visible again), else now + Lease.
+func (c *Cap) leaseUntil(ctx context.Context) (time.Time, bool) {
+	if d, ok := worker.VisibilityDeadline(ctx); ok {
+		return d, true
+	}
+	return c.f.o.Now().Add(c.o.Lease), false
+}
+
+// Middleware returns middleware that runs a job only with a slot of its
+// key: over the cap, the job is snoozed (retry.Snooze: no attempt
+// counted, never dead-lettered for it). While the job runs the slot
+// follows the message's lease: it is renewed (one write) whenever the
+// worker's heartbeat has moved the visibility deadline, checked every
+// second, or every Lease/3 outside the worker. It is released when the
+// handler returns.
+func (c *Cap) Middleware() worker.Middleware {
+	return func(next worker.Handler) worker.Handler {
+		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			key := ""
+			if c.o.Key != nil {
+				key = c.o.Key(m)
+			}
+			until, _ := c.leaseUntil(ctx)
+			slot, err := c.Acquire(ctx, key, until)
+			switch {
+			case errors.Is(err, ErrCapFull):
+				c.f.st.capSnoozed.Add(1)
+				return retry.Snooze(snoozeFor(c.o.FullSnooze), fmt.Sprintf("fleet: cap %s (%d) full for key %q", c.name, c.limit, key))
+			case err != nil && ctx.Err() != nil:
+				return retry.Snooze(time.Second, "fleet: cap "+c.name+": "+err.Error())
+			case err != nil && c.o.FailOpen:
+				c.f.st.failedOpen.Add(1)
+				c.f.o.Logger.Warn("fleet: cap could not be checked; the job runs without a slot (FailOpen)", "cap", c.name, "key", key, "message", m.ID, "err", err)
+				return next.Handle(ctx, m)
+			case err != nil:
+				c.f.st.failedClosed.Add(1)
+				c.f.o.Logger.Warn("fleet: cap could not be checked; the job is snoozed (fail closed)", "cap", c.name, "key", key, "message", m.ID, "in", c.o.ErrorSnooze, "err", err)
+				return retry.Snooze(c.o.ErrorSnooze, "fleet: cap "+c.name+" unavailable: "+err.Error())
+			}
+			stop := make(chan struct{})
+			renewed := make(chan struct{})
+			go func() {
+				defer close(renewed)
+				c.follow(ctx, slot, stop, m.ID)
+			}()
+			defer func() {
+				close(stop)
+				<-renewed
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.f.o.CallTimeout)
+				defer cancel()
+				if err := slot.Release(rctx); err != nil {
+					c.f.o.Logger.Warn("fleet: a slot could not be released; it frees itself when its lease expires", "cap", c.name, "key", key, "err", err)
+				}
+			}()
+			return next.Handle(ctx, m)
+		})
+	}
+}
+
+// follow renews slot while the job runs: inside the worker whenever the
+// message's visibility deadline has moved (checked every second), else
+// every Lease/3.
+func (c *Cap) follow(ctx context.Context, slot *Slot, stop <-chan struct{}, id string) {
+	every := time.Second
+	if _, inWorker := worker.VisibilityDeadline(ctx); !inWorker {
+		every = c.o.Lease / 3
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		until, _ := c.leaseUntil(ctx)
+		slot.mu.Lock()
+		moved := until.After(slot.until)
+		slot.mu.Unlock()
+		if !moved {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.f.o.CallTimeout)
+		err := slot.Renew(rctx, until)
+		cancel()
+		if errors.Is(err, ErrSlotLost) {
+			c.f.o.Logger.Warn("fleet: a running job's slot expired and was taken back; the cap may be exceeded until it ends (DynamoDB was unreachable for its whole lease?)", "cap", c.name, "message", id, "err", err)
+			return
+		}
+		if err != nil {
+			c.f.o.Logger.Warn("fleet: renewing a slot failed; retrying", "cap", c.name, "message", id, "err", err)
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// Four processes' caps of 3 on one key, twelve jobs competing: never
+// more than 3 hold a slot at once, and slots are used.
+func TestCapNeverExceededAcrossProcesses(t *testing.T) {
+	client, table := newTable(t)
+	var running, peak, total atomic.Int64
+	warmUp(t, client, table)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var fleets []*fleet.Fleet
+	defer func() {
+		for _, f := range fleets {
+			t.Logf("%+v", f.Stats())
+		}
+	}()
+	for p := range 4 {
+		f := newFleet(t, client, table, fmt.Sprintf("proc-%d", p))
+		fleets = append(fleets, f)
+		c, err := f.Cap("tenant", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					slot, err := c.Acquire(ctx, "A", time.Now().Add(10*time.Second))
+					if errors.Is(err, fleet.ErrCapFull) {
+						time.Sleep(50 * time.Millisecond) // a snoozed job comes back later
+						continue
+					}
+					if err != nil {
+						if ctx.Err() == nil {
+							t.Errorf("Acquire: %v", err)
+						}
+						return
+					}
+					n := running.Add(1)
+					total.Add(1)
+					for {
+						old := peak.Load()
+						if n <= old || peak.CompareAndSwap(old, n) {
+							break
+						}
+					}
+					time.Sleep(50 * time.Millisecond)
+					running.Add(-1) // before the release reaches DynamoDB
+					if err := slot.Release(context.Background()); err != nil {
+						t.Errorf("Release: %v", err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	t.Logf("%d jobs ran, at most %d at once", total.Load(), peak.Load())
+	if peak.Load() > 3 {
+		t.Errorf("%d jobs held a slot at once; the cap is 3", peak.Load())
+	}
+	if peak.Load() < 3 || total.Load() < 20 {
+		t.Errorf("peak %d, %d jobs: the cap's slots were not used", peak.Load(), total.Load())
+	}
+}
+
+// A holder that stops renewing (a killed process) keeps its slots only
+// until their lease expires; a renewed slot outlives its first lease; a
+// slot renewed after it was taken back says so.
+func TestCapSlotsExpireWithTheirLease(t *testing.T) {
+	client, table := newTable(t)
+	clk := newClock()
+	dead := newFleet(t, client, table, "dead", func(o *fleet.Options) { o.Now = clk.Now })
+	alive := newFleet(t, client, table, "alive", func(o *fleet.Options) { o.Now = clk.Now })
+	cd, _ := dead.Cap("tenant", 2)
+	ca, _ := alive.Cap("tenant", 2)
+	ctx := t.Context()
+
+	lease := clk.Now().Add(30 * time.Second)
+	s1, err := cd.Acquire(ctx, "A", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := ca.Acquire(ctx, "A", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.Acquire(ctx, "A", lease); !errors.Is(err, fleet.ErrCapFull) {
+		t.Fatalf("third Acquire under a cap of 2 = %v; want ErrCapFull", err)
+	}
+	if _, err := ca.Acquire(ctx, "B", lease); err != nil {
+		t.Fatalf("another key: %v; keys have their own slots", err)
+	}
+	// The live holder renews; the dead one does not.
+	clk.Add(20 * time.Second)
+	if err := s2.Renew(ctx, clk.Now().Add(30*time.Second)); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	clk.Add(11 * time.Second) // past the first lease
+	s3, err := ca.Acquire(ctx, "A", clk.Now().Add(30*time.Second))
+	if err != nil {
+		t.Fatalf("Acquire after the dead holder's lease expired: %v; want its slot back", err)
+	}
+	if _, err := ca.Acquire(ctx, "A", clk.Now().Add(30*time.Second)); !errors.Is(err, fleet.ErrCapFull) {
+		t.Fatalf("Acquire with the renewed slot and the new one held = %v; want ErrCapFull", err)
+	}
+	if err := s1.Renew(ctx, clk.Now().Add(30*time.Second)); !errors.Is(err, fleet.ErrSlotLost) {
+		t.Fatalf("the dead holder's late Renew = %v; want ErrSlotLost", err)
+	}
+	if err := s3.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cd.Acquire(ctx, "A", clk.Now().Add(30*time.Second)); err != nil {
+		t.Fatalf("Acquire after a Release: %v", err)
+	}
+	if s := dead.Stats(); s.SlotsLost != 1 {
+		t.Errorf("Stats %+v; want 1 slot lost", s)
+	}
+}
+
+// Over the cap, the middleware snoozes the job (no attempt, never run);
+// under it the job runs and its slot is released when it returns.
+func TestCapMiddleware(t *testing.T) {
+	client, table := newTable(t)
+	f := newFleet(t, client, table, "p1")
+	c, err := f.Cap("tenant", 1, func(o *fleet.CapOptions) { o.Key = fleet.ByGroup })
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	h := c.Middleware()(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		if m.ID == "first" {
+			close(inside)
+			<-release
+		}
+		return nil
+	}))
+	done := make(chan error, 1)
+	go func() { done <- h.Handle(t.Context(), &worker.Message{ID: "first", GroupID: "tenant-a"}) }()
+	<-inside
+	err = h.Handle(t.Context(), &worker.Message{ID: "second", GroupID: "tenant-a"})
+	if d, ok := retry.SnoozeDelay(err); !ok || d < 5*time.Second {
+		t.Fatalf("a second job of tenant-a under a cap of 1 = %v; want a snooze of FullSnooze (5 s) or more", err)
+	}
+	if err := h.Handle(t.Context(), &worker.Message{ID: "other", GroupID: "tenant-b"}); err != nil {
+		t.Fatalf("tenant-b's job: %v; want it run", err)
+	}
+	if s := f.Stats(); s.SlotsHeld != 1 || s.CapSnoozed != 1 {
+		t.Errorf("Stats %+v; want 1 slot held, 1 snoozed", s)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Handle(t.Context(), &worker.Message{ID: "third", GroupID: "tenant-a"}); err != nil {
+		t.Fatalf("after the first job ended: %v; want its slot released", err)
+	}
+	if s := f.Stats(); s.SlotsHeld != 0 {
+		t.Errorf("Stats %+v; want every slot released", s)
+	}
+}

@@ -1,0 +1,104 @@
+// Package fleet holds the controls shared by every worker of a queue —
+// rate limits, concurrency caps, pause and resume, circuit breakers —
+// in one DynamoDB table, so that they hold across processes, containers
+// and Lambda functions, not per process as worker.Options.Concurrency
+// does.
+//
+//	f, err := fleet.New(dynamoClient, "sqsworker-fleet") // see CreateTable
+//	payments, err := f.RateLimit("payments-api", 50)     // 50 jobs/s, fleet-wide
+//	tenants, err := f.Cap("tenant", 3, func(o *fleet.CapOptions) { o.Key = fleet.ByGroup })
+//	down, err := f.Breaker("payments-api", func(o *fleet.BreakerOptions) { o.Counts = isOutage })
+//	pause, err := f.Pauser(queueURL)
+//	w, err := worker.New(sqsClient, queueURL,
+//		worker.Chain(handler, down.Middleware(), tenants.Middleware(), payments.Middleware()),
+//		func(o *worker.Options) { o.ReceiveGate = pause })
+//
+// Order the middleware so that the cheapest refusal comes first: the
+// breaker (no DynamoDB call while closed or open), then caps, then rate
+// limits (a token is spent only by a job that will run).
+// # Waiting is a snooze
+//
+// A job that must wait — no token, its tenant's cap full, the breaker
+// open — is snoozed (retry.Snooze): its message is hidden until it may
+// run, no attempt is counted, and it is never dead-lettered by the
+// worker for it. A rate-limited job first waits in-process up to
+// RateLimitOptions.MaxWait (1 s), which keeps snoozes rare while the
+// fleet runs at its limit.
+//
+// One thing the library cannot change: each snooze is a receive, and
+// SQS's own redrive moves a message to the dead-letter queue after the
+// queue's maxReceiveCount receives, whatever the worker decides. With
+// fleet controls, set maxReceiveCount well above the retries the policy
+// allows (for example 100) and count attempts exactly with
+// retry/dynamocounter, so that the retry policy, not SQS's receive count,
+// decides when a failing job is dead-lettered; snoozes then cost nothing
+// (dynamocounter also takes the snoozed attempt back). With the default
+// ApproximateReceiveCount counter, each snooze also brings a failing job
+// closer to its last retry.
+//
+// # Rate limits
+//
+// RateLimit is a token bucket per key in one item: rate tokens per
+// second, at most Burst (a tenth of a second's worth by default) stored.
+// A process takes tokens with conditional writes, for as many of its jobs
+// as are waiting (up to Burst) in one request, and never holds tokens
+// for later: over any window of t seconds at most Burst + rate × t jobs
+// start fleet-wide. A write that loses a race reads the winner's state
+// from the failed condition (no extra read), and a process that knows no
+// token is due does not ask.
+//
+// # Concurrency caps and tenant fairness
+//
+// Cap allows K running jobs per key across the fleet. A slot is an entry
+// in the key's item with a lease expiry that follows the message's
+// visibility deadline (worker.VisibilityDeadline): renewed whenever the
+// worker's heartbeat extends the message, removed when the handler
+// returns. When a process dies (kill -9), its slots expire no later than
+// its messages become visible again — within one lease — and the next
+// acquisition drops them. Keyed by ByGroup (the MessageGroupId of an SQS
+// fair queue: a standard queue whose producers set it, see
+// producer.Message.GroupID) or ByAttribute, a Cap keeps one flooding
+// tenant from taking every handler: its jobs beyond the cap are snoozed
+// while other tenants' jobs run.
+//
+// # Pause and resume
+//
+// Pause and Resume set a queue's switch (also `sqsworker pause|resume
+// QUEUE`). A Pauser given as worker.Options.ReceiveGate reads it every
+// Interval (2 s, at most 5 s): a paused worker stops receiving, ends its
+// poll in flight, releases its prefetched messages at once (visibility 0)
+// and lets running handlers finish and settle as usual; it stays live but
+// not ready (worker.Health). No attempt is counted and nothing is
+// dead-lettered for a pause. For the Lambda adapter, disable the event
+// source mapping, or use Pauser.Middleware, which snoozes each message
+// while the queue is paused.
+//
+// # Circuit breaker
+//
+// Breaker opens after Threshold counted failures in a row (the user's
+// BreakerOptions.Counts says which errors mean the downstream is down):
+// while open, jobs are snoozed until it half-opens; then one job probes,
+// and its success closes it. Counted failures are snoozed, not failed, so
+// an outage spends no job's retries. With Shared, opening is written to
+// the table and honoured by every process within SyncInterval.
+//
+// # Faults
+//
+// New refuses a missing table or one with another key (ErrTableNotFound
+// and a message saying what to do), and each constructor refuses a limit
+// of 0. When DynamoDB cannot be asked (an outage, throttling beyond the
+// SDK's retries), each control does what its options say:
+//
+//	RateLimit, Cap   fail closed by default: the job is snoozed for ErrorSnooze (10 s);
+//	                 FailOpen runs it unchecked
+//	Pauser           fails open: the last state read stays in force (open if never read)
+//	Breaker(Shared)  works on its own local state
+//	slot renewal     retried every second; a slot that expired meanwhile is counted in
+//	                 Stats.SlotsLost and logged (the cap may be exceeded until that job ends)
+//
+// Nothing is lost and nothing is dead-lettered for it. Stats counts every
+// request, snooze and fallback.
+//
+// The processes sharing a table compare the times they write: keep their
+// clocks synchronised.
+package fleet

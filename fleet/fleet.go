@@ -1,0 +1,284 @@
+package fleet
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsworker/sqsworker/internal/dynamo"
+)
+
+// The attribute names of the fleet table.
+const (
+	// KeyAttribute is the table's partition key (type S). Items are named
+	// "<kind>|<name>|<key>": rate|…, cap|…, pause|<queue name>, breaker|….
+	KeyAttribute = "pk"
+	// TTLAttribute holds an item's expiry in epoch seconds (type N): items
+	// of keys no longer used (a tenant gone quiet) expire by themselves.
+	TTLAttribute = "expiresAt"
+)
+
+// itemTTL is how long an item of a rate limit, cap or breaker lives after
+// its last write. Pause items never expire.
+const itemTTL = 7 * 24 * time.Hour
+
+// API is the part of the DynamoDB client the fleet controls use.
+type API interface {
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// ErrTableNotFound matches, with errors.Is, the errors caused by a fleet
+// table that does not exist.
+var ErrTableNotFound = errors.New("fleet: table not found")
+
+// ErrThrottled matches, with errors.Is, the errors caused by DynamoDB
+// throttling that outlasted the SDK's retries.
+var ErrThrottled = errors.New("fleet: throttled")
+
+// Options configures a Fleet. Every field's zero value selects the
+// documented default.
+type Options struct {
+	// Holder names this process in the slots it holds (Cap) and in pauses
+	// it sets. Zero value: "<hostname>-<pid>-<random>".
+	Holder string
+	// CallTimeout bounds every DynamoDB call. Zero value: 5 s.
+	CallTimeout time.Duration
+	// StartupTimeout bounds New's check of the table. Zero value: 10 s.
+	StartupTimeout time.Duration
+	// Logger receives the controls' warnings (DynamoDB failures, lost
+	// slots). Zero value: slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Zero value: time.Now. The processes sharing a
+	// table compare times they wrote: keep their clocks synchronised (NTP;
+	// a skew of s lets a slot expire s early or late, and a bucket refill
+	// s early or late once).
+	Now func() time.Time
+}
+
+// Fleet is the entry point of the fleet controls: one DynamoDB table,
+// shared by every process of the fleet, holding rate-limit buckets,
+// concurrency slots, pause switches and shared circuit breakers. Make the
+// controls with RateLimit, Cap, Pauser and Breaker; a Fleet and its
+// controls are safe for concurrent use.
+type Fleet struct {
+	client API
+	table  string
+	o      Options
+	seq    atomic.Int64 // slot holder numbers
+	st     counters
+
+	mu       sync.Mutex
+	paused   map[string]bool           // by queue name, as the pausers last read
+	breakers map[string]func() string // breaker states, by name
+}
+
+// New returns the Fleet on table. It checks, with one DescribeTable call,
+// that the table exists with the right key (see CreateTable), and refuses
+// a nil client, an empty table name and negative options.
+func New(client API, table string, optFns ...func(*Options)) (*Fleet, error) {
+	if client == nil {
+		return nil, errors.New("fleet.New: client is nil; pass a *dynamodb.Client")
+	}
+	if table == "" {
+		return nil, errors.New("fleet.New: table name is empty; pass the name of the fleet table (see fleet.CreateTable)")
+	}
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.CallTimeout < 0 || o.StartupTimeout < 0 {
+		return nil, errors.New("fleet.New: Options.CallTimeout and StartupTimeout must not be negative (zero selects the default)")
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = 5 * time.Second
+	}
+	if o.StartupTimeout == 0 {
+		o.StartupTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Holder == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		_, _ = crand.Read(b[:])
+		o.Holder = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	f := &Fleet{client: client, table: table, o: o, paused: map[string]bool{}, breakers: map[string]func() string{}}
+	ctx, cancel := context.WithTimeout(context.Background(), o.StartupTimeout)
+	defer cancel()
+	f.st.requests.Add(1)
+	if err := fleetTable(table).Check(ctx, client); err != nil {
+		f.st.requestErrors.Add(1)
+		return nil, err
+	}
+	return f, nil
+}
+
+// Holder returns the name this process holds slots under.
+func (f *Fleet) Holder() string { return f.o.Holder }
+
+// TableAPI is the part of the DynamoDB client CreateTable uses.
+type TableAPI interface {
+	CreateTable(ctx context.Context, params *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, params *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, params *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+var _ TableAPI = (*dynamodb.Client)(nil)
+
+// CreateTable makes table ready for a Fleet: it creates it if it does not
+// exist (partition key pk of type S, on-demand capacity), waits until it
+// is ACTIVE (at most maxWait; 0 means 5 minutes), and enables time-to-live
+// on expiresAt. It is idempotent: on an existing table it checks the key
+// schema and the TTL setting and changes nothing that is already right. It
+// needs dynamodb:CreateTable, dynamodb:DescribeTable,
+// dynamodb:DescribeTimeToLive and dynamodb:UpdateTimeToLive; run it from a
+// deployment step if the workers' role should not hold those.
+func CreateTable(ctx context.Context, client TableAPI, table string, maxWait time.Duration) error {
+	return fleetTable(table).Create(ctx, client, maxWait)
+}
+
+// fleetTable describes the fleet table to package dynamo.
+func fleetTable(name string) dynamo.Table {
+	return dynamo.Table{
+		Name: name, Key: KeyAttribute, TTL: TTLAttribute,
+		Pkg: "fleet", Items: "fleet items", Use: "the fleet controls",
+		NotFound: ErrTableNotFound, Throttled: ErrThrottled,
+	}
+}
+
+// explain wraps an item call's error with what to do about it.
+func (f *Fleet) explain(err error, what string) error {
+	return fleetTable(f.table).Explain(err, "fleet: "+what+" in table "+strconv.Quote(f.table), "dynamodb:GetItem and dynamodb:UpdateItem")
+}
+
+// call runs one DynamoDB call with the fleet's timeout, counting it.
+func call[T any](f *Fleet, ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.o.CallTimeout)
+	defer cancel()
+	f.st.requests.Add(1)
+	out, err := fn(ctx)
+	if err != nil && !isConditionFailed(err) {
+		f.st.requestErrors.Add(1)
+	}
+	return out, err
+}
+
+// getItem reads an item with a strongly consistent read; nil when absent.
+func (f *Fleet) getItem(ctx context.Context, pk string) (map[string]types.AttributeValue, error) {
+	out, err := call(f, ctx, func(ctx context.Context) (*dynamodb.GetItemOutput, error) {
+		return f.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(f.table),
+			Key:            itemKey(pk),
+			ConsistentRead: aws.Bool(true),
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
+
+func itemKey(pk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}}
+}
+
+// isConditionFailed reports whether err is a failed condition expression.
+func isConditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+// failedItem returns the item a failed condition returned
+// (ReturnValuesOnConditionCheckFailure ALL_OLD), and whether there was one.
+func failedItem(err error) (map[string]types.AttributeValue, bool) {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) && ccf.Item != nil {
+		return ccf.Item, true
+	}
+	return nil, false
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// numAttr reads a number attribute; 0 when absent or not a number.
+func numAttr(item map[string]types.AttributeValue, name string) int64 {
+	if v, ok := item[name].(*types.AttributeValueMemberN); ok {
+		n, _ := strconv.ParseInt(v.Value, 10, 64)
+		return n
+	}
+	return 0
+}
+
+func strAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// expires is the TTL value of an item written at now.
+func expires(now time.Time) types.AttributeValue { return num(now.Add(itemTTL).Unix()) }
+
+// checkName refuses an empty control name or one with the item key's
+// separator.
+func checkName(kind, name string) error {
+	if name == "" {
+		return fmt.Errorf("fleet: %s needs a name: the downstream or resource it protects (e.g. \"payments-api\")", kind)
+	}
+	if strings.Contains(name, "|") {
+		return fmt.Errorf("fleet: %s name %q contains '|', which separates the parts of item keys; choose another name", kind, name)
+	}
+	return nil
+}
+
+// snoozeFor is how long a job that must wait is hidden: d rounded up to
+// whole seconds (SQS counts visibility in seconds), at least 1 s, plus up
+// to 20% jitter so the waiting jobs of a fleet do not come back at once.
+func snoozeFor(d time.Duration) time.Duration {
+	d = max(d, time.Second)
+	d += time.Duration(rand.Float64() * 0.2 * float64(d))
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+// sleep waits d, or until ctx ends: false then.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,86 @@
+package fleet_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// newTable creates a fleet table of its own for the test on the local
+// DynamoDB, deleted at the end.
+func newTable(t *testing.T) (*dynamodb.Client, string) {
+	t.Helper()
+	client := testenv.DynamoDB(t)
+	table := testenv.UniqueName("fleet")
+	if err := fleet.CreateTable(t.Context(), client, table, 0); err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	return client, table
+}
+
+// newFleet is one process's Fleet on the table.
+func newFleet(t *testing.T, client fleet.API, table, holder string, optFns ...func(*fleet.Options)) *fleet.Fleet {
+	t.Helper()
+	opts := append([]func(*fleet.Options){func(o *fleet.Options) { o.Holder, o.Logger = holder, quiet }}, optFns...)
+	f, err := fleet.New(client, table, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return f
+}
+
+// clock is an injected clock the test moves by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Now()} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// warmUp makes DynamoDB Local's JVM compile its item paths before a test
+// measures: its first few hundred requests take up to a second each.
+func warmUp(t *testing.T, client *dynamodb.Client, table string) {
+	t.Helper()
+	f := newFleet(t, client, table, "warm-up")
+	l, err := f.RateLimit("warm-up", 1e6, func(o *fleet.RateLimitOptions) { o.Burst = 1e6 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 40 {
+				if _, err := l.Take(t.Context(), "k"); err != nil {
+					t.Errorf("warming up: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
