@@ -66,7 +66,7 @@ type Breaker struct {
 
 	mu        sync.Mutex
 	state     string
-	failures  int       // counted failures in a row while closed
+	failures  int // counted failures in a row while closed
 	openFor   time.Duration
 	openUntil time.Time // while open
 	probing   bool      // a probe is running (half-open)

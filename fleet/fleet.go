@@ -86,7 +86,7 @@ type Fleet struct {
 	st     counters
 
 	mu       sync.Mutex
-	paused   map[string]bool           // by queue name, as the pausers last read
+	paused   map[string]bool          // by queue name, as the pausers last read
 	breakers map[string]func() string // breaker states, by name
 }
 

@@ -38,7 +38,9 @@ func TestNewRefusesBadInput(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = client.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(wrong)}) })
+	t.Cleanup(func() {
+		_, _ = client.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(wrong)})
+	})
 	if _, err := fleet.New(client, wrong); err == nil || !strings.Contains(err.Error(), "partition key pk of type S") {
 		t.Errorf("New(table keyed by id N) = %v; want an error naming the key it needs", err)
 	}
