@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -35,10 +34,10 @@ type PauseState struct {
 // is the same queue: the key is its name (the table is per account and
 // region, as queues are).
 func pauseKey(queue string) (string, string, error) {
-	name := dlq.QueueName(queue)
-	if name == "" {
-		return "", "", errors.New("fleet: a queue name, URL or ARN is needed to pause or resume it")
+	if err := queueref.Check(queue); err != nil {
+		return "", "", fmt.Errorf("fleet: pause switch: %w", err)
 	}
+	name := queueref.Name(queue)
 	return "pause|" + name, name, nil
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -67,6 +68,8 @@ type app struct {
 	newClient func(ctx context.Context, f awsFlags) (client, error)
 	// newSNS connects to SNS (the same account, region and endpoint).
 	newSNS func(ctx context.Context, f awsFlags) (snsClient, error)
+	// newDynamo connects to DynamoDB (the fleet table).
+	newDynamo func(ctx context.Context, f awsFlags) (fleet.API, error)
 	// isTerminal reports whether a stream is an interactive terminal.
 	isTerminal func(v any) bool
 	// now is the clock for ages shown to the user.
@@ -78,7 +81,7 @@ type app struct {
 // run is the program: it parses args, runs the command and returns the exit
 // code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, newClient: connect, newSNS: connectSNS, isTerminal: isTerminal, now: time.Now, buildInfo: debug.ReadBuildInfo}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, newClient: connect, newSNS: connectSNS, newDynamo: connectDynamo, isTerminal: isTerminal, now: time.Now, buildInfo: debug.ReadBuildInfo}
 	return a.run(ctx, args)
 }
 
@@ -178,12 +181,16 @@ func commands() []*command {
 		versionCommand(),
 		costCommand(),
 		consoleCommand(),
+		pauseCommand(),
+		resumeCommand(),
+		pausedCommand(),
 	}
 }
 
 const overview = `sqsworker is the operator's tool for queues run by the sqsworker library:
 it creates queue pairs, checks their dead-letter setup, inspects and
-redrives dead-letter queues, and previews retry schedules.
+redrives dead-letter queues, previews retry schedules, and pauses and
+resumes queues for their whole fleet of workers.
 
 Usage: sqsworker <command> [flags] [arguments]
 

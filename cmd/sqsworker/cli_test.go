@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
 )
@@ -28,6 +30,8 @@ type harness struct {
 	client client
 	// onConnect, when set, sees the connection flags a command connects with.
 	onConnect func(awsFlags)
+	// dynamo is the DynamoDB client of the fleet commands (DynamoDB Local).
+	dynamo fleet.API
 }
 
 func newHarness(t testing.TB) *harness {
@@ -49,7 +53,13 @@ func (h *harness) run(t *testing.T, args ...string) (code int, stdout, stderr st
 			}
 			return h.fake, nil
 		},
-		newSNS:     func(context.Context, awsFlags) (snsClient, error) { return h.sns, nil },
+		newSNS: func(context.Context, awsFlags) (snsClient, error) { return h.sns, nil },
+		newDynamo: func(context.Context, awsFlags) (fleet.API, error) {
+			if h.dynamo == nil {
+				return nil, errors.New("this test gives the commands no DynamoDB")
+			}
+			return h.dynamo, nil
+		},
 		isTerminal: func(any) bool { return h.tty },
 		now:        func() time.Time { return h.now },
 		buildInfo:  debug.ReadBuildInfo,

@@ -1,6 +1,7 @@
 // Command sqsworker is the operator's tool for queues run by the sqsworker
 // library: it creates queue pairs, checks their dead-letter setup, inspects
-// and redrives dead-letter queues, and previews retry schedules.
+// and redrives dead-letter queues, previews retry schedules, and pauses and
+// resumes queues for their whole fleet of workers.
 //
 // Usage:
 //
@@ -66,6 +67,13 @@
 //	                      127.0.0.1:9470): queues, DLQs grouped by failure
 //	                      reason, workers (--worker NAME=URL); read-only unless
 //	                      --actions; --queues to limit what it shows
+//	pause QUEUE           pause the queue for every worker watching its switch in
+//	                      the fleet table (package fleet; --table or
+//	                      SQSWORKER_FLEET_TABLE): within 5 s they stop receiving,
+//	                      end their poll in flight and release what they
+//	                      prefetched; running jobs finish. --reason is stored
+//	resume QUEUE          clear the switch: the workers receive again
+//	paused QUEUE          whether the queue is paused, since when, by whom, why
 //
 // QUEUE is a queue name, URL or ARN (package queueref): a name is the queue
 // of the configured region and account, an ARN the queue of its own region
@@ -132,4 +140,10 @@
 //	             sns:GetSubscriptionAttributes; --actions: also dlq redrive's, sqs:DeleteMessage, sqs:PurgeQueue
 //	dlq *        given a dead-letter queue's name: also sqs:ListDeadLetterSourceQueues (or sqs:ListQueues),
 //	             and for a subscription's DLQ (or --fanout) sns:ListSubscriptions, sns:GetSubscriptionAttributes
+//	pause, resume  sqs:GetQueueUrl; dynamodb:DescribeTable, dynamodb:UpdateItem on the fleet table
+//	paused         sqs:GetQueueUrl; dynamodb:DescribeTable, dynamodb:GetItem on the fleet table
+//
+// The fleet commands reach DynamoDB through the same configuration; its
+// endpoint comes from AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL
+// (--endpoint-url is SQS's).
 package main
