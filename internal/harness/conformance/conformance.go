@@ -149,6 +149,7 @@ func behaviours() []behaviour {
 	all = append(all, delayAndPollBehaviours()...)
 	all = append(all, dlqBehaviours()...)
 	all = append(all, fifoBehaviours()...)
+	all = append(all, fairQueueBehaviours()...)
 	all = append(all, lifetimeBehaviours()...)
 	return all
 }

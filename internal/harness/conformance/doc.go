@@ -100,6 +100,9 @@
 //   - FIFORedriveKeepsEnqueueTime: a FIFO message redriven to its FIFO
 //     dead-letter queue keeps its SentTimestamp (real SQS: the enqueue time
 //     resets to the move).
+//   - NoStandardMessageGroupId: a MessageGroupId sent to a standard queue
+//     (SQS fair queues) is accepted but not returned on receive (tenant
+//     caps keyed by it, fleet.ByGroup, are tested on the fake).
 //
 // Bare fauxqs 1.9.2 has one more difference, which its launcher
 // (localstack/fauxqs-server.mjs) corrects, so it is not declared: a long

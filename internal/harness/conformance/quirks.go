@@ -83,6 +83,11 @@ const (
 	// message's SentTimestamp in its FIFO dead-letter queue; real SQS resets
 	// the enqueue time of a FIFO message to the move.
 	QuirkFIFORedriveKeepsEnqueueTime Quirk = "FIFORedriveKeepsEnqueueTime"
+
+	// QuirkNoStandardMessageGroupId: a standard queue accepts a
+	// MessageGroupId (SQS fair queues) but ReceiveMessage does not return
+	// it; real SQS returns it as the MessageGroupId system attribute.
+	QuirkNoStandardMessageGroupId Quirk = "NoStandardMessageGroupId"
 )
 
 // Description says how a backend with the quirk differs from real SQS.
@@ -116,6 +121,8 @@ func (q Quirk) Description() string {
 		return "the AWSTraceHeader system attribute of a send is accepted but not returned on receive (real SQS: returned)"
 	case QuirkFIFORedriveKeepsEnqueueTime:
 		return "a FIFO message redriven to its FIFO dead-letter queue keeps its SentTimestamp (real SQS: the enqueue time resets to the move)"
+	case QuirkNoStandardMessageGroupId:
+		return "a MessageGroupId sent to a standard queue (fair queues) is accepted but not returned on receive (real SQS: returned)"
 	}
 	return "undocumented quirk"
 }
@@ -141,6 +148,7 @@ func FauxqsQuirks() map[Quirk]bool {
 		QuirkCountsIgnoreVisibilityExpiry:    true,
 		QuirkNoAWSTraceHeader:                true,
 		QuirkFIFORedriveKeepsEnqueueTime:     true,
+		QuirkNoStandardMessageGroupId:        true,
 	}
 }
 
