@@ -42,7 +42,10 @@ type CapOptions struct {
 	// lease (worker.VisibilityDeadline). Zero value: 30 s.
 	Lease time.Duration
 	// FullSnooze is how long a job that finds the cap full is hidden
-	// before it is tried again (plus jitter). Zero value: 5 s.
+	// before it is tried again (plus jitter). A key whose jobs are much
+	// shorter than FullSnooze runs about limit jobs per FullSnooze while
+	// its backlog is snoozed: set it near the jobs' duration (SQS counts
+	// in whole seconds, so at least 1 s). Zero value: 5 s.
 	FullSnooze time.Duration
 	// FailOpen lets jobs run without a slot when DynamoDB cannot be asked:
 	// the cap may then be exceeded. Zero value: false — fail closed, the
@@ -67,7 +70,17 @@ type Cap struct {
 
 	mu    sync.Mutex
 	cache map[string]capItem // the items as last seen, by key
+	held  map[string]int     // slots this process holds, by key
+	full  map[string]time.Time
+	// full: until when a key is taken for full without asking DynamoDB
+	// (found full, and no slot of it released here since)
 }
+
+// fullFor is how long a key found full is taken for full without a
+// request: a flood of one tenant's jobs is snoozed at the speed of the
+// handlers, not of DynamoDB. A slot released by another process is seen
+// this much later at most.
+const fullFor = 500 * time.Millisecond
 
 // capItem is a cap item as read or written.
 type capItem struct {
@@ -104,7 +117,7 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	if o.ErrorSnooze == 0 {
 		o.ErrorSnooze = 10 * time.Second
 	}
-	return &Cap{f: f, name: name, limit: limit, o: o, cache: map[string]capItem{}}, nil
+	return &Cap{f: f, name: name, limit: limit, o: o, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}}, nil
 }
 
 // Slot is one running job's place under a Cap. Release it when the job
@@ -126,6 +139,10 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 	holder := c.f.o.Holder + "#" + strconv.FormatInt(c.f.seq.Add(1), 10)
 	c.mu.Lock()
 	it, cached := c.cache[key]
+	if c.held[key] >= c.limit || c.f.o.Now().Before(c.full[key]) {
+		c.mu.Unlock()
+		return nil, ErrCapFull
+	}
 	c.mu.Unlock()
 	for attempt := range 8 {
 		now := c.f.o.Now().UnixMilli()
@@ -145,7 +162,10 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 				it, cached = parseCap(item), false
 				continue
 			}
-			c.remember(key, it)
+			c.mu.Lock()
+			c.cache[key] = it
+			c.full[key] = c.f.o.Now().Add(fullFor)
+			c.mu.Unlock()
 			return nil, ErrCapFull
 		}
 		live[holder] = until.UnixMilli()
@@ -171,7 +191,10 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 			return c.f.client.UpdateItem(ctx, in)
 		})
 		if err == nil {
-			c.remember(key, capItem{holders: live, ver: it.ver + 1, exists: true})
+			c.mu.Lock()
+			c.cache[key] = capItem{holders: live, ver: it.ver + 1, exists: true}
+			c.held[key]++
+			c.mu.Unlock()
 			c.f.st.slotsHeld.Add(1)
 			return &Slot{c: c, key: key, holder: holder, until: until}, nil
 		}
@@ -198,9 +221,14 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 
 func (c *Cap) pk(key string) string { return "cap|" + c.name + "|" + key }
 
-func (c *Cap) remember(key string, it capItem) {
+// dropped notes that this process no longer holds a slot of key: its
+// next job of key asks DynamoDB again.
+func (c *Cap) dropped(key string) {
 	c.mu.Lock()
-	c.cache[key] = it
+	if c.held[key]--; c.held[key] <= 0 {
+		delete(c.held, key)
+	}
+	delete(c.full, key)
 	c.mu.Unlock()
 }
 
@@ -238,6 +266,7 @@ func (s *Slot) Renew(ctx context.Context, until time.Time) error {
 	})
 	if isConditionFailed(err) {
 		s.done = true
+		c.dropped(s.key)
 		c.f.st.slotsHeld.Add(-1)
 		c.f.st.slotsLost.Add(1)
 		return fmt.Errorf("%w: slot of cap %q (key %q) held by %s expired and was taken back", ErrSlotLost, c.name, s.key, s.holder)
@@ -259,6 +288,7 @@ func (s *Slot) Release(ctx context.Context) error {
 	}
 	s.done = true
 	c := s.c
+	defer c.dropped(s.key) // once the slot is free in DynamoDB too
 	c.f.st.slotsHeld.Add(-1)
 	_, err := call(c.f, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
 		return c.f.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{

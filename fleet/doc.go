@@ -59,7 +59,10 @@
 // fair queue: a standard queue whose producers set it, see
 // producer.Message.GroupID) or ByAttribute, a Cap keeps one flooding
 // tenant from taking every handler: its jobs beyond the cap are snoozed
-// while other tenants' jobs run.
+// while other tenants' jobs run. A key found full is taken for full for
+// half a second without asking DynamoDB again (unless this process
+// releases one of its slots), so a flood is snoozed at the handlers'
+// speed.
 //
 // # Pause and resume
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/retry"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -84,3 +85,6 @@ func warmUp(t *testing.T, client *dynamodb.Client, table string) {
 	}
 	wg.Wait()
 }
+
+// retrySnooze is retry.SnoozeDelay.
+func retrySnooze(err error) (time.Duration, bool) { return retry.SnoozeDelay(err) }

@@ -1,0 +1,225 @@
+package fleet_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// runWorker runs a worker on the fake until the test ends.
+func runWorker(t *testing.T, sq *sqstest.Fake, src string, h worker.Handler, optFns ...func(*worker.Options)) *worker.Worker {
+	t.Helper()
+	opts := append([]func(*worker.Options){func(o *worker.Options) { o.Logger = quiet; o.WaitTime = time.Second }}, optFns...)
+	w, err := worker.New(sq, src, h, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return w
+}
+
+// A slot follows its message's lease in the worker: while the handler
+// runs past the visibility timeout, the heartbeat extends the message and
+// the slot's expiry moves with it; when the handler returns, the slot is
+// released.
+func TestCapSlotFollowsTheMessageLease(t *testing.T) {
+	client, table := newTable(t)
+	f := newFleet(t, client, table, "p1")
+	c, err := f.Cap("report", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq := sqstest.For(t)
+	src, _ := sq.MustCreateQueueWithDLQ(t, "reports", 3, map[string]string{"VisibilityTimeout": "2"})
+	sq.MustSend(t, src, "long job")
+	var first, later time.Time
+	finished := make(chan struct{})
+	runWorker(t, sq, src, c.Middleware()(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		first = slotExpiry(t, client, table)
+		time.Sleep(5 * time.Second) // well past the 2 s visibility timeout
+		later = slotExpiry(t, client, table)
+		close(finished)
+		return nil
+	})))
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job did not run")
+	}
+	if first.IsZero() || !later.After(first.Add(2*time.Second)) || later.Before(time.Now()) {
+		t.Fatalf("slot expiry at the start %v, 5 s later %v; want it moved with the heartbeat's extensions, into the future", first, later)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !slotExpiry(t, client, table).IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatal("the slot was not released after the handler returned")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// slotExpiry reads the one slot of cap "report"; zero when none is held.
+func slotExpiry(t *testing.T, client *dynamodb.Client, table string) time.Time {
+	t.Helper()
+	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{
+		TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{fleet.KeyAttribute: &types.AttributeValueMemberS{Value: "cap|report|"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holders, _ := out.Item["holders"].(*types.AttributeValueMemberM)
+	if holders == nil {
+		return time.Time{}
+	}
+	for _, v := range holders.Value {
+		var ms int64
+		for _, c := range v.(*types.AttributeValueMemberN).Value {
+			ms = ms*10 + int64(c-'0')
+		}
+		return time.UnixMilli(ms)
+	}
+	return time.Time{}
+}
+
+// Tenant fairness on a standard queue whose producer sets MessageGroupId
+// (SQS fair queues): tenant A floods 200 jobs ahead of tenant B's 2. With a
+// per-tenant cap of 2 and 4 handlers, A never runs more than 2 at once
+// and B's jobs run within seconds instead of waiting behind A's backlog
+// (4 handlers × 200 ms would take 10 s to get through A's 200 first);
+// nothing is dead-lettered for the snoozes.
+func TestTenantCapKeepsAFloodingTenantFromEveryHandler(t *testing.T) {
+	client, table := newTable(t)
+	f := newFleet(t, client, table, "p1")
+	c, err := f.Cap("tenant", 2, func(o *fleet.CapOptions) { o.Key = fleet.ByGroup; o.FullSnooze = time.Second })
+	if err != nil {
+		t.Fatal(err)
+	}
+	warmUp(t, client, table)
+	sq := sqstest.For(t)
+	src, dlq := sq.MustCreateQueueWithDLQ(t, "jobs", 100, map[string]string{"VisibilityTimeout": "30"})
+	group := func(g string) func(*sqs.SendMessageInput) {
+		return func(in *sqs.SendMessageInput) { in.MessageGroupId = aws.String(g) }
+	}
+	for range 200 {
+		sq.MustSend(t, src, "a", group("tenant-a"))
+	}
+	for range 2 {
+		sq.MustSend(t, src, "b", group("tenant-b"))
+	}
+	var (
+		mu       sync.Mutex
+		runningA int
+		peakA    int
+		bDone    []time.Duration
+	)
+	var done atomic.Int64
+	begin := time.Now()
+	w := runWorker(t, sq, src, c.Middleware()(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		mu.Lock()
+		if m.GroupID == "tenant-a" {
+			runningA++
+			peakA = max(peakA, runningA)
+		}
+		mu.Unlock()
+		time.Sleep(200 * time.Millisecond)
+		mu.Lock()
+		if m.GroupID == "tenant-a" {
+			runningA--
+		} else {
+			bDone = append(bDone, time.Since(begin))
+		}
+		mu.Unlock()
+		done.Add(1)
+		return nil
+	})), func(o *worker.Options) { o.Concurrency = 4 })
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		b := len(bDone)
+		mu.Unlock()
+		if b == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of tenant B's 2 jobs done in 20 s; worker %+v", b, w.Stats())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("tenant B's jobs done after %v; %d jobs of A done by then, at most %d at once; %+v", bDone, done.Load()-2, peakA, f.Stats())
+	if peakA > 2 {
+		t.Errorf("tenant A ran %d jobs at once; the cap is 2", peakA)
+	}
+	if bDone[1] > 3*time.Second {
+		t.Errorf("tenant B's jobs done after %v; want both within 3 s, not behind A's 200", bDone)
+	}
+	if s := w.Stats(); s.DeadLettered != 0 || s.Snoozed == 0 {
+		t.Errorf("worker %+v; want A's jobs over the cap snoozed, none dead-lettered", s)
+	}
+	if v, i, d := sq.Count(dlq); v+i+d != 0 {
+		t.Errorf("the DLQ holds %d messages", v+i+d)
+	}
+}
+
+// When DynamoDB cannot be asked (here: the table was deleted), a rate
+// limit and a cap fail closed by default — the job is snoozed for
+// ErrorSnooze, not run, not failed — or, with FailOpen, run unchecked; a
+// Pauser keeps the worker receiving.
+func TestControlsWhenDynamoDBFails(t *testing.T) {
+	client, table := newTable(t)
+	f := newFleet(t, client, table, "p1")
+	closedLimit, _ := f.RateLimit("api", 10)
+	openLimit, _ := f.RateLimit("api", 10, func(o *fleet.RateLimitOptions) { o.FailOpen = true })
+	closedCap, _ := f.Cap("tenant", 2)
+	openCap, _ := f.Cap("tenant", 2, func(o *fleet.CapOptions) { o.FailOpen = true })
+	p, _ := f.Pauser("orders")
+	if _, err := client.DeleteTable(t.Context(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
+		t.Fatal(err)
+	}
+
+	ran := 0
+	h := worker.HandlerFunc(func(context.Context, *worker.Message) error { ran++; return nil })
+	for _, mw := range []worker.Middleware{closedLimit.Middleware(), closedCap.Middleware()} {
+		err := mw(h).Handle(t.Context(), &worker.Message{ID: "m"})
+		if d, ok := retrySnooze(err); !ok || d != 10*time.Second || ran != 0 {
+			t.Fatalf("fail closed: %v, ran %d; want a 10 s snooze (ErrorSnooze), not run", err, ran)
+		}
+	}
+	for _, mw := range []worker.Middleware{openLimit.Middleware(), openCap.Middleware()} {
+		if err := mw(h).Handle(t.Context(), &worker.Message{ID: "m"}); err != nil {
+			t.Fatalf("FailOpen: %v; want the job run", err)
+		}
+	}
+	if s := f.Stats(); ran != 2 || s.FailedClosed != 2 || s.FailedOpen != 2 {
+		t.Fatalf("ran %d, Stats %+v; want 2 run open, 2 snoozed closed", ran, s)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	reports := make(chan bool, 1)
+	go p.Watch(ctx, func(open bool) { reports <- open })
+	if open := <-reports; !open {
+		t.Fatal("a Pauser that cannot read the switch closed the gate; it must fail open")
+	}
+}
