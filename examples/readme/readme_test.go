@@ -21,6 +21,7 @@ import (
 	"github.com/sqsworker/sqsworker/console"
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
@@ -222,3 +223,21 @@ func newSQSClient(cfg aws.Config) *sqs.Client {
 }
 
 var _ = newSQSClient
+
+// README: Fleet controls.
+func fleetWorker(cfg aws.Config, queueURL string, handler worker.Handler, isOutage func(error) bool) (*worker.Worker, error) {
+	f, err := fleet.New(dynamodb.NewFromConfig(cfg), "sqsworker-fleet") // refuses a missing table or a wrong key
+	if err != nil {
+		return nil, err
+	}
+	payments, err1 := f.RateLimit("payments-api", 50) // 50 jobs/s across the fleet
+	tenants, err2 := f.Cap("tenant", 3, func(o *fleet.CapOptions) { o.Key = fleet.ByGroup })
+	down, err3 := f.Breaker("payments-api", func(o *fleet.BreakerOptions) { o.Counts = isOutage })
+	pause, err4 := f.Pauser(queueURL)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return nil, err // a limit of 0, a breaker without Counts…
+	}
+	return worker.New(sqs.NewFromConfig(cfg), queueURL,
+		worker.Chain(handler, down.Middleware(), tenants.Middleware(), payments.Middleware()),
+		func(o *worker.Options) { o.ReceiveGate = pause })
+}
