@@ -1,0 +1,147 @@
+package fleetrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// ChildEnv, set to a JSON ChildConfig, makes the test binary a child.
+const ChildEnv = "FLEETRUN_CHILD"
+
+// ChildConfig is what a child runs.
+type ChildConfig struct {
+	Name        string  // the process's name, its holder name and record file prefix
+	Dir         string  // where it writes Name.jobs and Name.stats
+	Queue       string  // the queue's URL
+	Table       string  // the fleet table
+	Concurrency int     // handlers
+	Rate        float64 // a shared rate limit (jobs/s); 0: none
+	Cap         int     // a cap per MessageGroupId; 0: none
+	Work        time.Duration
+}
+
+// Record is one line of a child's .jobs file.
+type Record struct {
+	Proc  string `json:"p"`
+	ID    string `json:"id"`
+	Group string `json:"g,omitempty"`
+	Start int64  `json:"s"` // unix ns
+	End   int64  `json:"e,omitempty"`
+}
+
+// ChildStats is a child's .stats file, written when its worker stops.
+type ChildStats struct {
+	Fleet  fleet.Stats
+	Worker worker.Stats
+}
+
+// RunChild runs a child until SIGTERM and returns its exit code.
+func RunChild(raw string) int {
+	var c ChildConfig
+	if err := json.Unmarshal([]byte(raw), &c); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetrun child:", err)
+		return 2
+	}
+	if err := runChild(c); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetrun child", c.Name+":", err)
+		return 1
+	}
+	return 0
+}
+
+func runChild(c ChildConfig) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return err
+	}
+	sqsEndpoint, dbEndpoint := os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+	sq := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		if sqsEndpoint != "" {
+			o.BaseEndpoint = aws.String(sqsEndpoint)
+		}
+	})
+	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if dbEndpoint != "" {
+			o.BaseEndpoint = aws.String(dbEndpoint)
+		}
+	})
+	f, err := fleet.New(db, c.Table, func(o *fleet.Options) { o.Holder = c.Name })
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(fmt.Sprintf("%s/%s.jobs", c.Dir, c.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	var mu sync.Mutex
+	write := func(r Record) {
+		b, _ := json.Marshal(r)
+		mu.Lock()
+		_, _ = out.Write(append(b, '\n')) // one write per record: it survives SIGKILL
+		mu.Unlock()
+	}
+	var h worker.Handler = worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		r := Record{Proc: c.Name, ID: m.ID, Group: m.GroupID, Start: time.Now().UnixNano()}
+		write(r)
+		time.Sleep(c.Work)
+		r.End = time.Now().UnixNano()
+		write(r)
+		return nil
+	})
+	var mw []worker.Middleware
+	if c.Cap > 0 {
+		capc, err := f.Cap("tenant", c.Cap, func(o *fleet.CapOptions) { o.Key = fleet.ByAttribute("tenant"); o.FullSnooze = time.Second })
+		if err != nil {
+			return err
+		}
+		mw = append(mw, capc.Middleware())
+	}
+	if c.Rate > 0 {
+		l, err := f.RateLimit("downstream", c.Rate)
+		if err != nil {
+			return err
+		}
+		mw = append(mw, l.Middleware())
+	}
+	w, err := worker.New(sq, c.Queue, worker.Chain(h, mw...), func(o *worker.Options) {
+		o.Concurrency = c.Concurrency
+		o.MaxPrefetch = c.Concurrency
+		o.WaitTime = 2 * time.Second
+		o.ShutdownTimeout = 5 * time.Second
+	})
+	if err != nil {
+		return err
+	}
+	runErr := w.Run(ctx)
+	b, _ := json.Marshal(ChildStats{Fleet: f.Stats(), Worker: w.Stats()})
+	if err := os.WriteFile(fmt.Sprintf("%s/%s.stats", c.Dir, c.Name), b, 0o644); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// seconds reads FLEETRUN_SECONDS, or def.
+func seconds(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("FLEETRUN_SECONDS")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}

@@ -1,0 +1,23 @@
+// Package fleetrun measures package fleet's controls with real worker
+// processes: several copies of this package's test binary, started as
+// children, each running a worker.Worker against the SQS emulator with
+// the fleet controls on DynamoDB Local, and recording every job's start
+// and end in files of its own (one write each, so a record survives
+// SIGKILL). The parent sends the jobs, starts and kills the children and
+// checks the records.
+//
+// TestRateLimitAcrossProcesses: 20 handlers in 4 processes share a limit
+// of 50 jobs/s; no 10 s window may start more than 520 jobs (4% over),
+// at least 95% of the limit must be used while the backlog lasts, and
+// the DynamoDB requests per job are reported.
+//
+// TestCapAcrossProcessesWithSIGKILL: a cap of 3 for one tenant across 4
+// processes; one process holding slots is SIGKILLed mid-run; never more
+// than 3 jobs run at once (from the records, a killed process's jobs
+// counted as running until their slots expire), and every job is done,
+// none dead-lettered.
+//
+// Both run a bounded version in `make test`; FLEETRUN_SECONDS sets the
+// length of the rate-limit run (BENCHMARKS.md has the figures and the
+// command).
+package fleetrun

@@ -1,0 +1,283 @@
+package fleetrun
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+)
+
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(ChildEnv); raw != "" {
+		os.Exit(RunChild(raw))
+	}
+	os.Exit(m.Run())
+}
+
+// run is one acceptance run: a queue, a table, child processes.
+type run struct {
+	t     *testing.T
+	sq    *sqs.Client
+	queue string
+	dlq   string
+	table string
+	dir   string
+	procs map[string]*exec.Cmd
+}
+
+func newRun(t *testing.T, visibility string) *run {
+	t.Helper()
+	sq, db := testenv.SQS(t), testenv.DynamoDB(t)
+	ctx := t.Context()
+	res, err := dlq.Setup(ctx, sq, dlq.SetupOptions{Name: testenv.UniqueName("fleetrun"), MaxReceiveCount: 1000, Attributes: map[string]string{"VisibilityTimeout": visibility}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := testenv.UniqueName("fleetrun")
+	if err := fleet.CreateTable(ctx, db, table, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		for _, u := range []string{res.QueueURL, res.DLQURL} {
+			_, _ = sq.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
+		}
+	})
+	return &run{t: t, sq: sq, queue: res.QueueURL, dlq: res.DLQURL, table: table, dir: t.TempDir(), procs: map[string]*exec.Cmd{}}
+}
+
+// send sends n jobs, with message attribute tenant when it is not empty.
+func (r *run) send(n int, tenant string) {
+	r.t.Helper()
+	var g errgroup.Group
+	g.SetLimit(8)
+	for start := 0; start < n; start += 10 {
+		g.Go(func() error {
+			in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queue)}
+			for i := start; i < min(start+10, n); i++ {
+				e := types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String("job")}
+				if tenant != "" {
+					e.MessageAttributes = map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String(tenant)}}
+				}
+				in.Entries = append(in.Entries, e)
+			}
+			out, err := r.sq.SendMessageBatch(context.Background(), in)
+			if err == nil && len(out.Failed) > 0 {
+				err = fmt.Errorf("%d entries failed", len(out.Failed))
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// start starts a child process.
+func (r *run) start(c ChildConfig) {
+	r.t.Helper()
+	c.Dir, c.Queue, c.Table = r.dir, r.queue, r.table
+	raw, _ := json.Marshal(c)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), ChildEnv+"="+string(raw), "GORACE=atexit_sleep_ms=0")
+	out, err := os.Create(filepath.Join(r.dir, c.Name+".out"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.procs[c.Name] = cmd
+	r.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		out.Close()
+	})
+}
+
+// stopAll sends SIGTERM to every child still running and waits for them.
+func (r *run) stopAll() {
+	r.t.Helper()
+	for name, cmd := range r.procs {
+		if cmd.ProcessState != nil {
+			continue
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			out, _ := os.ReadFile(filepath.Join(r.dir, name+".out"))
+			r.t.Errorf("child %s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+// kill SIGKILLs a child.
+func (r *run) kill(name string) {
+	cmd := r.procs[name]
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+}
+
+// records reads every child's job records: the runs, by message ID and
+// start, with their end if they finished.
+func (r *run) records() []Record {
+	r.t.Helper()
+	byRun := map[string]*Record{}
+	var order []string
+	files, _ := filepath.Glob(filepath.Join(r.dir, "*.jobs"))
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var rec Record
+			if json.Unmarshal(sc.Bytes(), &rec) != nil {
+				continue // a line cut by SIGKILL
+			}
+			k := rec.Proc + rec.ID + strconv.FormatInt(rec.Start, 10)
+			if byRun[k] == nil {
+				order = append(order, k)
+				byRun[k] = &rec
+			} else if rec.End != 0 {
+				byRun[k].End = rec.End
+			}
+		}
+		f.Close()
+	}
+	out := make([]Record, 0, len(order))
+	for _, k := range order {
+		out = append(out, *byRun[k])
+	}
+	slices.SortFunc(out, func(a, b Record) int { return int(a.Start - b.Start) })
+	return out
+}
+
+// done counts distinct jobs that finished.
+func done(recs []Record) int {
+	ids := map[string]bool{}
+	for _, r := range recs {
+		if r.End != 0 {
+			ids[r.ID] = true
+		}
+	}
+	return len(ids)
+}
+
+// waitDone waits until n distinct jobs finished, or fails after limit.
+func (r *run) waitDone(n int, limit time.Duration) []Record {
+	r.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		recs := r.records()
+		if done(recs) >= n {
+			return recs
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%d of %d jobs done after %v", done(recs), n, limit)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// stats reads the children's stats files.
+func (r *run) stats() map[string]ChildStats {
+	out := map[string]ChildStats{}
+	for name := range r.procs {
+		b, err := os.ReadFile(filepath.Join(r.dir, name+".stats"))
+		if err != nil {
+			continue // killed
+		}
+		var s ChildStats
+		if json.Unmarshal(b, &s) == nil {
+			out[name] = s
+		}
+	}
+	return out
+}
+
+// dlqEmpty checks that nothing was dead-lettered.
+func (r *run) dlqEmpty() {
+	r.t.Helper()
+	c, err := dlq.Count(r.t.Context(), r.sq, r.dlq)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if c.Total() != 0 {
+		r.t.Errorf("the DLQ holds %d messages; fleet controls must dead-letter nothing", c.Total())
+	}
+}
+
+// 20 handlers in 4 processes share a limit of 50 jobs/s over a backlog of
+// FLEETRUN_SECONDS (12 by default) × 50 jobs.
+func TestRateLimitAcrossProcesses(t *testing.T) {
+	const rate, procs, handlers = 50.0, 4, 5
+	secs := seconds(12)
+	n := int(rate) * secs
+	r := newRun(t, "30")
+	r.send(n, "")
+	for p := range procs {
+		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: handlers, Rate: rate})
+	}
+	recs := r.waitDone(n, time.Duration(secs)*5*time.Second+time.Minute)
+	r.stopAll()
+
+	var starts []int64 // every handler start the limit admitted
+	for _, rec := range recs {
+		starts = append(starts, rec.Start)
+	}
+	slices.Sort(starts)
+	const window = int64(10 * time.Second)
+	worst := 0
+	for i, s := range starts {
+		j, _ := slices.BinarySearch(starts, s+window)
+		worst = max(worst, j-i)
+	}
+	span := time.Duration(starts[len(starts)-1] - starts[0])
+	// While the backlog lasts: over the first 80% of the time the limit
+	// needs for all the jobs, the queue still holds more than the limit
+	// lets start (the tail is jobs snoozed for a token coming back).
+	backlog := int64(0.8 * float64(n) / rate * float64(time.Second))
+	inBacklog, _ := slices.BinarySearch(starts, starts[0]+backlog)
+	used := float64(inBacklog) / (time.Duration(backlog).Seconds() * rate)
+	var requests, tokens, snoozed int64
+	for _, s := range r.stats() {
+		requests += s.Fleet.Requests
+		tokens += s.Fleet.Tokens
+		snoozed += s.Fleet.RateSnoozed
+	}
+	perJob := float64(requests) / float64(len(starts))
+	t.Logf("FLEETRUN rate: %d jobs (%d starts) in %v by %d processes × %d handlers at a limit of %v/s: busiest 10 s window %d starts (limit 500, +4%% = 520); %.1f%% of the limit used while the backlog lasted (its first 80%%); %d DynamoDB requests, %.2f per job; %d snoozed for a token; all done in %.1f%% of the limit's time",
+		n, len(starts), span.Round(time.Millisecond), procs, handlers, rate, worst, 100*used, requests, perJob, snoozed, 100*float64(n)/rate/span.Seconds())
+	if secs >= 10 && worst > 520 {
+		t.Errorf("a 10 s window started %d jobs; at most 520 (the limit's 500 + 4%%)", worst)
+	}
+	if used < 0.95 {
+		t.Errorf("%.1f%% of the limit used while the backlog lasted; want at least 95%%", 100*used)
+	}
+	if perJob > 1 {
+		t.Errorf("%.2f DynamoDB requests per job; want at most 1", perJob)
+	}
+	r.dlqEmpty()
+}
