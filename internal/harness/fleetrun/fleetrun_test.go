@@ -281,3 +281,84 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 	}
 	r.dlqEmpty()
 }
+
+// A cap of 3 for one tenant across 4 processes of 3 handlers, jobs of
+// 500 ms, visibility timeout 4 s. About 3 s in, a process running jobs
+// is SIGKILLed: its slots stay taken until their lease (the messages'
+// visibility deadline) expires, then come back. From the records, never
+// more than 3 jobs run at once (a killed process's jobs end at the kill),
+// 3 run at once again within the lease plus a snooze after the kill, and
+// every job is done, none dead-lettered.
+func TestCapAcrossProcessesWithSIGKILL(t *testing.T) {
+	const n, limit, lease = 30, 3, 4 * time.Second
+	r := newRun(t, "4")
+	r.send(n, "tenant-x")
+	for p := range 4 {
+		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 3, Cap: limit, Work: 500 * time.Millisecond})
+	}
+	// Kill a process while it runs a job, once the fleet is busy.
+	var victim string
+	var killedAt int64
+	deadline := time.Now().Add(time.Minute)
+	for victim == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("no process ran a job within a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+		recs := r.records()
+		if done(recs) < 6 {
+			continue
+		}
+		for _, rec := range recs {
+			if rec.End == 0 {
+				victim = rec.Proc
+				break
+			}
+		}
+	}
+	killedAt = time.Now().UnixNano()
+	r.kill(victim)
+	recs := r.waitDone(n, 3*time.Minute)
+	r.stopAll()
+
+	type edge struct {
+		at    int64
+		delta int
+	}
+	var edges []edge
+	for _, rec := range recs {
+		end := rec.End
+		if end == 0 {
+			if rec.Proc != victim {
+				continue // still running at the stop
+			}
+			end = killedAt
+		}
+		edges = append(edges, edge{rec.Start, +1}, edge{end, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return a.delta - b.delta // an end before a start at the same instant
+	})
+	running, peak := 0, 0
+	var backAt int64
+	for _, e := range edges {
+		running += e.delta
+		peak = max(peak, running)
+		if backAt == 0 && e.at > killedAt && running == limit {
+			backAt = e.at
+		}
+	}
+	back := time.Duration(backAt - killedAt)
+	t.Logf("FLEETRUN cap: %d jobs (%d runs) by 4 processes × 3 handlers under a cap of %d; %s SIGKILLed while running; at most %d at once; %d running again %v after the kill (lease %v)",
+		n, len(recs), limit, victim, peak, limit, back.Round(time.Millisecond), lease)
+	if peak > limit {
+		t.Errorf("%d jobs ran at once; the cap is %d", peak, limit)
+	}
+	if backAt == 0 || back > lease+3*time.Second {
+		t.Errorf("%d jobs ran at once again %v after the kill; want within the lease (%v) plus a snooze and some slack", limit, back, lease)
+	}
+	r.dlqEmpty()
+}
