@@ -42,11 +42,15 @@ type CapOptions struct {
 	// lease (worker.VisibilityDeadline). Zero value: 30 s.
 	Lease time.Duration
 	// FullSnooze is how long a job that finds the cap full is hidden
-	// before it is tried again (plus jitter). A key whose jobs are much
-	// shorter than FullSnooze runs about limit jobs per FullSnooze while
-	// its backlog is snoozed: set it near the jobs' duration (SQS counts
-	// in whole seconds, so at least 1 s). Zero value: 5 s.
+	// before it is tried again (plus jitter), the first time; each
+	// further receive of the same message doubles it, up to MaxSnooze, so
+	// a flooding key's backlog backs off and leaves the receives to other
+	// keys (and a message is received fewer times while it waits). Set it
+	// near the jobs' duration (SQS counts in whole seconds, so at least
+	// 1 s). Zero value: 5 s.
 	FullSnooze time.Duration
+	// MaxSnooze caps FullSnooze's doubling. Zero value: 1 minute.
+	MaxSnooze time.Duration
 	// FailOpen lets jobs run without a slot when DynamoDB cannot be asked:
 	// the cap may then be exceeded. Zero value: false — fail closed, the
 	// job is snoozed for ErrorSnooze.
@@ -102,8 +106,11 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.Lease < 0 || o.FullSnooze < 0 || o.ErrorSnooze < 0 {
-		return nil, fmt.Errorf("fleet: Cap %q: Lease, FullSnooze and ErrorSnooze must not be negative (zero selects the default)", name)
+	if o.Lease < 0 || o.FullSnooze < 0 || o.MaxSnooze < 0 || o.ErrorSnooze < 0 {
+		return nil, fmt.Errorf("fleet: Cap %q: Lease, FullSnooze, MaxSnooze and ErrorSnooze must not be negative (zero selects the default)", name)
+	}
+	if o.MaxSnooze == 0 {
+		o.MaxSnooze = time.Minute
 	}
 	if o.Lease == 0 {
 		o.Lease = 30 * time.Second
@@ -114,6 +121,7 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	if o.FullSnooze == 0 {
 		o.FullSnooze = 5 * time.Second
 	}
+	o.MaxSnooze = max(o.MaxSnooze, o.FullSnooze)
 	if o.ErrorSnooze == 0 {
 		o.ErrorSnooze = 10 * time.Second
 	}
@@ -335,7 +343,8 @@ func (c *Cap) Middleware() worker.Middleware {
 			switch {
 			case errors.Is(err, ErrCapFull):
 				c.f.st.capSnoozed.Add(1)
-				return retry.Snooze(snoozeFor(c.o.FullSnooze), fmt.Sprintf("fleet: cap %s (%d) full for key %q", c.name, c.limit, key))
+				d := c.o.FullSnooze << min(max(m.ReceiveCount-1, 0), 10)
+				return retry.Snooze(snoozeFor(min(d, c.o.MaxSnooze)), fmt.Sprintf("fleet: cap %s (%d) full for key %q", c.name, c.limit, key))
 			case err != nil && ctx.Err() != nil:
 				return retry.Snooze(time.Second, "fleet: cap "+c.name+": "+err.Error())
 			case err != nil && c.o.FailOpen:

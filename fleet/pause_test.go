@@ -86,6 +86,7 @@ func TestPauseHonouredByWorker(t *testing.T) {
 	if err := op.Resume(t.Context(), src); err != nil {
 		t.Fatal(err)
 	}
+	waitFor("the worker resumes again", func() bool { return !w.Stats().Paused })
 	waitFor("every job is done", func() bool { return w.Stats().Deleted == 40 })
 	if s := w.Stats(); s.DeadLettered != 0 {
 		t.Errorf("Stats %+v; a pause must dead-letter nothing", s)

@@ -39,8 +39,9 @@ type ChildConfig struct {
 type Record struct {
 	Proc  string `json:"p"`
 	ID    string `json:"id"`
-	Group string `json:"g,omitempty"`
-	Start int64  `json:"s"` // unix ns
+	Group string `json:"g,omitempty"` // the tenant attribute
+	Sent  int64  `json:"t"`           // unix ns, SQS's SentTimestamp
+	Start int64  `json:"s"`           // unix ns
 	End   int64  `json:"e,omitempty"`
 }
 
@@ -99,7 +100,7 @@ func runChild(c ChildConfig) error {
 		mu.Unlock()
 	}
 	var h worker.Handler = worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-		r := Record{Proc: c.Name, ID: m.ID, Group: m.GroupID, Start: time.Now().UnixNano()}
+		r := Record{Proc: c.Name, ID: m.ID, Group: fleet.ByAttribute("tenant")(m), Sent: m.SentAt.UnixNano(), Start: time.Now().UnixNano()}
 		write(r)
 		time.Sleep(c.Work)
 		r.End = time.Now().UnixNano()
@@ -139,8 +140,11 @@ func runChild(c ChildConfig) error {
 }
 
 // seconds reads FLEETRUN_SECONDS, or def.
-func seconds(def int) int {
-	if n, err := strconv.Atoi(os.Getenv("FLEETRUN_SECONDS")); err == nil && n > 0 {
+func seconds(def int) int { return envInt("FLEETRUN_SECONDS", def) }
+
+// envInt reads a positive number from the environment, or def.
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
 	}
 	return def

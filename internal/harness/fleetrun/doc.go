@@ -7,15 +7,20 @@
 // checks the records.
 //
 // TestRateLimitAcrossProcesses: 20 handlers in 4 processes share a limit
-// of 50 jobs/s; no 10 s window may start more than 520 jobs (4% over),
-// at least 95% of the limit must be used while the backlog lasts, and
-// the DynamoDB requests per job are reported.
+// of 50 jobs/s; no 10 s window may start more than 520 jobs (4% over), a
+// job may cost at most one DynamoDB request, and at least 95% of the
+// limit must be used while the backlog lasts (held in the measured run,
+// FLEETRUN_SECONDS set; the bounded run in `make test` shares the cores
+// with every other package and reports it).
 //
 // TestCapAcrossProcessesWithSIGKILL: a cap of 3 for one tenant across 4
-// processes; one process holding slots is SIGKILLed mid-run; never more
+// processes; one process running a job is SIGKILLed mid-run; never more
 // than 3 jobs run at once (from the records, a killed process's jobs
-// counted as running until their slots expire), and every job is done,
-// none dead-lettered.
+// ending at the kill), 3 run at once again within the lease, and every
+// job is done, none dead-lettered.
+//
+// TestTenantFairnessAcrossProcesses: tenant A floods, then tenant B
+// sends a few; B's waiting time with and without a cap per tenant.
 //
 // Both run a bounded version in `make test`; FLEETRUN_SECONDS sets the
 // length of the rate-limit run (BENCHMARKS.md has the figures and the
