@@ -88,3 +88,8 @@ func warmUp(t *testing.T, client *dynamodb.Client, table string) {
 
 // retrySnooze is retry.SnoozeDelay.
 func retrySnooze(err error) (time.Duration, bool) { return retry.SnoozeDelay(err) }
+
+// fixedRetries is a policy of n retries, 1 s apart.
+func fixedRetries(n int) retry.Policy {
+	return retry.PolicyFunc(func(attempt int) (time.Duration, bool) { return time.Second, attempt <= n })
+}

@@ -2,6 +2,8 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -221,5 +223,60 @@ func TestControlsWhenDynamoDBFails(t *testing.T) {
 	go p.Watch(ctx, func(open bool) { reports <- open })
 	if open := <-reports; !open {
 		t.Fatal("a Pauser that cannot read the switch closed the gate; it must fail open")
+	}
+}
+
+// A downstream that fails for a while (5 s here) behind a breaker: its
+// failures are snoozed, not failed, the breaker opens and probes, and
+// once the downstream is back every job is done, none dead-lettered and
+// no job's retries spent.
+func TestBreakerCarriesJobsThroughAnOutage(t *testing.T) {
+	client, table := newTable(t)
+	f := newFleet(t, client, table, "p1")
+	b, err := f.Breaker("downstream", func(o *fleet.BreakerOptions) {
+		o.Counts = func(err error) bool { return errors.Is(err, errDown) }
+		o.Threshold = 3
+		o.OpenFor = time.Second
+		o.MaxOpenFor = 2 * time.Second
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq := sqstest.For(t)
+	src, dlq := sq.MustCreateQueueWithDLQ(t, "payments", 100, map[string]string{"VisibilityTimeout": "30"})
+	const n = 40
+	for range n {
+		sq.MustSend(t, src, "charge")
+	}
+	downUntil := time.Now().Add(5 * time.Second)
+	var done, calls atomic.Int64
+	w := runWorker(t, sq, src, b.Middleware()(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		calls.Add(1)
+		if time.Now().Before(downUntil) {
+			return fmt.Errorf("charging: %w", errDown)
+		}
+		done.Add(1)
+		return nil
+	})), func(o *worker.Options) {
+		o.Concurrency = 4
+		o.RetryPolicy = fixedRetries(1) // one retry: an outage spending attempts would dead-letter
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for done.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs done 60 s in; worker %+v; fleet %+v", done.Load(), n, w.Stats(), f.Stats())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s := w.Stats()
+	t.Logf("%d handler calls for %d jobs; worker snoozed %d, failed %d; fleet %+v", calls.Load(), n, s.Snoozed, s.Failed, f.Stats())
+	if s.DeadLettered != 0 || s.Retried != 0 {
+		t.Errorf("worker %+v; an outage behind the breaker must spend no attempt and dead-letter nothing", s)
+	}
+	if v, i, d := sq.Count(dlq); v+i+d != 0 {
+		t.Errorf("the DLQ holds %d messages", v+i+d)
+	}
+	if calls.Load() > n+20 {
+		t.Errorf("%d handler calls for %d jobs; the open breaker should have kept most jobs from the failing downstream", calls.Load(), n)
 	}
 }
