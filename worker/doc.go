@@ -74,6 +74,12 @@
 // fix (queue deleted, access denied, bad credentials) end Run with an error
 // that says what to check.
 //
+// Options.ReceiveGate pauses receiving from outside (package fleet's
+// Pauser: a switch shared by every worker of the queue): while it is
+// closed the receive in flight is ended, prefetched messages are released
+// at once, running handlers finish, and Health reports the worker live
+// but not ready.
+//
 // # Shutdown
 //
 // When Run's context ends, receiving stops — the receive calls in flight
