@@ -31,7 +31,8 @@ type ChildConfig struct {
 	Table       string  // the fleet table
 	Concurrency int     // handlers
 	Rate        float64 // a shared rate limit (jobs/s); 0: none
-	Cap         int     // a cap per MessageGroupId; 0: none
+	Cap         int     // a cap per tenant attribute; 0: none
+	Pause       bool    // watch the queue's pause switch (a Pauser as ReceiveGate)
 	Work        time.Duration
 }
 
@@ -122,7 +123,16 @@ func runChild(c ChildConfig) error {
 		}
 		mw = append(mw, l.Middleware())
 	}
+	var gate worker.ReceiveGate
+	if c.Pause {
+		p, err := f.Pauser(c.Queue)
+		if err != nil {
+			return err
+		}
+		gate = p
+	}
 	w, err := worker.New(sq, c.Queue, worker.Chain(h, mw...), func(o *worker.Options) {
+		o.ReceiveGate = gate
 		o.Concurrency = c.Concurrency
 		o.MaxPrefetch = c.Concurrency
 		o.WaitTime = 2 * time.Second

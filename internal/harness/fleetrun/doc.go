@@ -22,7 +22,11 @@
 // TestTenantFairnessAcrossProcesses: tenant A floods, then tenant B
 // sends a few; B's waiting time with and without a cap per tenant.
 //
-// Both run a bounded version in `make test`; FLEETRUN_SECONDS sets the
+// TestPauseAcrossProcesses: 4 processes watching the queue's pause switch;
+// no job starts later than 5 s after Pause, every process starts jobs
+// again after Resume, nothing is dead-lettered.
+//
+// All run a bounded version in `make test`; FLEETRUN_SECONDS sets the
 // length of the rate-limit run (BENCHMARKS.md has the figures and the
 // command).
 package fleetrun

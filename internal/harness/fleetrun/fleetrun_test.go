@@ -409,3 +409,54 @@ func TestTenantFairnessAcrossProcesses(t *testing.T) {
 		t.Errorf("with the cap, B's median wait %v is not below its median wait without it (%v)", waits[10][0], waits[0][0])
 	}
 }
+
+// Pause across 4 processes watching the switch (Pauser, 2 s interval):
+// within 5 s of Pause no process starts a job (receiving stopped, the
+// prefetched released), after Resume every process starts jobs again,
+// and every job is done, none dead-lettered.
+func TestPauseAcrossProcesses(t *testing.T) {
+	const n = 300
+	r := newRun(t, "30")
+	r.send(n, "")
+	for p := range 4 {
+		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 3, Pause: true, Work: 200 * time.Millisecond})
+	}
+	f, err := fleet.New(testenv.DynamoDB(t), r.table, func(o *fleet.Options) { o.Holder = "operator" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for done(r.records()) < 30 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := f.Pause(t.Context(), r.queue, "fleetrun"); err != nil {
+		t.Fatal(err)
+	}
+	pausedAt := time.Now().UnixNano()
+	time.Sleep(8 * time.Second)
+	if err := f.Resume(t.Context(), r.queue); err != nil {
+		t.Fatal(err)
+	}
+	resumedAt := time.Now().UnixNano()
+	recs := r.waitDone(n, 3*time.Minute)
+	r.stopAll()
+
+	var lastStart int64
+	startedAfter := map[string]bool{}
+	for _, rec := range recs {
+		if rec.Start > pausedAt && rec.Start < resumedAt {
+			lastStart = max(lastStart, rec.Start)
+		}
+		if rec.Start > resumedAt {
+			startedAfter[rec.Proc] = true
+		}
+	}
+	stopped := time.Duration(lastStart - pausedAt)
+	t.Logf("FLEETRUN pause: the last job started %v after Pause (paused 8 s); %d of 4 processes started jobs after Resume; %d jobs done", stopped.Round(time.Millisecond), len(startedAfter), done(recs))
+	if stopped > 5*time.Second {
+		t.Errorf("a job started %v after Pause; every process must stop within 5 s", stopped)
+	}
+	if len(startedAfter) != 4 {
+		t.Errorf("%d of 4 processes started jobs after Resume", len(startedAfter))
+	}
+	r.dlqEmpty()
+}
