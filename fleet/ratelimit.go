@@ -142,7 +142,11 @@ func (l *RateLimit) Take(ctx context.Context, key string) (time.Duration, error)
 	b.mu.Lock()
 	b.waiting++
 	defer func() {
-		b.waiting--
+		if b.waiting--; b.waiting == 0 && !b.fetching {
+			// Tokens taken for jobs that stopped waiting are dropped, not
+			// kept for later: a token is used within its fetch or never.
+			b.spare = 0
+		}
 		b.mu.Unlock()
 		if waited {
 			l.f.st.tokenWaits.Add(1)

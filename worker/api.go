@@ -183,7 +183,7 @@ type Stats struct {
 	// confirmed.
 	Snoozed int64
 	// Paused is true while Options.ReceiveGate keeps the worker from
-	// receiving (and from its first report until it says otherwise).
+	// receiving, and before the gate's first report.
 	Paused bool
 	// Delayed counts receives of jobs not yet due (sent with a delay beyond
 	// 15 minutes) that the worker hid or re-sent to wait, without running
