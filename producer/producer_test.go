@@ -3,6 +3,7 @@ package producer_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -251,6 +252,36 @@ func TestDelaysFIFOAndAttributes(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "a:a1 b:b1 a:a2 a:a3 b:b2" {
 		t.Errorf("FIFO queue holds %v", got)
+	}
+}
+
+// On a standard queue a GroupID is sent as the MessageGroupId: the tenant
+// of an SQS fair queue (fleet.ByGroup caps by it); no deduplication ID is
+// needed and a delay is allowed.
+func TestGroupIDOnStandardQueueMarksTheTenant(t *testing.T) {
+	f := sqstest.For(t)
+	url := f.MustCreateQueue(t, "jobs", nil)
+	p := newProducer(t, f, url)
+	res, err := p.SendBatch(t.Context(), []producer.Message{
+		{Body: "a", GroupID: "tenant-a"},
+		{Body: "b", GroupID: "tenant-b", Delay: time.Second},
+		{Body: "none"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("message %d: %v", i, r.Err)
+		}
+	}
+	var got []string
+	for _, m := range f.Messages(url) {
+		got = append(got, m.Body+":"+m.GroupID)
+	}
+	slices.Sort(got)
+	if strings.Join(got, " ") != "a:tenant-a b:tenant-b none:" {
+		t.Errorf("standard queue holds %v; want each message's GroupID as its MessageGroupId", got)
 	}
 }
 
