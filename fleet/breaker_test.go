@@ -45,7 +45,7 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 	handle := func() error { return h.Handle(t.Context(), &worker.Message{ID: "m"}) }
 	snoozed := func(err error) time.Duration {
 		t.Helper()
-		d, ok := retry.SnoozeDelay(err)
+		d, ok := retrySnooze(err)
 		if !ok {
 			t.Fatalf("got %v; want a snooze", err)
 		}
@@ -137,12 +137,12 @@ func TestBreakerSharedAcrossProcesses(t *testing.T) {
 	if err := ok.Handle(t.Context(), &worker.Message{}); err != nil || ran != 1 {
 		t.Fatalf("b before any failure: %v", err)
 	}
-	if _, snoozed := retry.SnoozeDelay(failing.Handle(t.Context(), &worker.Message{})); !snoozed || a.State() != fleet.StateOpen {
+	if _, snoozed := retrySnooze(failing.Handle(t.Context(), &worker.Message{})); !snoozed || a.State() != fleet.StateOpen {
 		t.Fatalf("a after a counted failure: %s; want open", a.State())
 	}
 	clk.Add(3 * time.Second) // past b's SyncInterval
 	err := ok.Handle(t.Context(), &worker.Message{})
-	if d, snoozed := retry.SnoozeDelay(err); !snoozed || ran != 1 || d < 50*time.Second {
+	if d, snoozed := retrySnooze(err); !snoozed || ran != 1 || d < 50*time.Second {
 		t.Fatalf("b after a opened: %v (ran %d); want snoozed for the ~57 s a's breaker stays open", err, ran)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -153,7 +152,7 @@ func TestCapMiddleware(t *testing.T) {
 	go func() { done <- h.Handle(t.Context(), &worker.Message{ID: "first", GroupID: "tenant-a"}) }()
 	<-inside
 	err = h.Handle(t.Context(), &worker.Message{ID: "second", GroupID: "tenant-a"})
-	if d, ok := retry.SnoozeDelay(err); !ok || d < 5*time.Second {
+	if d, ok := retrySnooze(err); !ok || d < 5*time.Second {
 		t.Fatalf("a second job of tenant-a under a cap of 1 = %v; want a snooze of FullSnooze (5 s) or more", err)
 	}
 	if err := h.Handle(t.Context(), &worker.Message{ID: "other", GroupID: "tenant-b"}); err != nil {

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -86,8 +87,15 @@ func warmUp(t *testing.T, client *dynamodb.Client, table string) {
 	wg.Wait()
 }
 
-// retrySnooze is retry.SnoozeDelay.
-func retrySnooze(err error) (time.Duration, bool) { return retry.SnoozeDelay(err) }
+// retrySnooze reports the delay of a snooze (retry.Snooze) and whether err
+// is one.
+func retrySnooze(err error) (time.Duration, bool) {
+	var se *retry.SnoozeError
+	if !errors.As(err, &se) || retry.IsPermanent(err) {
+		return 0, false
+	}
+	return se.Delay, true
+}
 
 // fixedRetries is a policy of n retries, 1 s apart.
 func fixedRetries(n int) retry.Policy {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -118,7 +117,7 @@ func TestPauserMiddleware(t *testing.T) {
 	}
 	time.Sleep(2100 * time.Millisecond) // the switch is read at most every Interval (2 s)
 	err = h.Handle(t.Context(), &worker.Message{})
-	if d, ok := retry.SnoozeDelay(err); !ok || d < 30*time.Second || ran != 1 {
+	if d, ok := retrySnooze(err); !ok || d < 30*time.Second || ran != 1 {
 		t.Fatalf("paused: %v, ran %d; want a snooze of 30 s or more, not run", err, ran)
 	}
 }

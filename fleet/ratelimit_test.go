@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -113,7 +112,7 @@ func TestRateLimitMiddlewareSnoozes(t *testing.T) {
 		t.Fatalf("first job: %v, ran %d; want it run with the bucket's one token", err, ran)
 	}
 	err = h.Handle(t.Context(), &worker.Message{ID: "m2"})
-	d, ok := retry.SnoozeDelay(err)
+	d, ok := retrySnooze(err)
 	if !ok || d < 4*time.Second || d > 7*time.Second || ran != 1 {
 		t.Fatalf("second job: %v (snooze %v, %v), ran %d; want snoozed about 5 s (the next token, plus jitter) without running", err, d, ok, ran)
 	}

@@ -297,7 +297,11 @@ func (a *app) run(ctx context.Context, args []string) int {
 // callsAWS reports whether a command connects to AWS (takes --region,
 // --profile and --endpoint-url).
 func callsAWS(cmd *command) bool {
-	return cmd.path == "setup" || cmd.path == "doctor" || cmd.path == "console" || strings.HasPrefix(cmd.path, "dlq ")
+	switch cmd.path {
+	case "setup", "doctor", "console", "pause", "resume", "paused":
+		return true
+	}
+	return strings.HasPrefix(cmd.path, "dlq ")
 }
 
 func equalWords(a, b []string) bool {
