@@ -39,7 +39,8 @@ type CapOptions struct {
 	// context tells no visibility deadline (outside the worker, e.g. in
 	// the Lambda adapter: then the lease is renewed every Lease/3 while
 	// the job runs). Inside the worker the slot follows the message's own
-	// lease (worker.VisibilityDeadline). Zero value: 30 s.
+	// lease (worker.VisibilityDeadline) plus a margin of a quarter of it
+	// (250 ms to 5 s). Zero value: 30 s.
 	Lease time.Duration
 	// FullSnooze is how long a job that finds the cap full is hidden
 	// before it is tried again (plus jitter), the first time; each
@@ -314,23 +315,35 @@ func (s *Slot) Release(ctx context.Context) error {
 	return nil
 }
 
-// leaseUntil is how long a slot should live from now: the message's
-// visibility deadline inside the worker (a dead process's slot then frees
-// when its message becomes visible again), else now + Lease.
-func (c *Cap) leaseUntil(ctx context.Context) (time.Time, bool) {
+// leaseUntil is until when a slot should live from now: inside the
+// worker, the message's visibility deadline plus margin (a dead process's
+// slot frees margin after its message becomes visible again; the margin
+// covers a renewal's way to DynamoDB after the heartbeat moved the
+// deadline), else now + Lease.
+func (c *Cap) leaseUntil(ctx context.Context, margin time.Duration) time.Time {
 	if d, ok := worker.VisibilityDeadline(ctx); ok {
-		return d, true
+		return d.Add(margin)
 	}
-	return c.f.o.Now().Add(c.o.Lease), false
+	return c.f.o.Now().Add(c.o.Lease)
+}
+
+// margin is a slot's margin over its message's visibility deadline: a
+// quarter of the lease left at the start, between 250 ms and 5 s.
+func (c *Cap) margin(ctx context.Context) time.Duration {
+	d, ok := worker.VisibilityDeadline(ctx)
+	if !ok {
+		return 0
+	}
+	return min(max(d.Sub(c.f.o.Now())/4, 250*time.Millisecond), 5*time.Second)
 }
 
 // Middleware returns middleware that runs a job only with a slot of its
 // key: over the cap, the job is snoozed (retry.Snooze: no attempt
 // counted, never dead-lettered for it). While the job runs the slot
-// follows the message's lease: it is renewed (one write) whenever the
-// worker's heartbeat has moved the visibility deadline, checked every
-// second, or every Lease/3 outside the worker. It is released when the
-// handler returns.
+// follows the message's lease: it lives until the visibility deadline
+// plus a margin (a quarter of the lease, 250 ms to 5 s), renewed (one
+// write) whenever the worker's heartbeat has moved the deadline, or every
+// Lease/3 outside the worker. It is released when the handler returns.
 func (c *Cap) Middleware() worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
@@ -338,8 +351,8 @@ func (c *Cap) Middleware() worker.Middleware {
 			if c.o.Key != nil {
 				key = c.o.Key(m)
 			}
-			until, _ := c.leaseUntil(ctx)
-			slot, err := c.Acquire(ctx, key, until)
+			margin := c.margin(ctx)
+			slot, err := c.Acquire(ctx, key, c.leaseUntil(ctx, margin))
 			switch {
 			case errors.Is(err, ErrCapFull):
 				c.f.st.capSnoozed.Add(1)
@@ -360,7 +373,7 @@ func (c *Cap) Middleware() worker.Middleware {
 			renewed := make(chan struct{})
 			go func() {
 				defer close(renewed)
-				c.follow(ctx, slot, stop, m.ID)
+				c.follow(ctx, slot, margin, stop, m.ID)
 			}()
 			defer func() {
 				close(stop)
@@ -377,10 +390,10 @@ func (c *Cap) Middleware() worker.Middleware {
 }
 
 // follow renews slot while the job runs: inside the worker whenever the
-// message's visibility deadline has moved (checked every second), else
-// every Lease/3.
-func (c *Cap) follow(ctx context.Context, slot *Slot, stop <-chan struct{}, id string) {
-	every := time.Second
+// message's visibility deadline has moved (checked every half margin, at
+// most every second), else every Lease/3.
+func (c *Cap) follow(ctx context.Context, slot *Slot, margin time.Duration, stop <-chan struct{}, id string) {
+	every := min(margin/2, time.Second)
 	if _, inWorker := worker.VisibilityDeadline(ctx); !inWorker {
 		every = c.o.Lease / 3
 	}
@@ -392,7 +405,7 @@ func (c *Cap) follow(ctx context.Context, slot *Slot, stop <-chan struct{}, id s
 			return
 		case <-t.C:
 		}
-		until, _ := c.leaseUntil(ctx)
+		until := c.leaseUntil(ctx, margin)
 		slot.mu.Lock()
 		moved := until.After(slot.until)
 		slot.mu.Unlock()

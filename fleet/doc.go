@@ -53,8 +53,10 @@
 // in the key's item with a lease expiry that follows the message's
 // visibility deadline (worker.VisibilityDeadline): renewed whenever the
 // worker's heartbeat extends the message, removed when the handler
-// returns. When a process dies (kill -9), its slots expire no later than
-// its messages become visible again — within one lease — and the next
+// returns. It lives until that deadline plus a margin (a quarter of the
+// lease, 250 ms to 5 s) that covers a renewal's way to DynamoDB. When a
+// process dies (kill -9), its slots expire that margin after its messages
+// become visible again — within one lease and a quarter — and the next
 // acquisition drops them. Keyed by ByGroup (the MessageGroupId of an SQS
 // fair queue: a standard queue whose producers set it, see
 // producer.Message.GroupID) or ByAttribute, a Cap keeps one flooding
