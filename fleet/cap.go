@@ -50,7 +50,10 @@ type CapOptions struct {
 	// near the jobs' duration (SQS counts in whole seconds, so at least
 	// 1 s). Zero value: 5 s.
 	FullSnooze time.Duration
-	// MaxSnooze caps FullSnooze's doubling. Zero value: 1 minute.
+	// MaxSnooze caps FullSnooze's doubling. A higher cap leaves more of
+	// the receives to other keys while one floods, but lets the flooding
+	// key's own slots idle longer between its jobs. Zero value: 4 ×
+	// FullSnooze.
 	MaxSnooze time.Duration
 	// FailOpen lets jobs run without a slot when DynamoDB cannot be asked:
 	// the cap may then be exceeded. Zero value: false — fail closed, the
@@ -110,9 +113,7 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	if o.Lease < 0 || o.FullSnooze < 0 || o.MaxSnooze < 0 || o.ErrorSnooze < 0 {
 		return nil, fmt.Errorf("fleet: Cap %q: Lease, FullSnooze, MaxSnooze and ErrorSnooze must not be negative (zero selects the default)", name)
 	}
-	if o.MaxSnooze == 0 {
-		o.MaxSnooze = time.Minute
-	}
+
 	if o.Lease == 0 {
 		o.Lease = 30 * time.Second
 	}
@@ -121,6 +122,9 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	}
 	if o.FullSnooze == 0 {
 		o.FullSnooze = 5 * time.Second
+	}
+	if o.MaxSnooze == 0 {
+		o.MaxSnooze = 4 * o.FullSnooze
 	}
 	o.MaxSnooze = max(o.MaxSnooze, o.FullSnooze)
 	if o.ErrorSnooze == 0 {

@@ -293,7 +293,7 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 // 3 run at once again within the lease plus a snooze after the kill, and
 // every job is done, none dead-lettered.
 func TestCapAcrossProcessesWithSIGKILL(t *testing.T) {
-	const n, limit, lease = 30, 3, 4 * time.Second
+	n, limit, lease := envInt("FLEETRUN_CAP_JOBS", 30), 3, 4*time.Second
 	r := newRun(t, "4")
 	r.send(n, "tenant-x")
 	for p := range 4 {
