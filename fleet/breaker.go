@@ -72,6 +72,7 @@ type Breaker struct {
 	probing   bool      // a probe is running (half-open)
 	syncedAt  time.Time // a shared breaker's last read
 	syncing   bool
+	changed   chan struct{} // closed (and replaced) when the state changes
 }
 
 // Breaker returns the breaker name.
@@ -102,7 +103,7 @@ func (f *Fleet) Breaker(name string, optFns ...func(*BreakerOptions)) (*Breaker,
 	if o.SyncInterval == 0 {
 		o.SyncInterval = 2 * time.Second
 	}
-	b := &Breaker{f: f, name: name, o: o, state: StateClosed, openFor: o.OpenFor}
+	b := &Breaker{f: f, name: name, o: o, state: StateClosed, openFor: o.OpenFor, changed: make(chan struct{})}
 	f.mu.Lock()
 	f.breakers[name] = b.State
 	f.mu.Unlock()
@@ -150,6 +151,7 @@ func (b *Breaker) admit(ctx context.Context) (run, probe bool, wait time.Duratio
 // record notes a job's outcome.
 func (b *Breaker) record(ctx context.Context, probe, failed bool) {
 	b.mu.Lock()
+	before := b.state
 	now := b.f.o.Now()
 	var publish time.Time
 	switch {
@@ -169,6 +171,9 @@ func (b *Breaker) record(ctx context.Context, probe, failed bool) {
 		b.failures = 0
 	}
 	closed := probe && !failed
+	if b.state != before || !publish.IsZero() {
+		b.notifyLocked()
+	}
 	b.mu.Unlock()
 	if b.o.Shared && (!publish.IsZero() || closed) {
 		b.publish(ctx, publish)
@@ -225,6 +230,53 @@ func (b *Breaker) sync(ctx context.Context) {
 	until := time.UnixMilli(numAttr(item, attrOpenUntil))
 	if b.state != StateOpen && until.After(b.syncedAt) && !b.probing {
 		b.state, b.openUntil, b.failures = StateOpen, until, 0
+		b.notifyLocked()
+	}
+}
+
+// notifyLocked wakes Watch.
+func (b *Breaker) notifyLocked() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+var _ worker.ReceiveGate = (*Breaker)(nil)
+
+// Watch implements worker.ReceiveGate: the gate is closed while the
+// breaker is open and opens when it half-opens (to let the probe in) or
+// closes. Given to the worker as Options.ReceiveGate (with a Pauser,
+// through AllOpen), an open breaker stops receiving — the prefetched
+// messages are released at once — instead of receiving and snoozing
+// every message; Middleware still guards the jobs.
+func (b *Breaker) Watch(ctx context.Context, set func(open bool)) {
+	first, last := true, false
+	for {
+		b.mu.Lock()
+		now := b.f.o.Now()
+		b.advanceLocked(now)
+		open, until, changed := b.state != StateOpen, b.openUntil, b.changed
+		b.mu.Unlock()
+		if first || open != last {
+			set(open)
+			first, last = false, open
+		}
+		var due <-chan time.Time
+		var t *time.Timer
+		if !open {
+			t = time.NewTimer(until.Sub(now))
+			due = t.C
+		}
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		case <-due:
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
 	}
 }
 

@@ -11,7 +11,7 @@
 //	pause, err := f.Pauser(queueURL)
 //	w, err := worker.New(sqsClient, queueURL,
 //		worker.Chain(handler, down.Middleware(), tenants.Middleware(), payments.Middleware()),
-//		func(o *worker.Options) { o.ReceiveGate = pause })
+//		func(o *worker.Options) { o.ReceiveGate = fleet.AllOpen(pause, down) })
 //
 // Order the middleware so that the cheapest refusal comes first: the
 // breaker (no DynamoDB call while closed or open), then caps, then rate
@@ -88,8 +88,13 @@
 // BreakerOptions.Counts says which errors mean the downstream is down):
 // while open, jobs are snoozed until it half-opens; then one job probes,
 // and its success closes it. Counted failures are snoozed, not failed, so
-// an outage spends no job's retries. With Shared, opening is written to
-// the table and honoured by every process within SyncInterval.
+// an outage spends no job's retries. A Breaker is also a
+// worker.ReceiveGate (combine it with a Pauser with AllOpen): while it is
+// open the worker stops receiving and releases what it prefetched, rather
+// than receiving and snoozing every message, and it receives again when
+// the breaker half-opens for its probe. With Shared, opening is written to
+// the table and honoured by every process within SyncInterval (as a gate,
+// once one of its jobs has read it).
 //
 // # Faults
 //

@@ -239,5 +239,5 @@ func fleetWorker(cfg aws.Config, queueURL string, handler worker.Handler, isOuta
 	}
 	return worker.New(sqs.NewFromConfig(cfg), queueURL,
 		worker.Chain(handler, down.Middleware(), tenants.Middleware(), payments.Middleware()),
-		func(o *worker.Options) { o.ReceiveGate = pause })
+		func(o *worker.Options) { o.ReceiveGate = fleet.AllOpen(pause, down) })
 }

@@ -1,0 +1,60 @@
+package fleet
+
+import (
+	"context"
+	"sync"
+
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// AllOpen returns a worker.ReceiveGate that is open while every one of
+// gates is: a Pauser and a Breaker on one worker, say. It reports its
+// first state once every gate has reported.
+func AllOpen(gates ...worker.ReceiveGate) worker.ReceiveGate { return allOpen(gates) }
+
+type allOpen []worker.ReceiveGate
+
+// Watch implements worker.ReceiveGate.
+func (a allOpen) Watch(ctx context.Context, set func(open bool)) {
+	var (
+		mu       sync.Mutex
+		states   = make([]bool, len(a))
+		reported = make([]bool, len(a))
+		known    int
+		first    = true
+		last     bool
+	)
+	apply := func(i int, open bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		if !reported[i] {
+			reported[i] = true
+			known++
+		}
+		states[i] = open
+		if known < len(a) {
+			return
+		}
+		all := true
+		for _, s := range states {
+			all = all && s
+		}
+		if first || all != last {
+			first, last = false, all
+			set(all)
+		}
+	}
+	if len(a) == 0 {
+		set(true)
+		<-ctx.Done()
+		return
+	}
+	var wg sync.WaitGroup
+	for i, g := range a {
+		wg.Go(func() { g.Watch(ctx, func(open bool) { apply(i, open) }) })
+	}
+	wg.Wait()
+}
