@@ -274,6 +274,7 @@ func (b *Batcher) cutLocked() {
 
 // sender sends ready batches until the Batcher is closed and drained.
 func (b *Batcher) sender() {
+	buf := new(callBuffers) // this sender's, reused by every call it makes
 	b.mu.Lock()
 	for {
 		for len(b.ready) == 0 && !b.drainedLocked() {
@@ -290,7 +291,7 @@ func (b *Batcher) sender() {
 		b.active++
 		closing := b.closing
 		b.mu.Unlock()
-		b.deliver(batch, closing)
+		b.deliver(batch, closing, buf)
 		b.mu.Lock()
 		b.active--
 		if b.drainedLocked() {
@@ -304,8 +305,15 @@ func (b *Batcher) drainedLocked() bool {
 	return (b.closing || b.stopped) && len(b.ready) == 0 && len(b.pending) == 0 && len(b.waiting) == 0 && b.active == 0
 }
 
-// deliver sends one batch and settles its entries.
-func (b *Batcher) deliver(batch []*Entry, closing bool) {
+// callBuffers are one sender's buffers for a call: a call carries at most
+// ten entries.
+type callBuffers struct {
+	entries [sqslimit.MaxBatchEntries]sqsbatch.Entry
+	results [sqslimit.MaxBatchEntries]sqsbatch.Result
+}
+
+// deliver sends one batch and settles its entries, with buf for the call.
+func (b *Batcher) deliver(batch []*Entry, closing bool, buf *callBuffers) {
 	send := batch[:0:0]
 	now := time.Now()
 	for _, e := range batch {
@@ -340,12 +348,12 @@ func (b *Batcher) deliver(batch []*Entry, closing bool) {
 	for _, e := range send {
 		e.attempts++
 	}
-	entries := make([]sqsbatch.Entry, len(send))
+	entries, res := buf.entries[:len(send)], buf.results[:len(send)]
 	for i, e := range send {
 		entries[i] = sqsbatch.Entry{Handle: e.Handle, Timeout: e.Timeout, Send: e.Send}
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.o.CallTimeout)
-	res, err := b.q.Once(ctx, entries, nil) // counted by the client the runtime passes
+	err := b.q.OnceInto(ctx, entries, res, nil) // counted by the client the runtime passes
 	cancel()
 	done := time.Now()
 	for _, e := range send {

@@ -234,6 +234,16 @@ func (q *Queue) Once(ctx context.Context, entries []Entry, onCall func(Call)) ([
 	return res, err
 }
 
+// OnceInto is Once writing its Results into res (len(res) == len(entries)),
+// for a caller that keeps its own buffers on a hot path.
+func (q *Queue) OnceInto(ctx context.Context, entries []Entry, res []Result, onCall func(Call)) error {
+	if len(res) != len(entries) {
+		return fmt.Errorf("sqsworker: %d results for %d entries", len(res), len(entries))
+	}
+	clear(res)
+	return q.once(ctx, entries, res, 1, onCall)
+}
+
 func (q *Queue) once(ctx context.Context, entries []Entry, res []Result, attempt int, onCall func(Call)) error {
 	if len(entries) == 0 || len(entries) > sqslimit.MaxBatchEntries {
 		return fmt.Errorf("sqsworker: a %s call carries 1 to %d entries, not %d", q.op, sqslimit.MaxBatchEntries, len(entries))
