@@ -75,3 +75,41 @@ func TestReceiveRequestsCountedAsTheServerSawThem(t *testing.T) {
 		t.Errorf("worker counted %d transient receive results; the proxy answered %d with HTTP 500", got, want)
 	}
 }
+
+// New's queue lookups (GetQueueAttributes, here every other one answered
+// HTTP 500) are retried by the worker itself, each request counted: New
+// succeeds, and Stats counts what the server saw.
+func TestStartupLookupsCountedAsTheServerSawThem(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		io.WriteString(w, `{"Attributes":{"VisibilityTimeout":"30","QueueArn":"arn:aws:sqs:us-east-1:000000000000:counted","MessageRetentionPeriod":"345600"}}`)
+	}))
+	defer up.Close()
+	p, err := faultproxy.Start(faultproxy.Options{
+		Upstream: up.URL,
+		Rules:    map[string]faultproxy.Rule{"GetQueueAttributes": {Every: 2, EveryKind: faultproxy.ServerError}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	client := sqs.New(sqs.Options{
+		BaseEndpoint: aws.String(p.URL), Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+	w, err := worker.New(client, p.URL+"/000000000000/counted", noop, func(o *worker.Options) {
+		o.Logger = quiet
+		o.AllowNoDLQ = true
+	})
+	if err != nil {
+		t.Fatalf("New with every other GetQueueAttributes answered 500: %v (%s)", err, p.Summary())
+	}
+	seen := p.Counts()["GetQueueAttributes"]
+	s := w.Stats()
+	if got := s.Requests["GetQueueAttributes"]; got != int64(seen.Requests) || seen.Requests < 2 {
+		t.Errorf("worker counted %d GetQueueAttributes requests; the server saw %d (%s)", got, seen.Requests, p.Summary())
+	}
+	if got, want := s.RequestResults["GetQueueAttributes"]["transient"], int64(seen.Faults[faultproxy.ServerError]); got != want || want == 0 {
+		t.Errorf("worker counted %d transient GetQueueAttributes results; the proxy answered %d with HTTP 500", got, want)
+	}
+}
