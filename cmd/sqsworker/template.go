@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -85,22 +84,7 @@ func runTemplate(a *app, ctx context.Context, cmd *command, args []string) int {
 		fmt.Fprintf(a.stderr, "sqsworker %s: %v\n", cmd.path, err)
 		return exitUsage
 	}
-	if *out == "json" {
-		var v any
-		if err := doc.Decode(&v); err != nil {
-			return a.fail(cmd, err)
-		}
-		a.writeJSON(v)
-		return exitOK
-	}
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(doc); err != nil {
-		return a.fail(cmd, err)
-	}
-	a.stdout.Write(b.Bytes())
-	return exitOK
+	return a.writeDoc(cmd, doc, *out)
 }
 
 // Node builders: a template is a tree of ordered mappings.
