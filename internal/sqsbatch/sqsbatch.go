@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/cenkalti/backoff/v4"
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -288,12 +289,27 @@ const (
 // Backoff is the wait before retry n (1, 2, …): 100 ms doubling up to 5 s,
 // the upper half of it random (so retries of many callers spread out).
 func Backoff(n int) time.Duration {
-	n = max(n, 1)
-	d := retryMax
-	if n <= 6 {
-		d = min(retryMin<<(n-1), retryMax)
-	}
+	d := interval(n)
 	return d/2 + rand.N(d/2+1)
+}
+
+// interval is retry n's ceiling: cenkalti/backoff's exponential sequence,
+// without its own randomisation (Backoff draws in the upper half instead),
+// from retryMin doubling to retryMax.
+func interval(n int) time.Duration {
+	b := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(retryMin),
+		backoff.WithMultiplier(2),
+		backoff.WithMaxInterval(retryMax),
+		backoff.WithRandomizationFactor(0),
+		backoff.WithMaxElapsedTime(0),
+	)
+	d := retryMin
+	// The sequence reaches retryMax by the 7th value; later ones repeat it.
+	for range min(max(n, 1), 8) {
+		d = b.NextBackOff()
+	}
+	return d
 }
 
 // DefaultAttempts is how many calls Run lets carry one entry when
