@@ -251,9 +251,11 @@ func (s *scanner) next(ctx context.Context, n int) ([]types.Message, error) {
 			break
 		}
 		class := sqserr.Of(err)
-		if class != sqserr.Throttled {
+		if class != sqserr.Throttled && !sqserr.NotSent(err) {
 			// The receive may have taken effect before its response was
-			// lost: its messages are hidden for the hold, unseen.
+			// lost: its messages are hidden for the hold, unseen. (A
+			// throttled receive, or one that never left the client, took
+			// none.)
 			s.lost += n
 		}
 		if ctx.Err() == nil && class.Retryable() && attempt < sqsbatch.DefaultAttempts {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -300,4 +301,19 @@ func TestWalkArrivalsDoNotHideLostReceive(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A receive that never left the client (its connection could not be
+// made) hid nothing: the walk retries it and still reports a complete read.
+func TestWalkReceiveNotSentHidesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, target := fakePair(t, "orders")
+		deadLetter(t, f, target, 30, nil, failedWith("boom"))
+		refused := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: refused, Every: 2, Times: 1})
+		msgs, err := Inspect(context.Background(), f, target.DLQURL, InspectOptions{})
+		if err != nil || len(msgs) != 30 {
+			t.Fatalf("Inspect = %d messages, %v; want all 30 and no error (the refused receive took nothing)", len(msgs), err)
+		}
+	})
 }

@@ -8,6 +8,7 @@ package sqserr
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -221,4 +222,18 @@ func Unsupported(err error) bool {
 		return true
 	}
 	return false
+}
+
+// NotSent reports whether err says the request never reached SQS, so it
+// cannot have taken effect: the connection could not be made (a dial
+// error), or the client found its pooled connection closed by the server
+// before writing anything ("server closed idle connection"). Any other
+// error of a call that was sent — a timeout, a reset while reading, a 5xx —
+// leaves open whether SQS acted on it.
+func NotSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return err != nil && strings.Contains(err.Error(), "server closed idle connection")
 }

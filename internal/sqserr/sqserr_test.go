@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -86,6 +87,25 @@ func TestNotExistAndUnsupported(t *testing.T) {
 	for _, err := range []error{nil, errors.New("network"), api("AccessDenied"), op(sqstest.ServerError())} {
 		if sqserr.NotExist(err) || sqserr.Unsupported(err) {
 			t.Errorf("%v taken for a missing queue or an unsupported call", err)
+		}
+	}
+}
+
+func TestNotSent(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	read := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("operation error SQS: ReceiveMessage: %w", dial), true},
+		{errors.New(`Post "http://127.0.0.1:9324/": http: server closed idle connection`), true},
+		{fmt.Errorf("operation error SQS: ReceiveMessage: %w", read), false},
+		{context.DeadlineExceeded, false},
+		{nil, false},
+	} {
+		if got := sqserr.NotSent(c.err); got != c.want {
+			t.Errorf("NotSent(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }
