@@ -39,22 +39,8 @@ func TestReceiveRequestsCountedAsTheServerSawThem(t *testing.T) {
 		}
 	}))
 	defer up.Close()
-	p, err := faultproxy.Start(faultproxy.Options{
-		Upstream: up.URL,
-		Rules:    map[string]faultproxy.Rule{"ReceiveMessage": {Every: 3, EveryKind: faultproxy.ServerError}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	client := sqs.New(sqs.Options{
-		BaseEndpoint: aws.String(p.URL), Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
-	w, err := worker.New(client, p.URL+"/000000000000/counted", noop, func(o *worker.Options) {
-		o.Logger = quiet
-		o.AllowNoDLQ = true
-	})
+	p := startProxy(t, up.URL, "ReceiveMessage", 3)
+	w, err := newCounted(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,22 +71,8 @@ func TestStartupLookupsCountedAsTheServerSawThem(t *testing.T) {
 		io.WriteString(w, `{"Attributes":{"VisibilityTimeout":"30","QueueArn":"arn:aws:sqs:us-east-1:000000000000:counted","MessageRetentionPeriod":"345600"}}`)
 	}))
 	defer up.Close()
-	p, err := faultproxy.Start(faultproxy.Options{
-		Upstream: up.URL,
-		Rules:    map[string]faultproxy.Rule{"GetQueueAttributes": {Every: 2, EveryKind: faultproxy.ServerError}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	client := sqs.New(sqs.Options{
-		BaseEndpoint: aws.String(p.URL), Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
-	})
-	w, err := worker.New(client, p.URL+"/000000000000/counted", noop, func(o *worker.Options) {
-		o.Logger = quiet
-		o.AllowNoDLQ = true
-	})
+	p := startProxy(t, up.URL, "GetQueueAttributes", 2)
+	w, err := newCounted(p)
 	if err != nil {
 		t.Fatalf("New with every other GetQueueAttributes answered 500: %v (%s)", err, p.Summary())
 	}
@@ -112,4 +84,32 @@ func TestStartupLookupsCountedAsTheServerSawThem(t *testing.T) {
 	if got, want := s.RequestResults["GetQueueAttributes"]["transient"], int64(seen.Faults[faultproxy.ServerError]); got != want || want == 0 {
 		t.Errorf("worker counted %d transient GetQueueAttributes results; the proxy answered %d with HTTP 500", got, want)
 	}
+}
+
+// startProxy starts a fault proxy in front of upstream that answers every
+// every-th call of api with HTTP 500; it is closed with the test.
+func startProxy(t *testing.T, upstream, api string, every int) *faultproxy.Proxy {
+	t.Helper()
+	p, err := faultproxy.Start(faultproxy.Options{
+		Upstream: upstream,
+		Rules:    map[string]faultproxy.Rule{api: {Every: every, EveryKind: faultproxy.ServerError}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// newCounted makes a worker on queue "counted" behind p, with a client
+// built as users build it (the SDK's default retryer).
+func newCounted(p *faultproxy.Proxy) (*worker.Worker, error) {
+	client := sqs.New(sqs.Options{
+		BaseEndpoint: aws.String(p.URL), Region: "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+	})
+	return worker.New(client, p.URL+"/000000000000/counted", noop, func(o *worker.Options) {
+		o.Logger = quiet
+		o.AllowNoDLQ = true
+	})
 }
