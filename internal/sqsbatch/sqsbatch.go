@@ -1,11 +1,14 @@
 // Package sqsbatch is sqsworker's one layer for SQS's batch calls
-// (SendMessageBatch, DeleteMessageBatch, ChangeMessageVisibilityBatch). Every
-// package that makes them — the settlement batcher, the heartbeat, the
-// producer, the dead-letter tools, the Lambda adapter's local runner — goes
+// (SendMessageBatch, DeleteMessageBatch, ChangeMessageVisibilityBatch) and
+// SNS's PublishBatch, which has the same shape (ten entries, results by Id,
+// failures with a code and SenderFault). Every package that makes them —
+// the settlement batcher, the heartbeat, the producer, the dead-letter
+// tools, the Lambda adapter's local runner, the fan-out publisher — goes
 // through it, so each call is made the same way:
 //
-//   - entries go out in calls of at most ten (sends also at most SQS's batch
-//     payload limit), each entry with an Id distinct within its call;
+//   - entries go out in calls of at most ten (sends and publishes also at
+//     most the batch payload limit: SQS's 1 MiB, SNS's 256 KiB), each entry
+//     with an Id distinct within its call;
 //   - the response is mapped back to the entries by Id, and an entry the
 //     response does not mention counts as failed (ErrNoResult), never as done;
 //   - the SDK's own retries are off (RetryMaxAttempts 1): the layer retries,
@@ -28,6 +31,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/cenkalti/backoff/v4"
@@ -50,12 +55,19 @@ type (
 	ChangeAPI interface {
 		ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 	}
+	// PublishAPI makes SNS PublishBatch calls.
+	PublishAPI interface {
+		PublishBatch(ctx context.Context, params *sns.PublishBatchInput, optFns ...func(*sns.Options)) (*sns.PublishBatchOutput, error)
+	}
 )
 
 // NoSDKRetry turns the SDK's own retries off for one call, so that every
 // request reaches the caller's counting and the caller's retry rule. Every
 // SQS call the library makes passes it.
 func NoSDKRetry(o *sqs.Options) { o.RetryMaxAttempts = 1 }
+
+// NoSNSRetry is NoSDKRetry for SNS calls.
+func NoSNSRetry(o *sns.Options) { o.RetryMaxAttempts = 1 }
 
 // Entry is one message to send, delete or change. A Queue uses the fields
 // of its kind of call.
@@ -66,11 +78,17 @@ type Entry struct {
 	Timeout int32
 	// Send is the message to send; its Id is set per call.
 	Send types.SendMessageBatchRequestEntry
+	// Publish is the message to publish to an SNS topic; its Id is set per
+	// call.
+	Publish *snstypes.PublishBatchRequestEntry
 }
 
-// Size is what a send entry counts against SQS's batch payload limit (0
-// for deletes and changes).
+// Size is what a send or publish entry counts against its batch payload
+// limit (0 for deletes and changes).
 func (e *Entry) Size() int {
+	if e.Publish != nil {
+		return sqslimit.PublishSize(aws.ToString(e.Publish.Message), e.Publish.MessageAttributes)
+	}
 	if e.Send.MessageBody == nil {
 		return 0
 	}
@@ -103,11 +121,11 @@ type Result struct {
 
 // Call is one request, as Policy.OnCall sees it.
 type Call struct {
-	// Op is the action: "SendMessageBatch", "DeleteMessageBatch" or
-	// "ChangeMessageVisibilityBatch".
+	// Op is the action: "SendMessageBatch", "DeleteMessageBatch",
+	// "ChangeMessageVisibilityBatch" or "PublishBatch".
 	Op string
 	// Entries is how many entries the call carried, Payload their bytes as
-	// SQS counts them (sends only).
+	// SQS and SNS count them (sends and publishes only).
 	Entries, Payload int
 	// Attempt is the call's round: 1 for the first call of its entries, 2
 	// for the first retry, and so on.
@@ -118,11 +136,14 @@ type Call struct {
 	Failed int
 }
 
-// Queue makes one kind of batch call on one queue.
+// Queue makes one kind of batch call on one queue (or, for PublishBatch,
+// one topic).
 type Queue struct {
 	op  string
 	url string
-	do  func(ctx context.Context, entries []Entry, res []Result) error
+	// maxPayload is the call's payload limit (sends and publishes); 0: none.
+	maxPayload int
+	do         func(ctx context.Context, entries []Entry, res []Result) error
 }
 
 // Op returns the action the Queue calls.
@@ -168,7 +189,7 @@ func NewChanger(c ChangeAPI, url string) *Queue {
 
 // NewSender returns the Queue of SendMessageBatch calls on url.
 func NewSender(c SendAPI, url string) *Queue {
-	return &Queue{op: "SendMessageBatch", url: url, do: func(ctx context.Context, entries []Entry, res []Result) error {
+	return &Queue{op: "SendMessageBatch", url: url, maxPayload: sqslimit.MaxMessageSize, do: func(ctx context.Context, entries []Entry, res []Result) error {
 		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: make([]types.SendMessageBatchRequestEntry, len(entries))}
 		for i := range entries {
 			in.Entries[i] = entries[i].Send
@@ -181,6 +202,33 @@ func NewSender(c SendAPI, url string) *Queue {
 		return answer(res, out.Successful, func(s *types.SendMessageBatchResultEntry) *string { return s.Id }, func(s *types.SendMessageBatchResultEntry, r *Result) {
 			r.MessageID, r.SequenceNumber = aws.ToString(s.MessageId), aws.ToString(s.SequenceNumber)
 		}, out.Failed)
+	}}
+}
+
+// NewPublisher returns the Queue of SNS PublishBatch calls on topicARN.
+// SNS's answer has SQS's shape (Successful and Failed by Id, a failure's
+// Code and SenderFault), so its entries are classified by the same table
+// (internal/sqserr), which knows SNS's codes too.
+func NewPublisher(c PublishAPI, topicARN string) *Queue {
+	return &Queue{op: "PublishBatch", url: topicARN, maxPayload: sqslimit.MaxPublishSize, do: func(ctx context.Context, entries []Entry, res []Result) error {
+		in := &sns.PublishBatchInput{TopicArn: aws.String(topicARN), PublishBatchRequestEntries: make([]snstypes.PublishBatchRequestEntry, len(entries))}
+		for i := range entries {
+			if entries[i].Publish != nil {
+				in.PublishBatchRequestEntries[i] = *entries[i].Publish
+			}
+			in.PublishBatchRequestEntries[i].Id = &ids[i]
+		}
+		out, err := c.PublishBatch(ctx, in, NoSNSRetry)
+		if err != nil || out == nil {
+			return callError(err)
+		}
+		fails := make([]types.BatchResultErrorEntry, len(out.Failed))
+		for i, f := range out.Failed {
+			fails[i] = types.BatchResultErrorEntry{Id: f.Id, Code: f.Code, Message: f.Message, SenderFault: f.SenderFault}
+		}
+		return answer(res, out.Successful, func(s *snstypes.PublishBatchResultEntry) *string { return s.Id }, func(s *snstypes.PublishBatchResultEntry, r *Result) {
+			r.MessageID, r.SequenceNumber = aws.ToString(s.MessageId), aws.ToString(s.SequenceNumber)
+		}, fails)
 	}}
 }
 
@@ -254,7 +302,7 @@ func (q *Queue) once(ctx context.Context, entries []Entry, res []Result, attempt
 	}
 	err := q.do(ctx, entries, res)
 	c := Call{Op: q.op, Entries: len(entries), Attempt: attempt, Err: err}
-	if q.op == "SendMessageBatch" {
+	if q.maxPayload > 0 {
 		for i := range entries {
 			c.Payload += entries[i].Size()
 		}
@@ -410,8 +458,8 @@ func (q *Queue) round(ctx context.Context, entries []Entry, res []Result, todo [
 	)
 	for len(todo) > 0 {
 		n := min(len(todo), p.MaxBatch)
-		if q.op == "SendMessageBatch" {
-			n = sqslimit.Fit(n, sqslimit.MaxMessageSize, func(k int) int { return entries[todo[k]].Size() })
+		if q.maxPayload > 0 {
+			n = sqslimit.Fit(n, q.maxPayload, func(k int) int { return entries[todo[k]].Size() })
 		}
 		idx := todo[:n:n]
 		todo = todo[n:]

@@ -2,7 +2,11 @@
 // retrying can fix, which mean a receipt handle no longer names a message
 // the caller holds, and which need a person (credentials, permissions, a
 // deleted queue). The worker, the Lambda adapter and the heartbeat all
-// classify errors here, in the spirit of go-cloud's errorCodeMap.
+// classify errors here, in the spirit of go-cloud's errorCodeMap. The
+// table also knows the codes SNS's PublishBatch answers with that SQS does
+// not use (AuthorizationError, NotFound, the KMS… spellings), for the
+// fan-out publisher; the rest (Throttled, InternalError, InvalidParameter)
+// fall under the same rules.
 package sqserr
 
 import (
@@ -88,6 +92,15 @@ var codes = map[string]Class{
 	"KmsInvalidState":             Fatal,
 	"KmsInvalidKeyUsage":          Fatal,
 	"KmsOptInRequired":            Fatal,
+
+	// SNS's own codes (PublishBatch).
+	"AuthorizationError": Fatal,
+	"NotFound":           Fatal, // the topic does not exist
+	"KMSAccessDenied":    Fatal,
+	"KMSDisabled":        Fatal,
+	"KMSNotFound":        Fatal,
+	"KMSInvalidState":    Fatal,
+	"KMSOptInRequired":   Fatal,
 }
 
 // Code returns err's SQS error code without the query-compatible prefix, or

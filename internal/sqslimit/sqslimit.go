@@ -1,5 +1,6 @@
 // Package sqslimit holds the limits of Amazon SQS that several of
-// sqsworker's packages apply, so each is written once. The public name of
+// sqsworker's packages apply, so each is written once, and the SNS limit a
+// message published to a subscribed queue meets first (MaxPublishSize). The public name of
 // the 12-hour limit is visibility.MaxVisibility.
 package sqslimit
 
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
@@ -31,6 +33,22 @@ const (
 // plus, for each message attribute, its name, data type and value.
 func MessageSize(body string, attrs map[string]types.MessageAttributeValue) int {
 	n := len(body)
+	for name, v := range attrs {
+		n += len(name) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
+	}
+	return n
+}
+
+// MaxPublishSize is the largest message SNS publishes, and the largest
+// PublishBatch request payload it accepts (256 KiB). A message to an SQS
+// queue subscribed to a topic meets this limit first.
+const MaxPublishSize = 256 << 10
+
+// PublishSize is how SNS counts a message against MaxPublishSize: as
+// MessageSize does, the message plus each attribute's name, data type and
+// value.
+func PublishSize(message string, attrs map[string]snstypes.MessageAttributeValue) int {
+	n := len(message)
 	for name, v := range attrs {
 		n += len(name) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + len(v.BinaryValue)
 	}

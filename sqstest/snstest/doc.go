@@ -4,8 +4,11 @@
 // on message attributes and on the message body, and subscription
 // dead-letter queues.
 //
-// Publish delivers at once, before it returns, to every subscription whose
-// filter policy accepts the message. A delivery fails with a client error,
+// Publish and PublishBatch (up to 10 entries, 256 KiB in all, answered per
+// entry) deliver at once, before they return, to every subscription whose
+// filter policy accepts the message, with its MessageGroupId: a FIFO
+// topic's group, or on a standard topic the tenant of an SQS fair queue,
+// passed to the standard queue as SNS does. A delivery fails with a client error,
 // as it does on AWS, when the subscribed queue does not exist, its queue
 // policy does not let the topic's SNS principal send (the policy language
 // is read the way fanout.Setup writes and fanout.Lint checks it), it is

@@ -46,6 +46,7 @@ type API interface {
 	GetSubscriptionAttributes(ctx context.Context, params *sns.GetSubscriptionAttributesInput, optFns ...func(*sns.Options)) (*sns.GetSubscriptionAttributesOutput, error)
 	SetSubscriptionAttributes(ctx context.Context, params *sns.SetSubscriptionAttributesInput, optFns ...func(*sns.Options)) (*sns.SetSubscriptionAttributesOutput, error)
 	Publish(ctx context.Context, params *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+	PublishBatch(ctx context.Context, params *sns.PublishBatchInput, optFns ...func(*sns.Options)) (*sns.PublishBatchOutput, error)
 }
 
 var (
@@ -604,7 +605,10 @@ func (f *Fake) SetSubscriptionAttributes(ctx context.Context, params *sns.SetSub
 // Publish publishes a message to a topic and delivers it, before
 // returning, to each SQS subscription whose filter policy accepts it: the
 // message itself with its attributes (raw message delivery) or SNS's JSON
-// envelope. A delivery SNS cannot make because of a client error — the
+// envelope. The MessageGroupId goes with the message to the queue: a FIFO
+// topic's group (required there), or on a standard topic the tenant of an
+// SQS fair queue, which SNS passes to standard queue subscriptions as it
+// is. A delivery SNS cannot make because of a client error — the
 // queue does not exist, its policy does not let the topic send, it is
 // encrypted with the AWS managed key, SQS denies or refuses the send — goes
 // to the subscription's dead-letter queue (RedrivePolicy) as the same
@@ -625,28 +629,110 @@ func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...
 	if err := canceled(op, ctx); err != nil {
 		return nil, err
 	}
+	id, seq, err := f.publish(ctx, params)
+	if err != nil {
+		if e, ok := err.(*types.NotFoundException); ok {
+			return nil, opError(op, e)
+		}
+		return nil, invalid(op, "%s", err.Error())
+	}
+	res := &sns.PublishOutput{MessageId: aws.String(id)}
+	if seq != "" {
+		res.SequenceNumber = aws.String(seq)
+	}
+	return res, nil
+}
+
+// PublishBatch publishes up to 10 messages as Publish does each, in
+// order, and answers per entry: an entry SNS refuses (an empty or too long
+// message, a FIFO entry without a group or deduplication ID) is listed in
+// Failed with the code InvalidParameter and SenderFault, the others in
+// Successful. The whole call fails, as SNS's does, when it has no entries
+// (EmptyBatchRequest), more than 10 (TooManyEntriesInBatchRequest), two
+// entries with one Id (BatchEntryIdsNotDistinct), or more than 256 KiB of
+// messages and attributes in all (BatchRequestTooLong), or when the topic
+// does not exist (NotFound).
+func (f *Fake) PublishBatch(ctx context.Context, params *sns.PublishBatchInput, optFns ...func(*sns.Options)) (*sns.PublishBatchOutput, error) {
+	const op = "PublishBatch"
+	if err := canceled(op, ctx); err != nil {
+		return nil, err
+	}
+	entries := params.PublishBatchRequestEntries
+	switch {
+	case len(entries) == 0:
+		return nil, opError(op, &types.EmptyBatchRequestException{Message: aws.String("The batch request doesn't contain any entries")})
+	case len(entries) > sqslimit.MaxBatchEntries:
+		return nil, opError(op, &types.TooManyEntriesInBatchRequestException{Message: aws.String("The batch request contains more entries than permissible")})
+	}
+	seen := map[string]bool{}
+	size := 0
+	for _, e := range entries {
+		id := aws.ToString(e.Id)
+		if seen[id] {
+			return nil, opError(op, &types.BatchEntryIdsNotDistinctException{Message: aws.String("Two or more batch entries in the request have the same Id")})
+		}
+		seen[id] = true
+		size += sqslimit.PublishSize(aws.ToString(e.Message), e.MessageAttributes)
+	}
+	if size > sqslimit.MaxPublishSize {
+		return nil, opError(op, &types.BatchRequestTooLongException{Message: aws.String("The length of all the messages put together is more than the limit")})
+	}
+	f.mu.Lock()
+	_, ok := f.topics[aws.ToString(params.TopicArn)]
+	f.mu.Unlock()
+	if !ok {
+		return nil, notFound(op, "Topic")
+	}
+	out := &sns.PublishBatchOutput{}
+	for _, e := range entries {
+		id, seq, err := f.publish(ctx, &sns.PublishInput{
+			TopicArn: params.TopicArn, Message: e.Message, Subject: e.Subject, MessageAttributes: e.MessageAttributes,
+			MessageGroupId: e.MessageGroupId, MessageDeduplicationId: e.MessageDeduplicationId,
+		})
+		if err != nil {
+			code := "InvalidParameter"
+			if _, nf := err.(*types.NotFoundException); nf {
+				code = "NotFound"
+			}
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String(code), Message: aws.String("Invalid parameter: " + err.Error()), SenderFault: true})
+			continue
+		}
+		r := types.PublishBatchResultEntry{Id: e.Id, MessageId: aws.String(id)}
+		if seq != "" {
+			r.SequenceNumber = aws.String(seq)
+		}
+		out.Successful = append(out.Successful, r)
+	}
+	return out, nil
+}
+
+// publish publishes one message and delivers it; it returns the message
+// ID and FIFO sequence number, or why SNS refuses the message (a
+// *types.NotFoundException for a missing topic, else the message of an
+// InvalidParameter error).
+func (f *Fake) publish(ctx context.Context, params *sns.PublishInput) (string, string, error) {
 	msg := aws.ToString(params.Message)
 	if msg == "" {
-		return nil, invalid(op, "Message: empty message")
+		return "", "", errors.New("Message: empty message")
 	}
-	if len(msg) > 256*1024 {
-		return nil, invalid(op, "Message too long")
+	if sqslimit.PublishSize(msg, params.MessageAttributes) > sqslimit.MaxPublishSize {
+		return "", "", errors.New("Message too long")
 	}
 	f.mu.Lock()
 	t, ok := f.topics[aws.ToString(params.TopicArn)]
 	if !ok {
 		f.mu.Unlock()
-		return nil, notFound(op, "Topic")
+		return "", "", &types.NotFoundException{Message: aws.String("Topic does not exist")}
 	}
 	if t.fifo && aws.ToString(params.MessageGroupId) == "" {
 		f.mu.Unlock()
-		return nil, invalid(op, "The MessageGroupId parameter is required for FIFO topics")
+		return "", "", errors.New("The MessageGroupId parameter is required for FIFO topics")
 	}
 	dedup := aws.ToString(params.MessageDeduplicationId)
 	if t.fifo && dedup == "" {
 		if t.attrs["ContentBasedDeduplication"] != "true" {
 			f.mu.Unlock()
-			return nil, invalid(op, "The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+			return "", "", errors.New("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
 		}
 		dedup = contentHash(msg)
 	}
@@ -667,7 +753,7 @@ func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...
 			f.stats.Filtered++
 			continue
 		}
-		in := &sqs.SendMessageInput{}
+		in := &sqs.SendMessageInput{MessageGroupId: params.MessageGroupId}
 		if s.attrs["RawMessageDelivery"] == "true" {
 			in.MessageBody = aws.String(msg)
 			in.MessageAttributes = sqsAttributes(params.MessageAttributes)
@@ -675,7 +761,6 @@ func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...
 			in.MessageBody = aws.String(f.envelope(t, s, id, seq, params))
 		}
 		if t.fifo {
-			in.MessageGroupId = params.MessageGroupId
 			in.MessageDeduplicationId = aws.String(dedup)
 		}
 		out = append(out, delivery{sub: s, in: in})
@@ -685,11 +770,7 @@ func (f *Fake) Publish(ctx context.Context, params *sns.PublishInput, optFns ...
 	for _, d := range out {
 		f.attempt(context.WithoutCancel(ctx), d, 0)
 	}
-	res := &sns.PublishOutput{MessageId: aws.String(id)}
-	if seq != "" {
-		res.SequenceNumber = aws.String(seq)
-	}
-	return res, nil
+	return id, seq, nil
 }
 
 // errRefused is a delivery SNS cannot make.

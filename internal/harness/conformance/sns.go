@@ -33,6 +33,7 @@ type SNSAPI interface {
 	SetSubscriptionAttributes(ctx context.Context, params *sns.SetSubscriptionAttributesInput, optFns ...func(*sns.Options)) (*sns.SetSubscriptionAttributesOutput, error)
 	ListSubscriptionsByTopic(ctx context.Context, params *sns.ListSubscriptionsByTopicInput, optFns ...func(*sns.Options)) (*sns.ListSubscriptionsByTopicOutput, error)
 	Publish(ctx context.Context, params *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+	PublishBatch(ctx context.Context, params *sns.PublishBatchInput, optFns ...func(*sns.Options)) (*sns.PublishBatchOutput, error)
 }
 
 var _ SNSAPI = (*sns.Client)(nil)
@@ -54,6 +55,13 @@ const (
 	// keeps it pending until the queue's owner confirms it, and lists it
 	// with the SubscriptionArn "PendingConfirmation".
 	QuirkSNSConfirmsEverySQSSubscription Quirk = "SNSConfirmsEverySQSSubscription"
+
+	// QuirkSNSNoStandardMessageGroupId: a MessageGroupId published to a
+	// standard topic (Publish or PublishBatch) is accepted but does not
+	// reach the subscribed standard queue; real SNS passes it on, and the
+	// queue returns it as the MessageGroupId system attribute (the tenant
+	// of an SQS fair queue).
+	QuirkSNSNoStandardMessageGroupId Quirk = "SNSNoStandardMessageGroupId"
 )
 
 // snsQuirkDescription describes the SNS quirks.
@@ -65,13 +73,16 @@ func snsQuirkDescription(q Quirk) (string, bool) {
 		return "a delivery to a deleted queue is dropped, never sent to the subscription's dead-letter queue (real SNS: it is)", true
 	case QuirkSNSConfirmsEverySQSSubscription:
 		return "a subscription of another account's queue is confirmed at once and listed with its ARN (real SNS: pending, listed as PendingConfirmation)", true
+	case QuirkSNSNoStandardMessageGroupId:
+		return "a MessageGroupId published to a standard topic does not reach the subscribed standard queue (real SNS: passed on, the fair queue's tenant)", true
 	}
 	return "", false
 }
 
 // FauxqsSNSQuirks returns the SNS quirks of fauxqs 1.9.2.
 func FauxqsSNSQuirks() map[Quirk]bool {
-	return map[Quirk]bool{QuirkSNSIgnoresQueuePolicy: true, QuirkSNSNoSubscriptionDLQ: true, QuirkSNSConfirmsEverySQSSubscription: true}
+	return map[Quirk]bool{QuirkSNSIgnoresQueuePolicy: true, QuirkSNSNoSubscriptionDLQ: true, QuirkSNSConfirmsEverySQSSubscription: true,
+		QuirkSNSNoStandardMessageGroupId: true}
 }
 
 // SNSQuirksFor returns the declared SNS quirks of a backend named as
@@ -162,6 +173,8 @@ func snsBehaviours() []snsBehaviour {
 		{"DeliveryToDeletedQueueGoesToSubscriptionDLQ", snsDeletedQueueDLQ},
 		{"QueuePolicyRefusingTheTopicSendsToSubscriptionDLQ", snsPolicyRefusalDLQ},
 		{"PendingSubscriptionIsListedWithoutARN", snsPendingListed},
+		{"StandardTopicPassesMessageGroupId", snsStandardGroup},
+		{"PublishBatchAnswersPerEntry", snsPublishBatch},
 	}
 }
 
@@ -390,6 +403,79 @@ func snsFIFO(e *snsEnv) {
 	}
 	if strings.Join(got, ",") != "step 0,step 1,step 2" {
 		e.t.Errorf("FIFO delivery %v, want steps 0, 1, 2 in order", got)
+	}
+}
+
+// A standard topic takes a MessageGroupId, by Publish and PublishBatch,
+// and passes it to a standard queue subscription (SQS fair queues: the
+// group names the tenant); the queue returns it as the MessageGroupId
+// system attribute. A message published without one arrives without one.
+func snsStandardGroup(e *snsEnv) {
+	topic := e.topic(false)
+	q := e.createQueue("snsfair", nil)
+	e.subscribe(topic, q, map[string]string{"RawMessageDelivery": "true"})
+	e.publish(&sns.PublishInput{TopicArn: aws.String(topic), Message: aws.String("a1"), MessageGroupId: aws.String("tenant-a")})
+	out, err := e.sns.PublishBatch(e.ctx(), &sns.PublishBatchInput{TopicArn: aws.String(topic), PublishBatchRequestEntries: []snstypes.PublishBatchRequestEntry{
+		{Id: aws.String("0"), Message: aws.String("a2"), MessageGroupId: aws.String("tenant-a")},
+		{Id: aws.String("1"), Message: aws.String("b1"), MessageGroupId: aws.String("tenant-b")},
+		{Id: aws.String("2"), Message: aws.String("none")},
+	}})
+	if err != nil || len(out.Failed) != 0 || len(out.Successful) != 3 {
+		e.t.Fatalf("PublishBatch with MessageGroupId on a standard topic: %v, %+v", err, out)
+	}
+	got := map[string]string{}
+	for _, m := range e.drain(q, 4) {
+		got[aws.ToString(m.Body)] = groupOf(m)
+	}
+	sent := map[string]string{"a1": "tenant-a", "a2": "tenant-a", "b1": "tenant-b", "none": ""}
+	want := sent
+	if e.snsQuirk(QuirkSNSNoStandardMessageGroupId) {
+		if fmt.Sprint(got) == fmt.Sprint(sent) {
+			e.t.Errorf("quirk %s declared, but the groups arrived; remove the quirk", QuirkSNSNoStandardMessageGroupId)
+			return
+		}
+		want = map[string]string{"a1": "", "a2": "", "b1": "", "none": ""}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		e.t.Errorf("delivered body → MessageGroupId %v, want %v", got, want)
+	}
+}
+
+// PublishBatch answers per entry: on a FIFO topic an entry without a
+// MessageGroupId fails alone (InvalidParameter, a sender fault), the
+// others are published, in order, each with its MessageId and
+// SequenceNumber.
+func snsPublishBatch(e *snsEnv) {
+	topic := e.topic(true)
+	q := e.createFIFO("snsbatch", nil)
+	e.subscribe(topic, q, map[string]string{"RawMessageDelivery": "true"})
+	out, err := e.sns.PublishBatch(e.ctx(), &sns.PublishBatchInput{TopicArn: aws.String(topic), PublishBatchRequestEntries: []snstypes.PublishBatchRequestEntry{
+		{Id: aws.String("first"), Message: aws.String("one"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d1")},
+		{Id: aws.String("nogroup"), Message: aws.String("lost"), MessageDeduplicationId: aws.String("d2")},
+		{Id: aws.String("third"), Message: aws.String("two"), MessageGroupId: aws.String("g"), MessageDeduplicationId: aws.String("d3")},
+	}})
+	if err != nil {
+		e.t.Fatalf("PublishBatch: %v", err)
+	}
+	if len(out.Failed) != 1 || aws.ToString(out.Failed[0].Id) != "nogroup" || !out.Failed[0].SenderFault || !strings.Contains(aws.ToString(out.Failed[0].Code), "InvalidParameter") {
+		e.t.Errorf("Failed %+v; want the entry without a group, InvalidParameter, a sender fault", out.Failed)
+	}
+	ok := map[string]bool{}
+	for _, r := range out.Successful {
+		ok[aws.ToString(r.Id)] = aws.ToString(r.MessageId) != ""
+	}
+	if len(ok) != 2 || !ok["first"] || !ok["third"] {
+		e.t.Errorf("Successful %+v; want first and third with their MessageIds", out.Successful)
+	}
+	var got []string
+	for tries := 0; tries < 6 && len(got) < 2; tries++ {
+		for _, m := range e.recv(q, 10, 1) {
+			got = append(got, aws.ToString(m.Body))
+			e.deleteMessage(q, aws.ToString(m.ReceiptHandle))
+		}
+	}
+	if strings.Join(got, ",") != "one,two" {
+		e.t.Errorf("delivered %v, want one, two", got)
 	}
 }
 
