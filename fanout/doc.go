@@ -18,6 +18,16 @@
 //     message, its attributes and SNS's metadata (worker.Message.SNS)
 //     instead of SNS's JSON envelope. It serves the worker and the Lambda
 //     adapter alike, since both run a worker.Handler.
+//   - [Publisher] publishes with PublishBatch calls of up to 10 messages
+//     (and 256 KiB) through the library's one batch layer — the SDK's
+//     retries off, every request counted, what SNS failed on its side
+//     retried by the one backoff rule, one [PublishResult] per message —
+//     and sets each message's GroupID as its MessageGroupId: a FIFO
+//     topic's message group, or a standard topic's tenant, which SNS
+//     passes on to the subscribed standard queues (SQS fair queues; the
+//     consumer reads it as worker.Message.GroupID, and fleet.Cap with
+//     fleet.ByGroup caps each tenant's running jobs). [JSON] publishes
+//     typed values.
 //   - [Redrive] moves a subscription dead-letter queue's messages to the
 //     subscribed queue with dlq.Redrive's safety (dry run, filter, rate,
 //     send-then-delete); [ServedBy] and [FindSubscription] find the
@@ -72,6 +82,6 @@
 // (sqs:ReceiveMessage, sqs:ChangeMessageVisibility, sqs:DeleteMessage on the
 // dead-letter queue, sqs:SendMessage on the queue). Unwrap: none. Each
 // function takes the narrowest client interface it needs
-// ([SubscriptionsAPI], [SetupAPI] and dlq's); *sns.Client and snstest's
+// ([SubscriptionsAPI], [SetupAPI], [PublishAPI] and dlq's); *sns.Client and snstest's
 // Fake satisfy the SNS ones.
 package fanout

@@ -215,6 +215,28 @@ var _ = consumeBilling
 
 // README: Performance.
 
+// Invoice stands for a tenant's job in the fan-out snippet.
+type Invoice struct {
+	Tenant string `json:"tenant"`
+	Amount int    `json:"amount"`
+}
+
+func publishInvoices(ctx context.Context, topics *sns.Client, topicARN string, invoices []Invoice) error {
+	p, err := fanout.NewPublisher(topics, topicARN)
+	if err != nil {
+		return err
+	}
+	typed := fanout.JSON[Invoice](p)
+	msgs := make([]fanout.Message, len(invoices))
+	for i, inv := range invoices {
+		if msgs[i], err = typed.Message(inv, fanout.WithGroup(inv.Tenant, "")); err != nil {
+			return err
+		}
+	}
+	_, err = p.PublishBatch(ctx, msgs) // a *fanout.PublishError when any failed; each result says why
+	return err
+}
+
 func newSQSClient(cfg aws.Config) *sqs.Client {
 	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConnsPerHost = 100 // at least the calls the worker keeps in flight

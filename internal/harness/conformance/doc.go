@@ -16,17 +16,20 @@
 //
 // RunSNS is the same idea for the SNS fan-out sqsworker relies on: enveloped
 // and raw delivery with message attributes, filter policies on attributes
-// and on the body, FIFO topics, idempotent subscribing, subscription
+// and on the body, FIFO topics, a standard topic passing MessageGroupId
+// to its queues (fair queues), PublishBatch's per-entry answers,
+// idempotent subscribing, subscription
 // attributes, subscription dead-letter queues for deliveries SNS cannot
 // make (a deleted queue, a queue policy refusing the topic), and how SNS
 // lists a subscription pending confirmation (SubscriptionArn
 // "PendingConfirmation", not its ARN). It runs against sqstest/snstest's
 // fake (TestConformanceFake there) and against the emulator
-// (TestConformanceEmulatorSNS). fauxqs 1.9.2's SNS declares three quirks
+// (TestConformanceEmulatorSNS). fauxqs 1.9.2's SNS declares four quirks
 // (FauxqsSNSQuirks): it ignores queue policies, it drops a delivery to a
 // deleted queue instead of sending it to the subscription's dead-letter
-// queue, and it confirms every SQS subscription at once, also of another
-// account's queue.
+// queue, it confirms every SQS subscription at once, also of another
+// account's queue, and it drops the MessageGroupId published to a
+// standard topic.
 //
 // # Backends and runners
 //
