@@ -118,6 +118,22 @@ func (b *Breaker) State() string {
 	return b.state
 }
 
+// Ready returns an error while the breaker is open, saying until when,
+// and nil while it is closed or half-open (letting its probe in). Given to
+// worker.HealthOptions.Checks it makes a worker whose downstream is down
+// not ready (still live); as the worker's ReceiveGate (alone or through
+// AllOpen) the worker's Health reports it without that.
+func (b *Breaker) Ready() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.f.o.Now()
+	b.advanceLocked(now)
+	if b.state != StateOpen {
+		return nil
+	}
+	return fmt.Errorf("breaker %s is open until %s (%s more): its downstream is failing and its jobs are snoozed", b.name, b.openUntil.UTC().Format(time.RFC3339), b.openUntil.Sub(now).Round(time.Second))
+}
+
 // advanceLocked turns an open breaker whose time is up half-open.
 func (b *Breaker) advanceLocked(now time.Time) {
 	if b.state == StateOpen && !now.Before(b.openUntil) {

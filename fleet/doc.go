@@ -96,6 +96,19 @@
 // the table and honoured by every process within SyncInterval (as a gate,
 // once one of its jobs has read it).
 //
+// # Seeing it
+//
+// A worker whose ReceiveGate is a Pauser, a Breaker or AllOpen of them is
+// live but not ready while the gate is closed, and worker.Health's reason
+// says why ("queue orders is paused", "breaker payments-api is open until
+// …": their Ready methods). Breaker.Ready in worker.HealthOptions.Checks
+// makes a worker not ready while its breaker is open also when the breaker
+// is only middleware. Stats counts what the controls did; sqsotel's
+// ObserveFleet turns it into metrics (snoozes by control, tokens, slots
+// held, each queue's pause switch, each breaker's state), and `sqsworker
+// status QUEUE --table T` shows a queue's pause switch, the shared
+// breakers and the cap slots in use.
+//
 // # Faults
 //
 // New refuses a missing table or one with another key (ErrTableNotFound

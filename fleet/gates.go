@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 
 	"github.com/sqsworker/sqsworker/worker"
@@ -13,6 +15,23 @@ import (
 func AllOpen(gates ...worker.ReceiveGate) worker.ReceiveGate { return allOpen(gates) }
 
 type allOpen []worker.ReceiveGate
+
+// Ready joins the errors of the gates that have a Ready() error method
+// (Pauser, Breaker): why the combined gate is closed, for worker.Health.
+func (a allOpen) Ready() error {
+	var why []string
+	for _, g := range a {
+		if r, ok := g.(interface{ Ready() error }); ok {
+			if err := r.Ready(); err != nil {
+				why = append(why, err.Error())
+			}
+		}
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(why, "; "))
+}
 
 // Watch implements worker.ReceiveGate.
 func (a allOpen) Watch(ctx context.Context, set func(open bool)) {

@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -52,8 +53,20 @@ func TestBreakerAsReceiveGate(t *testing.T) {
 		}))
 		_ = h.Handle(t.Context(), &worker.Message{})
 		want(false, "after the failure that opens the breaker")
+		// Why, for worker.Health: the breaker's Ready, and AllOpen's,
+		// which joins its gates' reasons.
+		all, _ := fleet.AllOpen(chanGate(nil), b).(interface{ Ready() error })
+		if err := b.Ready(); err == nil || !strings.Contains(err.Error(), "breaker gate is open until") || !strings.Contains(err.Error(), "10s more") {
+			t.Fatalf("Ready while open = %v; want the breaker open, with the time left", err)
+		}
+		if all == nil || all.Ready() == nil || all.Ready().Error() != b.Ready().Error() {
+			t.Fatalf("AllOpen's Ready = %v; want the breaker's reason", all)
+		}
 		time.Sleep(10 * time.Second)
 		want(true, "after OpenFor (half-open, for the probe)")
+		if err := b.Ready(); err != nil || all.Ready() != nil {
+			t.Fatalf("Ready while half-open = %v, AllOpen's %v; want nil (the probe is let in)", err, all.Ready())
+		}
 		down = false
 		if err := h.Handle(t.Context(), &worker.Message{}); err != nil {
 			t.Fatalf("probe: %v", err)

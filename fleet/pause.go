@@ -212,6 +212,16 @@ func (p *Pauser) Paused() bool {
 	return v
 }
 
+// Ready returns an error while the queue is paused (as last read), and
+// nil otherwise: what a worker's Health reports as the reason it is not
+// ready while this Pauser is its ReceiveGate.
+func (p *Pauser) Ready() error {
+	if p.Paused() {
+		return fmt.Errorf("queue %s is paused (sqsworker resume %s)", p.queue, p.queue)
+	}
+	return nil
+}
+
 // Middleware returns middleware for runtimes that receive on their own
 // (the Lambda adapter, whose event source mapping polls): while the queue
 // is paused, each message is snoozed for PauserOptions.Snooze instead of

@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,9 @@ func TestPauseHonouredByWorker(t *testing.T) {
 		t.Fatalf("PauseState by ARN = %+v, %v; want paused by operator with the reason", st, err)
 	}
 	waitFor("the worker pauses", func() bool { return w.Stats().Paused })
+	if h := w.Health(); h.Ready || !h.Live || !strings.Contains(h.Reason, "queue orders is paused") {
+		t.Errorf("Health while paused: %+v; want live, not ready, saying queue orders is paused", h)
+	}
 	for range 40 {
 		sq.MustSend(t, src, "job")
 	}

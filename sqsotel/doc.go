@@ -16,6 +16,7 @@
 //	w, err := worker.New(client, queue, worker.Chain(handler, ins.Middleware()),
 //		func(o *worker.Options) { o.OnSettled = ins.OnSettled(nil) })
 //	reg, err := ins.ObserveWorker(w) // Stats as metrics; reg.Unregister() when done
+//	freg, err := ins.ObserveFleet(f) // a *fleet.Fleet's Stats, when the worker uses fleet controls
 //	p, err := producer.New(client, queue) // its sends get "send QUEUE" spans
 //
 // and for a Lambda function the same middleware and hook:
@@ -132,6 +133,7 @@
 //	sqsworker.capacity                             sqsworker_capacity                         messages/s with every slot busy (slots ÷ mean handler time)
 //	sqsworker.oldest_message.age                   sqsworker_oldest_message_age_seconds       age at receipt of the oldest fresh message, last 1–2 min
 //	sqsworker.queue.messages{sqsworker.state}      sqsworker_queue_messages                   the queue's depth: visible, in_flight, delayed (Options.BacklogInterval)
+//	sqsworker.receiving.paused                     sqsworker_receiving_paused                 1 while Options.ReceiveGate keeps the worker from receiving
 //
 // The last six are the scaling signals (worker.Stats.Capacity and its
 // neighbours; the queue's depth only when worker.Options.BacklogInterval
@@ -139,6 +141,28 @@
 // sum(rate(busy_time)) / sum(rate(runs)) is the mean handler time and
 // sum(slots) / that mean the fleet's capacity. `sqsworker template
 // --scaling` turns them into a KEDA, ECS or Lambda scaling configuration.
+//
+// # Fleet controls
+//
+// ObserveFleet(f) reports a *fleet.Fleet's counters (fleet.Stats) for the
+// controls package fleet shares across a fleet of workers; these carry
+// messaging.system only (a queue's pause switch also
+// messaging.destination.name), since a control serves any queue:
+//
+//	sqsworker.fleet.requests{sqsworker.result}     sqsworker_fleet_requests_total             DynamoDB calls: ok, error
+//	sqsworker.fleet.tokens                         sqsworker_fleet_tokens_total               rate-limit tokens taken
+//	sqsworker.fleet.token_waits                    sqsworker_fleet_token_waits_total          jobs that waited in-process for a token
+//	sqsworker.fleet.snoozed{sqsworker.control}     sqsworker_fleet_snoozed_total              jobs snoozed: rate_limit, cap (waiting for a slot), breaker, pause
+//	sqsworker.fleet.fallbacks{sqsworker.fallback}  sqsworker_fleet_fallbacks_total            DynamoDB unreachable: open (run unchecked), closed (snoozed)
+//	sqsworker.fleet.slots.held                     sqsworker_fleet_slots_held                 cap slots held now
+//	sqsworker.fleet.slots.lost                     sqsworker_fleet_slots_lost_total           slots found gone at renewal
+//	sqsworker.fleet.queue.paused                   sqsworker_fleet_queue_paused               1 while the queue is paused (as last read)
+//	sqsworker.fleet.breaker.state{sqsworker.breaker, sqsworker.state} sqsworker_fleet_breaker_state  1 for the state each breaker is in, 0 for the others
+//
+// Alert on a breaker left open (sqsworker_fleet_breaker_state{sqsworker_state="open"} == 1 for
+// minutes), on rate(sqsworker_fleet_snoozed_total) against the receive rate
+// (each snooze is a receive toward the queue's maxReceiveCount: see
+// package fleet), and on sqsworker_fleet_fallbacks_total.
 //
 // sqsworker.result is ok, throttled, transient, stale, maxed-out, fatal,
 // invalid or canceled (worker.Stats.RequestResults). The cost follows

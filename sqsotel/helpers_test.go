@@ -110,6 +110,12 @@ func value(t *testing.T, rm metricdata.ResourceMetrics, name string, want map[st
 				v += p.Value
 			}
 		}
+	case metricdata.Gauge[int64]:
+		for _, p := range d.DataPoints {
+			if matches(p.Attributes, want) {
+				v += float64(p.Value)
+			}
+		}
 	case metricdata.Gauge[float64]:
 		for _, p := range d.DataPoints {
 			if matches(p.Attributes, want) {

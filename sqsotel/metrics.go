@@ -83,6 +83,9 @@ type instruments struct {
 	handlerTime         metric.Float64ObservableCounter
 	capacity, oldestAge metric.Float64ObservableGauge
 	queueDepth          metric.Int64ObservableUpDownCounter
+
+	// The fleet controls (ObserveFleet) and the worker's paused state.
+	fleet fleetInstruments
 }
 
 func (m *instruments) init(meter metric.Meter) error {
@@ -175,6 +178,7 @@ func (m *instruments) init(meter metric.Meter) error {
 	m.oldestAge, err = meter.Float64ObservableGauge(metricOldestAge, metric.WithUnit("s"),
 		metric.WithDescription("Age at receipt of the oldest message received for the first time in the last one to two minutes (worker.Stats.OldestAge)."))
 	add(err)
+	add(m.fleet.init(meter))
 	return errors.Join(errs...)
 }
 
@@ -218,7 +222,8 @@ type StatsSource interface {
 // requests by API and result, billed requests and payload by API, and the
 // estimated cost (total, and per million messages at the rate so far), and
 // the scaling signals (handler slots, runs and busy time, capacity, age of
-// the oldest fresh message, and the queue's depth when the worker reads it).
+// the oldest fresh message, and the queue's depth when the worker reads it),
+// and whether its ReceiveGate keeps it from receiving (paused).
 // Call
 // Unregister on the result when the worker is gone.
 func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, error) {
@@ -260,6 +265,7 @@ func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, er
 		o.ObserveFloat64(m.handlerTime, s.HandlerTime.Seconds(), base...)
 		o.ObserveFloat64(m.capacity, s.Capacity, base...)
 		o.ObserveFloat64(m.oldestAge, s.OldestAge.Seconds(), base...)
+		o.ObserveInt64(m.fleet.paused, flag(s.Paused), base...)
 		if b := s.Backlog; !b.At.IsZero() {
 			o.ObserveInt64(m.queueDepth, b.Visible, in.attrs.get(queue, attrState.String("visible")).observe...)
 			o.ObserveInt64(m.queueDepth, b.InFlight, in.attrs.get(queue, attrState.String("in_flight")).observe...)
@@ -268,7 +274,7 @@ func (in *Instrumentation) ObserveWorker(w StatsSource) (metric.Registration, er
 		return nil
 	}, m.consumed, m.inFlight, m.settlingNow, m.prefetched, m.prefetchTarget, m.receives, m.extensions, m.lateExtensions, m.late, m.deleteRetries,
 		m.dropped, m.requests, m.billed, m.payload, m.cost, m.costPerMillion, m.reqPerMessage,
-		m.slots, m.handlerRuns, m.handlerTime, m.capacity, m.oldestAge, m.queueDepth)
+		m.slots, m.handlerRuns, m.handlerTime, m.capacity, m.oldestAge, m.queueDepth, m.fleet.paused)
 }
 
 // attrCache keeps one measurement option per attribute combination, so

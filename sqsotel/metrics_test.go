@@ -87,6 +87,11 @@ func TestMetricsMatchStats(t *testing.T) {
 		if s.HandlerRuns == 0 || s.Capacity <= 0 || s.Concurrency == 0 {
 			t.Fatalf("scenario: %+v; want handler runs measured", s)
 		}
+		paused := int64(0)
+		if s.Paused {
+			paused = 1
+		}
+		check("sqsworker.receiving.paused", value(t, rm, "sqsworker.receiving.paused", q), paused)
 		check("sqsworker.handler.slots", value(t, rm, "sqsworker.handler.slots", q), int64(s.Concurrency))
 		check("sqsworker.handler.runs", value(t, rm, "sqsworker.handler.runs", q), s.HandlerRuns)
 		for name, want := range map[string]float64{

@@ -39,6 +39,14 @@ type HealthOptions struct {
 	// the process is starved). Zero value: 1 minute, plus the time
 	// MaxReceivesPerSecond takes to allow ten messages when a rate is set.
 	StuckAfter time.Duration
+	// Checks are further conditions of readiness: while Run is running,
+	// each is called on every Health call, and one that returns an error
+	// makes the worker not ready, with the error in Reason (the worker
+	// stays live). fleet.Breaker.Ready, for example, fails while the
+	// breaker is open, also when the breaker is only middleware and not
+	// the ReceiveGate. Keep them cheap: they run on every probe. Zero
+	// value: none.
+	Checks []func() error
 }
 
 // HealthStatus is the worker's health at one moment, as Health reports it
@@ -53,7 +61,8 @@ type HealthStatus struct {
 	// Ready is true while the worker is running and receiving: Run has
 	// started and not begun to stop, a receive has succeeded (or the first
 	// one is under way), and receives have not failed for longer than
-	// HealthOptions.FailureThreshold (nor at all, before any succeeded).
+	// HealthOptions.FailureThreshold (nor at all, before any succeeded),
+	// Options.ReceiveGate is open, and every HealthOptions.Checks passes.
 	Ready bool `json:"ready"`
 	// Reason says why the worker is not live or not ready; "" when it is
 	// both.
@@ -74,7 +83,9 @@ type HealthStatus struct {
 }
 
 // Health reports whether the worker is live and ready, with the facts
-// behind the verdict. It reads atomic counters and never blocks on the
+// behind the verdict. While Options.ReceiveGate is closed the worker is
+// not ready; a gate that has a Ready() error method (fleet's Pauser and
+// Breaker, and fleet.AllOpen of them) says why in Reason. It reads atomic counters and never blocks on the
 // run loop; call it as often as you like.
 func (w *Worker) Health(optFns ...func(*HealthOptions)) HealthStatus {
 	var o HealthOptions
@@ -268,7 +279,19 @@ func (h *health) status(now time.Time, o HealthOptions, w *Worker) HealthStatus 
 		paused := w.paused.Load()
 		if paused {
 			st.Ready = false
-			problems = append(problems, "receiving paused by Options.ReceiveGate")
+			why := "receiving paused by Options.ReceiveGate"
+			if g, ok := w.opts.ReceiveGate.(interface{ Ready() error }); ok {
+				if err := g.Ready(); err != nil {
+					why += ": " + err.Error()
+				}
+			}
+			problems = append(problems, why)
+		}
+		for _, check := range o.Checks {
+			if err := check(); err != nil {
+				st.Ready = false
+				problems = append(problems, "not ready: "+err.Error())
+			}
 		}
 		if settling >= int64(w.opts.MaxUnsettled) {
 			problems = append(problems, "receiving paused: "+strconv.FormatInt(settling, 10)+" settlements await SQS's confirmation (Options.MaxUnsettled)")

@@ -239,3 +239,58 @@ func TestStatsHandler(t *testing.T) {
 		}
 	})
 }
+
+// reasonGate is a switchGate that says why it is closed, as fleet's
+// gates do.
+type reasonGate struct {
+	switchGate
+	why error
+}
+
+func (g reasonGate) Ready() error { return g.why }
+
+// Health's readiness takes HealthOptions.Checks (a breaker that is only
+// middleware, say): one that fails makes a running worker not ready, still
+// live, with its error as the reason; and a closed ReceiveGate that has a
+// Ready method says why in the reason.
+func TestHealthChecksAndGateReason(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 5, "30")
+		g := reasonGate{switchGate{reports: make(chan bool)}, errors.New("breaker payments is open until 12:00:30")}
+		w, err := worker.New(f, src, noop, func(o *worker.Options) { o.Logger = quiet; o.ReceiveGate = g })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- w.Run(ctx) }()
+		defer func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Error(err)
+			}
+		}()
+		g.reports <- false
+		synctest.Wait()
+		if st := w.Health(); st.Ready || !st.Live || !strings.Contains(st.Reason, "paused by Options.ReceiveGate: breaker payments is open until 12:00:30") {
+			t.Fatalf("gate closed: %+v; want live, not ready, with the gate's reason", st)
+		}
+		g.reports <- true
+		time.Sleep(time.Second)
+		var failing error
+		check := func(o *worker.HealthOptions) { o.Checks = []func() error{func() error { return failing }} }
+		if st := w.Health(check); !st.Ready || !st.Live {
+			t.Fatalf("gate open, check passing: %+v; want live and ready", st)
+		}
+		failing = errors.New("breaker payments is open")
+		st := w.Health(check)
+		if st.Ready || !st.Live || !strings.Contains(st.Reason, "not ready: breaker payments is open") {
+			t.Fatalf("check failing: %+v; want live, not ready, with the check's error", st)
+		}
+		rec := httptest.NewRecorder()
+		w.HealthHandler(worker.Readiness, check).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if rec.Code != http.StatusServiceUnavailable {
+			t.Errorf("readiness probe with a failing check: %d, want 503", rec.Code)
+		}
+	})
+}
