@@ -184,6 +184,7 @@ func commands() []*command {
 		pauseCommand(),
 		resumeCommand(),
 		pausedCommand(),
+		statusCommand(),
 	}
 }
 
@@ -298,7 +299,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 // --profile and --endpoint-url).
 func callsAWS(cmd *command) bool {
 	switch cmd.path {
-	case "setup", "doctor", "console", "pause", "resume", "paused":
+	case "setup", "doctor", "console", "pause", "resume", "paused", "status":
 		return true
 	}
 	return strings.HasPrefix(cmd.path, "dlq ")

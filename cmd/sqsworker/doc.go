@@ -1,7 +1,8 @@
 // Command sqsworker is the operator's tool for queues run by the sqsworker
 // library: it creates queue pairs, checks their dead-letter setup, inspects
-// and redrives dead-letter queues, previews retry schedules, and pauses and
-// resumes queues for their whole fleet of workers.
+// and redrives dead-letter queues, previews retry schedules, pauses and
+// resumes queues for their whole fleet of workers, and shows a queue's
+// state with its fleet controls.
 //
 // Usage:
 //
@@ -74,6 +75,10 @@
 //	                      prefetched; running jobs finish. --reason is stored
 //	resume QUEUE          clear the switch: the workers receive again
 //	paused QUEUE          whether the queue is paused, since when, by whom, why
+//	status QUEUE          the queue's message counts, its DLQ's and maxReceiveCount;
+//	                      with a fleet table (--table or SQSWORKER_FLEET_TABLE)
+//	                      also its pause switch, the shared breakers (open until
+//	                      when) and the cap slots in use, per cap and key
 //
 // QUEUE is a queue name, URL or ARN (package queueref): a name is the queue
 // of the configured region and account, an ARN the queue of its own region
@@ -142,6 +147,8 @@
 //	             and for a subscription's DLQ (or --fanout) sns:ListSubscriptions, sns:GetSubscriptionAttributes
 //	pause, resume  sqs:GetQueueUrl; dynamodb:DescribeTable, dynamodb:UpdateItem on the fleet table
 //	paused         sqs:GetQueueUrl; dynamodb:DescribeTable, dynamodb:GetItem on the fleet table
+//	status         sqs:GetQueueUrl, sqs:GetQueueAttributes (queue and DLQ); with a table also
+//	               dynamodb:DescribeTable, dynamodb:GetItem, dynamodb:Scan on the fleet table
 //
 // The fleet commands reach DynamoDB through the same configuration; its
 // endpoint comes from AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// status shows a queue's counts and its DLQ's, and with a fleet table
+// (DynamoDB Local) the pause switch, the shared breakers and the cap
+// slots in use, as the controls wrote them; without one it says how to
+// add them.
+func TestStatusCommand(t *testing.T) {
+	db := testenv.DynamoDB(t)
+	table := testenv.UniqueName("fleet-status")
+	if err := fleet.CreateTable(t.Context(), db, table, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	t.Setenv(tableEnv, "")
+	h := newHarness(t)
+	h.dynamo = db
+	h.now = time.Now()
+	src, _ := h.fake.MustCreateQueueWithDLQ(t, "orders", 100, nil)
+	for range 3 {
+		h.fake.MustSend(t, src, "job")
+	}
+
+	code, out, errOut := h.run(t, "status", "orders")
+	for _, want := range []string{"queue orders: 3 visible, 0 in flight, 0 delayed", "dead-letter queue orders-dlq: 0 visible", "(maxReceiveCount 100)", "fleet controls: not shown; pass --table"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Fatalf("status without a table: exit %d, want %q in\n%s%s", code, want, out, errOut)
+		}
+	}
+
+	// A worker process's controls: the queue paused, a shared breaker
+	// opened, two slots of tenant acme held.
+	f, err := fleet.New(db, table, func(o *fleet.Options) { o.Holder = "worker-7" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Pause(t.Context(), "orders", "database migration"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Breaker("payments-api", func(o *fleet.BreakerOptions) {
+		o.Counts, o.Threshold, o.Shared, o.OpenFor = func(error) bool { return true }, 1, true, time.Minute
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Middleware()(worker.HandlerFunc(func(context.Context, *worker.Message) error { return errors.New("down") })).Handle(t.Context(), &worker.Message{})
+	capped, err := f.Cap("tenant", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := capped.Acquire(t.Context(), "acme", time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	code, out, errOut = h.run(t, "status", "--table", table, "orders")
+	for _, want := range []string{"paused: yes, since", "by worker-7: database migration (`sqsworker resume orders`)",
+		"breaker payments-api: open until", `cap tenant, key "acme": 2 slots in use, held by worker-7`} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Fatalf("status with a table: exit %d, want %q in\n%s%s", code, want, out, errOut)
+		}
+	}
+	t.Setenv(tableEnv, table)
+	code, out, _ = h.run(t, "status", "-o", "json", "orders")
+	var r statusReport
+	if err := json.Unmarshal([]byte(out), &r); code != exitOK || err != nil || r.Fleet == nil || !r.Fleet.Paused || r.Messages.Visible != 3 ||
+		len(r.Fleet.Breakers) != 1 || !r.Fleet.Breakers[0].Open || len(r.Fleet.Caps) != 1 || r.Fleet.Caps[0].Slots != 2 {
+		t.Fatalf("status -o json: exit %d, %v\n%s", code, err, out)
+	}
+	if code, _, errOut := h.run(t, "status", "--table", "no-such-table", "orders"); code != exitProblems || !strings.Contains(errOut, "CreateTable") {
+		t.Fatalf("status with a missing table: exit %d, %q; want it to say how to create one", code, errOut)
+	}
+}
