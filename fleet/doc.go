@@ -34,7 +34,10 @@
 // decides when a failing job is dead-lettered; snoozes then cost nothing
 // (dynamocounter also takes the snoozed attempt back). With the default
 // ApproximateReceiveCount counter, each snooze also brings a failing job
-// closer to its last retry.
+// closer to its last retry. Lint (`sqsworker doctor --fleet`) checks a queue
+// against this rule: maxReceiveCount at least the policy's attempts plus
+// the snoozes a job may meet (LintOptions.Snoozes, DefaultSnoozeBudget
+// by default), and attempts counted exactly.
 //
 // # Rate limits
 //

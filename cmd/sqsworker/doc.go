@@ -32,7 +32,9 @@
 //	                      heartbeat and Lambda timeouts and, for FIFO queues,
 //	                      ten times the attempts as maxReceiveCount, and its SNS
 //	                      subscriptions (DLQ, queue policies, KMS, raw delivery
-//	                      against --delivery envelope|raw); every finding says
+//	                      against --delivery envelope|raw); with --fleet, its
+//	                      maxReceiveCount against the fleet controls' snoozes
+//	                      (--snoozes, --exact-attempts); every finding says
 //	                      what to change
 //	dlq ls [QUEUE...]     each queue's DLQ, maxReceiveCount ("-" for a
 //	                      subscription's DLQ, which SNS fills) and approximate

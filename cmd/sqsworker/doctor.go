@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 )
@@ -46,6 +47,17 @@ send), KMS keys SNS cannot use or must be granted, its retention, and raw
 delivery against --delivery: envelope when the handler uses fanout.Unwrap,
 raw when it expects the published message. --no-subscriptions skips it.
 
+With --fleet (the consumer uses package fleet's rate limits, caps, breaker or
+pause), maxReceiveCount is also checked against the controls' snoozes: each
+job waiting for a token or a slot, behind an open breaker or on a paused
+queue is received again, and SQS dead-letters it after maxReceiveCount
+receives though it never failed. The rule: maxReceiveCount at least the
+attempts plus --snoozes (50 by default; at most 1000), else a warning
+(fleet-receive-budget; an error when no snooze fits). Unless --exact-attempts
+says attempts are counted with retry/dynamocounter, a warning that each
+snooze also spends an attempt counted from ApproximateReceiveCount
+(fleet-attempts-from-receive-count).
+
 Exit status: 0 when no queue has a warning or an error (info findings do not
 count), 1 otherwise or when a queue cannot be read, 2 for a usage error.
 
@@ -78,6 +90,10 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.Var(durationValue{&opts.LambdaTimeout}, "lambda-timeout", "the function timeout, when AWS Lambda consumes the queue")
 	delivery := fs.String("delivery", "", "what the handler expects from SNS: envelope (it uses fanout.Unwrap) or raw (default: not known; an enveloped subscription gets a note)")
 	noSubs := fs.Bool("no-subscriptions", false, "do not check the queue's SNS subscriptions")
+	useFleet := fs.Bool("fleet", false, "the consumer uses fleet controls (package fleet): check that maxReceiveCount leaves room for their snoozes")
+	var flint fleet.LintOptions
+	fs.IntVar(&flint.Snoozes, "snoozes", 0, fmt.Sprintf("with --fleet: how many times one job may be snoozed by the controls (default %d)", fleet.DefaultSnoozeBudget))
+	fs.BoolVar(&flint.ExactAttempts, "exact-attempts", false, "with --fleet: the consumer counts attempts with retry/dynamocounter, not ApproximateReceiveCount")
 	queues, code, ok := a.parseWithOutput(cmd, fs, args, 1, -1, out)
 	if !ok {
 		return code
@@ -116,6 +132,11 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 		assumed = fmt.Sprintf("(checked against the worker's default retry policy, %d deliveries over up to %s; give yours with --policy FILE)",
 			opts.Attempts, formatDuration(opts.ScheduleTotal))
 	}
+	if (given["snoozes"] || given["exact-attempts"]) && !*useFleet {
+		fmt.Fprintf(a.stderr, "sqsworker doctor: --snoozes and --exact-attempts go with --fleet\n")
+		return exitUsage
+	}
+	flint.Attempts = opts.Attempts
 	if !a.checkQueues(cmd, queues...) {
 		return exitUsage
 	}
@@ -145,6 +166,10 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 				fs, err = dlq.Lint(ctx, c, url, opts)
 			}
 			r.Findings = append(r.Findings, fs...)
+			if err == nil && *useFleet {
+				fs, err = fleet.Lint(ctx, c, url, flint)
+				r.Findings = append(r.Findings, fs...)
+			}
 		}
 		if err != nil {
 			if abortsAll(ctx, err) {
