@@ -190,8 +190,9 @@ func commands() []*command {
 
 const overview = `sqsworker is the operator's tool for queues run by the sqsworker library:
 it creates queue pairs, checks their dead-letter setup, inspects and
-redrives dead-letter queues, previews retry schedules, and pauses and
-resumes queues for their whole fleet of workers.
+redrives dead-letter queues, previews retry schedules, pauses and resumes
+queues for their whole fleet of workers, and shows a queue's state with its
+fleet controls.
 
 Usage: sqsworker <command> [flags] [arguments]
 

@@ -109,3 +109,37 @@ func TestNotSent(t *testing.T) {
 		}
 	}
 }
+
+// SNS's PublishBatch answers with codes of its own; the table classifies
+// them like SQS's: throttling and internal errors are retried, a missing
+// topic, an authorization or KMS error needs a person, a bad parameter is
+// the request's fault.
+func TestOfSNSCodes(t *testing.T) {
+	cases := []struct {
+		code   string
+		sender bool
+		want   sqserr.Class
+	}{
+		{"Throttled", false, sqserr.Throttled},
+		{"KMSThrottling", false, sqserr.Throttled},
+		{"InternalError", false, sqserr.Transient},
+		{"AuthorizationError", true, sqserr.Fatal},
+		{"NotFound", true, sqserr.Fatal},
+		{"KMSAccessDenied", true, sqserr.Fatal},
+		{"KMSDisabled", true, sqserr.Fatal},
+		{"InvalidParameter", true, sqserr.Invalid},
+	}
+	for _, c := range cases {
+		e := types.BatchResultErrorEntry{Id: aws.String("0"), Code: aws.String(c.code), SenderFault: c.sender}
+		if got := sqserr.OfEntry(e); got != c.want {
+			t.Errorf("OfEntry(%s) = %v, want %v", c.code, got, c.want)
+		}
+		fault := smithy.FaultServer
+		if c.sender {
+			fault = smithy.FaultClient
+		}
+		if got := sqserr.Of(&smithy.GenericAPIError{Code: c.code, Fault: fault}); got != c.want {
+			t.Errorf("Of(%s) = %v, want %v", c.code, got, c.want)
+		}
+	}
+}
