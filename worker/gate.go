@@ -7,7 +7,9 @@ import (
 
 // ReceiveGate says whether a worker may receive: a pause switch shared by
 // the workers of a queue (fleet.Pauser keeps one in DynamoDB). See
-// Options.ReceiveGate.
+// Options.ReceiveGate. A gate that also has a Ready() error method (as
+// fleet's Pauser, Breaker and AllOpen do) tells Health why it is closed:
+// its error is the reason the worker is not ready.
 type ReceiveGate interface {
 	// Watch reports the gate's state through set — once as soon as it
 	// knows it, then at every change — until ctx ends. Run calls it once,

@@ -85,8 +85,9 @@ type HealthStatus struct {
 // Health reports whether the worker is live and ready, with the facts
 // behind the verdict. While Options.ReceiveGate is closed the worker is
 // not ready; a gate that has a Ready() error method (fleet's Pauser and
-// Breaker, and fleet.AllOpen of them) says why in Reason. It reads atomic counters and never blocks on the
-// run loop; call it as often as you like.
+// Breaker, and fleet.AllOpen of them) says why in Reason. It reads atomic
+// counters (and calls that method and HealthOptions.Checks) and never
+// blocks on the run loop; call it as often as you like.
 func (w *Worker) Health(optFns ...func(*HealthOptions)) HealthStatus {
 	var o HealthOptions
 	for _, fn := range optFns {
