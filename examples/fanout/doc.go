@@ -13,7 +13,8 @@
 //     each subscription has one for what SNS cannot deliver.
 //
 // fanout.Setup creates the chain (and would change nothing on a second
-// run); fanout.Lint — what `sqsworker doctor` runs — checks it. Two orders
+// run); fanout.Lint — what `sqsworker doctor` runs — checks it; a
+// fanout.Publisher publishes the six orders in one PublishBatch call. Two orders
 // then sit in billing's subscription dead-letter queue, as SNS leaves them
 // when a delivery fails (a deleted queue, a queue policy refusing SNS); the
 // emulator never fails a delivery, so the example puts them there in the

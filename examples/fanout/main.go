@@ -161,14 +161,21 @@ func run(ctx context.Context, w io.Writer, sqsClient *sqs.Client, snsClient *sns
 		}
 	}
 
-	// Publish, and run a worker on each queue.
-	fmt.Fprintln(out, "\npublishing 6 orders; the workers:")
-	for _, o := range orders {
-		if _, err := snsClient.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(fulfilment.TopicARN), Message: aws.String(o.body), Subject: aws.String("rental order"),
-			MessageAttributes: map[string]snstypes.MessageAttributeValue{"order-status": {DataType: aws.String("String"), StringValue: aws.String(o.status)}}}); err != nil {
-			return err
-		}
+	// Publish with the fan-out publisher (one PublishBatch call for the six
+	// orders), and run a worker on each queue.
+	publisher, err := fanout.NewPublisher(snsClient, fulfilment.TopicARN)
+	if err != nil {
+		return err
 	}
+	msgs := make([]fanout.Message, len(orders))
+	for i, o := range orders {
+		msgs[i] = fanout.Message{Body: o.body, Subject: "rental order",
+			Attributes: map[string]snstypes.MessageAttributeValue{"order-status": {DataType: aws.String("String"), StringValue: aws.String(o.status)}}}
+	}
+	if _, err := publisher.PublishBatch(ctx, msgs); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\npublished %d orders in %d request(s); the workers:\n", len(orders), publisher.Stats().Requests)
 	l := &ledger{done: map[string][]string{}}
 	var wg sync.WaitGroup
 	wctx, stopWorkers := context.WithCancel(ctx)

@@ -18,7 +18,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, line := range []string{
-		"setup again: 0 changes", "rental-billing", "unwrapped from SNS message", "raw delivery",
+		"setup again: 0 changes", "published 6 orders in 1 request(s)", "rental-billing", "unwrapped from SNS message", "raw delivery",
 		"dead-lettered by its handler: permanent failure: malformed order", "redrive: moved 2 of 2 (manual)",
 		"every order is where it should be",
 	} {
