@@ -4,7 +4,11 @@
 // by action, may answer with SQS's throttling error, an HTTP 500, reset the
 // connection before forwarding, forward and then drop the response (the
 // call took effect and the client cannot know), never answer, or add
-// latency. It counts what it did per action and can log every request as a
+// latency (before forwarding, or after the upstream answered: a request
+// the upstream answered after its client gave up is marked ClientGone, it
+// took effect and its answer was lost). It reads the action from
+// X-Amz-Target (the JSON protocol) or from Action= in a form body (the
+// query protocol, which SNS's API uses). It counts what it did per action and can log every request as a
 // JSON line with the receipt handles and message IDs it carried, the queue it
 // addressed and the client that sent it (the SDK's AppID), or hand each
 // request's Entry to a function (Options.OnRequest).
@@ -43,13 +47,18 @@ const (
 	// answer the proxy could not read from upstream (the client gave up
 	// first, say). The call may have taken effect; the client got no answer.
 	UpstreamError Kind = "upstream-error"
+	// ClientGone is not injected either: it marks a request the upstream
+	// answered after the client had given up (its call timed out, its
+	// connection closed): the call took effect and the client got no
+	// answer. Rule.AnswerLatency provokes it.
+	ClientGone Kind = "client-gone"
 )
 
 // kinds is the order in which a Rule's probabilities are tried.
 var kinds = []Kind{Hang, Reset, Throttle, ServerError, DropResponse}
 
 // reported lists the faults Summary shows, in order.
-func reported() []Kind { return append(kinds[:len(kinds):len(kinds)], UpstreamError) }
+func reported() []Kind { return append(kinds[:len(kinds):len(kinds)], UpstreamError, ClientGone) }
 
 // Rule says what happens to the requests of one action.
 type Rule struct {
@@ -65,6 +74,11 @@ type Rule struct {
 	// LatencyJitter, when positive, adds a further random latency between
 	// 0 and LatencyJitter to every request of the action.
 	LatencyJitter time.Duration
+	// AnswerLatency is added to every forwarded request of the action
+	// between the upstream's answer and passing it on: the call has taken
+	// effect, and a client whose timeout ends meanwhile gets no answer
+	// (its Entry then says ClientGone).
+	AnswerLatency time.Duration
 }
 
 func (r Rule) chance(k Kind) float64 {
@@ -261,8 +275,9 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-// decide picks the fault for one request of action.
-func (p *Proxy) decide(action string) (Kind, time.Duration) {
+// decide picks the fault for one request of action, and its latencies
+// before forwarding and after the answer.
+func (p *Proxy) decide(action string) (Kind, time.Duration, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.counts[action]
@@ -297,7 +312,7 @@ func (p *Proxy) decide(action string) (Kind, time.Duration) {
 	if r.LatencyJitter > 0 {
 		latency += time.Duration(p.rng.Int64N(int64(r.LatencyJitter)))
 	}
-	return kind, latency
+	return kind, latency, r.AnswerLatency
 }
 
 // actionOf reads the SQS action from a JSON-protocol request
@@ -325,7 +340,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	action := actionOf(r, body)
-	kind, latency := p.decide(action)
+	kind, latency, answerLatency := p.decide(action)
 	entry := Entry{Time: start, Action: action, Fault: kind, Client: appID(r.UserAgent())}
 	entry.Queue, entry.Handles, entry.Bodies = requestIn(body)
 	defer func() {
@@ -366,6 +381,18 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	entry.MessageIDs, entry.Received = idsIn(respBody)
 	if kind == DropResponse {
 		reset(w)
+		return
+	}
+	if answerLatency > 0 {
+		wait(r.Context(), p.closing, answerLatency)
+	}
+	if r.Context().Err() != nil {
+		// The client gave up while the upstream worked (or while the answer
+		// waited): it will never see this answer.
+		entry.Fault = ClientGone
+		p.mu.Lock()
+		p.counts[action].Faults[ClientGone]++
+		p.mu.Unlock()
 		return
 	}
 	for k, vs := range resp.Header {

@@ -113,6 +113,37 @@ func TestHangEndsWithTheClient(t *testing.T) {
 	}
 }
 
+// TestAnswerAfterTheClientGaveUp: the upstream carries out the call, its
+// answer waits (AnswerLatency) past the client's timeout, and the entry
+// says ClientGone: the call took effect, its answer was lost.
+func TestAnswerAfterTheClientGaveUp(t *testing.T) {
+	up, calls := upstream(t)
+	var entries []faultproxy.Entry
+	done := make(chan struct{})
+	p := start(t, faultproxy.Options{Upstream: up.URL, Rules: map[string]faultproxy.Rule{"*": {AnswerLatency: 5 * time.Second}},
+		OnRequest: func(e faultproxy.Entry) { entries = append(entries, e); close(done) }})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	if err := del(ctx, client(p.URL)); err == nil {
+		t.Fatal("the call succeeded; want the client's timeout")
+	}
+	<-done
+	if took := time.Since(begin); took > 4*time.Second {
+		t.Errorf("the proxy held the request %v after its client gave up", took)
+	}
+	e := entries[0]
+	if calls.Load() != 1 || e.Fault != faultproxy.ClientGone || e.Status != http.StatusOK {
+		t.Fatalf("%d forwarded, entry %+v; want 1 forwarded, answered 200 and marked %s", calls.Load(), e, faultproxy.ClientGone)
+	}
+	if c := p.Counts()["DeleteMessageBatch"]; c.Forwarded != 1 || c.Faults[faultproxy.ClientGone] != 1 {
+		t.Fatalf("counts %+v; want 1 forwarded, 1 %s", c, faultproxy.ClientGone)
+	}
+	if !strings.Contains(p.Summary(), "1 client-gone") {
+		t.Errorf("summary %q does not report it", p.Summary())
+	}
+}
+
 func TestEveryNthAndLatencyAndLog(t *testing.T) {
 	up, calls := upstream(t)
 	var log bytes.Buffer
