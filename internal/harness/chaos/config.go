@@ -59,6 +59,15 @@ type Config struct {
 	ProxyLog bool `json:"-"`
 	// Log receives progress lines. Zero: discarded.
 	Log io.Writer `json:"-"`
+
+	// Producer, when set, makes the run the producer variant (see
+	// RunProducer): producer processes send the jobs through the proxy;
+	// there are no workers.
+	Producer *ProducerSettings `json:"producer,omitempty"`
+	// Fanout, when set, makes the run the fan-out variant: the jobs are
+	// published to an SNS topic (snstest, in process) whose subscription
+	// delivers them to the queue (see FanoutSettings).
+	Fanout *FanoutSettings `json:"fanout,omitempty"`
 }
 
 // Kills is how the orchestrator stops worker processes during the chaos
@@ -111,7 +120,7 @@ const ExitSlack = 2 * time.Second
 
 // Variants lists the named variants.
 func Variants() []string {
-	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo", "drain"}
+	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo", "drain", "producer", "fanout"}
 }
 
 // Variant returns a named variant's configuration:
@@ -136,6 +145,16 @@ func Variants() []string {
 //     ShutdownTimeout + FlushTimeout, nothing lost, nothing dead-lettered
 //     (maxReceiveCount 5, so receives wasted on draining workers would
 //     show).
+//   - producer: 8 producer processes send 40,000 jobs through the chaos
+//     faults (MaxAttempts 2, so some sends fail), some SIGKILLed or
+//     SIGTERMed mid-send; every job reported sent is in the queue, every
+//     one reported failed is absent or there from a lost answer (see
+//     RunProducer).
+//   - fanout: the chaos variant behind SNS: jobs published to a topic
+//     (snstest) whose deliveries to the queue fail 30% of the time (3
+//     retries, then the subscription DLQ), workers unwrapping the
+//     envelopes (fanout.Unwrap); every job done or in a DLQ with its
+//     reason.
 func Variant(name string) (Config, error) {
 	c := base()
 	c.Variant = name
@@ -182,6 +201,10 @@ func Variant(name string) (Config, error) {
 		c.MaxReceiveCount = 5
 		c.Checks.MaxReceiveStop, c.Checks.MaxRelease = time.Second, time.Second
 		c.Checks.NoDeadLetters = true
+	case "producer":
+		producerVariant(&c)
+	case "fanout":
+		fanoutVariant(&c)
 	default:
 		return Config{}, fmt.Errorf("chaos: no variant %q; choose one of %s", name, strings.Join(Variants(), ", "))
 	}

@@ -29,6 +29,7 @@ type proc struct {
 // signals processes it started, by their PID.
 type fleet struct {
 	bin, config, dir string
+	args             []string      // more arguments for each process (-produce)
 	exitBound        time.Duration // after SIGTERM, alive longer than this = hung
 
 	mu    sync.Mutex
@@ -47,7 +48,7 @@ func (f *fleet) start() (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(f.bin, "-config", f.config, "-name", name)
+	cmd := exec.Command(f.bin, append([]string{"-config", f.config, "-name", name}, f.args...)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
 	// A race-enabled worker would sleep 1 s at exit (TSan's default),

@@ -45,13 +45,17 @@ const (
 	// dropped (Stats.HookDropped: the shutdown flush used the budget the
 	// hook's last events needed), so the run's fate is not known.
 	CauseEventDropped Cause = "its settlement event dropped at shutdown"
+	// CauseRedelivered: SNS delivered the job to the queue again (fan-out
+	// runs): a delivery send of it reached SQS but its answer never
+	// reached SNS, which retried it, so the queue got two messages.
+	CauseRedelivered Cause = "SNS delivery's answer lost"
 	// CauseUnexplained: nothing above; a bug until shown otherwise.
 	CauseUnexplained Cause = "unexplained"
 )
 
 // causes lists the causes in report order.
 func causes() []Cause {
-	return []Cause{CauseKilled, CauseDeleteFault, CauseLease, CauseSendLost, CauseAbandoned, CauseEventDropped, CauseLapsedUnreported, CauseUnexplained}
+	return []Cause{CauseKilled, CauseDeleteFault, CauseLease, CauseSendLost, CauseRedelivered, CauseAbandoned, CauseEventDropped, CauseLapsedUnreported, CauseUnexplained}
 }
 
 // procInfo is what the orchestrator knows about one worker process.
@@ -100,6 +104,8 @@ type evidence struct {
 	Counts    map[string]faultproxy.Counts `json:"counts"`
 	Timing    Timing                       `json:"timing"`
 	ExitMax   time.Duration                `json:"exitMax"`
+	// Fanout is the SNS side of a fan-out run (nil for the others).
+	Fanout *fanoutEvidence `json:"fanout,omitempty"`
 }
 
 // reconcile turns the evidence into a report.
@@ -186,6 +192,14 @@ func reconcile(ev evidence) *Report {
 		}
 		return false, CauseUnexplained
 	}
+	var budget fanoutBudget
+	if ev.Fanout != nil {
+		r.Fanout = newFanoutFigures(ev.Fanout)
+		budget = fanoutBudget{}
+		for job, n := range ev.Fanout.Redelivered {
+			budget[job] = n
+		}
+	}
 	examples := map[Cause]int{}
 	// explain assigns a cause to each of the n extra completions among
 	// runs: runs that did not end their message first, in time order.
@@ -239,7 +253,11 @@ func reconcile(ev evidence) *Report {
 			kc.Pending++
 			r.Pending++
 		}
-		if !done && len(dead) == 0 && !pending[j.ID] {
+		inSub := ev.Fanout != nil && ev.Fanout.SubDLQ[j.ID] > 0
+		if inSub {
+			r.Fanout.subscriptionDLQ(ev.Fanout, j.ID, done || len(dead) > 0 || pending[j.ID])
+		}
+		if !done && len(dead) == 0 && !pending[j.ID] && !inSub {
 			kc.Lost++
 			r.Lost++
 			if len(r.LostJobs) < 20 {
@@ -249,13 +267,27 @@ func reconcile(ev evidence) *Report {
 		if n := len(succ) - 1; n > 0 {
 			r.Duplicates += n
 			r.DuplicateJobs++
+			if k := budget.take(j.ID, n); k > 0 {
+				r.DuplicatesBy[CauseRedelivered] += k
+				n -= k
+			}
 			explain(j.ID, succ, n, "deleted", r.DuplicatesBy)
 		}
 		if n := len(dead) - 1; n > 0 {
 			r.DLQDuplicates += n
-			lost := min(n, ev.LostSends[faultproxy.BodyDigest(j.Body())])
+			sent := ev.LostSends[faultproxy.BodyDigest(j.Body())]
+			if ev.Fanout != nil { // the copies are the envelopes SNS delivered
+				for _, d := range ev.Fanout.Envelopes[j.ID] {
+					sent += ev.LostSends[d]
+				}
+			}
+			lost := min(n, sent)
 			r.DLQDuplicatesBy[CauseSendLost] += lost
 			n -= lost
+			if k := budget.take(j.ID, n); k > 0 {
+				r.DLQDuplicatesBy[CauseRedelivered] += k
+				n -= k
+			}
 			explain(j.ID, runs[j.ID], n, "dead-lettered", r.DLQDuplicatesBy)
 		}
 		switch {
@@ -271,6 +303,8 @@ func reconcile(ev evidence) *Report {
 		case j.Kind == Poison && done:
 			r.PoisonSucceeded++
 			r.misplaced(j.ID, "poison job recorded a success")
+		case j.Kind == Poison && len(dead) == 0 && inSub:
+			// SNS dead-lettered it before it reached the queue.
 		case j.Kind == Poison && len(dead) == 0:
 			r.PoisonNotInDLQ++
 			r.misplaced(j.ID, "poison job not in the DLQ")
@@ -510,6 +544,9 @@ func (r *Report) failures() []string {
 	add(r.OrderViolations, "%d FIFO order violations", r.OrderViolations)
 	if c := r.Config.Checks; c.MaxRunsPerJob > 0 && r.RunsPerJob > c.MaxRunsPerJob {
 		f = append(f, fmt.Sprintf("%.4f handler runs per job, more than %.2f", r.RunsPerJob, c.MaxRunsPerJob))
+	}
+	if r.Fanout != nil {
+		f = append(f, r.Fanout.failures()...)
 	}
 	if r.Config.Checks.OnlyDeleteFaultDuplicates {
 		other := r.Duplicates - r.DuplicatesBy[CauseDeleteFault]

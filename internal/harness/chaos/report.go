@@ -80,6 +80,13 @@ type Report struct {
 	Throughput float64 `json:"throughput"`
 
 	Failures []string `json:"failures"`
+
+	// Fanout is the fan-out variant's SNS side (nil for the others): the
+	// jobs in the subscription's dead-letter queue are neither lost nor
+	// counted in DeadLettered (the queue's DLQ).
+	Fanout *FanoutFigures `json:"fanout,omitempty"`
+	// Producer is the producer variant's own figures (nil for the others).
+	Producer *ProducerFigures `json:"producer,omitempty"`
 }
 
 // KindCounts is the fate of one kind of job.
@@ -152,6 +159,9 @@ func (r *Report) Passed() bool { return len(r.Failures) == 0 }
 
 // Text is the report for people.
 func (r *Report) Text() string {
+	if r.Producer != nil {
+		return r.producerText()
+	}
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	c := r.Config
@@ -172,6 +182,9 @@ func (r *Report) Text() string {
 		r.Timing.Drain.Round(time.Millisecond), r.Timing.Drained, r.Throughput)
 	p("")
 	p("fate: sent %d = done %d + DLQ %d + pending %d + lost %d (overlaps counted in misplaced)", r.Jobs, r.Done, r.DeadLettered, r.Pending, r.Lost)
+	if r.Fanout != nil {
+		p("  and the subscription DLQ: %d (SNS could not deliver them)", r.Fanout.SubscriptionDLQ)
+	}
 	for _, k := range kinds() {
 		kc := r.ByKind[k]
 		if kc == nil || kc.Jobs == 0 {
@@ -206,6 +219,9 @@ func (r *Report) Text() string {
 		for _, e := range r.OrderExamples {
 			p("  %s", e)
 		}
+	}
+	if r.Fanout != nil {
+		r.Fanout.text(p)
 	}
 	pr := r.Processes
 	p("processes: %d started, %d SIGTERM, %d SIGKILL, %d hung, %d crashed; after SIGTERM Run returned within %v (bound %v), processes exited within %v",

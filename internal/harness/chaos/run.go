@@ -74,6 +74,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.WorkerBinary = bin
 	}
 	logf("run directory %s", cfg.Dir)
+	if cfg.Producer != nil {
+		return runProducer(ctx, cfg, logf)
+	}
 
 	direct := directClient(cfg.SQS, cfg.Region)
 	target, err := dlq.Setup(ctx, direct, dlq.SetupOptions{
@@ -92,7 +95,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	jobs := MakeJobs(cfg.Jobs, cfg.Mix, groups, cfg.Seed)
 	var timing Timing
 	begin := time.Now()
-	if err := sendJobs(ctx, direct, target.QueueURL, jobs, cfg.FIFO); err != nil {
+	var fan *fanoutRun
+	if cfg.Fanout != nil {
+		if fan, err = startFanout(ctx, cfg, direct, target); err != nil {
+			return nil, err
+		}
+		defer fan.close()
+		err = fan.publish(ctx, jobs)
+	} else {
+		err = sendJobs(ctx, direct, target.QueueURL, jobs, cfg.FIFO)
+	}
+	if err != nil {
 		return nil, err
 	}
 	timing.Send = time.Since(begin)
@@ -118,6 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	wc := cfg.Worker
 	wc.Endpoint, wc.Region, wc.Queue, wc.Dir = proxy.URL, cfg.Region, target.QueueURL, cfg.Dir
+	wc.Unwrap = fan != nil
 	wcPath := filepath.Join(cfg.Dir, "worker.json")
 	if err := writeJSON(wcPath, wc); err != nil {
 		return nil, err
@@ -164,7 +178,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if n == 0 && (fan == nil || fan.idle()) {
 			empty++
 		} else {
 			empty = 0
@@ -281,15 +295,20 @@ drain:
 		Counts: proxy.Counts(), Timing: timing, ExitMax: exitMax, Unread: unread, DLQUnread: dlqUnread}
 	for _, m := range dead {
 		c := dlqCopy{Job: "?"}
-		if j, err := ParseJob(aws.ToString(m.Body)); err == nil {
+		if j, err := parseMessageJob(aws.ToString(m.Body)); err == nil {
 			c.Job = j.ID
 		}
 		c.Provenance, c.HasProvenance = dlq.ParseProvenance(m.MessageAttributes)
 		ev.DLQ = append(ev.DLQ, c)
 	}
 	for _, m := range left {
-		if j, err := ParseJob(aws.ToString(m.Body)); err == nil {
+		if j, err := parseMessageJob(aws.ToString(m.Body)); err == nil {
 			ev.Pending = append(ev.Pending, j.ID)
+		}
+	}
+	if fan != nil {
+		if err := fan.collect(ctx, direct, &ev); err != nil {
+			return nil, err
 		}
 	}
 	if err := writeJSON(filepath.Join(cfg.Dir, evidenceFile), ev); err != nil {
@@ -420,29 +439,38 @@ func sendJobs(ctx context.Context, client *sqs.Client, url string, jobs []Job, f
 	return g.Wait()
 }
 
-// observer keeps what the proxy saw of each receipt handle's deletes, and
-// how many times each message body was sent by a call that reached SQS but
-// whose answer the client never got.
+// observer keeps what the proxy saw of each receipt handle's deletes, how
+// many times each message body was sent by a call that reached SQS but
+// whose answer the client never got, and how many times by a call that
+// reached SQS at all (answered or not).
 type observer struct {
 	mu        sync.Mutex
 	deletes   map[string]deleteSeen
 	lostSends map[string]int // by faultproxy.BodyDigest
+	reached   map[string]int // by faultproxy.BodyDigest
 }
 
 func newObserver() *observer {
-	return &observer{deletes: map[string]deleteSeen{}, lostSends: map[string]int{}}
+	return &observer{deletes: map[string]deleteSeen{}, lostSends: map[string]int{}, reached: map[string]int{}}
 }
 
 func (o *observer) observe(e faultproxy.Entry) {
 	switch e.Action {
 	case "SendMessageBatch", "SendMessage":
-		if e.Fault == faultproxy.DropResponse || e.Fault == faultproxy.UpstreamError {
-			o.mu.Lock()
-			for _, b := range e.Bodies {
+		lost := e.Fault == faultproxy.DropResponse || e.Fault == faultproxy.UpstreamError || e.Fault == faultproxy.ClientGone
+		o.mu.Lock()
+		for _, b := range e.Bodies {
+			if lost {
 				o.lostSends[b]++
 			}
-			o.mu.Unlock()
+			// A send SQS answered 200 (whether the client got the answer
+			// or not: its timeout can end the call with the answer unread)
+			// or whose answer the proxy could not read may have enqueued.
+			if e.Status == http.StatusOK || e.Fault == faultproxy.UpstreamError {
+				o.reached[b]++
+			}
 		}
+		o.mu.Unlock()
 		return
 	case "DeleteMessageBatch", "DeleteMessage":
 	default:

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -37,6 +38,9 @@ type WorkerConfig struct {
 	// MaxAttempts the attempts before the worker gives up and dead-letters.
 	RetryDelay  time.Duration `json:"retryDelay"`
 	MaxAttempts int           `json:"maxAttempts"`
+	// Unwrap puts fanout.Unwrap in front of the handler (the queue gets
+	// SNS envelopes).
+	Unwrap bool `json:"unwrap,omitempty"`
 }
 
 // LoadWorkerConfig reads a WorkerConfig file.
@@ -92,7 +96,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 		}),
 	})
 	watch := &receiveWatch{Client: client, stoppedAt: stoppedAt}
-	h := &handler{name: name, runs: runs, successes: successes}
+	var h worker.Handler = &handler{name: name, runs: runs, successes: successes}
+	if cfg.Unwrap {
+		h = worker.Chain(h, fanout.Unwrap())
+	}
 	policy := retry.PolicyFunc(func(attempt int) (time.Duration, bool) {
 		return cfg.RetryDelay, attempt < cfg.MaxAttempts
 	})
@@ -101,7 +108,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 			Received: s.ReceivedAt, Extensions: s.Extensions}
 		if m := s.Message; m != nil {
 			rec.Message, rec.Handle = m.ID, m.ReceiptHandle
-			if j, err := ParseJob(m.Body); err == nil {
+			if j, err := parseMessageJob(m.Body); err == nil {
 				rec.Job = j.ID
 			}
 		}

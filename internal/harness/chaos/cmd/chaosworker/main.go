@@ -2,7 +2,8 @@
 // internal/harness/chaos): it runs a worker on the chaos queue through the fault
 // proxy until SIGTERM or SIGINT, recording every run, success and
 // settlement in its files. The orchestrator builds and starts it; it is
-// not meant to be run by hand.
+// not meant to be run by hand. With -produce it is a producer process of
+// the producer variant instead (produce.go).
 package main
 
 import (
@@ -21,18 +22,31 @@ import (
 func main() {
 	config := flag.String("config", "", "the worker configuration file (JSON) the orchestrator wrote")
 	name := flag.String("name", "", "this process's name (w1, w2, …): its files and its SDK AppID")
+	produce := flag.Bool("produce", false, "be a producer process of the producer variant (-config is then a producer configuration)")
 	flag.Parse()
 	if *config == "" || *name == "" {
 		fmt.Fprintln(os.Stderr, "usage: chaosworker -config FILE -name NAME")
 		os.Exit(2)
+	}
+	if *produce {
+		os.Exit(runProducer(*config, *name))
 	}
 	cfg, err := chaos.LoadWorkerConfig(*config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaosworker:", err)
 		os.Exit(2)
 	}
+	ctx, stoppedAt := untilSignal()
+	if err := chaos.RunWorker(ctx, cfg, *name, stoppedAt); err != nil {
+		fmt.Fprintln(os.Stderr, "chaosworker:", err)
+		os.Exit(1)
+	}
+}
+
+// untilSignal returns a context that ends at SIGTERM or SIGINT, and a
+// function that says when the signal came (zero before).
+func untilSignal() (context.Context, func() time.Time) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	var stopped atomic.Int64
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -41,14 +55,10 @@ func main() {
 		stopped.Store(time.Now().UnixNano())
 		cancel()
 	}()
-	stoppedAt := func() time.Time {
+	return ctx, func() time.Time {
 		if n := stopped.Load(); n != 0 {
 			return time.Unix(0, n)
 		}
 		return time.Time{}
-	}
-	if err := chaos.RunWorker(ctx, cfg, *name, stoppedAt); err != nil {
-		fmt.Fprintln(os.Stderr, "chaosworker:", err)
-		os.Exit(1)
 	}
 }
