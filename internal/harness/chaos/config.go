@@ -151,10 +151,10 @@ func Variants() []string {
 //     one reported failed is absent or there from a lost answer (see
 //     RunProducer).
 //   - fanout: the chaos variant behind SNS: jobs published to a topic
-//     (snstest) whose deliveries to the queue fail 30% of the time (3
-//     retries, then the subscription DLQ), workers unwrapping the
-//     envelopes (fanout.Unwrap); every job done or in a DLQ with its
-//     reason.
+//     (snstest) whose deliveries to the queue fail 36% of the time (5
+//     retries, 3 at once and 2 after 1 s, then the subscription DLQ),
+//     workers unwrapping the envelopes (fanout.Unwrap); every job done or
+//     in a DLQ with its reason.
 func Variant(name string) (Config, error) {
 	c := base()
 	c.Variant = name

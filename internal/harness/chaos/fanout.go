@@ -57,8 +57,8 @@ func fanoutVariant(c *Config) {
 	c.Faults = chaosFaults()
 	c.Kills = Kills{MinEvery: time.Second, MaxEvery: 4 * time.Second, KillShare: 0.5}
 	c.Fanout = &FanoutSettings{
-		DeliveryFaults:  faultproxy.Rule{Throttle: 0.12, ServerError: 0.1, Reset: 0.03, DropResponse: 0.05, Hang: 0.005},
-		DeliveryRetries: 3, DeliveryTimeout: time.Second, Publishers: 32,
+		DeliveryFaults:  faultproxy.Rule{Throttle: 0.15, ServerError: 0.12, Reset: 0.04, DropResponse: 0.05, Hang: 0.005},
+		DeliveryRetries: 5, DeliveryTimeout: time.Second, Publishers: 32,
 	}
 }
 

@@ -30,8 +30,12 @@ func TestFanoutBounded(t *testing.T) {
 	cfg.Variant = "fanout-bounded"
 	cfg.SQS, cfg.Region = env.SQS, env.Region
 	cfg.Jobs, cfg.Workers, cfg.Seed = 600, 3, 17
-	// No slow jobs (TestChaosBounded has them): the run ends sooner.
+	// No slow jobs (TestChaosBounded has them): the run ends sooner. One
+	// delivery retry on a timer (after 1 s) instead of two, and more
+	// delivery faults, so that 600 jobs put some in the subscription DLQ.
 	cfg.Mix.Slow = 0
+	cfg.Fanout.DeliveryRetries = 4
+	cfg.Fanout.DeliveryFaults.Throttle, cfg.Fanout.DeliveryFaults.ServerError = 0.2, 0.15
 	cfg.Duration, cfg.DrainTimeout = 15*time.Second, time.Minute
 	dir, err := os.MkdirTemp("", "sqsworker-fanout-test-")
 	if err != nil {
