@@ -61,6 +61,41 @@
 //     silent duplicate, which fails the run like an unexplained one;
 //   - unexplained: none of these — a bug until shown otherwise.
 //
+// # The producer variant
+//
+// The sending side (RunProducer, Config.Producer): producer processes
+// (the worker program with -produce: a SIGKILL must be able to take what
+// the producer's batcher holds) send their share of the jobs with the
+// public producer package — some chunks with SendBatch, the rest one
+// Enqueue each — through the fault proxy, and record every job before
+// handing it over and every Result. Some get SIGKILL or SIGTERM while
+// sending. The queue is then read to its end and each job's copies are
+// checked against what its producer reported: reported sent → in the
+// queue under the reported message ID; reported failed → absent, or there
+// only from sends that reached SQS while their answer was lost; no Result
+// → only from a SIGKILLed producer (counted present or absent); never
+// handed over → absent. Every copy beyond a job's first needs a send of it
+// that reached SQS (the proxy saw it answered 200, or could not read the
+// answer): a call can time out in the producer with SQS's answer on its
+// way, which is also a lost answer.
+//
+// # The fan-out variant
+//
+// Config.Fanout puts SNS in front of the queue: fanout.Setup builds topic,
+// subscription (with its dead-letter queue) and queue policies on an
+// in-process snstest.Fake, since the emulator never fails a delivery, and
+// the jobs are published to the topic. The Fake delivers each as an
+// envelope through a second fault proxy (faults on SendMessage), retries
+// what fails on SNS's policy (some retries at once, some on timers) and
+// puts what still fails in the subscription's dead-letter queue. The
+// workers unwrap the envelopes (fanout.Unwrap) under the chaos faults and
+// kills. Every job must be done, in the queue's DLQ (poison, with its
+// provenance) or in the subscription's DLQ (with failed deliveries and no
+// successful one as its reason), and SNS must have discarded nothing. A
+// delivery whose send reached SQS while SNS got no answer is delivered
+// again: the report counts such duplicates as "SNS delivery's answer
+// lost".
+//
 // # Not covered
 //
 // The suite runs against the local emulator (fauxqs), on one machine: its

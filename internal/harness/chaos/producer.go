@@ -380,11 +380,27 @@ wait:
 			ev.Exits[n] = e
 		}
 	}
+	if err := writeJSON(filepath.Join(cfg.Dir, producerEvidenceFile), ev); err != nil {
+		return nil, err
+	}
 	report := reconcileProducer(ev)
 	if err := writeJSON(filepath.Join(cfg.Dir, "report.json"), report); err != nil {
 		return report, err
 	}
 	return report, os.WriteFile(filepath.Join(cfg.Dir, "report.txt"), []byte(report.Text()), 0o644)
+}
+
+// producerEvidenceFile is where runProducer saves its evidence (Rereport
+// reconciles it again).
+const producerEvidenceFile = "producer-evidence.json"
+
+// rereportProducer reconciles a producer run's saved evidence again.
+func rereportProducer(data []byte) (*Report, error) {
+	var ev producerEvidence
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return nil, fmt.Errorf("%s: %w", producerEvidenceFile, err)
+	}
+	return reconcileProducer(ev), nil
 }
 
 // receivedCopy is one message read from the queue at the end of a

@@ -329,6 +329,9 @@ const evidenceFile = "evidence.json"
 // proxy's log when the run kept it (without it, deletes and dropped sends
 // are unknown and their duplicates unexplained).
 func Rereport(dir string) (*Report, error) {
+	if data, err := os.ReadFile(filepath.Join(dir, producerEvidenceFile)); err == nil {
+		return rereportProducer(data)
+	}
 	data, err := os.ReadFile(filepath.Join(dir, evidenceFile))
 	if err != nil {
 		return nil, err
