@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,27 @@ func TestReconcileProducerCatchesBrokenPromises(t *testing.T) {
 				t.Fatalf("failures %v; want one about %q", r.Failures, c.want)
 			}
 		})
+	}
+}
+
+// TestRereportProducer: a producer run's saved evidence reconciles again
+// to the same report.
+func TestRereportProducer(t *testing.T) {
+	ev := producerWorld(Job{ID: "a"}, Job{ID: "b"})
+	ev.send("a", "w1", "given", "sent")
+	ev.copy("a", "m-a")
+	ev.Reached[faultproxy.BodyDigest(Job{ID: "a"}.Body())] = 1
+	ev.send("b", "w2", "given")
+	dir := t.TempDir()
+	if err := writeJSON(filepath.Join(dir, producerEvidenceFile), ev); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Rereport(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := reconcileProducer(*ev)
+	if !r.Passed() || r.Producer.ReportedSent != 1 || r.Producer.Unreported != 1 || r.Text() != want.Text() {
+		t.Fatalf("rereported:\n%s\nwant:\n%s", r.Text(), want.Text())
 	}
 }
