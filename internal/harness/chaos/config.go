@@ -146,8 +146,8 @@ func Variants() []string {
 //     (maxReceiveCount 5, so receives wasted on draining workers would
 //     show).
 //   - producer: 8 producer processes send 40,000 jobs through the chaos
-//     faults (MaxAttempts 2, so some sends fail), some SIGKILLed or
-//     SIGTERMed mid-send; every job reported sent is in the queue, every
+//     faults (MaxAttempts 2, so some sends fail), up to 6 of them stopped
+//     mid-send every 3 to 6 s (75% SIGKILL, the rest SIGTERM); every job reported sent is in the queue, every
 //     one reported failed is absent or there from a lost answer (see
 //     RunProducer).
 //   - fanout: the chaos variant behind SNS: jobs published to a topic

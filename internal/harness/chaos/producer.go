@@ -55,7 +55,7 @@ func producerVariant(c *Config) {
 	c.Jobs = 40_000
 	c.Mix = Mix{}
 	c.Faults = chaosFaults()
-	c.Kills = Kills{MinEvery: 2 * time.Second, MaxEvery: 5 * time.Second, KillShare: 0.5}
+	c.Kills = Kills{MinEvery: 3 * time.Second, MaxEvery: 6 * time.Second, KillShare: 0.75}
 	c.Duration = 5 * time.Minute
 	c.Producer = &ProducerSettings{
 		Producers: 8, Rate: 200, BatchShare: 0.3, MaxKills: 6,
