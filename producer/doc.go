@@ -39,6 +39,13 @@
 // delivers at least once); on a FIFO queue, give each message a
 // DeduplicationID and SQS drops the second copy for five minutes.
 //
+// Messages given to Enqueue (or SendBatch) live in the process until SQS
+// took them: a process that dies (SIGKILL, an OOM kill) loses those not yet
+// sent, and its callers never see the Results of those sent meanwhile.
+// Treat a message without a Result as unknown — record what must be sent
+// (an outbox) if a crash must not lose it. RELIABILITY.md has the chaos
+// suite's figures: every message reported sent was in the queue.
+//
 // # FIFO queues
 //
 // A queue whose name ends in ".fifo" is a FIFO queue: every message needs a
