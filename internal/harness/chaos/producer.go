@@ -240,6 +240,10 @@ func LoadProducerConfig(path string) (ProducerConfig, error) {
 // cfg.WorkerBinary are set.
 func runProducer(ctx context.Context, cfg Config, logf func(string, ...any)) (*Report, error) {
 	s := *cfg.Producer
+	if cfg.Workers > 0 { // make chaos WORKERS=…
+		s.Producers = cfg.Workers
+	}
+	cfg.Producer = &s
 	if s.Producers <= 0 || s.Rate <= 0 || s.MaxAttempts <= 0 || s.CallTimeout <= 0 || s.CloseTimeout <= 0 {
 		return nil, errors.New("chaos: ProducerSettings needs Producers, Rate, MaxAttempts, CallTimeout and CloseTimeout; start from Variant(\"producer\")")
 	}
