@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -259,14 +260,16 @@ func runProducer(ctx context.Context, cfg Config, logf func(string, ...any)) (*R
 	jobs := MakeJobs(cfg.Jobs, cfg.Mix, 0, cfg.Seed)
 
 	obs := newObserver()
-	f, err := os.Create(filepath.Join(cfg.Dir, "proxy.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
+	var proxyLog *bufio.Writer
 	if cfg.ProxyLog {
-		popts.Log = f
+		f, err := os.Create(filepath.Join(cfg.Dir, "proxy.jsonl"))
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		proxyLog = bufio.NewWriterSize(f, 1<<20)
+		popts.Log = proxyLog
 	}
 	proxy, err := faultproxy.Start(popts)
 	if err != nil {
@@ -347,6 +350,11 @@ wait:
 	}
 	fl.mu.Unlock()
 	proxy.Close()
+	if proxyLog != nil {
+		if err := proxyLog.Flush(); err != nil {
+			return nil, err
+		}
+	}
 	logf("producers done after %v; reading the queue", timing.Chaos.Round(time.Millisecond))
 
 	drainStart := time.Now()
