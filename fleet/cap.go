@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -50,6 +51,24 @@ type CapOptions struct {
 	// near the jobs' duration (SQS counts in whole seconds, so at least
 	// 1 s). Zero value: 5 s.
 	FullSnooze time.Duration
+	// MaxWait is how long a job that finds the cap full waits in-process
+	// for a slot before it is snoozed: it is handed a slot this process
+	// frees at once (no DynamoDB request), and asks DynamoDB again every
+	// half second for a slot another process freed. Its message stays
+	// leased by the worker's heartbeat meanwhile, and it holds one of the
+	// worker's handlers: at most MaxWaiting jobs of a key wait at once in
+	// a process, the others are snoozed at once. Zero value: 1 s.
+	// Negative: never wait, snooze at once.
+	MaxWait time.Duration
+	// MaxWaiting is how many jobs of one key may wait in-process for a
+	// slot at once in this process (see MaxWait). A key then occupies at
+	// most its running jobs plus MaxWaiting of a process's handlers, so
+	// with worker.Options.Concurrency above the cap plus MaxWaiting a
+	// flooding key always leaves handlers to other keys. One waiting job
+	// is enough to keep a key's slots busy when the worker has its next
+	// job prefetched: a freed slot goes to the waiting job, and the freed
+	// handler takes the next job, which waits in turn. Zero value: 1.
+	MaxWaiting int
 	// MaxSnooze caps FullSnooze's doubling. A higher cap leaves more of
 	// the receives to other keys while one floods, but lets the flooding
 	// key's own slots idle longer between its jobs. Zero value: 4 ×
@@ -82,6 +101,9 @@ type Cap struct {
 	full  map[string]time.Time
 	// full: until when a key is taken for full without asking DynamoDB
 	// (found full, and no slot of it released here since)
+	waiters map[string][]chan *Slot
+	// waiters: the jobs waiting in-process for a slot, by key, first come
+	// first served; a slot this process frees goes to the first of them
 }
 
 // fullFor is how long a key found full is taken for full without a
@@ -110,8 +132,14 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.Lease < 0 || o.FullSnooze < 0 || o.MaxSnooze < 0 || o.ErrorSnooze < 0 {
-		return nil, fmt.Errorf("fleet: Cap %q: Lease, FullSnooze, MaxSnooze and ErrorSnooze must not be negative (zero selects the default)", name)
+	if o.Lease < 0 || o.FullSnooze < 0 || o.MaxSnooze < 0 || o.ErrorSnooze < 0 || o.MaxWaiting < 0 {
+		return nil, fmt.Errorf("fleet: Cap %q: Lease, FullSnooze, MaxSnooze, ErrorSnooze and MaxWaiting must not be negative (zero selects the default; a negative MaxWait turns waiting off)", name)
+	}
+	if o.MaxWait == 0 {
+		o.MaxWait = time.Second
+	}
+	if o.MaxWaiting == 0 {
+		o.MaxWaiting = 1
 	}
 
 	if o.Lease == 0 {
@@ -130,7 +158,7 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	if o.ErrorSnooze == 0 {
 		o.ErrorSnooze = 10 * time.Second
 	}
-	return &Cap{f: f, name: name, limit: limit, o: o, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}}, nil
+	return &Cap{f: f, name: name, limit: limit, o: o, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}, waiters: map[string][]chan *Slot{}}, nil
 }
 
 // Slot is one running job's place under a Cap. Release it when the job
@@ -226,6 +254,17 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 			}
 		}
 		it, cached = parseCap(item), false
+		if _, mine := it.holders[holder]; mine {
+			// The write took effect and its answer was lost (the SDK's
+			// retry then failed the condition): the slot is ours. Holder
+			// names are never reused, so no other write put it there.
+			c.mu.Lock()
+			c.cache[key] = it
+			c.held[key]++
+			c.mu.Unlock()
+			c.f.st.slotsHeld.Add(1)
+			return &Slot{c: c, key: key, holder: holder, until: until}, nil
+		}
 	}
 	// Slots of this key change faster than a conditional write gets
 	// through: treat it as full, the job comes back.
@@ -256,6 +295,129 @@ func parseCap(item map[string]types.AttributeValue) capItem {
 		}
 	}
 	return it
+}
+
+// await waits in-process, up to MaxWait, for a slot of key: one this
+// process frees is handed over (finish), one another process frees is
+// found by asking again every fullFor. At most MaxWaiting jobs of a key
+// wait; beyond them, and when the wait ends without a slot, it returns
+// ErrCapFull.
+func (c *Cap) await(ctx context.Context, key string, until func() time.Time) (*Slot, error) {
+	if c.o.MaxWait < 0 {
+		return nil, ErrCapFull
+	}
+	c.mu.Lock()
+	if len(c.waiters[key]) >= c.o.MaxWaiting {
+		c.mu.Unlock()
+		return nil, ErrCapFull
+	}
+	handed := make(chan *Slot, 1)
+	c.waiters[key] = append(c.waiters[key], handed)
+	c.mu.Unlock()
+	c.f.st.capWaits.Add(1)
+	var got *Slot
+	defer func() {
+		c.mu.Lock()
+		q := c.waiters[key]
+		if i := slices.Index(q, handed); i >= 0 {
+			q = slices.Delete(q, i, i+1)
+		}
+		if len(q) == 0 {
+			delete(c.waiters, key)
+		} else {
+			c.waiters[key] = q
+		}
+		c.mu.Unlock()
+		if got == nil {
+			select {
+			case s := <-handed: // handed over as the wait ended: pass it on
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.f.o.CallTimeout)
+				defer cancel()
+				if err := c.finish(rctx, s); err != nil {
+					c.f.o.Logger.Warn("fleet: a slot could not be released; it frees itself when its lease expires", "cap", c.name, "key", key, "err", err)
+				}
+			default:
+			}
+		}
+	}()
+	end := time.NewTimer(c.o.MaxWait)
+	defer end.Stop()
+	for {
+		again := time.NewTimer(fullFor + time.Duration(rand.Int64N(int64(fullFor/5))))
+		select {
+		case s := <-handed:
+			again.Stop()
+			// The slot lives until the lease of the job it came from. A
+			// chain of short jobs handing it on would outrun that lease:
+			// move it to this job's once less than half of it is left.
+			want := until()
+			if now := c.f.o.Now(); s.until.Sub(now) >= want.Sub(now)/2 {
+				got = s
+				return s, nil
+			}
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.f.o.CallTimeout)
+			err := s.Renew(rctx, want)
+			cancel()
+			if err == nil {
+				got = s
+				return s, nil
+			}
+			if errors.Is(err, ErrSlotLost) {
+				continue // taken back meanwhile: wait on
+			}
+			// The slot's state is unknown: pass it on (or release it),
+			// and let the caller fail closed or open.
+			rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), c.f.o.CallTimeout)
+			_ = c.finish(rctx, s)
+			cancel()
+			return nil, err
+		case <-again.C:
+			s, err := c.Acquire(ctx, key, until())
+			if err == nil {
+				got = s
+				return s, nil
+			}
+			if !errors.Is(err, ErrCapFull) {
+				return nil, err
+			}
+		case <-end.C:
+			again.Stop()
+			return nil, ErrCapFull
+		case <-ctx.Done():
+			again.Stop()
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// finish ends a job's hold on slot: handed over to the first job of its
+// key waiting in this process (no request; the slot's lease then follows
+// that job's message), else released.
+func (c *Cap) finish(ctx context.Context, s *Slot) error {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return nil
+	}
+	c.mu.Lock()
+	q := c.waiters[s.key]
+	if len(q) == 0 {
+		c.mu.Unlock()
+		s.mu.Unlock()
+		return s.Release(ctx)
+	}
+	next := q[0]
+	if len(q) == 1 {
+		delete(c.waiters, s.key)
+	} else {
+		c.waiters[s.key] = q[1:]
+	}
+	s.done = true
+	c.mu.Unlock()
+	s.mu.Unlock()
+	c.f.st.capHandoffs.Add(1)
+	next <- &Slot{c: c, key: s.key, holder: s.holder, until: s.until} // buffered, one per waiter
+	return nil
 }
 
 // Renew moves the slot's lease expiry to until (one conditional write).
@@ -342,8 +504,10 @@ func (c *Cap) margin(ctx context.Context) time.Duration {
 }
 
 // Middleware returns middleware that runs a job only with a slot of its
-// key: over the cap, the job is snoozed (retry.Snooze: no attempt
-// counted, never dead-lettered for it). While the job runs the slot
+// key: over the cap, the job waits in-process up to MaxWait for a slot
+// (at most MaxWaiting jobs of a key at once, each holding its handler),
+// then is snoozed (retry.Snooze: no attempt counted, never dead-lettered
+// for it). While the job runs the slot
 // follows the message's lease: it lives until the visibility deadline
 // plus a margin (a quarter of the lease, 250 ms to 5 s), renewed (one
 // write) whenever the worker's heartbeat has moved the deadline, or every
@@ -357,6 +521,9 @@ func (c *Cap) Middleware() worker.Middleware {
 			}
 			margin := c.margin(ctx)
 			slot, err := c.Acquire(ctx, key, c.leaseUntil(ctx, margin))
+			if errors.Is(err, ErrCapFull) {
+				slot, err = c.await(ctx, key, func() time.Time { return c.leaseUntil(ctx, margin) })
+			}
 			switch {
 			case errors.Is(err, ErrCapFull):
 				c.f.st.capSnoozed.Add(1)
@@ -384,7 +551,7 @@ func (c *Cap) Middleware() worker.Middleware {
 				<-renewed
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.f.o.CallTimeout)
 				defer cancel()
-				if err := slot.Release(rctx); err != nil {
+				if err := c.finish(rctx, slot); err != nil {
 					c.f.o.Logger.Warn("fleet: a slot could not be released; it frees itself when its lease expires", "cap", c.name, "key", key, "err", err)
 				}
 			}()

@@ -174,3 +174,63 @@ func TestCapMiddleware(t *testing.T) {
 		t.Errorf("Stats %+v; want every slot released", s)
 	}
 }
+
+// A job that finds the cap full waits in-process (MaxWaiting, 1, at a
+// time: the next is snoozed at once) and is handed the slot of the job
+// that ends, without a release and an acquisition; a slot handed on with
+// less than half of the new job's lease left is renewed to that lease.
+func TestCapHandsAFreedSlotToAWaitingJob(t *testing.T) {
+	client, table := newTable(t)
+	clk := newClock()
+	f := newFleet(t, client, table, "p1", func(o *fleet.Options) { o.Now = clk.Now })
+	c, err := f.Cap("report", 1, func(o *fleet.CapOptions) { o.MaxWait = time.Minute })
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan string, 2)
+	release := make(chan struct{})
+	var secondSaw time.Time
+	h := c.Middleware()(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		if m.ID == "second" {
+			secondSaw = slotExpiry(t, client, table)
+		}
+		started <- m.ID
+		<-release
+		return nil
+	}))
+	errs := make(chan error, 2)
+	go func() { errs <- h.Handle(t.Context(), &worker.Message{ID: "first"}) }()
+	if id := <-started; id != "first" {
+		t.Fatalf("%s started first", id)
+	}
+	firstLease := slotExpiry(t, client, table) // now + Lease (30 s): no worker deadline here
+	clk.Add(20 * time.Second)                   // 10 s of the slot's lease left
+	go func() { errs <- h.Handle(t.Context(), &worker.Message{ID: "second"}) }()
+	for f.Stats().CapWaits == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	err = h.Handle(t.Context(), &worker.Message{ID: "third"})
+	if _, ok := retrySnooze(err); !ok {
+		t.Fatalf("a third job while one waits = %v; want it snoozed at once (MaxWaiting 1)", err)
+	}
+	before := f.Stats().Requests
+	release <- struct{}{} // the first job ends
+	if id := <-started; id != "second" {
+		t.Fatalf("%s started after the first ended; want the waiting job", id)
+	}
+	if want := clk.Now().Add(30 * time.Second); secondSaw.Sub(want).Abs() > time.Millisecond {
+		t.Errorf("the handed slot expires at %v (it expired at %v); want it renewed to the second job's lease, %v", secondSaw, firstLease, want)
+	}
+	if s := f.Stats(); s.CapHandoffs != 1 || s.CapWaits != 1 || s.CapSnoozed != 1 || s.SlotsHeld != 1 || s.Requests-before != 1 {
+		t.Errorf("Stats %+v, %d requests for the hand-over; want 1 handed over (one renewal), 1 waited, 1 snoozed, 1 held", s, s.Requests-before)
+	}
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slotExpiry(t, client, table).IsZero() || f.Stats().SlotsHeld != 0 {
+		t.Errorf("the slot was not released when the second job ended")
+	}
+}

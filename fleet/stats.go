@@ -20,6 +20,11 @@ type Stats struct {
 	// token due soon, a cap was full, a breaker was open, or the queue was
 	// paused (Pauser.Middleware).
 	RateSnoozed, CapSnoozed, BreakerSnoozed, PauseSnoozed int64
+	// CapWaits counts jobs that found a cap full and waited in-process for
+	// a slot (up to CapOptions.MaxWait; those that got none are also in
+	// CapSnoozed), and CapHandoffs the slots handed from a job that ended
+	// to one waiting in the same process, without a request.
+	CapWaits, CapHandoffs int64
 	// FailedOpen counts jobs let through and FailedClosed jobs snoozed
 	// because DynamoDB could not be asked (see each control's FailOpen).
 	FailedOpen, FailedClosed int64
@@ -38,6 +43,7 @@ type Stats struct {
 type counters struct {
 	requests, requestErrors, tokens, tokenWaits,
 	rateSnoozed, capSnoozed, breakerSnoozed, pauseSnoozed,
+	capWaits, capHandoffs,
 	failedOpen, failedClosed, slotsHeld, slotsLost atomic.Int64
 }
 
@@ -49,6 +55,7 @@ func (f *Fleet) Stats() Stats {
 		Tokens: c.tokens.Load(), TokenWaits: c.tokenWaits.Load(),
 		RateSnoozed: c.rateSnoozed.Load(), CapSnoozed: c.capSnoozed.Load(),
 		BreakerSnoozed: c.breakerSnoozed.Load(), PauseSnoozed: c.pauseSnoozed.Load(),
+		CapWaits: c.capWaits.Load(), CapHandoffs: c.capHandoffs.Load(),
 		FailedOpen: c.failedOpen.Load(), FailedClosed: c.failedClosed.Load(),
 		SlotsHeld: c.slotsHeld.Load(), SlotsLost: c.slotsLost.Load(),
 	}

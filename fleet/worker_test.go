@@ -280,3 +280,66 @@ func TestBreakerCarriesJobsThroughAnOutage(t *testing.T) {
 		t.Errorf("%d handler calls for %d jobs; the open breaker should have kept most jobs from the failing downstream", calls.Load(), n)
 	}
 }
+
+// Short jobs under a cap: 60 jobs of 500 ms, a cap of 3, one worker of 4
+// handlers (the cap plus one waiting job, MaxWaiting's default). A job
+// that finds the cap full waits in-process and is handed the slot of the
+// job that ends, so the slots stay busy: never more than 3 run, next to
+// no job is snoozed, and most slots pass from job to job without a
+// request. (With snoozes alone, as before MaxWait, nearly every job past
+// the first 3 was snoozed and the run took minutes: BENCHMARKS.md.)
+func TestCapShortJobsWaitForASlotInProcess(t *testing.T) {
+	const n, limit = 60, 3
+	client, table := newTable(t)
+	warmUp(t, client, table)
+	f := newFleet(t, client, table, "p1")
+	c, err := f.Cap("tenant", limit, func(o *fleet.CapOptions) { o.Key = fleet.ByGroup })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq := sqstest.For(t)
+	src, dlq := sq.MustCreateQueueWithDLQ(t, "short", 100, map[string]string{"VisibilityTimeout": "30"})
+	for range n {
+		sq.MustSend(t, src, "a", func(in *sqs.SendMessageInput) { in.MessageGroupId = aws.String("tenant-a") })
+	}
+	var running, peak, done atomic.Int64
+	allDone := make(chan struct{})
+	begin := time.Now()
+	w := runWorker(t, sq, src, c.Middleware()(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		r := running.Add(1)
+		for p := peak.Load(); r > p && !peak.CompareAndSwap(p, r); p = peak.Load() {
+		}
+		time.Sleep(500 * time.Millisecond)
+		running.Add(-1) // before the slot is released or handed over
+		if done.Add(1) == n {
+			close(allDone)
+		}
+		return nil
+	})), func(o *worker.Options) { o.Concurrency = limit + 1 })
+	select {
+	case <-allDone:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("%d of %d jobs done in 90 s; worker %+v; fleet %+v", done.Load(), n, w.Stats(), f.Stats())
+	}
+	took := time.Since(begin)
+	s := f.Stats()
+	t.Logf("%d jobs of 500 ms under a cap of %d, %d handlers: %v (3 slots busy throughout: %v); at most %d at once; %d waited, %d handed over, %d snoozed; %d DynamoDB requests",
+		n, limit, limit+1, took.Round(10*time.Millisecond), time.Duration(n/limit)*500*time.Millisecond, peak.Load(), s.CapWaits, s.CapHandoffs, s.CapSnoozed, s.Requests)
+	if peak.Load() > limit {
+		t.Errorf("%d jobs ran at once; the cap is %d", peak.Load(), limit)
+	}
+	// A waiting job is handed a freed slot at once; on a loaded machine
+	// one may still reach MaxWait (1 s) and be snoozed now and then.
+	if s.CapSnoozed > 3 {
+		t.Errorf("%d jobs snoozed; want next to none (a freed slot goes to the job waiting for it)", s.CapSnoozed)
+	}
+	if s.CapHandoffs < n/2 || s.Requests > n/2 {
+		t.Errorf("%d slots handed over from job to job, %d DynamoDB requests; want most of the %d jobs past the first %d handed a slot, without a request", s.CapHandoffs, s.Requests, n, limit)
+	}
+	if ws := w.Stats(); ws.DeadLettered != 0 {
+		t.Errorf("worker %+v; nothing may be dead-lettered", ws)
+	}
+	if v, i, d := sq.Count(dlq); v+i+d != 0 {
+		t.Errorf("the DLQ holds %d messages", v+i+d)
+	}
+}
