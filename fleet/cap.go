@@ -486,11 +486,21 @@ func (s *Slot) Release(ctx context.Context) error {
 // slot frees margin after its message becomes visible again; the margin
 // covers a renewal's way to DynamoDB after the heartbeat moved the
 // deadline), else now + Lease.
+//
+// The worker's deadline is on the machine's clock; a slot's expiry is
+// written on the fleet's (Options.Now), which is the machine's unless a
+// test injects another: the deadline is moved by the difference.
 func (c *Cap) leaseUntil(ctx context.Context, margin time.Duration) time.Time {
 	if d, ok := worker.VisibilityDeadline(ctx); ok {
-		return d.Add(margin)
+		return d.Add(c.clockOffset() + margin)
 	}
 	return c.f.o.Now().Add(c.o.Lease)
+}
+
+// clockOffset is how far the fleet's clock is ahead of the machine's, to
+// the millisecond (item times are in milliseconds): 0 unless injected.
+func (c *Cap) clockOffset() time.Duration {
+	return c.f.o.Now().Sub(time.Now()).Round(time.Millisecond)
 }
 
 // margin is a slot's margin over its message's visibility deadline: a
@@ -500,7 +510,7 @@ func (c *Cap) margin(ctx context.Context) time.Duration {
 	if !ok {
 		return 0
 	}
-	return min(max(d.Sub(c.f.o.Now())/4, 250*time.Millisecond), 5*time.Second)
+	return min(max(time.Until(d)/4, 250*time.Millisecond), 5*time.Second)
 }
 
 // Middleware returns middleware that runs a job only with a slot of its
@@ -578,7 +588,7 @@ func (c *Cap) follow(ctx context.Context, slot *Slot, margin time.Duration, stop
 		}
 		until := c.leaseUntil(ctx, margin)
 		slot.mu.Lock()
-		moved := until.After(slot.until)
+		moved := until.UnixMilli() > slot.until.UnixMilli() // as written
 		slot.mu.Unlock()
 		if !moved {
 			continue

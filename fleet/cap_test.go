@@ -204,7 +204,7 @@ func TestCapHandsAFreedSlotToAWaitingJob(t *testing.T) {
 		t.Fatalf("%s started first", id)
 	}
 	firstLease := slotExpiry(t, client, table) // now + Lease (30 s): no worker deadline here
-	clk.Add(20 * time.Second)                   // 10 s of the slot's lease left
+	clk.Add(20 * time.Second)                  // 10 s of the slot's lease left
 	go func() { errs <- h.Handle(t.Context(), &worker.Message{ID: "second"}) }()
 	for f.Stats().CapWaits == 0 {
 		time.Sleep(10 * time.Millisecond)
