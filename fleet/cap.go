@@ -56,9 +56,11 @@ type CapOptions struct {
 	// frees at once (no DynamoDB request), and asks DynamoDB again every
 	// half second for a slot another process freed. Its message stays
 	// leased by the worker's heartbeat meanwhile, and it holds one of the
-	// worker's handlers: at most MaxWaiting jobs of a key wait at once in
-	// a process, the others are snoozed at once. Zero value: 1 s.
-	// Negative: never wait, snooze at once.
+	// worker's handlers: so a job waits only in a process that runs jobs
+	// of its key (one of their slots frees within a job's time), and at
+	// most MaxWaiting jobs of a key wait at once in a process; the others
+	// are snoozed at once. Zero value: 1 s. Negative: never wait, snooze
+	// at once.
 	MaxWait time.Duration
 	// MaxWaiting is how many jobs of one key may wait in-process for a
 	// slot at once in this process (see MaxWait). A key then occupies at
@@ -299,15 +301,17 @@ func parseCap(item map[string]types.AttributeValue) capItem {
 
 // await waits in-process, up to MaxWait, for a slot of key: one this
 // process frees is handed over (finish), one another process frees is
-// found by asking again every fullFor. At most MaxWaiting jobs of a key
-// wait; beyond them, and when the wait ends without a slot, it returns
-// ErrCapFull.
+// found by asking again every fullFor. A job waits only in a process
+// running jobs of key, and at most MaxWaiting at once; otherwise, and
+// when the wait ends without a slot, it returns ErrCapFull.
 func (c *Cap) await(ctx context.Context, key string, until func() time.Time) (*Slot, error) {
 	if c.o.MaxWait < 0 {
 		return nil, ErrCapFull
 	}
 	c.mu.Lock()
-	if len(c.waiters[key]) >= c.o.MaxWaiting {
+	if c.held[key] == 0 || len(c.waiters[key]) >= c.o.MaxWaiting {
+		// No slot of key runs here to hand one over soon: the job would
+		// hold a handler waiting on other processes' jobs.
 		c.mu.Unlock()
 		return nil, ErrCapFull
 	}
