@@ -19,7 +19,7 @@ import (
 // The attributes of a rate-limit bucket item.
 const (
 	attrTokens  = "milliTokens" // tokens left at attrAt, in thousandths
-	attrAt      = "at"          // when attrTokens was computed, epoch ms
+	attrAt      = "at"          // the bucket's time when attrTokens was computed, ms (see fetch)
 	attrVersion = "ver"         // bumped by every write; writes are conditional on it
 )
 
@@ -86,8 +86,9 @@ type bucket struct {
 
 	known bool  // the item as last seen (an upper bound on its tokens)
 	milli int64 // tokens × 1000 at at
-	at    int64 // epoch ms
+	at    int64 // the bucket's time, ms
 	ver   int64
+	seen  time.Time // when this process learnt it, on its clock
 }
 
 // RateLimit returns the rate limit name allowing perSecond jobs per second
@@ -220,11 +221,16 @@ func (l *RateLimit) fetch(ctx context.Context, key string, b *bucket, k int) (in
 	burstMilli := int64(l.o.Burst) * 1000
 	for range 5 {
 		now := l.f.o.Now()
-		nowMs := now.UnixMilli()
-		milli, at := burstMilli, nowMs // a new bucket starts full
+		milli, at := burstMilli, now.UnixMilli() // a new bucket starts full
 		if b.known {
-			at = max(b.at, nowMs) // never move time back (clock skew)
-			milli = min(burstMilli, b.milli+int64(float64(at-b.at)*l.rate))
+			// The bucket's time moves on by what this process's clock
+			// measured since it learnt the item, not to this clock's
+			// reading: processes whose clocks disagree then refill it
+			// alike (a clock behind the writer's would otherwise add
+			// nothing until it caught up, one ahead a burst at once).
+			elapsed := max(now.Sub(b.seen).Milliseconds(), 0)
+			at = b.at + elapsed
+			milli = min(burstMilli, b.milli+int64(float64(elapsed)*l.rate))
 		}
 		// Take the tokens for every waiting job in one request: wait until
 		// they are all due, plus jitter, so that processes waiting on one
@@ -263,7 +269,7 @@ func (l *RateLimit) fetch(ctx context.Context, key string, b *bucket, k int) (in
 			} else {
 				b.ver = 1
 			}
-			b.known, b.milli, b.at = true, milli-take*1000, at
+			b.known, b.milli, b.at, b.seen = true, milli-take*1000, at, now
 			return int(take), 0, nil
 		}
 		if !isConditionFailed(err) {
@@ -279,6 +285,7 @@ func (l *RateLimit) fetch(ctx context.Context, key string, b *bucket, k int) (in
 		}
 		b.known = item != nil
 		b.milli, b.at, b.ver = numAttr(item, attrTokens), numAttr(item, attrAt), numAttr(item, attrVersion)
+		b.seen = l.f.o.Now()
 	}
 	// Five processes wrote in between: the bucket is busy; try again soon.
 	return 0, time.Duration(float64(time.Second) / l.rate), nil

@@ -34,6 +34,13 @@ type ChildConfig struct {
 	Cap         int     // a cap per tenant attribute; 0: none
 	Pause       bool    // watch the queue's pause switch (a Pauser as ReceiveGate)
 	Work        time.Duration
+	// DynamoDB, when set, is the endpoint the fleet controls use (a fault
+	// proxy in front of DynamoDB Local) instead of AWS_ENDPOINT_URL_DYNAMODB.
+	DynamoDB string
+	// Skew moves the fleet's clock (fleet.Options.Now) off the machine's.
+	Skew time.Duration
+	// ErrorSnooze is the rate limit's and the cap's ErrorSnooze; 0: theirs.
+	ErrorSnooze time.Duration
 }
 
 // Record is one line of a child's .jobs file.
@@ -74,6 +81,9 @@ func runChild(c ChildConfig) error {
 		return err
 	}
 	sqsEndpoint, dbEndpoint := os.Getenv("AWS_ENDPOINT_URL_SQS"), os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+	if c.DynamoDB != "" {
+		dbEndpoint = c.DynamoDB
+	}
 	sq := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 		if sqsEndpoint != "" {
 			o.BaseEndpoint = aws.String(sqsEndpoint)
@@ -84,7 +94,12 @@ func runChild(c ChildConfig) error {
 			o.BaseEndpoint = aws.String(dbEndpoint)
 		}
 	})
-	f, err := fleet.New(db, c.Table, func(o *fleet.Options) { o.Holder = c.Name })
+	f, err := fleet.New(db, c.Table, func(o *fleet.Options) {
+		o.Holder = c.Name
+		if c.Skew != 0 {
+			o.Now = func() time.Time { return time.Now().Add(c.Skew) }
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -110,14 +125,18 @@ func runChild(c ChildConfig) error {
 	})
 	var mw []worker.Middleware
 	if c.Cap > 0 {
-		capc, err := f.Cap("tenant", c.Cap, func(o *fleet.CapOptions) { o.Key = fleet.ByAttribute("tenant"); o.FullSnooze = time.Second })
+		capc, err := f.Cap("tenant", c.Cap, func(o *fleet.CapOptions) {
+			o.Key = fleet.ByAttribute("tenant")
+			o.FullSnooze = time.Second
+			o.ErrorSnooze = c.ErrorSnooze
+		})
 		if err != nil {
 			return err
 		}
 		mw = append(mw, capc.Middleware())
 	}
 	if c.Rate > 0 {
-		l, err := f.RateLimit("downstream", c.Rate)
+		l, err := f.RateLimit("downstream", c.Rate, func(o *fleet.RateLimitOptions) { o.ErrorSnooze = c.ErrorSnooze })
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package fleetrun
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
 	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 )
 
@@ -217,6 +219,31 @@ func (r *run) stats() map[string]ChildStats {
 	return out
 }
 
+// edge is a job starting (+1) or ending (-1) at a time (unix ns).
+type edge struct {
+	at    int64
+	delta int
+}
+
+// edges lists the starts and ends of recs in time order, an end before a
+// start at the same instant; end gives a record's end, or false to leave
+// the record out.
+func edges(recs []Record, end func(Record) (int64, bool)) []edge {
+	var out []edge
+	for _, rec := range recs {
+		if e, ok := end(rec); ok {
+			out = append(out, edge{rec.Start, +1}, edge{e, -1})
+		}
+	}
+	slices.SortFunc(out, func(a, b edge) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return a.delta - b.delta
+	})
+	return out
+}
+
 // dlqEmpty checks that nothing was dead-lettered.
 func (r *run) dlqEmpty() {
 	r.t.Helper()
@@ -325,30 +352,14 @@ func TestCapAcrossProcessesWithSIGKILL(t *testing.T) {
 	recs := r.waitDone(n, 3*time.Minute)
 	r.stopAll()
 
-	type edge struct {
-		at    int64
-		delta int
-	}
-	var edges []edge
-	for _, rec := range recs {
-		end := rec.End
-		if end == 0 {
-			if rec.Proc != victim {
-				continue // still running at the stop
-			}
-			end = killedAt
-		}
-		edges = append(edges, edge{rec.Start, +1}, edge{end, -1})
-	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.at != b.at {
-			return int(a.at - b.at)
-		}
-		return a.delta - b.delta // an end before a start at the same instant
-	})
 	running, peak := 0, 0
 	var backAt int64
-	for _, e := range edges {
+	for _, e := range edges(recs, func(rec Record) (int64, bool) {
+		if rec.End == 0 && rec.Proc == victim {
+			return killedAt, true
+		}
+		return rec.End, rec.End != 0 // else still running at the stop
+	}) {
 		running += e.delta
 		peak = max(peak, running)
 		if backAt == 0 && e.at > killedAt && running == limit {
@@ -463,6 +474,106 @@ func TestPauseAcrossProcesses(t *testing.T) {
 	}
 	if len(startedAfter) != 4 {
 		t.Errorf("%d of 4 processes started jobs after Resume", len(startedAfter))
+	}
+	r.dlqEmpty()
+}
+
+// DynamoDB faults and clock skew across 4 processes of 3 handlers, each
+// with a cap of 3 per tenant (two tenants) and a shared limit of 20
+// jobs/s, jobs of 200 ms: the fleet table is reached through a fault
+// proxy that, once jobs run, throttles 10% of the requests, answers 5%
+// with HTTP 500, drops the answer of 5% (the write took effect) and
+// resets 2%, then refuses every request for 3 s (an outage), then goes
+// back to those faults. One process's clock is 2 s ahead, another's 2 s
+// behind. The controls fail closed (the job is snoozed for ErrorSnooze,
+// 2 s here): never more than 3 jobs of a tenant run at once (from the
+// records); no 5 s window starts more than Burst + 20 × 5 + Burst (the
+// second Burst for the skew, see fleet's package documentation); no job
+// ran unchecked; every job is done, none dead-lettered.
+func TestDynamoDBFaultsAndClockSkewAcrossProcesses(t *testing.T) {
+	const rate, burst, limit = 5.0, 1, 3 // burst: the default, a fifth of a second's worth
+	n := envInt("FLEETRUN_FAULT_JOBS", 30)
+	r := newRun(t, "10")
+	r.send(n/2, "tenant-x")
+	r.send(n-n/2, "tenant-y")
+	proxy, err := faultproxy.Start(faultproxy.Options{Upstream: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), Seed: 25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	skews := []time.Duration{0, 2 * time.Second, -2 * time.Second, 0}
+	for p, skew := range skews {
+		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 2, Cap: limit, Rate: rate, Work: 200 * time.Millisecond,
+			DynamoDB: proxy.URL, Skew: skew, ErrorSnooze: 2 * time.Second})
+	}
+	faults := map[string]faultproxy.Rule{"*": {Throttle: 0.05, ServerError: 0.03, DropResponse: 0.03, Reset: 0.02}}
+	for done(r.records()) < 5 { // every child is past fleet.New's table check
+		time.Sleep(100 * time.Millisecond)
+	}
+	proxy.SetRules(faults)
+	for done(r.records()) < n/3 {
+		time.Sleep(100 * time.Millisecond)
+	}
+	proxy.SetRules(map[string]faultproxy.Rule{"*": {Reset: 1}})
+	outage := time.Now()
+	time.Sleep(3 * time.Second)
+	proxy.SetRules(faults)
+	recs := r.waitDone(n, 3*time.Minute)
+	proxy.SetRules(nil)
+	r.stopAll()
+
+	peaks := map[string]int{}
+	running := map[string]int{}
+	for _, g := range []string{"tenant-x", "tenant-y"} {
+		var mine []Record
+		for _, rec := range recs {
+			if rec.Group == g {
+				mine = append(mine, rec)
+			}
+		}
+		for _, e := range edges(mine, func(rec Record) (int64, bool) { return rec.End, rec.End != 0 }) {
+			running[g] += e.delta
+			peaks[g] = max(peaks[g], running[g])
+		}
+	}
+	var starts []int64
+	for _, rec := range recs {
+		starts = append(starts, rec.Start)
+	}
+	slices.Sort(starts)
+	const window = 5 * time.Second
+	worst := 0
+	for i, s := range starts {
+		j, _ := slices.BinarySearch(starts, s+int64(window))
+		worst = max(worst, j-i)
+	}
+	var st fleet.Stats
+	for _, s := range r.stats() {
+		st.Requests += s.Fleet.Requests
+		st.RequestErrors += s.Fleet.RequestErrors
+		st.FailedClosed += s.Fleet.FailedClosed
+		st.FailedOpen += s.Fleet.FailedOpen
+		st.SlotsLost += s.Fleet.SlotsLost
+		st.CapSnoozed += s.Fleet.CapSnoozed
+		st.RateSnoozed += s.Fleet.RateSnoozed
+	}
+	span := time.Duration(starts[len(starts)-1] - starts[0])
+	t.Logf("FLEETRUN faults: %d jobs (%d runs) in %v by 4 processes × 2 handlers (clocks +0, +2 s, -2 s, +0), cap %d per tenant, %v jobs/s; a 3 s outage %v in; proxy: %s; at most %v at once per tenant; busiest 5 s window %d starts (bound %d); fleet: %d requests, %d failed, %d jobs snoozed failing closed, %d open, %d cap-snoozed, %d rate-snoozed, %d slots lost",
+		n, len(recs), span.Round(time.Millisecond), limit, rate, outage.Sub(time.Unix(0, starts[0])).Round(time.Second), proxy.Summary(), peaks, worst, 2*burst+int(rate*window.Seconds()),
+		st.Requests, st.RequestErrors, st.FailedClosed, st.FailedOpen, st.CapSnoozed, st.RateSnoozed, st.SlotsLost)
+	for g, p := range peaks {
+		if p > limit {
+			t.Errorf("%d jobs of %s ran at once; the cap is %d", p, g, limit)
+		}
+	}
+	if bound := 2*burst + int(rate*window.Seconds()); worst > bound {
+		t.Errorf("a 5 s window started %d jobs; at most Burst + rate × 5 s + Burst for the skew = %d", worst, bound)
+	}
+	if st.FailedOpen != 0 || st.FailedClosed == 0 || st.RequestErrors == 0 {
+		t.Errorf("fleet %+v; want the faults felt (requests failed, jobs snoozed failing closed) and no job run unchecked", st)
+	}
+	if d := done(recs); d != n {
+		t.Errorf("%d of %d jobs done", d, n)
 	}
 	r.dlqEmpty()
 }
