@@ -417,10 +417,13 @@ func (c *Cap) finish(ctx context.Context, s *Slot) error {
 		c.waiters[s.key] = q[1:]
 	}
 	s.done = true
+	// Sent under c.mu (the channel holds one, never blocks): a waiter
+	// that gives up finds the slot in its channel once it is off the
+	// queue, and passes it on.
+	next <- &Slot{c: c, key: s.key, holder: s.holder, until: s.until}
 	c.mu.Unlock()
 	s.mu.Unlock()
 	c.f.st.capHandoffs.Add(1)
-	next <- &Slot{c: c, key: s.key, holder: s.holder, until: s.until} // buffered, one per waiter
 	return nil
 }
 

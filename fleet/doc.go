@@ -67,11 +67,24 @@
 // while other tenants' jobs run. A key found full is taken for full for
 // half a second without asking DynamoDB again (unless this process
 // releases one of its slots), so a flood is snoozed at the handlers'
-// speed. The price: a slot freed by one job waits for a snoozed message
-// to come back, so a key whose jobs are short runs well below its cap
-// while its backlog lasts (BENCHMARKS.md: 60 jobs of 500 ms under a cap
-// of 3 took 86 s, not 10 s). Caps suit jobs of seconds or more; for short
-// ones a rate limit fits better.
+// speed.
+//
+// Short jobs keep their slots busy: a job that finds the cap full where
+// jobs of its key run in this process waits in-process
+// (CapOptions.MaxWait, 1 s) and is handed the slot of the next of them to
+// end, without a request; it also asks DynamoDB every half second for a
+// slot another process freed. A waiting job keeps its message leased and
+// holds its handler, so at most CapOptions.MaxWaiting (1) jobs of a key
+// wait in a process, and none where no job of the key runs: a key
+// occupies at most its running jobs plus one of a process's handlers,
+// and with worker.Options.Concurrency above the cap plus one a flooding
+// key always leaves handlers to the others. In one process, 60 jobs of
+// 500 ms under a cap of 3 take 10.2 s (3 slots busy throughout: 10 s),
+// none snoozed. Across processes a slot freed where no job of its key
+// waits stays free until a job of the key comes, in any process: the
+// jobs snoozed meanwhile come back after FullSnooze (doubling up to
+// MaxSnooze), so there a key of short jobs still runs below its cap
+// (BENCHMARKS.md has the figures).
 //
 // # Pause and resume
 //
@@ -127,8 +140,25 @@
 //	                 Stats.SlotsLost and logged (the cap may be exceeded until that job ends)
 //
 // Nothing is lost and nothing is dead-lettered for it. Stats counts every
-// request, snooze and fallback.
+// request, snooze and fallback. A write whose answer is lost (it took
+// effect; the SDK's retry then fails its condition) is recognised: a slot
+// so taken is held, not leaked; tokens so taken are not used, never
+// counted twice.
 //
-// The processes sharing a table compare the times they write: keep their
-// clocks synchronised.
+// # Clocks
+//
+// A slot's expiry is a time on its holder's clock, read on the others':
+// a process whose clock is s ahead takes a slot s before its lease ends.
+// The cap holds while every slot keeps more lease than the largest
+// difference between the fleet's clocks: in the worker a slot's lease
+// runs until its message's visibility deadline plus the margin (a quarter
+// of the visibility timeout, 250 ms to 5 s), so keep the clocks closer
+// than that margin (NTP keeps them within milliseconds; with clocks 4 s
+// apart, use a visibility timeout of 20 s or more). A slot lost this way
+// is counted in Stats.SlotsLost if its holder renews it afterwards. Rate
+// limits do not depend on the clocks agreeing: each process moves a
+// bucket's time on by what its own clock measured since it read the
+// bucket, so a skew neither adds tokens nor keeps a process from them
+// (TestClockSkewBetweenProcesses: clocks 4 s apart, Burst + rate × t
+// held, tokens shared evenly).
 package fleet

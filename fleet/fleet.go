@@ -67,9 +67,11 @@ type Options struct {
 	// slots). Zero value: slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Zero value: time.Now. The processes sharing a
-	// table compare times they wrote: keep their clocks synchronised (NTP;
-	// a skew of s lets a slot expire s early or late, and a bucket refill
-	// s early or late once).
+	// table compare the slot expiries they wrote: keep their clocks closer
+	// than a slot's margin (a quarter of the visibility timeout, 250 ms to
+	// 5 s); a process whose clock is s ahead takes a slot s before its
+	// lease ends. Rate limits measure elapsed time only (see the package
+	// documentation, Clocks).
 	Now func() time.Time
 }
 

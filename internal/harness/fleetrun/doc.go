@@ -22,11 +22,19 @@
 // TestTenantFairnessAcrossProcesses: tenant A floods, then tenant B
 // sends a few; B's waiting time with and without a cap per tenant.
 //
+// TestDynamoDBFaultsAndClockSkewAcrossProcesses: the fleet table behind
+// the fault proxy (package faultproxy: throttling, HTTP 500, dropped
+// answers, resets, then a 3 s outage), 4 processes with a cap of 3 per
+// tenant and a shared rate limit, one clock 2 s ahead and one 2 s
+// behind: the controls fail closed, the cap and the limit hold, nothing
+// runs unchecked, everything is done, nothing is dead-lettered.
+//
 // TestPauseAcrossProcesses: 4 processes watching the queue's pause switch;
 // no job starts later than 5 s after Pause, every process starts jobs
 // again after Resume, nothing is dead-lettered.
 //
 // All run a bounded version in `make test`; FLEETRUN_SECONDS sets the
-// length of the rate-limit run (BENCHMARKS.md has the figures and the
-// command).
+// length of the rate-limit run, FLEETRUN_CAP_JOBS, FLEETRUN_FAIR_A,
+// FLEETRUN_FAIR_B and FLEETRUN_FAULT_JOBS the sizes of the others
+// (BENCHMARKS.md has the figures and the commands).
 package fleetrun

@@ -367,8 +367,16 @@ func TestCapAcrossProcessesWithSIGKILL(t *testing.T) {
 		}
 	}
 	back := time.Duration(backAt - killedAt)
-	t.Logf("FLEETRUN cap: %d jobs (%d runs) by 4 processes × 3 handlers under a cap of %d; %s SIGKILLed while running; at most %d at once; %d running again %v after the kill (lease %v)",
-		n, len(recs), limit, victim, peak, limit, back.Round(time.Millisecond), lease)
+	var last int64
+	for _, rec := range recs {
+		last = max(last, rec.End)
+	}
+	var waited, handed, snoozed int64
+	for _, s := range r.stats() {
+		waited, handed, snoozed = waited+s.Fleet.CapWaits, handed+s.Fleet.CapHandoffs, snoozed+s.Fleet.CapSnoozed
+	}
+	t.Logf("FLEETRUN cap: %d jobs (%d runs) by 4 processes × 3 handlers under a cap of %d in %v from the first start; %s SIGKILLed while running; at most %d at once; %d running again %v after the kill (lease %v); in the 3 processes that lived: %d jobs waited in-process, %d slots handed over, %d snoozed",
+		n, len(recs), limit, time.Duration(last-recs[0].Start).Round(100*time.Millisecond), victim, peak, limit, back.Round(time.Millisecond), lease, waited, handed, snoozed)
 	if peak > limit {
 		t.Errorf("%d jobs ran at once; the cap is %d", peak, limit)
 	}
