@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -232,5 +234,51 @@ func TestCapHandsAFreedSlotToAWaitingJob(t *testing.T) {
 	}
 	if !slotExpiry(t, client, table).IsZero() || f.Stats().SlotsHeld != 0 {
 		t.Errorf("the slot was not released when the second job ended")
+	}
+}
+
+// answerLost is a DynamoDB client whose first successful UpdateItem
+// loses its answer and is sent again, as the SDK's retry does after a
+// dropped response: the write took effect, the retry fails its
+// condition.
+type answerLost struct {
+	fleet.API
+	lost atomic.Bool
+}
+
+func (a *answerLost) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := a.API.UpdateItem(ctx, in, optFns...)
+	if err == nil && a.lost.CompareAndSwap(false, true) {
+		return a.API.UpdateItem(ctx, in, optFns...)
+	}
+	return out, err
+}
+
+// An acquisition whose answer was lost took the slot: the retry's failed
+// condition shows this holder in the item, and the slot is held (and
+// released), not left to expire with nobody running under it.
+func TestCapAcquisitionWhoseAnswerWasLost(t *testing.T) {
+	client, table := newTable(t)
+	f := newFleet(t, &answerLost{API: client}, table, "p1")
+	other := newFleet(t, client, table, "p2")
+	c, _ := f.Cap("tenant", 1)
+	co, _ := other.Cap("tenant", 1)
+	ctx := t.Context()
+	slot, err := c.Acquire(ctx, "A", time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatalf("Acquire whose write took effect and whose answer was lost = %v; want the slot", err)
+	}
+	if _, err := co.Acquire(ctx, "A", time.Now().Add(time.Minute)); !errors.Is(err, fleet.ErrCapFull) {
+		t.Fatalf("another process's Acquire = %v; want ErrCapFull (one slot, held)", err)
+	}
+	if err := slot.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	third, _ := newFleet(t, client, table, "p3").Cap("tenant", 1) // p2 takes "A" for full for 0.5 s
+	if _, err := third.Acquire(ctx, "A", time.Now().Add(time.Minute)); err != nil {
+		t.Fatalf("Acquire after the Release = %v; want the slot", err)
+	}
+	if s := f.Stats(); s.SlotsHeld != 0 {
+		t.Errorf("Stats %+v; want no slot held after the Release", s)
 	}
 }
