@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -104,6 +105,10 @@ type Cap struct {
 	// full: until when a key is taken for full without asking DynamoDB
 	// (found full, and no slot of it released here since)
 	waiters map[string][]chan *Slot
+	// gone: by key, holders of this process whose acquisition failed (its
+	// write may have taken effect) or whose release did not get through:
+	// no job runs under them, and the next write of the key here drops them
+	gone map[string]map[string]bool
 	// waiters: the jobs waiting in-process for a slot, by key, first come
 	// first served; a slot this process frees goes to the first of them
 }
@@ -160,7 +165,7 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	if o.ErrorSnooze == 0 {
 		o.ErrorSnooze = 10 * time.Second
 	}
-	return &Cap{f: f, name: name, limit: limit, o: o, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}, waiters: map[string][]chan *Slot{}}, nil
+	return &Cap{f: f, name: name, limit: limit, o: o, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}, waiters: map[string][]chan *Slot{}, gone: map[string]map[string]bool{}}, nil
 }
 
 // Slot is one running job's place under a Cap. Release it when the job
@@ -186,12 +191,13 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 		c.mu.Unlock()
 		return nil, ErrCapFull
 	}
+	gone := maps.Clone(c.gone[key])
 	c.mu.Unlock()
 	for attempt := range 8 {
 		now := c.f.o.Now().UnixMilli()
 		live := make(map[string]int64, len(it.holders)+1)
 		for h, exp := range it.holders {
-			if exp > now {
+			if exp > now && !gone[h] {
 				live[h] = exp
 			}
 		}
@@ -237,11 +243,15 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 			c.mu.Lock()
 			c.cache[key] = capItem{holders: live, ver: it.ver + 1, exists: true}
 			c.held[key]++
+			c.forget(key, gone) // dropped by this write
 			c.mu.Unlock()
 			c.f.st.slotsHeld.Add(1)
 			return &Slot{c: c, key: key, holder: holder, until: until}, nil
 		}
 		if !isConditionFailed(err) {
+			c.mu.Lock()
+			c.goneHolder(key, holder)
+			c.mu.Unlock()
 			return nil, c.f.explain(err, fmt.Sprintf("acquiring a slot of cap %q (key %q)", c.name, key))
 		}
 		// Another holder wrote first. Many contending for one key would
@@ -263,6 +273,7 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 			c.mu.Lock()
 			c.cache[key] = it
 			c.held[key]++
+			c.forget(key, gone)
 			c.mu.Unlock()
 			c.f.st.slotsHeld.Add(1)
 			return &Slot{c: c, key: key, holder: holder, until: until}, nil
@@ -274,6 +285,25 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 }
 
 func (c *Cap) pk(key string) string { return "cap|" + c.name + "|" + key }
+
+// goneHolder notes a holder of key no job runs under, whose entry may be
+// in the item (c.mu held).
+func (c *Cap) goneHolder(key, holder string) {
+	if c.gone[key] == nil {
+		c.gone[key] = map[string]bool{}
+	}
+	c.gone[key][holder] = true
+}
+
+// forget drops the gone holders a write of key left out (c.mu held).
+func (c *Cap) forget(key string, dropped map[string]bool) {
+	for h := range dropped {
+		delete(c.gone[key], h)
+	}
+	if len(c.gone[key]) == 0 {
+		delete(c.gone, key)
+	}
+}
 
 // dropped notes that this process no longer holds a slot of key: its
 // next job of key asks DynamoDB again.
@@ -483,7 +513,10 @@ func (s *Slot) Release(ctx context.Context) error {
 		})
 	})
 	if err != nil && !isConditionFailed(err) {
-		return c.f.explain(err, fmt.Sprintf("releasing a slot of cap %q (key %q); it expires with its lease", c.name, s.key))
+		c.mu.Lock()
+		c.goneHolder(s.key, s.holder)
+		c.mu.Unlock()
+		return c.f.explain(err, fmt.Sprintf("releasing a slot of cap %q (key %q); it expires with its lease, or goes with this process's next slot of the key", c.name, s.key))
 	}
 	return nil
 }

@@ -200,16 +200,20 @@ func TestCapHandsAFreedSlotToAWaitingJob(t *testing.T) {
 		<-release
 		return nil
 	}))
-	errs := make(chan error, 2)
-	go func() { errs <- h.Handle(t.Context(), &worker.Message{ID: "first"}) }()
+	firstErr, secondErr := make(chan error, 1), make(chan error, 1)
+	go func() { firstErr <- h.Handle(t.Context(), &worker.Message{ID: "first"}) }()
 	if id := <-started; id != "first" {
 		t.Fatalf("%s started first", id)
 	}
 	firstLease := slotExpiry(t, client, table) // now + Lease (30 s): no worker deadline here
 	clk.Add(20 * time.Second)                  // 10 s of the slot's lease left
-	go func() { errs <- h.Handle(t.Context(), &worker.Message{ID: "second"}) }()
+	go func() { secondErr <- h.Handle(t.Context(), &worker.Message{ID: "second"}) }()
 	for f.Stats().CapWaits == 0 {
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case err := <-secondErr:
+			t.Fatalf("the second job, over the cap, returned %v; want it waiting for the slot", err)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	err = h.Handle(t.Context(), &worker.Message{ID: "third"})
 	if _, ok := retrySnooze(err); !ok {
@@ -217,8 +221,13 @@ func TestCapHandsAFreedSlotToAWaitingJob(t *testing.T) {
 	}
 	before := f.Stats().Requests
 	release <- struct{}{} // the first job ends
-	if id := <-started; id != "second" {
-		t.Fatalf("%s started after the first ended; want the waiting job", id)
+	select {
+	case id := <-started:
+		if id != "second" {
+			t.Fatalf("%s started after the first ended; want the waiting job", id)
+		}
+	case err := <-secondErr:
+		t.Fatalf("the waiting job returned %v; want it handed the first job's slot", err)
 	}
 	if want := clk.Now().Add(30 * time.Second); secondSaw.Sub(want).Abs() > time.Millisecond {
 		t.Errorf("the handed slot expires at %v (it expired at %v); want it renewed to the second job's lease, %v", secondSaw, firstLease, want)
@@ -227,7 +236,7 @@ func TestCapHandsAFreedSlotToAWaitingJob(t *testing.T) {
 		t.Errorf("Stats %+v, %d requests for the hand-over; want 1 handed over (one renewal), 1 waited, 1 snoozed, 1 held", s, s.Requests-before)
 	}
 	close(release)
-	for range 2 {
+	for _, errs := range []chan error{firstErr, secondErr} {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
@@ -280,5 +289,44 @@ func TestCapAcquisitionWhoseAnswerWasLost(t *testing.T) {
 	}
 	if s := f.Stats(); s.SlotsHeld != 0 {
 		t.Errorf("Stats %+v; want no slot held after the Release", s)
+	}
+}
+
+// answerNeverCame is a DynamoDB client whose first successful UpdateItem
+// reports an error: the write took effect, the caller cannot know (the
+// SDK's retries ran out on a dropped answer).
+type answerNeverCame struct {
+	fleet.API
+	lost atomic.Bool
+}
+
+func (a *answerNeverCame) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	out, err := a.API.UpdateItem(ctx, in, optFns...)
+	if err == nil && a.lost.CompareAndSwap(false, true) {
+		return nil, errors.New("read tcp: connection reset by peer")
+	}
+	return out, err
+}
+
+// An acquisition that failed may still have written its slot: no job
+// runs under it (the middleware fails closed), and this process's next
+// acquisition of the key drops it instead of waiting for its lease.
+func TestCapAcquisitionThatFailedLeavesNoSlotTaken(t *testing.T) {
+	client, table := newTable(t)
+	f := newFleet(t, &answerNeverCame{API: client}, table, "p1")
+	c, _ := f.Cap("tenant", 1)
+	ctx := t.Context()
+	if _, err := c.Acquire(ctx, "A", time.Now().Add(time.Minute)); err == nil || errors.Is(err, fleet.ErrCapFull) {
+		t.Fatalf("Acquire whose answer never came = %v; want its error", err)
+	}
+	slot, err := c.Acquire(ctx, "A", time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatalf("the next Acquire = %v; want the slot (the failed acquisition's entry dropped)", err)
+	}
+	if got := slotHolders(t, client, table, "cap|tenant|A"); len(got) != 1 {
+		t.Errorf("the item holds %v; want only the slot taken", got)
+	}
+	if err := slot.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

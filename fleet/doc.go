@@ -140,10 +140,13 @@
 //	                 Stats.SlotsLost and logged (the cap may be exceeded until that job ends)
 //
 // Nothing is lost and nothing is dead-lettered for it. Stats counts every
-// request, snooze and fallback. A write whose answer is lost (it took
-// effect; the SDK's retry then fails its condition) is recognised: a slot
-// so taken is held, not leaked; tokens so taken are not used, never
-// counted twice.
+// request, snooze and fallback. A slot whose acquisition's answer was
+// lost is recognised as taken when the SDK's retry finds it in the item;
+// a slot whose acquisition failed (it may have been written) or whose
+// release did not get through is dropped by this process's next write of
+// the key, rather than keeping the key fuller than it is until its lease
+// ends. Tokens whose answer was lost are not used: the limit can only be
+// under-used for it.
 //
 // # Clocks
 //

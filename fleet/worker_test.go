@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,25 +83,35 @@ func TestCapSlotFollowsTheMessageLease(t *testing.T) {
 // slotExpiry reads the one slot of cap "report"; zero when none is held.
 func slotExpiry(t *testing.T, client *dynamodb.Client, table string) time.Time {
 	t.Helper()
+	for _, exp := range slotHolders(t, client, table, "cap|report|") {
+		return exp
+	}
+	return time.Time{}
+}
+
+// slotHolders reads the slots of a cap item: holder → lease expiry.
+func slotHolders(t *testing.T, client *dynamodb.Client, table, pk string) map[string]time.Time {
+	t.Helper()
 	out, err := client.GetItem(context.Background(), &dynamodb.GetItemInput{
 		TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{fleet.KeyAttribute: &types.AttributeValueMemberS{Value: "cap|report|"}},
+		Key: map[string]types.AttributeValue{fleet.KeyAttribute: &types.AttributeValueMemberS{Value: pk}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	slots := map[string]time.Time{}
 	holders, _ := out.Item["holders"].(*types.AttributeValueMemberM)
 	if holders == nil {
-		return time.Time{}
+		return slots
 	}
-	for _, v := range holders.Value {
-		var ms int64
-		for _, c := range v.(*types.AttributeValueMemberN).Value {
-			ms = ms*10 + int64(c-'0')
+	for h, v := range holders.Value {
+		ms, err := strconv.ParseInt(v.(*types.AttributeValueMemberN).Value, 10, 64)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return time.UnixMilli(ms)
+		slots[h] = time.UnixMilli(ms)
 	}
-	return time.Time{}
+	return slots
 }
 
 // Tenant fairness on a standard queue whose producer sets MessageGroupId
