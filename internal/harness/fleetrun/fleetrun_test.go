@@ -500,7 +500,7 @@ func TestPauseAcrossProcesses(t *testing.T) {
 // ran unchecked; every job is done, none dead-lettered.
 func TestDynamoDBFaultsAndClockSkewAcrossProcesses(t *testing.T) {
 	const rate, burst, limit = 5.0, 1, 3 // burst: the default, a fifth of a second's worth
-	n := envInt("FLEETRUN_FAULT_JOBS", 30)
+	n := envInt("FLEETRUN_FAULT_JOBS", 20)
 	r := newRun(t, "10")
 	r.send(n/2, "tenant-x")
 	r.send(n-n/2, "tenant-y")
