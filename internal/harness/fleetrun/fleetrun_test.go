@@ -500,7 +500,7 @@ func TestPauseAcrossProcesses(t *testing.T) {
 // ran unchecked; every job is done, none dead-lettered.
 func TestDynamoDBFaultsAndClockSkewAcrossProcesses(t *testing.T) {
 	const rate, burst, limit = 5.0, 1, 3 // burst: the default, a fifth of a second's worth
-	n := envInt("FLEETRUN_FAULT_JOBS", 20)
+	n := envInt("FLEETRUN_FAULT_JOBS", 12)
 	r := newRun(t, "10")
 	r.send(n/2, "tenant-x")
 	r.send(n-n/2, "tenant-y")
@@ -577,8 +577,11 @@ func TestDynamoDBFaultsAndClockSkewAcrossProcesses(t *testing.T) {
 	if bound := 2*burst + int(rate*window.Seconds()); worst > bound {
 		t.Errorf("a 5 s window started %d jobs; at most Burst + rate × 5 s + Burst for the skew = %d", worst, bound)
 	}
-	if st.FailedOpen != 0 || st.FailedClosed == 0 || st.RequestErrors == 0 {
-		t.Errorf("fleet %+v; want the faults felt (requests failed, jobs snoozed failing closed) and no job run unchecked", st)
+	// The faults are felt (calls failed past the SDK's retries: during the
+	// outage at least); whether a job was snoozed for one depends on where
+	// the calls failed (a release that fails leaves its slot to expire).
+	if st.FailedOpen != 0 || st.RequestErrors == 0 {
+		t.Errorf("fleet %+v; want the faults felt (requests failed) and no job run unchecked", st)
 	}
 	if d := done(recs); d != n {
 		t.Errorf("%d of %d jobs done", d, n)
