@@ -159,9 +159,10 @@
 // than that margin (NTP keeps them within milliseconds; with clocks 4 s
 // apart, use a visibility timeout of 20 s or more). A slot lost this way
 // is counted in Stats.SlotsLost if its holder renews it afterwards. Rate
-// limits do not depend on the clocks agreeing: each process moves a
-// bucket's time on by what its own clock measured since it read the
-// bucket, so a skew neither adds tokens nor keeps a process from them
-// (TestClockSkewBetweenProcesses: clocks 4 s apart, Burst + rate × t
-// held, tokens shared evenly).
+// limits barely depend on the clocks agreeing: a process whose clock is
+// ahead of the bucket's time moves it to its own, which adds at most one
+// Burst, once; a process whose clock is behind moves it on by what its
+// own clock measured since it read the bucket, so it is not kept from
+// tokens until its clock catches up (TestClockSkewBetweenProcesses:
+// clocks 4 s apart, Burst + rate × t + Burst held, tokens shared evenly).
 package fleet

@@ -70,8 +70,8 @@ type Options struct {
 	// table compare the slot expiries they wrote: keep their clocks closer
 	// than a slot's margin (a quarter of the visibility timeout, 250 ms to
 	// 5 s); a process whose clock is s ahead takes a slot s before its
-	// lease ends. Rate limits measure elapsed time only (see the package
-	// documentation, Clocks).
+	// lease ends. A clock ahead adds at most one Burst to a rate limit,
+	// once (see the package documentation, Clocks).
 	Now func() time.Time
 }
 

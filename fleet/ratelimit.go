@@ -223,14 +223,15 @@ func (l *RateLimit) fetch(ctx context.Context, key string, b *bucket, k int) (in
 		now := l.f.o.Now()
 		milli, at := burstMilli, now.UnixMilli() // a new bucket starts full
 		if b.known {
-			// The bucket's time moves on by what this process's clock
-			// measured since it learnt the item, not to this clock's
-			// reading: processes whose clocks disagree then refill it
-			// alike (a clock behind the writer's would otherwise add
-			// nothing until it caught up, one ahead a burst at once).
+			// The bucket's time is this clock's reading, or, when that is
+			// behind the item's (another process's clock is ahead), the
+			// item's moved on by what this clock measured since it was
+			// learnt: a process whose clock is behind still refills the
+			// bucket instead of waiting for its clock to catch up. A clock
+			// ahead adds its lead's worth once (at most Burst).
 			elapsed := max(now.Sub(b.seen).Milliseconds(), 0)
-			at = b.at + elapsed
-			milli = min(burstMilli, b.milli+int64(float64(elapsed)*l.rate))
+			at = max(b.at+elapsed, now.UnixMilli())
+			milli = min(burstMilli, b.milli+int64(float64(at-b.at)*l.rate))
 		}
 		// Take the tokens for every waiting job in one request: wait until
 		// they are all due, plus jitter, so that processes waiting on one
