@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -65,4 +66,50 @@ func TestCallsAfterACancelledHandlerEndSoon(t *testing.T) {
 			})
 		})
 	}
+}
+
+// slowExtendDB is a fakeDB whose lock extensions (an UpdateItem while the
+// handler runs) answer only when their context ends.
+type slowExtendDB struct {
+	*fakeDB
+	handlerDone *atomic.Bool
+}
+
+func (d slowExtendDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, o ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if !d.handlerDone.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return d.fakeDB.UpdateItem(ctx, in, o...)
+}
+
+// TestExtensionInFlightDoesNotHoldTheHandler: a lock extension still in
+// flight when the handler returns is cancelled: the completion (conditional
+// on the run's token) follows at once, instead of after the extension's
+// timeout (up to CallTimeout), which would keep a handler the runtime had
+// cancelled past the time the runtime waits for it.
+func TestExtensionInFlightDoesNotHoldTheHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var done atomic.Bool
+		db := slowExtendDB{newFakeDB(), &done}
+		g := mustGuard(t, db, "t")
+		lease := newMovingLease(time.Second, 2*time.Second)
+		defer lease.end()
+		var returned time.Time
+		h := worker.HandlerFunc(func(context.Context, *worker.Message) error {
+			time.Sleep(3 * time.Second) // the heartbeat moved the deadline: an extension is in flight
+			done.Store(true)
+			returned = time.Now()
+			return nil
+		})
+		if err := g.Wrap(h).Handle(lease.ctx(), msg("m1", "")); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(returned); took > 0 {
+			t.Errorf("the guarded handler returned %v after the handler; want at once (the extension in flight cancelled)", took)
+		}
+		if s := g.Stats(); s.Completed != 1 {
+			t.Errorf("stats %+v; want the job completed", s)
+		}
+	})
 }
