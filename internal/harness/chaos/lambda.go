@@ -38,7 +38,8 @@ const (
 	invocationsFile = ".invocations.jsonl" // an InvocationRecord per invocation that returned (write, no fsync)
 )
 
-// InvocationRecord is one invocation that returned in time.
+// InvocationRecord is one invocation that returned (one that returned at
+// or after its deadline is then also a deadline kill).
 type InvocationRecord struct {
 	Worker  string        `json:"w"`
 	Records int           `json:"records"`
@@ -52,7 +53,7 @@ type InvocationRecord struct {
 
 // LambdaReport is what the lambda variant adds to a Report.
 type LambdaReport struct {
-	// Invocations counts the invocations that returned in time, Records
+	// Invocations counts the invocations that returned, Records
 	// their records, Failed the records they reported failed, Cutoff those
 	// that reached the Handler's cutoff (deadline minus DeadlineMargin),
 	// and Longest the longest one.
@@ -92,7 +93,7 @@ func (r *Report) lambdaText() string {
 	}
 	lc := r.Config.Worker.Lambda
 	return fmt.Sprintf("lambda: function timeout %v, DeadlineMargin %v, batches of up to %d records in batch order\n"+
-		"  invocations returned in time: %d (%d records, %d reported failed), longest %v; %d reached the Handler's cutoff (deadline − DeadlineMargin); %d still running at their deadline, their processes killed\n",
+		"  invocations that returned: %d (%d records, %d reported failed), longest %v; %d reached the Handler's cutoff (deadline − DeadlineMargin); %d not back by their deadline, their processes killed\n",
 		lc.FunctionTimeout, lc.DeadlineMargin, lc.BatchSize, lr.Invocations, lr.Records, lr.Failed, lr.Longest.Round(time.Millisecond), lr.Cutoff, lr.DeadlineKills)
 }
 
