@@ -681,7 +681,7 @@ func (r *Report) idempotencyText() string {
 	for _, n := range names {
 		c := ir.Requests[n]
 		var faults []string
-		for _, k := range []faultproxy.Kind{faultproxy.Throttle, faultproxy.ServerError, faultproxy.Reset, faultproxy.DropResponse, faultproxy.Hang, faultproxy.UpstreamError} {
+		for _, k := range []faultproxy.Kind{faultproxy.Throttle, faultproxy.ServerError, faultproxy.Reset, faultproxy.DropResponse, faultproxy.Hang, faultproxy.UpstreamError, faultproxy.ClientGone} {
 			if v := c.Faults[k]; v > 0 {
 				faults = append(faults, fmt.Sprintf("%d %s", v, k))
 			}
