@@ -76,7 +76,9 @@ type Options struct {
 	OnDuplicate func(ctx context.Context, m *worker.Message, r Record) error
 
 	// CallTimeout bounds each DynamoDB call (the SDK's own retries happen
-	// within it). Zero value: 5 s.
+	// within it). A call after the handler returned is not cancelled with
+	// the handler's context but gets at most CancelledCallGrace once that
+	// context has ended. Zero value: 5 s.
 	CallTimeout time.Duration
 
 	// Logger receives the Guard's warnings (one per cause per 10 s) and
@@ -287,10 +289,25 @@ func (g *Guard) release(ctx context.Context, m *worker.Message, l *lock) {
 	}
 }
 
-// callContext bounds a call made after the handler returned: not cancelled
-// with the handler's context, within CallTimeout.
+// CancelledCallGrace is how long a DynamoDB call the Guard makes after the
+// handler returned (recording the completion, removing a failed run's
+// record) may go on once the handler's context has ended (the worker's
+// shutdown deadline, the Lambda adapter's cutoff). Such a call is not
+// cancelled with that context, so that a handler that returns nil as its
+// context ends still gets its completion recorded; but the runtime waits
+// for a cancelled handler only so long (half of worker.Options.FlushTimeout;
+// sqslambda.Options.DeadlineMargin), and a call that outlived that would
+// make the worker give up on the handler (ErrHandlersNotStopped, its
+// message left unsettled) or the invocation time out.
+const CancelledCallGrace = 500 * time.Millisecond
+
+// callContext bounds a call made after the handler returned: within
+// CallTimeout, not cancelled with the handler's context, but at most
+// CancelledCallGrace after that context ends.
 func (g *Guard) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), g.opts.CallTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.CallTimeout)
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(CancelledCallGrace, cancel) })
+	return cctx, func() { stop(); cancel() }
 }
 
 // snoozeFor is how long a duplicate of a job in progress waits: until the

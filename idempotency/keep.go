@@ -32,6 +32,10 @@ type keeper struct {
 	cancel context.CancelCauseFunc
 	quit   chan struct{}
 	done   chan struct{}
+	// calls is the extensions' parent context: ended by stop, so that an
+	// extension in flight when the handler returns does not hold it up.
+	calls    context.Context
+	endCalls context.CancelFunc
 
 	mu     sync.Mutex
 	holder *Record // the run that took the lock over, if one did
@@ -41,17 +45,22 @@ type keeper struct {
 // cancels that handler.
 func (g *Guard) keep(ctx context.Context, l *lock, cancel context.CancelCauseFunc) *keeper {
 	k := &keeper{g: g, l: l, cancel: cancel, quit: make(chan struct{}), done: make(chan struct{})}
+	k.calls, k.endCalls = context.WithCancel(context.WithoutCancel(ctx))
 	go k.run(ctx)
 	return k
 }
 
-// stop ends the keeper and waits until no extension is in flight.
+// stop ends the keeper, cancelling an extension in flight (the handler has
+// returned: what comes next, the completion or the removal, is conditional
+// on the run's token, not on the lock's expiry), and waits until it has
+// ended.
 func (k *keeper) stop() {
 	select {
 	case <-k.quit:
 	default:
 		close(k.quit)
 	}
+	k.endCalls()
 	<-k.done
 }
 
@@ -77,7 +86,7 @@ func (k *keeper) run(ctx context.Context) {
 		}
 		deadline, _ := worker.VisibilityDeadline(ctx)
 		if deadline.After(written) {
-			failure = k.extend(ctx, deadline)
+			failure = k.extend(deadline)
 			if failure == nil {
 				written = deadline
 			} else if errors.Is(failure, ErrLockLost) {
@@ -108,11 +117,11 @@ func (k *keeper) run(ctx context.Context) {
 // extend pushes the lock's expiry to deadline + LockMargin. It returns an
 // error wrapping ErrLockLost (after cancelling the handler) when the lock
 // is no longer this run's, and other failures as they are.
-func (k *keeper) extend(ctx context.Context, deadline time.Time) error {
+func (k *keeper) extend(deadline time.Time) error {
 	g, l := k.g, k.l
 	// No point in a call that ends after the lock it extends.
 	timeout := min(g.opts.CallTimeout, max(time.Until(l.until), minWatch))
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	cctx, cancel := context.WithTimeout(k.calls, timeout)
 	err := g.st.refresh(cctx, l, deadline.Add(g.opts.LockMargin))
 	cancel()
 	var c *conflict
@@ -134,6 +143,8 @@ func (k *keeper) extend(ctx context.Context, deadline time.Time) error {
 		g.warn.Warn("lock-lost", "idempotency: the job's lock was lost while its handler ran; cancelling the handler", "message", l.messageID, "key", l.key, "cause", lost)
 		k.cancel(lost)
 		return lost
+	case k.calls.Err() != nil: // stopped: the handler has returned
+		return err
 	default:
 		g.warn.Warn("extend", "idempotency: extending the job's lock failed; trying again until it expires", "message", l.messageID, "key", l.key, "lockedUntil", l.until, "err", err)
 		return err

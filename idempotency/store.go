@@ -105,8 +105,13 @@ type store struct {
 func (s *store) tableDesc() dynamo.Table { return recordTable(s.table) }
 
 // conflict reports a conditional write that found the record not as the run
-// expected it; rec is the record DynamoDB found (nil if there is none).
-type conflict struct{ rec *Record }
+// expected it; rec is the record DynamoDB found (nil if there is none), and
+// own says it carries this run's token: an earlier attempt of the same
+// write took effect and its answer was lost (the SDK then retried).
+type conflict struct {
+	rec *Record
+	own bool
+}
 
 func (c *conflict) Error() string { return "idempotency: the record is not in the expected state" }
 
@@ -144,6 +149,11 @@ func (s *store) acquire(ctx context.Context, l *lock) (existing, taken *Record, 
 	case errors.As(err, &failed):
 		if len(failed.Item) == 0 { // gone since the check: try once more
 			return nil, nil, &conflict{}
+		}
+		if getS(failed.Item, TokenAttribute) == l.token {
+			// This run's own lock: an earlier attempt of this PutItem took
+			// it and its answer was lost (what it replaced is unknown).
+			return nil, nil, nil
 		}
 		return recordOf(failed.Item), nil, nil
 	case err != nil:
@@ -207,7 +217,11 @@ func (s *store) complete(ctx context.Context, l *lock, result []byte) error {
 		ExpressionAttributeValues:           values,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	return s.conflictOrExplain(err, "recording the job as completed", l)
+	err = s.conflictOrExplain(err, "recording the job as completed", l)
+	if c, ok := err.(*conflict); ok && c.own && c.rec.Status == Completed {
+		return nil // an earlier attempt recorded it; its answer was lost
+	}
+	return err
 }
 
 // release deletes l's record, if l still holds the lock, so that a retry
@@ -235,7 +249,7 @@ func (s *store) conflictOrExplain(err error, what string, l *lock) error {
 	case errors.As(err, &failed):
 		c := &conflict{}
 		if len(failed.Item) > 0 {
-			c.rec = recordOf(failed.Item)
+			c.rec, c.own = recordOf(failed.Item), getS(failed.Item, TokenAttribute) == l.token
 		}
 		return c
 	}

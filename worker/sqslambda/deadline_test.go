@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
@@ -137,6 +139,48 @@ func TestTooLittleTimeStartsNothing(t *testing.T) {
 		}
 		if v, _, _ := f.Count(src); v != 2 {
 			t.Errorf("%d visible; the records must be released at once", v)
+		}
+	})
+}
+
+// hangingChanges is a Fake whose ChangeMessageVisibilityBatch never
+// answers: it ends only with its context.
+type hangingChanges struct{ *sqstest.Fake }
+
+func (h hangingChanges) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, o ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestHungSettlementReturnsBeforeTheDeadline: a visibility change that
+// hangs until the settlement's time is up still lets Handle return before
+// the invocation's deadline. The chaos suite's lambda variant saw Handle
+// return 1 ms after it (the settlement ran until the deadline itself):
+// on Lambda that invocation times out, so its whole batch comes back,
+// succeeded records included, and the settlement it reported is lost.
+func TestHungSettlementReturnsBeforeTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newFakeQueue(t, "orders")
+		f.MustSend(t, src, "fails")
+		ev := receiveEvent(t, f, src, 10)
+		h := mustNew(t, worker.HandlerFunc(func(context.Context, *worker.Message) error { return errors.New("transient") }), func(o *sqslambda.Options) {
+			o.Logger = quiet
+			o.Client = hangingChanges{f}
+			o.RetryPolicy = fixedPolicy(3, time.Second)
+			o.CallTimeout = time.Minute
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		deadline, _ := ctx.Deadline()
+		resp, err := h.Handle(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !time.Now().Before(deadline) {
+			t.Fatalf("Handle returned %v after the invocation's deadline; Lambda would have timed it out", time.Since(deadline))
+		}
+		if len(resp.BatchItemFailures) != 1 {
+			t.Errorf("%d reported; want the failed record", len(resp.BatchItemFailures))
 		}
 	})
 }

@@ -104,7 +104,9 @@
 // itself: from the invocation's deadline minus the margin no record starts,
 // running handlers' contexts are cancelled with cause ErrDeadline (the
 // record is then retried like any failure), and the margin is spent on the
-// visibility changes and moves. Records that did not start are reported
+// visibility changes and moves, but for its last 50 ms, in which Handle
+// returns: a response after the deadline is a timeout for Lambda, and the
+// whole batch would come back. Records that did not start are reported
 // and released at once, so another invocation takes them without waiting
 // for the visibility timeout. A handler must return promptly when its
 // context ends.

@@ -169,13 +169,23 @@ type batch struct {
 	groups    settle.Groups[*rec] // FIFO: the records of each message group, in order
 }
 
+// returnReserve is how long before the invocation's deadline the
+// settlement's calls end (at most half of DeadlineMargin): the time Handle
+// needs to return its response. A response that comes after the deadline
+// is a timeout for Lambda: the whole batch comes back, succeeded records
+// included, and none of the settlement counts.
+const returnReserve = 50 * time.Millisecond
+
 func (h *Handler) newBatch(ctx context.Context, ev events.SQSEvent) *batch {
 	b := &batch{h: h, start: time.Now(), recs: make([]*rec, len(ev.Records))}
 	b.cond.L = &b.mu
 	if deadline, ok := ctx.Deadline(); ok {
 		b.cutoff = deadline.Add(-h.opts.DeadlineMargin)
 		b.hctx, b.cancel = context.WithDeadlineCause(ctx, b.cutoff, ErrDeadline)
-		b.sctx, b.scncl = context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		// Settling ends returnReserve before the deadline, so that Handle
+		// has returned its response when Lambda's timeout strikes even
+		// when a call hangs until the settlement's end.
+		b.sctx, b.scncl = context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(-min(returnReserve, h.opts.DeadlineMargin/2)))
 		if !b.start.Before(b.cutoff) {
 			h.opts.Logger.Warn("sqslambda: the invocation started with less than Options.DeadlineMargin left; no record will run. Raise the function timeout or lower DeadlineMargin",
 				"records", len(ev.Records), "left", deadline.Sub(b.start), "deadlineMargin", h.opts.DeadlineMargin)

@@ -159,7 +159,8 @@ func (o *LocalOptions) setDefaults(fifo bool) error {
 // function's business (a Handler with Options.Client applies its retry
 // delay). When ctx is cancelled it stops polling (a long poll in progress is
 // aborted), releases records gathered but not yet invoked with (visibility
-// 0), lets a running invocation finish and settles it, and returns nil. It
+// 0), lets a running invocation finish and settles it, and returns nil (also
+// when ctx is cancelled while RunLocal is still reading the queue). It
 // returns an error at once for a queue that does not exist, is not
 // readable, or does not fit the options (Lambda refuses a mapping whose
 // queue's VisibilityTimeout is shorter than the function timeout), and
@@ -183,6 +184,9 @@ func RunLocal(ctx context.Context, client LocalAPI, queue string, fn Function, o
 	queueURL, err := queueref.Resolve(actx, client, queue)
 	if err != nil {
 		cancel()
+		if ctx.Err() != nil { // stopped while starting: nothing was received
+			return nil
+		}
 		return fmt.Errorf("sqslambda: RunLocal: %w", err)
 	}
 	out, err := client.GetQueueAttributes(actx, &sqs.GetQueueAttributesInput{
@@ -193,6 +197,9 @@ func RunLocal(ctx context.Context, client LocalAPI, queue string, fn Function, o
 	})
 	cancel()
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("sqslambda: reading queue %s (check the URL, region and credentials): %w", queueURL, err)
 	}
 	arn := out.Attributes[string(types.QueueAttributeNameQueueArn)]

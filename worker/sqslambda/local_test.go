@@ -438,3 +438,35 @@ func TestRunLocalDeletesOnceLikeTheMapping(t *testing.T) {
 		})
 	}
 }
+
+// stuckAttributes is a Fake whose GetQueueAttributes answers only when its
+// context ends.
+type stuckAttributes struct{ *sqstest.Fake }
+
+func (s stuckAttributes) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, o ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestRunLocalStoppedWhileStarting: RunLocal stopped (ctx cancelled) while
+// it still reads the queue returns nil, as when it is stopped later, not
+// an error that blames the queue's URL or the credentials; the chaos
+// suite's lambda variant saw such an error from a process SIGTERMed as it
+// started.
+func TestRunLocalStoppedWhileStarting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newFakeQueue(t, "orders")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- sqslambda.RunLocal(ctx, stuckAttributes{f}, src, func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+				return events.SQSEventResponse{}, nil
+			}, func(o *sqslambda.LocalOptions) { o.Logger = quiet })
+		}()
+		time.Sleep(time.Second)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("RunLocal stopped while starting returned %v; want nil", err)
+		}
+	})
+}

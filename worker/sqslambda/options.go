@@ -103,7 +103,9 @@ type Options struct {
 	// context deadline Lambda sets from the function timeout) the Handler
 	// stops: no record starts after it, running handlers' contexts are
 	// cancelled with cause ErrDeadline, and the time left settles the batch
-	// (visibility changes, dead-letter moves). Records that did not start
+	// (visibility changes, dead-letter moves) but for its last 50 ms (at
+	// most half the margin), kept for Handle to return its response before
+	// the deadline. Records that did not start
 	// are reported as failed and released at once. Zero value: 1 s.
 	// Without a context deadline there is no limit.
 	DeadlineMargin time.Duration

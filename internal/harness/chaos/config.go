@@ -17,6 +17,11 @@ type Config struct {
 	// anything else). Region is the SDK region (zero: us-east-1).
 	SQS    string `json:"-"`
 	Region string `json:"-"`
+	// DynamoDB is DynamoDB Local's endpoint, a loopback URL, for the
+	// idempotency variant; DynamoFaults are the faults of the proxy in
+	// front of it while the chaos lasts.
+	DynamoDB     string                     `json:"-"`
+	DynamoFaults map[string]faultproxy.Rule `json:"dynamoFaults,omitempty"`
 
 	Jobs    int    `json:"jobs"`
 	Workers int    `json:"workers"` // worker processes running at once
@@ -120,7 +125,7 @@ const ExitSlack = 2 * time.Second
 
 // Variants lists the named variants.
 func Variants() []string {
-	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo", "drain", "producer", "fanout"}
+	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo", "drain", "producer", "fanout", "idempotency", "lambda"}
 }
 
 // Variant returns a named variant's configuration:
@@ -155,6 +160,14 @@ func Variants() []string {
 //     retries, 3 at once and 2 after 1 s, then the subscription DLQ),
 //     workers unwrapping the envelopes (fanout.Unwrap); every job done or
 //     in a DLQ with its reason.
+//   - idempotency: the chaos variant with the handler wrapped by an
+//     idempotency.Guard on DynamoDB Local, behind a fault proxy with the
+//     chaos faults too; each job's side effect is a conditional write
+//     (see idempotencyVariant).
+//   - lambda: the chaos variant's jobs and SQS faults through
+//     sqslambda.RunLocal, one invocation at a time per process, the
+//     process killed when an invocation outlives its deadline (see
+//     lambdaVariant).
 func Variant(name string) (Config, error) {
 	c := base()
 	c.Variant = name
@@ -205,6 +218,10 @@ func Variant(name string) (Config, error) {
 		producerVariant(&c)
 	case "fanout":
 		fanoutVariant(&c)
+	case "idempotency":
+		idempotencyVariant(&c)
+	case "lambda":
+		lambdaVariant(&c)
 	default:
 		return Config{}, fmt.Errorf("chaos: no variant %q; choose one of %s", name, strings.Join(Variants(), ", "))
 	}

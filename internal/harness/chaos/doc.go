@@ -5,8 +5,10 @@
 // (command internal/harness/chaos/cmd/chaos); TestChaosBounded runs a bounded
 // variant inside `make test`, and TestDrainBounded a bounded drain variant
 // (workers SIGTERMed under load: receiving stops within 1 s, prefetched
-// messages are released, Run returns within its bound). RELIABILITY.md at the repository's root has
-// the figures of every variant and the command for each.
+// messages are released, Run returns within its bound), TestIdempotencyBounded
+// and TestLambdaBounded the idempotency and lambda variants below. RELIABILITY.md at the
+// repository's root has the figures of every variant and the command for
+// each.
 //
 // # A run
 //
@@ -95,6 +97,43 @@
 // delivery whose send reached SQS while SNS got no answer is delivered
 // again: the report counts such duplicates as "SNS delivery's answer
 // lost".
+//
+// # The idempotency variant
+//
+// The worker processes wrap the job handler with an idempotency.Guard
+// (keyed by the job's ID) on DynamoDB Local, reached through a second fault
+// proxy with the chaos faults; each job's side effect is a conditional
+// PutItem of "effect#<job>" into a second table, carrying the run's token
+// ("w3/17"), made after the work and before the success is recorded. An
+// effect already there (another run's token) counts as done: the run
+// succeeds without making it again, and is recorded as a re-run. The
+// Guard's DynamoDB client records every completion it writes, with the
+// answer. The reconciliation adds to the chaos variant's: no handler run
+// may begin after a completion of its job was confirmed, no lock may
+// replace a COMPLETED record, every done job has its side effect (made at
+// most once, by the conditional write), and every re-run is explained by
+// the run that made the effect: killed (or stopped) between the side
+// effect and its completion record — the window of doubt the idempotency
+// package documents, measured here —, its completion not recorded, or its
+// side effect's answer lost (the run failed and was retried).
+//
+// # The lambda variant
+//
+// Each process is one Lambda execution environment: sqslambda.RunLocal
+// invokes a sqslambda.Handler (with Options.Client, so failures get their
+// retry delay and poison records are moved with provenance) around the
+// same job handler, one batch at a time. Lambda's timeout is modelled by
+// killing the process: an invocation still running at its deadline makes
+// the process SIGKILL itself, as Lambda stops a timed-out invocation's
+// environment (nothing after the deadline happens, the response never
+// arrives, no record of the batch is deleted). Ending the invocation's
+// context alone would model less: the function could still finish its
+// calls and the event source mapping would still see its answer. The
+// Handler's own cutoff (the deadline minus DeadlineMargin) ends the
+// handlers' contexts before that, which the report counts. Successes are
+// not recorded as settlements (the adapter reports them before Lambda
+// deletes them): the proxy's view of the deletes decides whether a success
+// ended its message, and the same reconciliation applies.
 //
 // # Not covered
 //

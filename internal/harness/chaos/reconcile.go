@@ -68,6 +68,9 @@ type procInfo struct {
 	// Races is how many data races the race detector reported in the
 	// process (when built with Config.Race).
 	Races int
+	// DeadlineKill: a lambda process that killed itself because an
+	// invocation outlived its deadline (Signal is then "SIGKILL").
+	DeadlineKill bool `json:",omitempty"`
 }
 
 // deleteSeen is what the proxy saw of the deletes carrying one receipt
@@ -106,6 +109,10 @@ type evidence struct {
 	ExitMax   time.Duration                `json:"exitMax"`
 	// Fanout is the SNS side of a fan-out run (nil for the others).
 	Fanout *fanoutEvidence `json:"fanout,omitempty"`
+	// Idem is the idempotency variant's evidence; Invocations the lambda
+	// variant's invocations (read from the worker files).
+	Idem        *idemEvidence      `json:"idempotency,omitempty"`
+	Invocations []InvocationRecord `json:"-"`
 }
 
 // reconcile turns the evidence into a report.
@@ -177,7 +184,9 @@ func reconcile(ev evidence) *Report {
 		switch {
 		case seen.Reached && !seen.Faulted:
 			// SQS deleted it; the process did not get to log the event.
-			if p.Signal != "SIGKILL" && !p.Hung && !p.Crashed {
+			// (The lambda variant records no event for a success: the
+			// adapter reports it before Lambda deletes it.)
+			if p.Signal != "SIGKILL" && !p.Hung && !p.Crashed && cfg.Worker.Mode != ModeLambda {
 				r.MissingSettlements++
 			}
 			return true, ""
@@ -327,6 +336,8 @@ func reconcile(ev evidence) *Report {
 		r.checkOrder(ev.Jobs, successes)
 	}
 	r.processes(ev)
+	r.idempotency(ev)
+	r.lambdaFigures(ev)
 	r.Failures = r.failures()
 	return r
 }
@@ -414,10 +425,12 @@ func (r *Report) processes(ev evidence) {
 	r.ShutdownBound = bound
 	for name, p := range ev.Procs {
 		r.Processes.Started++
-		switch p.Signal {
-		case "SIGTERM":
+		switch {
+		case p.DeadlineKill:
+			r.Processes.DeadlineKills++
+		case p.Signal == "SIGTERM":
 			r.Processes.Terminated++
-		case "SIGKILL":
+		case p.Signal == "SIGKILL":
 			r.Processes.Killed++
 		}
 		if p.Hung {
@@ -552,5 +565,5 @@ func (r *Report) failures() []string {
 		other := r.Duplicates - r.DuplicatesBy[CauseDeleteFault]
 		add(other, "%d duplicates not explained by a fault on the job's own delete: %v", other, r.DuplicatesBy)
 	}
-	return f
+	return append(f, r.idempotencyFailures()...)
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -86,6 +87,8 @@ type ExitRecord struct {
 	// and ReceivesAfterSignal how many began after SIGTERM.
 	LastReceiveEnd      time.Time `json:"lastReceiveEnd,omitzero"`
 	ReceivesAfterSignal int       `json:"receivesAfterSignal,omitempty"`
+	// Idempotency is the Guard's Stats (the idempotency variant).
+	Idempotency *idempotency.Stats `json:"idempotency,omitempty"`
 }
 
 // ReceiveStop is how long the worker went on receiving after SIGTERM: from

@@ -79,6 +79,11 @@ type Report struct {
 	// the first worker's start to the last success or dead-letter move.
 	Throughput float64 `json:"throughput"`
 
+	// Idempotency is what the idempotency variant found, Lambda what the
+	// lambda variant's invocations did.
+	Idempotency *IdemReport   `json:"idempotency,omitempty"`
+	Lambda      *LambdaReport `json:"lambda,omitempty"`
+
 	Failures []string `json:"failures"`
 
 	// Fanout is the fan-out variant's SNS side (nil for the others): the
@@ -111,8 +116,11 @@ type Processes struct {
 	Started    int `json:"started"`
 	Terminated int `json:"sigterm"`
 	Killed     int `json:"sigkill"`
-	Hung       int `json:"hung"`
-	Crashed    int `json:"crashed"`
+	// DeadlineKills counts lambda processes killed because an invocation
+	// outlived its deadline (not counted in Killed).
+	DeadlineKills int `json:"deadlineKills,omitempty"`
+	Hung          int `json:"hung"`
+	Crashed       int `json:"crashed"`
 	// ExitMax is the longest a SIGTERMed process took to exit (from the
 	// signal sent to the process gone); RunReturnMax the longest its Run
 	// took to return after the process got the signal.
@@ -231,8 +239,10 @@ func (r *Report) Text() string {
 	p("  %d messages released unstarted (prefetched, or received as the worker stopped), each confirmed within %v of the signal",
 		pr.UnstartedReleased, pr.ReleaseMax.Round(time.Millisecond))
 	w := r.WorkerStats
-	p("worker stats (processes that exited through Run): received %d, succeeded %d, failed %d, deleted %d, retried %d, dead-lettered %d, released %d, lost %d, abandoned %d, deletes retried %d, settled late %d, hook dropped %d, extensions %d (late %d)",
-		w.Received, w.Succeeded, w.Failed, w.Deleted, w.Retried, w.DeadLettered, w.Released, w.Lost, w.Abandoned, w.DeleteRetried, w.SettledLate, w.HookDropped, w.Extensions, w.LateExtensions)
+	if c.Worker.Mode != ModeLambda { // the Lambda adapter keeps no Stats
+		p("worker stats (processes that exited through Run): received %d, succeeded %d, failed %d, deleted %d, retried %d, dead-lettered %d, released %d, lost %d, abandoned %d, deletes retried %d, settled late %d, hook dropped %d, extensions %d (late %d)",
+			w.Received, w.Succeeded, w.Failed, w.Deleted, w.Retried, w.DeadLettered, w.Released, w.Lost, w.Abandoned, w.DeleteRetried, w.SettledLate, w.HookDropped, w.Extensions, w.LateExtensions)
+	}
 	p("handler runs: %d (%.4f per job)", r.HandlerRuns, r.RunsPerJob)
 	p("requests through the proxy: %d (%.3f per job)", r.TotalRequests, r.RequestsPerJob)
 	names := make([]string, 0, len(r.Requests))
@@ -250,6 +260,8 @@ func (r *Report) Text() string {
 		}
 		p("  %-28s %7d (%.3f per job)  faults: %s", n, c.Requests, float64(c.Requests)/float64(max(r.Jobs, 1)), strings.Join(faults, ", "))
 	}
+	b.WriteString(r.idempotencyText())
+	b.WriteString(r.lambdaText())
 	p("")
 	if r.Passed() {
 		p("PASS")

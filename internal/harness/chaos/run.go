@@ -132,6 +132,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	wc := cfg.Worker
 	wc.Endpoint, wc.Region, wc.Queue, wc.Dir = proxy.URL, cfg.Region, target.QueueURL, cfg.Dir
 	wc.Unwrap = fan != nil
+	var idem *idemRun
+	if wc.Mode == ModeIdempotency {
+		if idem, err = startIdem(ctx, cfg, &wc); err != nil {
+			return nil, err
+		}
+		defer idem.close()
+	}
 	wcPath := filepath.Join(cfg.Dir, "worker.json")
 	if err := writeJSON(wcPath, wc); err != nil {
 		return nil, err
@@ -230,6 +237,9 @@ chaos:
 	}
 	timing.Chaos = time.Since(workStart)
 	proxy.SetRules(nil)
+	if idem != nil {
+		idem.faultsOff()
+	}
 	logf("chaos phase over after %v; faults off, draining", timing.Chaos.Round(time.Millisecond))
 
 	// Drain: no faults, no kills, until the queue is empty.
@@ -258,6 +268,9 @@ drain:
 	logf("drain over after %v; stopping the workers", timing.Drain.Round(time.Millisecond))
 	fl.stopAll()
 	procs, names, exitMax := fl.info()
+	if wc.Mode == ModeLambda {
+		markDeadlineKills(cfg.Dir, procs)
+	}
 	proxy.Close()
 	if proxyLog != nil {
 		if err := proxyLog.Flush(); err != nil {
@@ -293,6 +306,19 @@ drain:
 	}
 	ev := evidence{Config: cfg, Jobs: jobs, Files: files, Names: names, Procs: procs, Deletes: obs.deletes, LostSends: obs.lostSends,
 		Counts: proxy.Counts(), Timing: timing, ExitMax: exitMax, Unread: unread, DLQUnread: dlqUnread}
+	if idem != nil {
+		if ev.Idem, err = idem.finish(ctx); err != nil {
+			return nil, err
+		}
+		if err := readIdemFiles(cfg.Dir, names, ev.Idem); err != nil {
+			return nil, err
+		}
+	}
+	if wc.Mode == ModeLambda {
+		if ev.Invocations, err = readInvocations(cfg.Dir, names); err != nil {
+			return nil, err
+		}
+	}
 	for _, m := range dead {
 		c := dlqCopy{Job: "?"}
 		if j, err := parseMessageJob(aws.ToString(m.Body)); err == nil {
@@ -349,6 +375,16 @@ func Rereport(dir string) (*Report, error) {
 	if ev.Files, err = readWorkerFiles(dir, ev.Names); err != nil {
 		return nil, err
 	}
+	if ev.Idem != nil {
+		if err := readIdemFiles(dir, ev.Names, ev.Idem); err != nil {
+			return nil, err
+		}
+	}
+	if ev.Config.Worker.Mode == ModeLambda {
+		if ev.Invocations, err = readInvocations(dir, ev.Names); err != nil {
+			return nil, err
+		}
+	}
 	obs := newObserver()
 	entries, err := readLines[faultproxy.Entry](filepath.Join(dir, "proxy.jsonl"))
 	if err != nil {
@@ -371,7 +407,7 @@ func (c Config) check() error {
 		return errors.New("chaos: Visibility (at least 1 s), Duration and DrainTimeout must be set; start from Variant")
 	case c.Worker.Concurrency <= 0 || c.Worker.ShutdownTimeout <= 0 || c.Worker.FlushTimeout <= 0 || c.Worker.MaxAttempts <= 0:
 		return errors.New("chaos: Worker.Concurrency, ShutdownTimeout, FlushTimeout and MaxAttempts must be set; start from Variant")
-	case c.Mix.Slow > 0 && c.Mix.SlowFor <= c.Visibility:
+	case c.Mix.Slow > 0 && c.Mix.SlowFor <= c.Visibility && c.Worker.Mode != ModeLambda:
 		return fmt.Errorf("chaos: slow jobs (%v) must outlive the visibility timeout (%v)", c.Mix.SlowFor, c.Visibility)
 	case c.FIFO && c.Groups <= 0:
 		return errors.New("chaos: a FIFO run needs Groups")

@@ -41,6 +41,13 @@ type WorkerConfig struct {
 	// Unwrap puts fanout.Unwrap in front of the handler (the queue gets
 	// SNS envelopes).
 	Unwrap bool `json:"unwrap,omitempty"`
+
+	// Mode is what the process runs: "" a worker.Worker, ModeIdempotency
+	// a worker.Worker whose handler an idempotency.Guard wraps (see
+	// IdemConfig), ModeLambda sqslambda.RunLocal (see LambdaConfig).
+	Mode   string        `json:"mode,omitempty"`
+	Idem   *IdemConfig   `json:"idempotency,omitempty"`
+	Lambda *LambdaConfig `json:"lambda,omitempty"`
 }
 
 // LoadWorkerConfig reads a WorkerConfig file.
@@ -64,58 +71,31 @@ func LoadWorkerConfig(path string) (WorkerConfig, error) {
 // stop (SIGTERM), for the record.
 func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt func() time.Time) error {
 	base := filepath.Join(cfg.Dir, name)
-	logf, err := os.OpenFile(base+logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	pf, err := openProcFiles(base)
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
-	logger := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	runs, err := openAppender(base + runsFile)
-	if err != nil {
-		return err
-	}
-	defer runs.close()
-	settled, err := openAppender(base + settledFile)
-	if err != nil {
-		return err
-	}
-	defer settled.close()
-	successes, err := openJournal(base + successFile)
-	if err != nil {
-		return err
-	}
-	defer successes.close()
-
-	client := sqs.New(sqs.Options{
-		BaseEndpoint: &cfg.Endpoint,
-		Region:       cfg.Region,
-		AppID:        name,
-		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
-		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
-			t.MaxIdleConnsPerHost = 2*cfg.Concurrency + 8
-		}),
-	})
+	defer pf.close()
+	logger, runs, settled, successes := pf.logger, pf.runs, pf.settled, pf.successes
+	client := proxyClient(cfg, name)
 	watch := &receiveWatch{Client: client, stoppedAt: stoppedAt}
-	var h worker.Handler = &handler{name: name, runs: runs, successes: successes}
+	h := &handler{name: name, runs: runs, successes: successes}
+	var wh worker.Handler = h
 	if cfg.Unwrap {
-		h = worker.Chain(h, fanout.Unwrap())
+		wh = worker.Chain(wh, fanout.Unwrap())
+	}
+	var guarded *idemWorker
+	if cfg.Mode == ModeIdempotency {
+		if guarded, err = newIdemWorker(cfg, name, base, logger); err != nil {
+			return err
+		}
+		defer guarded.close()
+		h.effect, wh = guarded.effect, guarded.guard.Wrap(wh)
 	}
 	policy := retry.PolicyFunc(func(attempt int) (time.Duration, bool) {
 		return cfg.RetryDelay, attempt < cfg.MaxAttempts
 	})
-	onSettled := func(s worker.Settlement) {
-		rec := SettledRecord{Worker: name, Outcome: s.Outcome.String(), Late: s.Late, Reason: s.Reason, Attempt: s.Attempt, Time: s.SettledAt,
-			Received: s.ReceivedAt, Extensions: s.Extensions}
-		if m := s.Message; m != nil {
-			rec.Message, rec.Handle = m.ID, m.ReceiptHandle
-			if j, err := parseMessageJob(m.Body); err == nil {
-				rec.Job = j.ID
-			}
-		}
-		if err := settled.write(rec); err != nil {
-			logger.Error("chaos: writing a settlement", "err", err)
-		}
-	}
+	onSettled := settlementRecorder(name, settled, logger)
 	opts := func(o *worker.Options) {
 		o.Concurrency = cfg.Concurrency
 		o.ShutdownTimeout, o.FlushTimeout, o.CallTimeout, o.WaitTime = cfg.ShutdownTimeout, cfg.FlushTimeout, cfg.CallTimeout, cfg.WaitTime
@@ -138,7 +118,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 	for try := 1; w == nil; try++ {
 		ch := make(chan made, 1)
 		go func() {
-			w, err := worker.New(watch, cfg.Queue, h, opts)
+			w, err := worker.New(watch, cfg.Queue, wh, opts)
 			ch <- made{w, err}
 		}()
 		var m made
@@ -161,6 +141,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 	runErr := w.Run(ctx)
 	exit.Signal, exit.Returned, exit.Stats = stoppedAt(), time.Now(), w.Stats()
 	exit.LastReceiveEnd, exit.ReceivesAfterSignal = watch.last(), int(watch.afterSignal.Load())
+	if guarded != nil {
+		st := guarded.guard.Stats()
+		exit.Idempotency = &st
+	}
 	if runErr != nil {
 		exit.Err = runErr.Error()
 	}
@@ -168,6 +152,81 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 		return err
 	}
 	return runErr
+}
+
+// settlementRecorder returns an OnSettled hook that writes a SettledRecord
+// for every settlement to settled.
+func settlementRecorder(name string, settled *appender, logger *slog.Logger) func(worker.Settlement) {
+	return func(s worker.Settlement) {
+		rec := SettledRecord{Worker: name, Outcome: s.Outcome.String(), Late: s.Late, Reason: s.Reason, Attempt: s.Attempt, Time: s.SettledAt,
+			Received: s.ReceivedAt, Extensions: s.Extensions}
+		if m := s.Message; m != nil {
+			rec.Message, rec.Handle = m.ID, m.ReceiptHandle
+			if j, err := parseMessageJob(m.Body); err == nil {
+				rec.Job = j.ID
+			}
+		}
+		if err := settled.write(rec); err != nil {
+			logger.Error("chaos: writing a settlement", "err", err)
+		}
+	}
+}
+
+// procFiles are the files every worker process writes (see records.go).
+type procFiles struct {
+	log       *os.File
+	logger    *slog.Logger
+	runs      *appender
+	settled   *appender
+	successes *journal
+}
+
+// openProcFiles opens a process's files, named after base.
+func openProcFiles(base string) (*procFiles, error) {
+	pf := &procFiles{}
+	var err error
+	if pf.log, err = os.OpenFile(base+logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+		return nil, err
+	}
+	pf.logger = slog.New(slog.NewTextHandler(pf.log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if pf.runs, err = openAppender(base + runsFile); err == nil {
+		if pf.settled, err = openAppender(base + settledFile); err == nil {
+			pf.successes, err = openJournal(base + successFile)
+		}
+	}
+	if err != nil {
+		pf.close()
+		return nil, err
+	}
+	return pf, nil
+}
+
+// close closes what openProcFiles opened (waiting for pending commits).
+func (pf *procFiles) close() {
+	if pf.successes != nil {
+		pf.successes.close()
+	}
+	if pf.settled != nil {
+		pf.settled.close()
+	}
+	if pf.runs != nil {
+		pf.runs.close()
+	}
+	pf.log.Close()
+}
+
+// proxyClient is a worker process's SQS client, through the fault proxy
+// (cfg.Endpoint), named by its AppID.
+func proxyClient(cfg WorkerConfig, name string) *sqs.Client {
+	return sqs.New(sqs.Options{
+		BaseEndpoint: &cfg.Endpoint,
+		Region:       cfg.Region,
+		AppID:        name,
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConnsPerHost = 2*cfg.Concurrency + 8
+		}),
+	})
 }
 
 // writeExit writes a process's ExitRecord.
@@ -184,6 +243,9 @@ type handler struct {
 	name      string
 	runs      *appender
 	successes *journal
+	// effect, when set, is the job's side effect, made once the work is
+	// done and before the success is recorded (the idempotency variant).
+	effect func(ctx context.Context, job Job) error
 }
 
 // Handle runs one job as its kind says, recording the run first and the
@@ -217,6 +279,11 @@ func (h *handler) Handle(ctx context.Context, m *worker.Message) error {
 		}
 	case d > 0:
 		time.Sleep(d) // a short job finishes its work regardless, as most handlers do
+	}
+	if h.effect != nil {
+		if err := h.effect(ctx, job); err != nil {
+			return err
+		}
 	}
 	rec.Time = time.Now()
 	if err := h.successes.commit(rec); err != nil {

@@ -1,5 +1,6 @@
 // Package faultproxy is a fault-injecting reverse proxy for SQS's JSON
-// protocol, for tests on this machine only: it listens on a loopback
+// protocol (and DynamoDB's, whose errors it answers in DynamoDB's own
+// shape), for tests on this machine only: it listens on a loopback
 // address, forwards to a loopback SQS (the emulator), and on each request,
 // by action, may answer with SQS's throttling error, an HTTP 500, reset the
 // connection before forwarding, forward and then drop the response (the
@@ -362,9 +363,17 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		reset(w)
 		return
 	case Throttle:
+		if dynamoDB(r) {
+			writeDynamoDBError(w, http.StatusBadRequest, "ProvisionedThroughputExceededException", "The level of configured provisioned throughput for the table was exceeded.")
+			return
+		}
 		writeError(w, http.StatusBadRequest, "com.amazonaws.sqs#RequestThrottled", "RequestThrottled;Sender", "Rate exceeded")
 		return
 	case ServerError:
+		if dynamoDB(r) {
+			writeDynamoDBError(w, http.StatusInternalServerError, "InternalServerError", "Internal server error")
+			return
+		}
 		writeError(w, http.StatusInternalServerError, "com.amazonaws.sqs#InternalError", "InternalError;Receiver", "We encountered an internal error. Please try again.")
 		return
 	}
@@ -431,6 +440,22 @@ func writeError(w http.ResponseWriter, status int, typ, queryError, msg string) 
 	w.Header().Set("X-Amzn-Requestid", "faultproxy")
 	w.WriteHeader(status)
 	fmt.Fprintf(w, `{"__type":%q,"message":%q}`, typ, msg)
+}
+
+// dynamoDB reports whether a request is DynamoDB's (X-Amz-Target:
+// DynamoDB_20120810.PutItem): the proxy then answers its throttling and
+// server errors as DynamoDB does.
+func dynamoDB(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_")
+}
+
+// writeDynamoDBError answers as DynamoDB's JSON protocol does: the error's
+// type, qualified by the API version, in __type.
+func writeDynamoDBError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amzn-Requestid", "faultproxy")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, typ, msg)
 }
 
 // reset closes the client's connection abruptly (RST), without an answer.

@@ -73,6 +73,13 @@ func main() {
 			fatal(err.Error())
 		}
 		cfg.SQS, cfg.Region, cfg.Seed, cfg.Race, cfg.ProxyLog, cfg.Log = endpoint, os.Getenv("AWS_REGION"), *seed, *race, *proxyLog, os.Stderr
+		cfg.DynamoDB = os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+		if cfg.DynamoDB == "" {
+			cfg.DynamoDB = os.Getenv("AWS_ENDPOINT_URL")
+		}
+		if *noFaults {
+			cfg.DynamoFaults = nil
+		}
 		if *jobs > 0 {
 			cfg.Jobs = *jobs
 		}

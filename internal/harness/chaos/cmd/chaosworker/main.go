@@ -37,7 +37,7 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stoppedAt := untilSignal()
-	if err := chaos.RunWorker(ctx, cfg, *name, stoppedAt); err != nil {
+	if err := run(ctx, cfg, *name, stoppedAt); err != nil {
 		fmt.Fprintln(os.Stderr, "chaosworker:", err)
 		os.Exit(1)
 	}
