@@ -38,8 +38,9 @@ type Message struct {
 	SentAt time.Time
 	// FirstReceivedAt is when the message was first received.
 	FirstReceivedAt time.Time
-	// ReceivedAt is when this receive returned the message; SQS's 12-hour
-	// visibility limit counts from it.
+	// ReceivedAt is when the receive that returned the message was made
+	// (the call's start: SQS hid the message no earlier); the lease, and
+	// SQS's 12-hour visibility limit, count from it.
 	ReceivedAt time.Time
 	// GroupID is the FIFO message group ID, or "".
 	GroupID string

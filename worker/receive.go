@@ -93,7 +93,14 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		if w.limiter != nil {
 			w.limiter.refund(n - got)
 		}
-		jobs := w.track(r, out.Messages, receivedAt)
+		// SQS started each message's visibility timeout when it handed
+		// the message out, somewhere between began and receivedAt; an
+		// answer slow on the wire (a loaded machine, a slow network) would
+		// leave the lease shorter than counted from its arrival. So leases,
+		// and the 12-hour limit, count from the call's start: a long poll
+		// that waited for its messages costs an earlier extension, never a
+		// job run twice.
+		jobs := w.track(r, out.Messages, began)
 		if !r.flow.received(n, jobs, receivedAt.Sub(began)) {
 			// Received by a call that finished during shutdown or a
 			// pause.

@@ -75,7 +75,8 @@ type Settlement struct {
 	// Extensions are when the heartbeat extended the message's visibility
 	// while the runtime held it, oldest first.
 	Extensions []time.Time
-	// ReceivedAt is when the receive returned the message; HandlerStart and
+	// ReceivedAt is when the receive that returned the message was made
+	// (Message.ReceivedAt); HandlerStart and
 	// HandlerEnd bound the handler's run (zero when it did not run);
 	// SettledAt is when SQS confirmed the outcome.
 	ReceivedAt, HandlerStart, HandlerEnd, SettledAt time.Time

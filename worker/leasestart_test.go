@@ -1,0 +1,46 @@
+package worker_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// SQS starts a message's visibility timeout when it hands the message out,
+// not when the receive's answer reaches the worker. An answer that takes 3 s
+// on the wire (a loaded client machine, a slow network) leaves the worker 3
+// s less than the queue's timeout: its heartbeat must count the lease from
+// the receive's start, or it extends too late and the message runs twice.
+func TestLeaseCountedFromTheReceiveNotItsAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "6")
+		f.MustSend(t, src, "job")
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, ResponseDelay: 3 * time.Second, Times: 1})
+		var mu sync.Mutex
+		starts := 0
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			mu.Lock()
+			starts++
+			mu.Unlock()
+			time.Sleep(8 * time.Second)
+			return nil
+		}))
+		time.Sleep(30 * time.Second)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if starts != 1 {
+			t.Errorf("the job started %d times, want once: its lease ran out before the heartbeat extended it", starts)
+		}
+		if s := h.w.Stats(); s.Deleted != 1 || s.Lost != 0 || s.SettledLate != 0 {
+			t.Errorf("Stats: Deleted %d, Lost %d, SettledLate %d; want 1, 0, 0", s.Deleted, s.Lost, s.SettledLate)
+		}
+	})
+}
