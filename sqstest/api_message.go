@@ -265,13 +265,17 @@ func (f *Fake) ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInp
 		remaining := time.Until(deadline)
 		if len(got) > 0 || remaining <= 0 {
 			out := &sqs.ReceiveMessageOutput{Messages: make([]types.Message, len(got))}
+			// The messages' strings, each its own: one allocation per call.
+			strs := make([]string, 4*len(got))
 			for i, m := range got {
 				attrs := selectAttributes(m.attrs, params.MessageAttributeNames)
+				s := strs[4*i : 4*i+4 : 4*i+4]
+				s[0], s[1], s[2], s[3] = m.id, m.handle, m.body, m.md5Body
 				out.Messages[i] = types.Message{
-					MessageId:              aws.String(m.id),
-					ReceiptHandle:          aws.String(m.handle),
-					Body:                   aws.String(m.body),
-					MD5OfBody:              aws.String(m.md5Body),
+					MessageId:              &s[0],
+					ReceiptHandle:          &s[1],
+					Body:                   &s[2],
+					MD5OfBody:              &s[3],
 					MessageAttributes:      attrs,
 					MD5OfMessageAttributes: nonEmpty(md5OfAttributes(attrs)),
 					Attributes:             f.systemAttributes(m, want),
@@ -355,7 +359,7 @@ func (f *Fake) receiveLocked(q *queue, max int, vis time.Duration, now time.Time
 			m.firstReceive = now
 		}
 		m.receivedAt = now
-		m.handle = makeHandle(q.name, m.id, f.newID())
+		m.handle = makeHandle(q.name, m.id)
 		m.inflight = true
 		m.visibleAt = now.Add(vis)
 		got = append(got, m)
@@ -388,11 +392,12 @@ func (f *Fake) deadLetterLocked(src, dlq *queue, m *message, now time.Time) {
 // ReceiptHandleIsInvalid for a handle SQS could not have issued for q, and
 // a nil message (no error) when the message is gone.
 func findLocked(q *queue, handle string) (*message, error) {
-	name, id, ok := parseHandle(handle)
-	if !ok || name != q.name {
+	var buf [192]byte
+	name, id, ok := parseHandle(handle, buf[:])
+	if !ok || string(name) != q.name {
 		return nil, errReceiptHandleIsInvalid(handle)
 	}
-	return q.byID[id], nil
+	return q.byID[string(id)], nil
 }
 
 // deleteLocked deletes the message a receipt handle names. As in SQS,

@@ -226,3 +226,46 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		t.Errorf("valid options refused: %v", err)
 	}
 }
+
+// TestReceiptHandles checks what a receipt handle names: one receive of one
+// message in one queue. A handle from another queue or a damaged one is
+// ReceiptHandleIsInvalid; a handle from an earlier receive deletes nothing;
+// each message's strings are its own, so changing one changes no other.
+func TestReceiptHandles(t *testing.T) {
+	f := sqstest.For(t)
+	ctx := context.Background()
+	url := f.MustCreateQueue(t, "q", map[string]string{"VisibilityTimeout": "30"})
+	other := f.MustCreateQueue(t, "other", nil)
+	f.MustSend(t, url, "a")
+	f.MustSend(t, url, "b")
+	f.MustSend(t, other, "c")
+	first := receive(t, f, url, 10, 0)
+	if len(first) != 2 {
+		t.Fatalf("received %d messages, want 2", len(first))
+	}
+	*first[0].Body, *first[0].ReceiptHandle = "changed", "changed"
+	if *first[1].Body != "b" && *first[1].Body != "a" || *first[1].ReceiptHandle == "changed" {
+		t.Fatalf("changing one received message's strings changed another's: %+v", first[1])
+	}
+	fromOther := receive(t, f, other, 1, 0)[0].ReceiptHandle
+	h := aws.ToString(first[1].ReceiptHandle)
+	for name, bad := range map[string]string{
+		"another queue's": aws.ToString(fromOther), "truncated": h[:len(h)-5], "not base64": h[:10] + "!" + h[11:], "arbitrary": "abc",
+	} {
+		_, err := f.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(bad)})
+		var api smithy.APIError
+		if !errors.As(err, &api) || api.ErrorCode() != "ReceiptHandleIsInvalid" {
+			t.Errorf("delete with %s handle: %v, want ReceiptHandleIsInvalid", name, err)
+		}
+	}
+	f.Advance(30 * time.Second)
+	if again := receive(t, f, url, 10, 0); len(again) != 2 {
+		t.Fatalf("received %d messages again, want 2", len(again))
+	}
+	if _, err := f.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(h)}); err != nil {
+		t.Fatalf("delete with an earlier receive's handle: %v, want success", err)
+	}
+	if n := len(f.Messages(url)); n != 2 {
+		t.Fatalf("an earlier receive's handle deleted a message: %d left, want 2", n)
+	}
+}

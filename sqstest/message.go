@@ -1,11 +1,13 @@
 package sqstest
 
 import (
+	"bytes"
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,9 +40,11 @@ type message struct {
 
 	receives     int
 	firstReceive time.Time
-	receivedAt   time.Time // time of the latest receive: the 12 h cap counts from it
-	handle       string    // the latest receipt handle; "" before the first receive
-	inflight     bool      // received and its visibility timeout has not ended
+	sentMillis   millisText // SentTimestamp's text
+	firstMillis  millisText // ApproximateFirstReceiveTimestamp's text
+	receivedAt   time.Time  // time of the latest receive: the 12 h cap counts from it
+	handle       string     // the latest receipt handle; "" before the first receive
+	inflight     bool       // received and its visibility timeout has not ended
 
 	groupID, dedupID, seq string
 	dlqSource             string // ARN of the queue it was dead-lettered from
@@ -65,21 +69,51 @@ func (m *message) settle(now time.Time) {
 
 // Receipt handles encode the queue name, the message ID and a nonce, so a
 // handle names one receive of one message. Anything else is malformed.
-func makeHandle(queueName, msgID, nonce string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("sqstest:" + queueName + ":" + msgID + ":" + nonce))
+// Making one costs one allocation (the handle) and reading one none: the
+// fake's own cost is part of what the benchmarks measure.
+func makeHandle(queueName, msgID string) string {
+	var nonce [16]byte
+	binary.LittleEndian.PutUint64(nonce[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(nonce[8:], rand.Uint64())
+	var raw [192]byte
+	b := append(raw[:0], handlePrefix...)
+	b = append(b, queueName...)
+	b = append(b, ':')
+	b = append(b, msgID...)
+	b = append(b, ':')
+	b = hex.AppendEncode(b, nonce[:])
+	var enc [256]byte
+	return string(base64.RawURLEncoding.AppendEncode(enc[:0], b))
 }
 
-// parseHandle returns the queue name and message ID in a handle.
-func parseHandle(h string) (queueName, msgID string, ok bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(h)
-	if err != nil {
-		return "", "", false
+// handlePrefix starts every decoded receipt handle.
+const handlePrefix = "sqstest:"
+
+// parseHandle returns the queue name and message ID in a handle, as slices
+// of buf (which it may outgrow).
+func parseHandle(h string, buf []byte) (queueName, msgID []byte, ok bool) {
+	raw := buf[:0]
+	var chunk [64]byte // a multiple of 4 characters: each chunk decodes alone
+	for i := 0; i < len(h); i += len(chunk) {
+		n := copy(chunk[:], h[i:])
+		var err error
+		if raw, err = base64.RawURLEncoding.AppendDecode(raw, chunk[:n]); err != nil {
+			return nil, nil, false
+		}
 	}
-	parts := strings.Split(string(raw), ":")
-	if len(parts) != 4 || parts[0] != "sqstest" {
-		return "", "", false
+	rest, found := bytes.CutPrefix(raw, []byte(handlePrefix))
+	if !found {
+		return nil, nil, false
 	}
-	return parts[1], parts[2], true
+	queueName, rest, found = bytes.Cut(rest, []byte{':'})
+	if !found {
+		return nil, nil, false
+	}
+	msgID, nonce, found := bytes.Cut(rest, []byte{':'})
+	if !found || bytes.IndexByte(nonce, ':') >= 0 {
+		return nil, nil, false
+	}
+	return queueName, msgID, true
 }
 
 func md5Hex(b []byte) string {
@@ -208,11 +242,10 @@ func (f *Fake) systemAttributes(m *message, want map[string]bool) map[string]str
 			out[name] = v
 		}
 	}
-	ms := func(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 	add("SenderId", f.opts.AccountID)
-	add("SentTimestamp", ms(m.sent))
+	add("SentTimestamp", m.sentMillis.of(m.sent))
 	add("ApproximateReceiveCount", strconv.Itoa(m.receives))
-	add("ApproximateFirstReceiveTimestamp", ms(m.firstReceive))
+	add("ApproximateFirstReceiveTimestamp", m.firstMillis.of(m.firstReceive))
 	add("AWSTraceHeader", m.trace)
 	add("MessageGroupId", m.groupID)
 	add("MessageDeduplicationId", m.dedupID)
@@ -222,6 +255,21 @@ func (f *Fake) systemAttributes(m *message, want map[string]bool) map[string]str
 		return nil
 	}
 	return out
+}
+
+// millisText is a time as SQS writes it in a system attribute (epoch
+// milliseconds), formatted once for every receive that returns it.
+type millisText struct {
+	t time.Time
+	s string
+}
+
+// of returns t in epoch milliseconds, formatting it only when it changed.
+func (c *millisText) of(t time.Time) string {
+	if c.s == "" || !c.t.Equal(t) {
+		c.t, c.s = t, strconv.FormatInt(t.UnixMilli(), 10)
+	}
+	return c.s
 }
 
 func (q *queue) nextSeq() string {

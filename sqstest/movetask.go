@@ -88,7 +88,7 @@ func (f *Fake) StartMessageMoveTask(ctx context.Context, params *sqs.StartMessag
 	}
 	f.taskSeq++
 	t.seq = f.taskSeq
-	t.handle = makeHandle(src.name, "task", f.newID())
+	t.handle = makeHandle(src.name, "task")
 	f.tasks[t.handle] = t
 	return &sqs.StartMessageMoveTaskOutput{TaskHandle: aws.String(t.handle)}, nil
 }
