@@ -23,8 +23,10 @@ type Message struct {
 	ReceiptHandle string
 	// QueueURL is the queue the message was received from.
 	QueueURL string
-	// Attributes are the message's system attributes (SentTimestamp,
-	// ApproximateReceiveCount, MessageGroupId, …).
+	// Attributes are the message's system attributes: those the worker
+	// reads (ApproximateReceiveCount, SentTimestamp,
+	// ApproximateFirstReceiveTimestamp, MessageGroupId, AWSTraceHeader,
+	// each when SQS sets it) and those Options.SystemAttributes asks for.
 	Attributes map[string]string
 	// MessageAttributes are the attributes the sender set.
 	MessageAttributes map[string]types.MessageAttributeValue

@@ -3,7 +3,10 @@ package worker
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
@@ -187,6 +190,16 @@ type Options struct {
 	// dead-letter queue is smaller than its source.
 	DeadLetterOffloader dlq.Offloader
 
+	// SystemAttributes lists the system attributes each receive asks for
+	// besides those the worker reads itself (ApproximateReceiveCount,
+	// SentTimestamp, ApproximateFirstReceiveTimestamp, MessageGroupId and
+	// AWSTraceHeader), for handlers that read others from
+	// Message.Attributes: SenderId, SequenceNumber, MessageDeduplicationId,
+	// DeadLetterQueueSourceArn; types.MessageSystemAttributeNameAll asks for
+	// every one. Zero value: only those the worker reads (each attribute
+	// asked for costs every message its decoding).
+	SystemAttributes []types.MessageSystemAttributeName
+
 	// BacklogInterval is how often Run reads the queue's depth
 	// (GetQueueAttributes: ApproximateNumberOfMessages, …NotVisible and
 	// …Delayed) into Stats.Backlog, a scaling signal; the first read is at
@@ -277,7 +290,37 @@ func (o *Options) setDefaults() error {
 	if o.StartupTimeout <= 0 {
 		o.StartupTimeout = 30 * time.Second
 	}
+	for _, a := range o.SystemAttributes {
+		if !slices.Contains(a.Values(), a) {
+			return fmt.Errorf("sqsworker: Options.SystemAttributes names %q, which is not an SQS system attribute; use one of %v", a, a.Values())
+		}
+	}
 	return nil
+}
+
+// readAttributes are the system attributes the worker reads from every
+// message (settle.Parse, the dead-letter copy, the scaling signals).
+var readAttributes = [...]types.MessageSystemAttributeName{
+	types.MessageSystemAttributeNameApproximateReceiveCount,
+	types.MessageSystemAttributeNameSentTimestamp,
+	types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp,
+	types.MessageSystemAttributeNameMessageGroupId,
+	types.MessageSystemAttributeNameAWSTraceHeader,
+}
+
+// receiveAttributes returns the system attributes every receive asks for:
+// those the worker reads and those the user asked for, or just All.
+func (o *Options) receiveAttributes() []types.MessageSystemAttributeName {
+	names := slices.Clone(readAttributes[:])
+	for _, a := range o.SystemAttributes {
+		if a == types.MessageSystemAttributeNameAll {
+			return []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}
+		}
+		if !slices.Contains(names, a) {
+			names = append(names, a)
+		}
+	}
+	return names
 }
 
 // throttleOf returns a delivery policy's throttlePolicy.maxReceivesPerSecond.

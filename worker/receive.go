@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -34,11 +33,11 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			n = k
 		}
 		in := &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(w.queueURL),
+			QueueUrl:                    w.url,
 			MaxNumberOfMessages:         int32(n),
 			WaitTimeSeconds:             int32(w.opts.WaitTime / time.Second),
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: w.sysAttrs, // what the worker reads, and Options.SystemAttributes
+			MessageAttributeNames:       w.msgAttrs,
 			// The lease the heartbeat counts from, whatever the queue's
 			// attribute says now.
 			VisibilityTimeout: int32(w.visibility / time.Second),

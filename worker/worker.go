@@ -53,6 +53,9 @@ type Worker struct {
 	opts     Options
 
 	visibility time.Duration // the queue's (or Options') visibility timeout
+	url        *string       // queueURL, for every receive's input
+	sysAttrs   []types.MessageSystemAttributeName
+	msgAttrs   []string // the message attributes every receive asks for: All
 	fifo       bool
 	queue      settle.Queue // what the schedule of delayed jobs needs
 	target     *dlq.Target  // nil without a DLQ (AllowNoDLQ)
@@ -113,7 +116,8 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 		}
 		return nil, fmt.Errorf("sqsworker: %w", err)
 	}
-	w.queueURL = queueURL
+	w.queueURL, w.url = queueURL, aws.String(queueURL)
+	w.sysAttrs, w.msgAttrs = o.receiveAttributes(), []string{"All"}
 	out, err := w.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queueURL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameVisibilityTimeout, types.QueueAttributeNameFifoQueue, types.QueueAttributeNameMessageRetentionPeriod},

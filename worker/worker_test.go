@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -429,6 +430,7 @@ func TestBadOptionsRefused(t *testing.T) {
 		"negative concurrency": func(o *worker.Options) { o.Concurrency = -1 },
 		"wait time too long":   func(o *worker.Options) { o.WaitTime = time.Minute },
 		"visibility over 12h":  func(o *worker.Options) { o.VisibilityTimeout = 13 * time.Hour },
+		"unknown attribute":    func(o *worker.Options) { o.SystemAttributes = []types.MessageSystemAttributeName{"SentTime"} },
 	} {
 		if _, err := worker.New(f, src, h, fn); err == nil {
 			t.Errorf("%s: New accepted it", name)
@@ -669,4 +671,46 @@ func TestDeliveryPolicyThrottleLimitsReceives(t *testing.T) {
 			t.Fatalf("received %d messages in 4.5s under throttlePolicy 4/s, want about 22", got)
 		}
 	})
+}
+
+// TestReceiveAsksForTheAttributesRead checks that a receive asks SQS for
+// the system attributes the worker reads (the Message fields filled from
+// them are set) and for those Options.SystemAttributes adds, not for
+// every one.
+func TestReceiveAsksForTheAttributesRead(t *testing.T) {
+	for name, c := range map[string]struct {
+		extra      []types.MessageSystemAttributeName
+		wantSender bool
+	}{
+		"default":  {nil, false},
+		"SenderId": {[]types.MessageSystemAttributeName{types.MessageSystemAttributeNameSenderId}, true},
+		"All":      {[]types.MessageSystemAttributeName{types.MessageSystemAttributeNameSenderId, types.MessageSystemAttributeNameAll}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f, src, _ := newQueue(t, 5, "30")
+				f.MustSend(t, src, "a")
+				got := make(chan *worker.Message, 1)
+				h := start(t, f, src, worker.HandlerFunc(func(_ context.Context, m *worker.Message) error {
+					got <- m
+					return nil
+				}), func(o *worker.Options) { o.SystemAttributes = c.extra })
+				m := <-got
+				if err := h.stop(); err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+				if m.ReceiveCount != 1 || m.SentAt.IsZero() || m.FirstReceivedAt.IsZero() {
+					t.Errorf("ReceiveCount %d, SentAt %v, FirstReceivedAt %v: want 1 and both set", m.ReceiveCount, m.SentAt, m.FirstReceivedAt)
+				}
+				for _, a := range []string{"ApproximateReceiveCount", "SentTimestamp", "ApproximateFirstReceiveTimestamp"} {
+					if m.Attributes[a] == "" {
+						t.Errorf("Attributes lack %s: %v", a, m.Attributes)
+					}
+				}
+				if _, has := m.Attributes["SenderId"]; has != c.wantSender {
+					t.Errorf("Attributes %v: SenderId there = %v, want %v", m.Attributes, has, c.wantSender)
+				}
+			})
+		})
+	}
 }
