@@ -66,11 +66,12 @@ func (m *Message) from(s *settle.Message) {
 	}
 }
 
-// handlerMessage returns the handler's copy of the job's message: one
-// allocation, plus what settle.Detach copies so that the handler shares
-// nothing with the runtime's copy that settlement reads.
+// handlerMessage returns the handler's copy of the job's message, held in
+// the job (made once, when its handler starts), plus what settle.Detach
+// copies so that the handler shares nothing with the runtime's copy that
+// settlement reads.
 func (j *job) handlerMessage() *Message {
-	m := new(Message)
+	m := &j.handler
 	m.from(&j.Msg)
 	m.Attributes, m.MessageAttributes = settle.Detach(&j.Msg, &m.Raw, &m.ID, &m.Body, &m.ReceiptHandle, j.w.engine.Events)
 	return m

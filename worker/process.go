@@ -22,10 +22,11 @@ type job struct {
 	r     *run
 	lease *visibility.Lease
 
-	dctx   settle.DeadlineContext // the handler context's parent: carries the lease's deadline
-	mu     sync.Mutex
-	cancel context.CancelCauseFunc // the handler's, once it starts
-	cause  error                   // the heartbeat's reason for giving the message up
+	dctx    settle.DeadlineContext // the handler context's parent: carries the lease's deadline
+	handler Message                // the handler's copy of the message (see handlerMessage)
+	mu      sync.Mutex
+	cancel  context.CancelCauseFunc // the handler's, once it starts
+	cause   error                   // the heartbeat's reason for giving the message up
 }
 
 // process runs the handler on one message, on one of the handler

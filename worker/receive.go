@@ -120,8 +120,12 @@ func (w *Worker) track(r *run, msgs []types.Message, receivedAt time.Time) []*jo
 	w.c.received.Add(int64(len(msgs)))
 	w.c.inFlight.Add(int64(len(msgs)))
 	jobs := make([]*job, 0, len(msgs))
-	for _, raw := range msgs {
-		j := &job{w: w, r: r}
+	// One allocation for the receive's jobs: each message's is its own
+	// element, shared with nothing.
+	all := make([]job, len(msgs))
+	for i, raw := range msgs {
+		j := &all[i]
+		j.w, j.r = w, r
 		w.engine.Track(&j.Job, j, raw, w.queueURL, receivedAt)
 		lease, err := r.hb.Track(j.Msg.ReceiptHandle, receivedAt, j.onLost)
 		if err != nil {
