@@ -136,6 +136,7 @@ type Batcher struct {
 	pending     []*Entry
 	pendingSize int
 	ready       [][]*Entry
+	free        [][]*Entry // sent batches' slices, for the next ones
 	timer       *time.Timer
 	waiting     map[*Entry]*time.Timer // backing off before a retry
 	active      int                    // batches being sent
@@ -242,6 +243,9 @@ func (b *Batcher) addLocked(e *Entry, now bool) {
 	if len(b.pending) > 0 && b.pendingSize+size > sqslimit.MaxMessageSize {
 		b.cutLocked()
 	}
+	if b.pending == nil {
+		b.pending = b.batchLocked()
+	}
 	b.pending = append(b.pending, e)
 	b.pendingSize += size
 	if now || len(b.pending) >= sqslimit.MaxBatchEntries {
@@ -286,18 +290,36 @@ func (b *Batcher) sender() {
 			return
 		}
 		batch := b.ready[0]
-		b.ready[0] = nil
-		b.ready = b.ready[1:]
+		n := copy(b.ready, b.ready[1:]) // in place: the queue keeps its array
+		b.ready[n] = nil
+		b.ready = b.ready[:n]
 		b.active++
 		closing := b.closing
 		b.mu.Unlock()
 		b.deliver(batch, closing, buf)
 		b.mu.Lock()
+		// deliver kept nothing of the slice (a retry copies its entries).
+		clear(batch)
+		if len(b.free) <= b.o.Senders { // as many as can be in use at once, and one pending
+			b.free = append(b.free, batch[:0])
+		}
 		b.active--
 		if b.drainedLocked() {
 			b.cond.Broadcast()
 		}
 	}
+}
+
+// batchLocked returns an empty slice for a new batch: a sent one's, or a
+// new one with room for a full batch.
+func (b *Batcher) batchLocked() []*Entry {
+	if n := len(b.free); n > 0 {
+		s := b.free[n-1]
+		b.free[n-1] = nil
+		b.free = b.free[:n-1]
+		return s
+	}
+	return make([]*Entry, 0, sqslimit.MaxBatchEntries)
 }
 
 // drainedLocked reports whether nothing is left to send, nor can be.
@@ -314,7 +336,7 @@ type callBuffers struct {
 
 // deliver sends one batch and settles its entries, with buf for the call.
 func (b *Batcher) deliver(batch []*Entry, closing bool, buf *callBuffers) {
-	send := batch[:0:0]
+	send := batch[:0] // filtered in place: the sender's own slice
 	now := time.Now()
 	for _, e := range batch {
 		if e.Lease == nil {

@@ -159,10 +159,12 @@ var ids = func() (s [sqslimit.MaxBatchEntries]string) {
 
 // NewDeleter returns the Queue of DeleteMessageBatch calls on url.
 func NewDeleter(c DeleteAPI, url string) *Queue {
+	u := aws.String(url) // every call's, read only
 	return &Queue{op: "DeleteMessageBatch", url: url, do: func(ctx context.Context, entries []Entry, res []Result) error {
-		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: make([]types.DeleteMessageBatchRequestEntry, len(entries))}
+		in := &sqs.DeleteMessageBatchInput{QueueUrl: u, Entries: make([]types.DeleteMessageBatchRequestEntry, len(entries))}
 		for i := range entries {
-			in.Entries[i] = types.DeleteMessageBatchRequestEntry{Id: &ids[i], ReceiptHandle: aws.String(entries[i].Handle)}
+			// The handle is read in place: entries outlive the call.
+			in.Entries[i] = types.DeleteMessageBatchRequestEntry{Id: &ids[i], ReceiptHandle: &entries[i].Handle}
 		}
 		out, err := c.DeleteMessageBatch(ctx, in, NoSDKRetry)
 		if err != nil || out == nil {
@@ -174,10 +176,11 @@ func NewDeleter(c DeleteAPI, url string) *Queue {
 
 // NewChanger returns the Queue of ChangeMessageVisibilityBatch calls on url.
 func NewChanger(c ChangeAPI, url string) *Queue {
+	u := aws.String(url) // every call's, read only
 	return &Queue{op: "ChangeMessageVisibilityBatch", url: url, do: func(ctx context.Context, entries []Entry, res []Result) error {
-		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: make([]types.ChangeMessageVisibilityBatchRequestEntry, len(entries))}
+		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: u, Entries: make([]types.ChangeMessageVisibilityBatchRequestEntry, len(entries))}
 		for i := range entries {
-			in.Entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: &ids[i], ReceiptHandle: aws.String(entries[i].Handle), VisibilityTimeout: entries[i].Timeout}
+			in.Entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: &ids[i], ReceiptHandle: &entries[i].Handle, VisibilityTimeout: entries[i].Timeout}
 		}
 		out, err := c.ChangeMessageVisibilityBatch(ctx, in, NoSDKRetry)
 		if err != nil || out == nil {
@@ -189,8 +192,9 @@ func NewChanger(c ChangeAPI, url string) *Queue {
 
 // NewSender returns the Queue of SendMessageBatch calls on url.
 func NewSender(c SendAPI, url string) *Queue {
+	u := aws.String(url) // every call's, read only
 	return &Queue{op: "SendMessageBatch", url: url, maxPayload: sqslimit.MaxMessageSize, do: func(ctx context.Context, entries []Entry, res []Result) error {
-		in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: make([]types.SendMessageBatchRequestEntry, len(entries))}
+		in := &sqs.SendMessageBatchInput{QueueUrl: u, Entries: make([]types.SendMessageBatchRequestEntry, len(entries))}
 		for i := range entries {
 			in.Entries[i] = entries[i].Send
 			in.Entries[i].Id = &ids[i]
