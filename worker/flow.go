@@ -84,14 +84,26 @@ func (f *flow) fill() int { return min(sqslimit.MaxBatchEntries, f.concurrency) 
 // reserve waits until a poller may receive, and reserves the messages it
 // asks for: up to 10. It returns 0 once ctx ends or the flow stops.
 func (f *flow) reserve(ctx context.Context) int {
-	stop := context.AfterFunc(ctx, func() {
-		f.mu.Lock()
-		f.pollers.Broadcast()
-		f.mu.Unlock()
-	})
-	defer stop()
+	// ctx's end wakes a waiting poller; registered only before a wait, so
+	// a receive that may go out at once costs nothing for it.
+	var stop func() bool
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	wait := func() {
+		if stop == nil {
+			stop = context.AfterFunc(ctx, func() {
+				f.mu.Lock()
+				f.pollers.Broadcast()
+				f.mu.Unlock()
+			})
+		}
+		f.pollers.Wait()
+	}
 	var waitUntil time.Time
 	for {
 		if f.stopped || ctx.Err() != nil {
@@ -118,12 +130,12 @@ func (f *flow) reserve(ctx context.Context) int {
 				f.pollers.Broadcast()
 				f.mu.Unlock()
 			})
-			f.pollers.Wait()
+			wait()
 			t.Stop()
 			continue
 		}
 		waitUntil = time.Time{}
-		f.pollers.Wait()
+		wait()
 	}
 }
 

@@ -31,12 +31,13 @@ type gate struct {
 	cancel context.CancelFunc
 }
 
-// newGate returns a run's gate: open without Options.ReceiveGate, closed
-// until its first report with one.
+// newGate returns a run's gate: open without Options.ReceiveGate (for
+// good: its context is never cancelled), closed until its first report
+// with one.
 func newGate(gated bool) *gate {
 	g := &gate{}
 	if !gated {
-		g.set(true)
+		g.open, g.ctx = true, context.Background()
 	}
 	return g
 }

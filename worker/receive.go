@@ -52,7 +52,10 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			continue // the flow waits for the gate to open
 		}
 		callCtx, cancel := context.WithTimeout(recvCtx, w.opts.WaitTime+w.opts.CallTimeout)
-		unwatch := context.AfterFunc(gateCtx, cancel)
+		unwatch := noUnwatch
+		if gateCtx.Done() != nil { // without Options.ReceiveGate it never closes
+			unwatch = context.AfterFunc(gateCtx, cancel)
+		}
 		began := time.Now()
 		// The SDK's retries are off: a failed receive comes back here, is
 		// counted (Stats.Requests, RequestResults) and waits out
@@ -109,6 +112,9 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		}
 	}
 }
+
+// noUnwatch is the unwatch of a receive no gate can end.
+func noUnwatch() bool { return false }
 
 // track starts holding a receive's messages: each is leased (kept
 // invisible by the heartbeat) from its receipt until SQS confirms its
