@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,15 +29,13 @@ func checkBatch(ids []string) error {
 	if len(ids) > MaxBatchEntries {
 		return errTooManyEntries(len(ids))
 	}
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
+	for i, id := range ids {
 		if !batchIDRE.MatchString(id) {
 			return errInvalidBatchEntryID(id)
 		}
-		if seen[id] {
+		if slices.Contains(ids[:i], id) { // at most ten: no map needed
 			return errIDsNotDistinct(id)
 		}
-		seen[id] = true
 	}
 	return nil
 }
@@ -447,7 +446,7 @@ func (f *Fake) DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessage
 	}
 	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
-	out := &sqs.DeleteMessageBatchOutput{Successful: []types.DeleteMessageBatchResultEntry{}, Failed: []types.BatchResultErrorEntry{}}
+	out := &sqs.DeleteMessageBatchOutput{Successful: make([]types.DeleteMessageBatchResultEntry, 0, len(params.Entries)), Failed: []types.BatchResultErrorEntry{}}
 	for _, e := range params.Entries {
 		if c.failEntry(e.Id, &out.Failed) {
 			continue

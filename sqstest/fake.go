@@ -236,7 +236,12 @@ func (f *Fake) enterBatch(ctx context.Context, op string, url *string, n int, id
 	if err != nil {
 		return nil, nil, err
 	}
-	ids := make([]string, n)
+	var buf [MaxBatchEntries]string
+	ids := buf[:0]
+	if n > len(buf) {
+		ids = make([]string, 0, n)
+	}
+	ids = ids[:n]
 	for i := range ids {
 		ids[i] = aws.ToString(id(i))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -268,4 +269,28 @@ func TestReceiptHandles(t *testing.T) {
 	if n := len(f.Messages(url)); n != 2 {
 		t.Fatalf("an earlier receive's handle deleted a message: %d left, want 2", n)
 	}
+}
+
+// TestTimestampAttributes checks the two times a receive reports: when the
+// message was sent, and its first receive, which later receives keep.
+func TestTimestampAttributes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.For(t)
+		url := f.MustCreateQueue(t, "q", map[string]string{"VisibilityTimeout": "30"})
+		sent := time.Now().UnixMilli()
+		f.MustSend(t, url, "a")
+		time.Sleep(time.Second)
+		first := receive(t, f, url, 1, 0)[0].Attributes
+		f.Advance(time.Minute)
+		again := receive(t, f, url, 1, 0)[0].Attributes
+		want := map[string]string{"SentTimestamp": strconv.FormatInt(sent, 10), "ApproximateFirstReceiveTimestamp": strconv.FormatInt(sent+1000, 10)}
+		for k, v := range want {
+			if first[k] != v || again[k] != v {
+				t.Errorf("%s: first receive %q, second %q; want %q both times", k, first[k], again[k], v)
+			}
+		}
+		if first["ApproximateReceiveCount"] != "1" || again["ApproximateReceiveCount"] != "2" {
+			t.Errorf("receive counts %q, %q; want 1, 2", first["ApproximateReceiveCount"], again["ApproximateReceiveCount"])
+		}
+	})
 }

@@ -40,11 +40,10 @@ type message struct {
 
 	receives     int
 	firstReceive time.Time
-	sentMillis   millisText // SentTimestamp's text
-	firstMillis  millisText // ApproximateFirstReceiveTimestamp's text
-	receivedAt   time.Time  // time of the latest receive: the 12 h cap counts from it
-	handle       string     // the latest receipt handle; "" before the first receive
-	inflight     bool       // received and its visibility timeout has not ended
+	times        timesText // SentTimestamp's and ApproximateFirstReceiveTimestamp's text
+	receivedAt   time.Time // time of the latest receive: the 12 h cap counts from it
+	handle       string    // the latest receipt handle; "" before the first receive
+	inflight     bool      // received and its visibility timeout has not ended
 
 	groupID, dedupID, seq string
 	dlqSource             string // ARN of the queue it was dead-lettered from
@@ -242,10 +241,11 @@ func (f *Fake) systemAttributes(m *message, want map[string]bool) map[string]str
 			out[name] = v
 		}
 	}
+	sent, first := m.times.of(m.sent, m.firstReceive)
 	add("SenderId", f.opts.AccountID)
-	add("SentTimestamp", m.sentMillis.of(m.sent))
+	add("SentTimestamp", sent)
 	add("ApproximateReceiveCount", strconv.Itoa(m.receives))
-	add("ApproximateFirstReceiveTimestamp", m.firstMillis.of(m.firstReceive))
+	add("ApproximateFirstReceiveTimestamp", first)
 	add("AWSTraceHeader", m.trace)
 	add("MessageGroupId", m.groupID)
 	add("MessageDeduplicationId", m.dedupID)
@@ -257,19 +257,25 @@ func (f *Fake) systemAttributes(m *message, want map[string]bool) map[string]str
 	return out
 }
 
-// millisText is a time as SQS writes it in a system attribute (epoch
-// milliseconds), formatted once for every receive that returns it.
-type millisText struct {
-	t time.Time
-	s string
+// timesText is a message's two times as SQS writes them in its system
+// attributes (epoch milliseconds): formatted together, in one string, and
+// again only when either changes.
+type timesText struct {
+	sent, first time.Time
+	text        string // both, the sent time first
+	split       int    // where the first receive's begins
 }
 
-// of returns t in epoch milliseconds, formatting it only when it changed.
-func (c *millisText) of(t time.Time) string {
-	if c.s == "" || !c.t.Equal(t) {
-		c.t, c.s = t, strconv.FormatInt(t.UnixMilli(), 10)
+// of returns sent and first in epoch milliseconds.
+func (c *timesText) of(sent, first time.Time) (string, string) {
+	if c.text == "" || !c.sent.Equal(sent) || !c.first.Equal(first) {
+		var buf [40]byte
+		b := strconv.AppendInt(buf[:0], sent.UnixMilli(), 10)
+		split := len(b)
+		b = strconv.AppendInt(b, first.UnixMilli(), 10)
+		c.sent, c.first, c.text, c.split = sent, first, string(b), split
 	}
-	return c.s
+	return c.text[:c.split], c.text[c.split:]
 }
 
 func (q *queue) nextSeq() string {
