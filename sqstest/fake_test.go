@@ -3,6 +3,7 @@ package sqstest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
@@ -293,4 +294,51 @@ func TestTimestampAttributes(t *testing.T) {
 			t.Errorf("receive counts %q, %q; want 1, 2", first["ApproximateReceiveCount"], again["ApproximateReceiveCount"])
 		}
 	})
+}
+
+// TestDeletesKeepArrivalOrder deletes scattered messages, in batches and
+// one by one, and checks that the rest keep their arrival order.
+func TestDeletesKeepArrivalOrder(t *testing.T) {
+	f := sqstest.For(t)
+	ctx := context.Background()
+	url := f.MustCreateQueue(t, "q", nil)
+	for i := range 30 {
+		f.MustSend(t, url, strconv.Itoa(i))
+	}
+	got := receive(t, f, url, 10, 0)
+	got = append(got, receive(t, f, url, 10, 0)...)
+	byBody := map[string]*string{}
+	for _, m := range got {
+		byBody[*m.Body] = m.ReceiptHandle
+	}
+	del := func(bodies ...string) {
+		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url)}
+		for i, b := range bodies {
+			in.Entries = append(in.Entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: byBody[b]})
+		}
+		if out, err := f.DeleteMessageBatch(ctx, in); err != nil || len(out.Failed) > 0 {
+			t.Fatalf("delete %v: %v %+v", bodies, err, out)
+		}
+	}
+	del("1", "4", "5", "9", "17")
+	del("0", "2")
+	if _, err := f.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: byBody["12"]}); err != nil {
+		t.Fatal(err)
+	}
+	del("3", "19", "6")
+	var left []string
+	for _, m := range f.Messages(url) {
+		left = append(left, m.Body)
+	}
+	var want []string
+	for i := range 30 {
+		switch i {
+		case 0, 1, 2, 3, 4, 5, 6, 9, 12, 17, 19:
+			continue
+		}
+		want = append(want, strconv.Itoa(i))
+	}
+	if fmt.Sprint(left) != fmt.Sprint(want) {
+		t.Fatalf("left %v, want %v", left, want)
+	}
 }

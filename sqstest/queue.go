@@ -371,23 +371,28 @@ func (q *queue) markRemoved(m *message) {
 
 // compact drops the messages marked removed from msgs, keeping the order.
 // Deleted messages are mostly the oldest, so it looks at messages only
-// until it has found every removed one and moves the rest in one copy.
+// until it has found every removed one, and moves only the survivors among
+// those (toward the end of that stretch) before dropping its front: the
+// cost follows how far the removed messages reach, not the queue's length.
 func (q *queue) compact() {
 	if q.removed == 0 {
 		return
 	}
-	w, i := 0, 0
-	for ; i < len(q.msgs) && q.removed > 0; i++ {
-		if m := q.msgs[i]; m.removed {
-			q.removed--
-		} else {
-			q.msgs[w] = m
-			w++
+	i := 0
+	for left := q.removed; i < len(q.msgs) && left > 0; i++ {
+		if q.msgs[i].removed {
+			left--
 		}
 	}
-	w += copy(q.msgs[w:], q.msgs[i:])
-	clear(q.msgs[w:])
-	q.msgs = q.msgs[:w]
+	w := i
+	for k := i - 1; k >= 0; k-- {
+		if m := q.msgs[k]; !m.removed {
+			w--
+			q.msgs[w] = m
+		}
+	}
+	clear(q.msgs[:w])
+	q.msgs = q.msgs[w:]
 	q.removed = 0
 }
 
