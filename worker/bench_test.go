@@ -202,7 +202,8 @@ func BenchmarkWorker(b *testing.B) {
 }
 
 // BenchmarkVersusSDKLoop compares the worker with the minimal hand-written
-// loop at equal concurrency. Each op runs one worker round and one loop
+// loop at equal concurrency, in memory (sqstest-0ms: CPU alone) and where
+// calls take time. Each op runs one worker round and one loop
 // round back to back on fresh queues, so both meet the backend in the same
 // state (the emulator speeds up as Node warms and slows as it ages); the
 // metrics are reported side by side, with the worker's throughput as a
@@ -212,6 +213,7 @@ func BenchmarkVersusSDKLoop(b *testing.B) {
 		name string
 		new  func(b *testing.B) benchClient
 	}{
+		{"sqstest-0ms", func(b *testing.B) benchClient { return sqstest.For(b) }}, // CPU alone: the worker's cost against the loop's
 		{"sqstest-10ms", func(*testing.B) benchClient {
 			return sqstest.For(b, func(o *sqstest.Options) { o.Latency = 10 * time.Millisecond })
 		}},
@@ -228,6 +230,7 @@ func BenchmarkVersusSDKLoop(b *testing.B) {
 			mw.report(b, "worker-")
 			ml.report(b, "loop-")
 			b.ReportMetric(mw.rate()/ml.rate(), "worker/loop")
+			b.ReportMetric(float64(mw.cpuNano)/float64(mw.msgs)/(float64(ml.cpuNano)/float64(ml.msgs)), "worker/loop-cpu")
 		})
 	}
 }
