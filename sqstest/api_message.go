@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"regexp"
 	"slices"
 	"time"
 
@@ -19,7 +18,21 @@ import (
 // moveTaskPoll is how often a long poll rechecks while a move task runs.
 const moveTaskPoll = 50 * time.Millisecond
 
-var batchIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+// validBatchID reports whether id is a batch entry Id SQS accepts: 1 to 80
+// characters, each a letter, a digit, '-' or '_'.
+func validBatchID(id string) bool {
+	if len(id) < 1 || len(id) > 80 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // checkBatch applies SQS's whole-request rules for batch calls.
 func checkBatch(ids []string) error {
@@ -30,7 +43,7 @@ func checkBatch(ids []string) error {
 		return errTooManyEntries(len(ids))
 	}
 	for i, id := range ids {
-		if !batchIDRE.MatchString(id) {
+		if !validBatchID(id) {
 			return errInvalidBatchEntryID(id)
 		}
 		if slices.Contains(ids[:i], id) { // at most ten: no map needed
