@@ -252,7 +252,7 @@ func TestReceiptHandles(t *testing.T) {
 	fromOther := receive(t, f, other, 1, 0)[0].ReceiptHandle
 	h := aws.ToString(first[1].ReceiptHandle)
 	for name, bad := range map[string]string{
-		"another queue's": aws.ToString(fromOther), "truncated": h[:len(h)-5], "not base64": h[:10] + "!" + h[11:], "arbitrary": "abc",
+		"another queue's": aws.ToString(fromOther), "truncated": h[:len(h)-4], "cut short by 5": h[:len(h)-5], "not base64": h[:10] + "!" + h[11:], "arbitrary": "abc",
 	} {
 		_, err := f.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: aws.String(bad)})
 		var api smithy.APIError

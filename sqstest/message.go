@@ -71,7 +71,7 @@ func (m *message) settle(now time.Time) {
 // Making one costs one allocation (the handle) and reading one none: the
 // fake's own cost is part of what the benchmarks measure.
 func makeHandle(queueName, msgID string) string {
-	var nonce [16]byte
+	var nonce [nonceBytes]byte
 	binary.LittleEndian.PutUint64(nonce[:8], rand.Uint64())
 	binary.LittleEndian.PutUint64(nonce[8:], rand.Uint64())
 	var raw [192]byte
@@ -85,8 +85,12 @@ func makeHandle(queueName, msgID string) string {
 	return string(base64.RawURLEncoding.AppendEncode(enc[:0], b))
 }
 
-// handlePrefix starts every decoded receipt handle.
-const handlePrefix = "sqstest:"
+// handlePrefix starts every decoded receipt handle, and a random nonce of
+// nonceBytes (in hex) ends it.
+const (
+	handlePrefix = "sqstest:"
+	nonceBytes   = 16
+)
 
 // parseHandle returns the queue name and message ID in a handle, as slices
 // of buf (which it may outgrow).
@@ -109,8 +113,8 @@ func parseHandle(h string, buf []byte) (queueName, msgID []byte, ok bool) {
 		return nil, nil, false
 	}
 	msgID, nonce, found := bytes.Cut(rest, []byte{':'})
-	if !found || bytes.IndexByte(nonce, ':') >= 0 {
-		return nil, nil, false
+	if !found || len(nonce) != 2*nonceBytes || bytes.IndexByte(nonce, ':') >= 0 {
+		return nil, nil, false // a truncated or altered handle, as SQS finds it
 	}
 	return queueName, msgID, true
 }
