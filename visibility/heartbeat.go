@@ -1,7 +1,6 @@
 package visibility
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -50,8 +49,12 @@ const (
 	minCallTimeout = time.Second
 	// defaultCallTimeout is Options.CallTimeout's default.
 	defaultCallTimeout = 30 * time.Second
-	// defaultMaxCalls is Options.MaxCalls's default.
-	defaultMaxCalls = 16
+	// defaultMaxCalls is Options.MaxCalls's default: SQS's limit of about
+	// 120,000 in-flight messages on a standard queue, all received
+	// together, is 12,000 calls due at once; 64 calls of 20 ms in flight
+	// make them in 3.75 s, well within the default threshold of a 30 s
+	// visibility timeout (10 s), leaving the rest for retries.
+	defaultMaxCalls = 64
 )
 
 // ErrLost means the heartbeat no longer keeps the message invisible and its
@@ -99,9 +102,14 @@ type Options struct {
 	MaxRetries int
 
 	// MaxCalls is how many ChangeMessageVisibilityBatch calls may be in
-	// flight at once. More than one keeps tens of thousands of leases
-	// extended on time when each call takes tens of milliseconds.
-	// Zero: 16.
+	// flight at once. The heartbeat only has as many in flight as the due
+	// messages fill (ten per call), so this matters when many are due
+	// together: N messages due at once, with calls taking L each, are
+	// extended in ⌈N/10⌉·L/MaxCalls, which must stay well within
+	// Threshold (the default covers SQS's in-flight limit of 120,000
+	// messages due together at 20 ms per call in 3.75 s). Give the SQS
+	// client's HTTP transport as many idle connections.
+	// Zero: 64.
 	MaxCalls int
 
 	// CallTimeout is the longest one ChangeMessageVisibilityBatch call may
@@ -186,8 +194,18 @@ type Heartbeat struct {
 	idle    sync.Cond // broadcast when a call's leases are released; L is &mu
 	queue   leaseHeap // tracked leases not in a call and not held, earliest action first
 	tracked int
-	calls   int // calls in flight
+	calls   int     // calls in flight
+	free    []*call // buffers of calls that ended, for the next ones
 	stats   Stats
+}
+
+// call is one ChangeMessageVisibilityBatch call's leases and buffers. A
+// Heartbeat reuses them: at most MaxCalls exist at once.
+type call struct {
+	n       int // entries
+	leases  [maxBatchEntries]*Lease
+	entries [maxBatchEntries]sqsbatch.Entry
+	results [maxBatchEntries]sqsbatch.Result
 }
 
 // New returns a heartbeat for the queue at queueURL. visibilityTimeout is
@@ -288,7 +306,7 @@ func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.T
 	l := &Lease{h: h, handle: receiptHandle, receivedAt: receivedAt, onLost: onLost, deadline: deadline, index: -1}
 	l.at = deadline.Add(-h.cfg.threshold)
 	h.mu.Lock()
-	heap.Push(&h.queue, l)
+	h.queue.push(l)
 	h.tracked++
 	first := l.index == 0
 	h.mu.Unlock()
@@ -384,7 +402,7 @@ func (l *Lease) Hold() (deadline time.Time, err error) {
 	if !l.held {
 		l.held = true
 		if l.index >= 0 {
-			heap.Remove(&h.queue, l.index)
+			h.queue.remove(l.index)
 		}
 	}
 	return l.deadline, nil
@@ -401,7 +419,7 @@ func (l *Lease) Release() {
 		return
 	}
 	l.held = false
-	heap.Push(&h.queue, l)
+	h.queue.push(l)
 	first := l.index == 0
 	h.mu.Unlock()
 	if first {
@@ -447,7 +465,7 @@ func (h *Heartbeat) endLocked(l *Lease) {
 	l.ended = true
 	h.tracked--
 	if l.index >= 0 {
-		heap.Remove(&h.queue, l.index)
+		h.queue.remove(l.index)
 	}
 }
 
@@ -479,16 +497,16 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		batch, notes, next, full := h.collect(time.Now())
-		if len(batch) > 0 {
+		c, notes, next, full := h.collect(time.Now())
+		if c != nil {
 			calls.Go(func() {
-				h.extend(ctx, batch)
+				h.extend(ctx, c)
 				h.poke()
 			})
 		}
 		// Outside h.mu and outside any call: an onLost may Stop any lease.
 		h.deliver(notes)
-		if len(batch) > 0 && !full {
+		if c != nil && !full {
 			continue
 		}
 		var fire <-chan time.Time
@@ -511,18 +529,18 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 // if the call has room, those due within the window. A due lease the
 // 12-hour limit leaves no extension for (its last one is done, or none
 // would move its deadline) is ended with an ErrMaxVisibility notice instead.
-// It returns when the next lease is due, and full when no call may start
-// until one in flight ends.
-func (h *Heartbeat) collect(now time.Time) (batch []*Lease, notes []notice, next time.Time, full bool) {
+// It returns the call (nil when none is due), when the next lease is due,
+// and full when no call may start until one in flight ends.
+func (h *Heartbeat) collect(now time.Time) (c *call, notes []notice, next time.Time, full bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.calls >= h.cfg.maxCalls {
 		return nil, nil, time.Time{}, true
 	}
-	for len(batch) < maxBatchEntries && len(h.queue) > 0 {
+	for (c == nil || c.n < maxBatchEntries) && len(h.queue) > 0 {
 		l := h.queue[0]
 		early := l.at.After(now)
-		if early && (len(batch) == 0 || l.at.Sub(now) > h.cfg.window) {
+		if early && (c == nil || l.at.Sub(now) > h.cfg.window) {
 			break
 		}
 		ask, last := time.Duration(0), true
@@ -537,20 +555,33 @@ func (h *Heartbeat) collect(now time.Time) (batch []*Lease, notes []notice, next
 			h.endWithLocked(l, h.maxedOut(l, "no further extension is possible"), &notes)
 			continue
 		}
-		heap.Pop(&h.queue)
+		h.queue.remove(0)
 		l.inCall, l.ask, l.last = true, ask, last
-		if batch == nil {
-			batch = make([]*Lease, 0, maxBatchEntries)
+		if c == nil {
+			c = h.newCallLocked()
 		}
-		batch = append(batch, l)
+		c.leases[c.n] = l
+		c.entries[c.n] = sqsbatch.Entry{Handle: l.handle, Timeout: int32(ask / time.Second)}
+		c.n++
 	}
-	if len(batch) > 0 {
+	if c != nil {
 		h.calls++
 	}
 	if len(h.queue) > 0 {
 		next = h.queue[0].at
 	}
-	return batch, notes, next, h.calls >= h.cfg.maxCalls
+	return c, notes, next, h.calls >= h.cfg.maxCalls
+}
+
+// newCallLocked returns an empty call, reusing an ended one's buffers.
+// h.mu must be held.
+func (h *Heartbeat) newCallLocked() *call {
+	if k := len(h.free); k > 0 {
+		c := h.free[k-1]
+		h.free = h.free[:k-1]
+		return c
+	}
+	return new(call)
 }
 
 // askFor returns the visibility timeout to ask for l at now, and whether
@@ -568,23 +599,24 @@ func (h *Heartbeat) askFor(l *Lease, now time.Time) (ask time.Duration, last boo
 	return ask, last
 }
 
-// extend makes one ChangeMessageVisibilityBatch call for batch and applies
-// its outcome.
-func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
+// extend makes c's ChangeMessageVisibilityBatch call and applies its
+// outcome.
+func (h *Heartbeat) extend(ctx context.Context, c *call) {
 	start := time.Now()
+	batch, results := c.leases[:c.n], c.results[:c.n]
+	// A lease's deadline changes only when a call of its own returns, and
+	// its call is this one: reading it outside h.mu is safe.
 	earliest := batch[0].deadline
-	var entries [maxBatchEntries]sqsbatch.Entry
-	for i, l := range batch {
+	for _, l := range batch[1:] {
 		if l.deadline.Before(earliest) {
 			earliest = l.deadline
 		}
-		entries[i] = sqsbatch.Entry{Handle: l.handle, Timeout: int32(l.ask / time.Second)}
 	}
 	timeout := min(max(earliest.Sub(start)/2, minCallTimeout), h.cfg.callTimeout)
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	// The heartbeat retries failed extensions itself, before the deadline
 	// (the batch layer turns the SDK's own retries off).
-	results, err := h.changer.Once(callCtx, entries[:len(batch)], nil)
+	err := h.changer.OnceInto(callCtx, c.entries[:c.n], results, nil)
 	cancel()
 	now := time.Now()
 	shutdown := err != nil && ctx.Err() != nil
@@ -631,13 +663,19 @@ func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 	h.stats.Extended += int64(extended)
 	h.stats.Late += int64(late)
 	h.stats.FailedEntries += int64(failed)
+	// Nothing of the call is kept: no lease, handle or error outlives it.
+	clear(c.leases[:c.n])
+	clear(c.entries[:c.n])
+	clear(results)
+	c.n = 0
+	h.free = append(h.free, c)
 	h.mu.Unlock()
 	h.idle.Broadcast()
 	if late > 0 {
 		h.cfg.log.Warn("visibility: extensions confirmed after the messages' deadlines; they may have been delivered to another consumer meanwhile (the heartbeat is falling behind: raise Options.MaxCalls or the visibility timeout)",
 			"queue", h.queueURL, "late", late, "call", now.Sub(start))
 	}
-	if err == nil {
+	if err == nil && h.cfg.log.Enabled(ctx, slog.LevelDebug) {
 		h.cfg.log.Debug("visibility: extended", "queue", h.queueURL, "extended", extended, "failed", failed)
 	}
 	// The call's leases are released: an onLost may Stop any of them.
@@ -647,7 +685,7 @@ func (h *Heartbeat) extend(ctx context.Context, batch []*Lease) {
 // requeueLocked puts l back in the queue, unless its owner holds it.
 func (h *Heartbeat) requeueLocked(l *Lease) {
 	if !l.held {
-		heap.Push(&h.queue, l)
+		h.queue.push(l)
 	}
 }
 
@@ -705,29 +743,71 @@ func (h *Heartbeat) maxedOut(l *Lease, why string) error {
 	return err
 }
 
-// leaseHeap orders leases by their next action time.
+// leaseHeap is a binary min-heap of leases by their next action time;
+// each lease knows its index, so Stop and Hold remove it in O(log n).
 type leaseHeap []*Lease
 
-func (q leaseHeap) Len() int           { return len(q) }
-func (q leaseHeap) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
-func (q leaseHeap) Swap(i, j int) {
+func (q leaseHeap) less(i, j int) bool { return q[i].at.Before(q[j].at) }
+
+func (q leaseHeap) swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].index = i
 	q[j].index = j
 }
-func (q *leaseHeap) Push(x any) {
-	l := x.(*Lease)
+
+// push adds l.
+func (q *leaseHeap) push(l *Lease) {
 	l.index = len(*q)
 	*q = append(*q, l)
+	q.up(l.index)
 }
-func (q *leaseHeap) Pop() any {
+
+// remove takes out the lease at index i.
+func (q *leaseHeap) remove(i int) {
 	old := *q
-	n := len(old)
-	l := old[n-1]
-	old[n-1] = nil
+	n := len(old) - 1
+	l := old[i]
+	if i != n {
+		old.swap(i, n)
+	}
+	old[n] = nil
+	*q = old[:n]
+	if i != n && !q.down(i) {
+		q.up(i)
+	}
 	l.index = -1
-	*q = old[:n-1]
-	return l
+}
+
+func (q leaseHeap) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2 // parent
+		if !q.less(j, i) {
+			break
+		}
+		q.swap(i, j)
+		j = i
+	}
+}
+
+// down moves the lease at i0 down to its place, and reports whether it
+// moved.
+func (q leaseHeap) down(i0 int) bool {
+	i, n := i0, len(q)
+	for {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if r := j + 1; r < n && q.less(r, j) {
+			j = r
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q.swap(i, j)
+		i = j
+	}
+	return i > i0
 }
 
 // hint says what to do about a call error that retrying does not fix.

@@ -1,0 +1,46 @@
+package visibility_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sqsworker/sqsworker/sqstest"
+	"github.com/sqsworker/sqsworker/visibility"
+)
+
+// TestSQSInFlightLimitAt20ms is BenchmarkHeartbeat120000At20ms scaled down
+// tenfold in virtual time, with the same calls-in-flight arithmetic:
+// 120,000 leases (SQS's in-flight limit for a standard queue) due at once
+// with a 10 s threshold need 12,000 calls of 20 ms in 10 s, 24 in flight at
+// the least; 12,000 leases with a 1 s threshold (3 s visibility) need 1,200
+// calls in 1 s, the same 24. Every extension of three periods must be
+// confirmed before the deadline it moves, none lost, every call full.
+func TestSQSInFlightLimitAt20ms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n, periods = 12000, 3
+		e := newEnv(t, 3)
+		e.f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Latency: 20 * time.Millisecond})
+		h := newHB(t, e.f, e.url, 3*time.Second) // Threshold 1 s: due at 2 s, 4 s, 6 s
+		msgs, receivedAt := e.receive(t, n)
+		leases := make([]*visibility.Lease, n)
+		for i, m := range msgs {
+			leases[i] = track(t, h, m.handle, receivedAt, func(err error) { t.Errorf("lost: %v", err) })
+		}
+		run(t, h)
+		time.Sleep(receivedAt.Add(periods*2*time.Second + 900*time.Millisecond).Sub(time.Now()))
+		s := h.Stats()
+		if s.Late != 0 || s.Lost != 0 || s.Failures() != 0 || s.Extended != periods*n || s.Calls != periods*n/10 {
+			t.Errorf("Stats = %+v; want %d extensions in %d calls, none late, failed or lost", s, periods*n, periods*n/10)
+		}
+		if _, inflight, _ := e.f.Count(e.url); inflight != n {
+			t.Errorf("%d of %d messages in flight after %d periods; want all", inflight, n, periods)
+		}
+		for _, l := range leases {
+			if d := l.Deadline().Sub(receivedAt); d < periods*2*time.Second+3*time.Second {
+				t.Fatalf("a lease's deadline is %v after its receipt; want at least %v (three extensions)", d, periods*2*time.Second+3*time.Second)
+			}
+			l.Stop()
+		}
+	})
+}
