@@ -2,8 +2,10 @@ package visibility_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -191,13 +193,28 @@ func (s *okStub) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Chang
 	return s.outs[len(in.Entries)], nil
 }
 
-// BenchmarkHeartbeat50000At20ms holds 50,000 messages received together
-// (30 s visibility, so all due at 20 s) through two extension periods in
-// real time, with every ChangeMessageVisibilityBatch taking 20 ms: several
-// calls in flight keep every extension before its deadline.
-func BenchmarkHeartbeat50000At20ms(b *testing.B) {
-	const n, periods = 50000, 2
-	var calls, extended, late, lost int64
+// BenchmarkHeartbeat120000At20ms holds 120,000 messages — SQS's in-flight
+// limit for a standard queue — received together (30 s visibility, so all
+// due at 20 s) through two extension periods in real time, every
+// ChangeMessageVisibilityBatch taking 20 ms: 12,000 calls due at once.
+// Besides late and lost extensions it reports the process's CPU and
+// allocations from the first Track to the end of Run, the in-memory SQS's
+// share included. TestSQSInFlightLimitAt20ms checks the same arithmetic
+// in virtual time.
+//
+// Run: go test -run '^$' -bench 'BenchmarkHeartbeat(120000|50000)At20ms' -benchtime 1x -count 1 ./visibility/
+func BenchmarkHeartbeat120000At20ms(b *testing.B) { benchAtScale(b, 120000) }
+
+// BenchmarkHeartbeat50000At20ms is BenchmarkHeartbeat120000At20ms with
+// 50,000 messages.
+func BenchmarkHeartbeat50000At20ms(b *testing.B) { benchAtScale(b, 50000) }
+
+// benchAtScale keeps n messages received together invisible for two
+// periods in real time at 20 ms per call.
+func benchAtScale(b *testing.B, n int) {
+	const periods = 2
+	var calls, extended, late, lost, mallocs int64
+	var cpu time.Duration
 	for b.Loop() {
 		f := sqstest.For(b)
 		url := f.MustCreateQueue(b, "jobs", map[string]string{"VisibilityTimeout": "30"})
@@ -205,8 +222,10 @@ func BenchmarkHeartbeat50000At20ms(b *testing.B) {
 		msgs, receivedAt := e.receive(b, n)
 		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Latency: 20 * time.Millisecond})
 		h := newHB(b, f, url, 30*time.Second)
-		for _, m := range msgs {
-			track(b, h, m.handle, receivedAt, nil)
+		before := usage()
+		leases := make([]*visibility.Lease, n)
+		for i, m := range msgs {
+			leases[i] = track(b, h, m.handle, receivedAt, nil)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
@@ -214,6 +233,15 @@ func BenchmarkHeartbeat50000At20ms(b *testing.B) {
 		time.Sleep(receivedAt.Add(periods*20*time.Second + 9*time.Second).Sub(time.Now()))
 		cancel()
 		<-done
+		for _, l := range leases {
+			l.Stop()
+		}
+		after := usage()
+		cpu += after.cpu - before.cpu
+		mallocs += int64(after.mallocs - before.mallocs)
+		if _, inflight, _ := f.Count(url); inflight != n {
+			b.Errorf("%d of %d messages in flight after %d periods; want all", inflight, n, periods)
+		}
 		s := h.Stats()
 		calls += s.Calls
 		extended += s.Extended
@@ -224,4 +252,48 @@ func BenchmarkHeartbeat50000At20ms(b *testing.B) {
 	b.ReportMetric(float64(extended)/float64(calls), "entries/call")
 	b.ReportMetric(float64(late)/float64(b.N), "late/op")
 	b.ReportMetric(float64(lost)/float64(b.N), "lost/op")
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N*periods), "cpu-ms/period")
+	b.ReportMetric(float64(mallocs)/float64(extended+late), "allocs/extension")
+}
+
+// usageNow is the process's CPU time and allocation count at one moment.
+type usageNow struct {
+	cpu     time.Duration
+	mallocs uint64
+}
+
+func usage() usageNow {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return usageNow{cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), mallocs: ms.Mallocs}
+}
+
+// BenchmarkTrackStop measures what the worker pays the heartbeat per
+// message: one Track and one Stop, from parallel goroutines, with 10,000
+// other leases tracked and Run going (none of them due).
+//
+// Run: go test -run '^$' -bench BenchmarkTrackStop -benchmem ./visibility/
+func BenchmarkTrackStop(b *testing.B) {
+	h := newHB(b, newOKStub(), "url", 30*time.Second)
+	now := time.Now()
+	for i := range 10000 {
+		track(b, h, "handle-"+strconv.Itoa(i), now, nil)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- h.Run(ctx) }()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l, err := h.Track("handle", time.Now(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.Stop()
+		}
+	})
+	cancel()
+	<-done
 }

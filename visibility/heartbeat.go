@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -190,6 +191,12 @@ type Heartbeat struct {
 	running atomic.Bool
 	wake    chan struct{} // a lease became the earliest, or a call ended; capacity 1
 
+	// epoch is when New ran, with its monotonic clock reading. A lease
+	// keeps its deadline, next action and extensions as ticks since
+	// epoch: 8 bytes each instead of a time.Time's 24, compared as
+	// integers.
+	epoch time.Time
+
 	mu      sync.Mutex
 	idle    sync.Cond // broadcast when a call's leases are released; L is &mu
 	queue   leaseHeap // tracked leases not in a call and not held, earliest action first
@@ -234,10 +241,23 @@ func New(client API, queueURL string, visibilityTimeout time.Duration, optFns ..
 		vis:      visibilityTimeout,
 		cfg:      cfg,
 		wake:     make(chan struct{}, 1),
+		epoch:    time.Now(),
 	}
 	h.idle.L = &h.mu
 	return h, nil
 }
+
+// tick is a moment as the time since h.epoch.
+type tick = time.Duration
+
+// never is the tick of no moment: later than every other.
+const never tick = math.MaxInt64
+
+// tick returns t as a tick.
+func (h *Heartbeat) tick(t time.Time) tick { return t.Sub(h.epoch) }
+
+// time returns the moment of tick t.
+func (h *Heartbeat) time(t tick) time.Time { return h.epoch.Add(t) }
 
 // Extension returns the visibility timeout each extension asks for.
 func (h *Heartbeat) Extension() time.Duration { return h.cfg.ext }
@@ -303,8 +323,8 @@ func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.T
 	if receiptHandle == "" {
 		return nil, errors.New("visibility: Track needs the receipt handle the receive returned for the message")
 	}
-	l := &Lease{h: h, handle: receiptHandle, receivedAt: receivedAt, onLost: onLost, deadline: deadline, index: -1}
-	l.at = deadline.Add(-h.cfg.threshold)
+	d := h.tick(deadline)
+	l := &Lease{h: h, handle: receiptHandle, receivedAt: receivedAt, onLost: onLost, deadline: d, at: d - h.cfg.threshold, index: -1}
 	h.mu.Lock()
 	h.queue.push(l)
 	h.tracked++
@@ -331,19 +351,21 @@ type Lease struct {
 	receivedAt time.Time
 	onLost     func(error)
 
-	// Guarded by h.mu.
-	deadline time.Time     // when the message becomes visible, as far as known (never later than SQS's)
-	at       time.Time     // next action: extension, retry or the 12-hour notice
-	index    int           // in h.queue; -1 when not there
-	inCall   bool          // in an extension call that has not returned
-	held     bool          // held by its owner for a call of its own (Hold): not extended meanwhile
-	ended    bool          // stopped, lost or maxed out
-	ask      time.Duration // what the current call asks for
-	last     bool          // the current call is the last extension the 12-hour limit allows
-	final    bool          // the last extension succeeded: next comes the ErrMaxVisibility notice
-	failures int           // consecutive failed attempts
-	cause    error         // why the heartbeat ended the lease (lost or maxed out); nil if Stop did
-	extended []time.Time   // when extensions SQS confirmed were sent
+	// Guarded by h.mu. Ticks count from h.epoch.
+	deadline tick   // when the message becomes visible, as far as known (never later than SQS's)
+	at       tick   // next action: extension, retry or the 12-hour notice
+	index    int32  // in h.queue; -1 when not there
+	failures int32  // consecutive failed attempts
+	ask      int32  // the visibility timeout the current call asks for, in seconds
+	exts     int32  // how many extensions SQS confirmed
+	inCall   bool   // in an extension call that has not returned
+	held     bool   // held by its owner for a call of its own (Hold): not extended meanwhile
+	ended    bool   // stopped, lost or maxed out
+	last     bool   // the current call is the last extension the 12-hour limit allows
+	final    bool   // the last extension succeeded: next comes the ErrMaxVisibility notice
+	cause    error  // why the heartbeat ended the lease (lost or maxed out); nil if Stop did
+	ext0     tick   // when the first extension SQS confirmed was sent (kept here: most leases have at most one)
+	more     []tick // when the later ones were sent
 }
 
 // errStopped is what Hold returns for a lease its owner already stopped.
@@ -395,17 +417,17 @@ func (l *Lease) Hold() (deadline time.Time, err error) {
 	}
 	switch {
 	case l.cause != nil:
-		return l.deadline, l.cause
+		return h.time(l.deadline), l.cause
 	case l.ended:
-		return l.deadline, errStopped
+		return h.time(l.deadline), errStopped
 	}
 	if !l.held {
 		l.held = true
 		if l.index >= 0 {
-			h.queue.remove(l.index)
+			h.queue.remove(int(l.index))
 		}
 	}
-	return l.deadline, nil
+	return h.time(l.deadline), nil
 }
 
 // Release hands a held message back to the heartbeat, which extends it
@@ -434,18 +456,24 @@ func (l *Lease) Release() {
 func (l *Lease) Deadline() time.Time {
 	l.h.mu.Lock()
 	defer l.h.mu.Unlock()
-	return l.deadline
+	return l.h.time(l.deadline)
 }
 
 // Extensions returns when the heartbeat sent the extensions SQS confirmed
 // for this message, oldest first (a copy).
 func (l *Lease) Extensions() []time.Time {
-	l.h.mu.Lock()
-	defer l.h.mu.Unlock()
-	if len(l.extended) == 0 {
+	h := l.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l.exts == 0 {
 		return nil
 	}
-	return append([]time.Time(nil), l.extended...)
+	out := make([]time.Time, 0, l.exts)
+	out = append(out, h.time(l.ext0))
+	for _, t := range l.more {
+		out = append(out, h.time(t))
+	}
+	return out
 }
 
 // ReceivedAt returns the receive time given to Track.
@@ -465,7 +493,7 @@ func (h *Heartbeat) endLocked(l *Lease) {
 	l.ended = true
 	h.tracked--
 	if l.index >= 0 {
-		h.queue.remove(l.index)
+		h.queue.remove(int(l.index))
 	}
 }
 
@@ -497,7 +525,7 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		c, notes, next, full := h.collect(time.Now())
+		c, notes, next, full := h.collect(h.tick(time.Now()))
 		if c != nil {
 			calls.Go(func() {
 				h.extend(ctx, c)
@@ -510,8 +538,8 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 			continue
 		}
 		var fire <-chan time.Time
-		if !next.IsZero() && !full {
-			timer.Reset(time.Until(next))
+		if next != never && !full {
+			timer.Reset(next - h.tick(time.Now()))
 			fire = timer.C
 		}
 		select {
@@ -529,18 +557,19 @@ func (h *Heartbeat) Run(ctx context.Context) error {
 // if the call has room, those due within the window. A due lease the
 // 12-hour limit leaves no extension for (its last one is done, or none
 // would move its deadline) is ended with an ErrMaxVisibility notice instead.
-// It returns the call (nil when none is due), when the next lease is due,
-// and full when no call may start until one in flight ends.
-func (h *Heartbeat) collect(now time.Time) (c *call, notes []notice, next time.Time, full bool) {
+// It returns the call (nil when none is due), when the next lease is due
+// (never when none is tracked), and full when no call may start until one
+// in flight ends.
+func (h *Heartbeat) collect(now tick) (c *call, notes []notice, next tick, full bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.calls >= h.cfg.maxCalls {
-		return nil, nil, time.Time{}, true
+		return nil, nil, never, true
 	}
 	for (c == nil || c.n < maxBatchEntries) && len(h.queue) > 0 {
 		l := h.queue[0]
-		early := l.at.After(now)
-		if early && (c == nil || l.at.Sub(now) > h.cfg.window) {
+		early := l.at > now
+		if early && (c == nil || l.at-now > h.cfg.window) {
 			break
 		}
 		ask, last := time.Duration(0), true
@@ -556,17 +585,18 @@ func (h *Heartbeat) collect(now time.Time) (c *call, notes []notice, next time.T
 			continue
 		}
 		h.queue.remove(0)
-		l.inCall, l.ask, l.last = true, ask, last
+		l.inCall, l.ask, l.last = true, int32(ask/time.Second), last
 		if c == nil {
 			c = h.newCallLocked()
 		}
 		c.leases[c.n] = l
-		c.entries[c.n] = sqsbatch.Entry{Handle: l.handle, Timeout: int32(ask / time.Second)}
+		c.entries[c.n] = sqsbatch.Entry{Handle: l.handle, Timeout: l.ask}
 		c.n++
 	}
 	if c != nil {
 		h.calls++
 	}
+	next = never
 	if len(h.queue) > 0 {
 		next = h.queue[0].at
 	}
@@ -585,15 +615,15 @@ func (h *Heartbeat) newCallLocked() *call {
 }
 
 // askFor returns the visibility timeout to ask for l at now, and whether
-// it is the last the 12-hour limit allows. It returns 0 when no extension
-// would move the deadline.
-func (h *Heartbeat) askFor(l *Lease, now time.Time) (ask time.Duration, last bool) {
+// it is the last the 12-hour limit allows, in whole seconds. It returns 0
+// when no extension would move the deadline.
+func (h *Heartbeat) askFor(l *Lease, now tick) (ask time.Duration, last bool) {
 	ask = h.cfg.ext
-	left := l.receivedAt.Add(MaxVisibility - capMargin).Sub(now).Truncate(time.Second)
+	left := (h.tick(l.receivedAt) + MaxVisibility - capMargin - now).Truncate(time.Second)
 	if left < ask {
 		ask, last = left, true
 	}
-	if ask < time.Second || !now.Add(ask).After(l.deadline) {
+	if ask < time.Second || now+ask <= l.deadline {
 		return 0, true
 	}
 	return ask, last
@@ -602,23 +632,21 @@ func (h *Heartbeat) askFor(l *Lease, now time.Time) (ask time.Duration, last boo
 // extend makes c's ChangeMessageVisibilityBatch call and applies its
 // outcome.
 func (h *Heartbeat) extend(ctx context.Context, c *call) {
-	start := time.Now()
+	start := h.tick(time.Now())
 	batch, results := c.leases[:c.n], c.results[:c.n]
 	// A lease's deadline changes only when a call of its own returns, and
 	// its call is this one: reading it outside h.mu is safe.
 	earliest := batch[0].deadline
 	for _, l := range batch[1:] {
-		if l.deadline.Before(earliest) {
-			earliest = l.deadline
-		}
+		earliest = min(earliest, l.deadline)
 	}
-	timeout := min(max(earliest.Sub(start)/2, minCallTimeout), h.cfg.callTimeout)
+	timeout := min(max((earliest-start)/2, minCallTimeout), h.cfg.callTimeout)
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	// The heartbeat retries failed extensions itself, before the deadline
 	// (the batch layer turns the SDK's own retries off).
 	err := h.changer.OnceInto(callCtx, c.entries[:c.n], results, nil)
 	cancel()
-	now := time.Now()
+	now := h.tick(time.Now())
 	shutdown := err != nil && ctx.Err() != nil
 
 	var notes []notice
@@ -628,7 +656,7 @@ func (h *Heartbeat) extend(ctx context.Context, c *call) {
 	if err != nil && !shutdown {
 		h.stats.FailedCalls++
 		h.cfg.log.Warn("visibility: ChangeMessageVisibilityBatch failed; retrying before the deadline",
-			"queue", h.queueURL, "messages", len(batch), "deadline", earliest, "error", err)
+			"queue", h.queueURL, "messages", len(batch), "deadline", h.time(earliest), "error", err)
 	}
 	extended, failed, late := 0, 0, 0
 	for i, l := range batch {
@@ -644,16 +672,21 @@ func (h *Heartbeat) extend(ctx context.Context, c *call) {
 		case r.OK:
 			// Confirmed only after the deadline it was to move: for a while
 			// the message was visible and may have been delivered again.
-			if now.After(l.deadline) {
+			if now > l.deadline {
 				late++
 			} else {
 				extended++
 			}
-			l.deadline = start.Add(l.ask)
-			l.extended = append(l.extended, start)
+			l.deadline = start + time.Duration(l.ask)*time.Second
+			if l.exts == 0 {
+				l.ext0 = start
+			} else {
+				l.more = append(l.more, start)
+			}
+			l.exts++
 			l.failures = 0
 			l.final = l.last
-			l.at = l.deadline.Add(-h.cfg.threshold)
+			l.at = l.deadline - h.cfg.threshold
 			h.requeueLocked(l)
 		default: // failed, or left out of the response (sqsbatch.ErrNoResult)
 			failed++
@@ -673,7 +706,7 @@ func (h *Heartbeat) extend(ctx context.Context, c *call) {
 	h.idle.Broadcast()
 	if late > 0 {
 		h.cfg.log.Warn("visibility: extensions confirmed after the messages' deadlines; they may have been delivered to another consumer meanwhile (the heartbeat is falling behind: raise Options.MaxCalls or the visibility timeout)",
-			"queue", h.queueURL, "late", late, "call", now.Sub(start))
+			"queue", h.queueURL, "late", late, "call", now-start)
 	}
 	if err == nil && h.cfg.log.Enabled(ctx, slog.LevelDebug) {
 		h.cfg.log.Debug("visibility: extended", "queue", h.queueURL, "extended", extended, "failed", failed)
@@ -700,26 +733,26 @@ func (h *Heartbeat) deliver(notes []notice) {
 
 // retryLocked schedules another attempt for l after a transient failure,
 // or ends it with ErrLost when no attempt is left before its deadline.
-func (h *Heartbeat) retryLocked(l *Lease, now time.Time, cause error, notes *[]notice) {
+func (h *Heartbeat) retryLocked(l *Lease, now tick, cause error, notes *[]notice) {
 	l.failures++
-	left := l.deadline.Sub(now)
-	wait := min(sqsbatch.Backoff(l.failures), left/2)
-	exhausted := h.cfg.maxRetries < 0 || (h.cfg.maxRetries > 0 && l.failures > h.cfg.maxRetries)
+	left := l.deadline - now
+	wait := min(sqsbatch.Backoff(int(l.failures)), left/2)
+	exhausted := h.cfg.maxRetries < 0 || (h.cfg.maxRetries > 0 && int(l.failures) > h.cfg.maxRetries)
 	if !exhausted && wait >= minRetryWait {
-		l.at = now.Add(wait)
+		l.at = now + wait
 		h.requeueLocked(l)
 		return
 	}
 	h.stats.Lost++
 	err := fmt.Errorf("%w: could not extend the visibility timeout of message received at %s before its deadline %s (%d attempts failed, last: %w); from the deadline on SQS may deliver it to another consumer%s",
-		ErrLost, l.receivedAt.Format(time.RFC3339Nano), l.deadline.Format(time.RFC3339Nano), l.failures, cause, hint(cause))
+		ErrLost, l.receivedAt.Format(time.RFC3339Nano), h.time(l.deadline).Format(time.RFC3339Nano), l.failures, cause, hint(cause))
 	h.cfg.log.Warn("visibility: giving up on a message", "queue", h.queueURL, "error", err)
 	h.endWithLocked(l, err, notes)
 }
 
 // entryFailedLocked handles an entry SQS reported in Failed (or left out
 // of its response), whose error is cause, of class.
-func (h *Heartbeat) entryFailedLocked(l *Lease, now time.Time, cause error, class sqserr.Class, notes *[]notice) {
+func (h *Heartbeat) entryFailedLocked(l *Lease, now tick, cause error, class sqserr.Class, notes *[]notice) {
 	switch class {
 	case sqserr.MaxedOut:
 		h.stats.MaxedOut++
@@ -738,7 +771,7 @@ func (h *Heartbeat) entryFailedLocked(l *Lease, now time.Time, cause error, clas
 // maxedOut builds the ErrMaxVisibility cause for l.
 func (h *Heartbeat) maxedOut(l *Lease, why string) error {
 	err := fmt.Errorf("%w: the message was received at %s; %s, and it stays invisible until %s; stop the handler before then (split long jobs or checkpoint their progress)",
-		ErrMaxVisibility, l.receivedAt.Format(time.RFC3339Nano), why, l.deadline.Format(time.RFC3339Nano))
+		ErrMaxVisibility, l.receivedAt.Format(time.RFC3339Nano), why, h.time(l.deadline).Format(time.RFC3339Nano))
 	h.cfg.log.Warn("visibility: 12-hour limit reached", "queue", h.queueURL, "error", err)
 	return err
 }
@@ -747,19 +780,20 @@ func (h *Heartbeat) maxedOut(l *Lease, why string) error {
 // each lease knows its index, so Stop and Hold remove it in O(log n).
 type leaseHeap []*Lease
 
-func (q leaseHeap) less(i, j int) bool { return q[i].at.Before(q[j].at) }
+func (q leaseHeap) less(i, j int) bool { return q[i].at < q[j].at }
 
 func (q leaseHeap) swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].index = i
-	q[j].index = j
+	q[i].index = int32(i)
+	q[j].index = int32(j)
 }
 
 // push adds l.
 func (q *leaseHeap) push(l *Lease) {
-	l.index = len(*q)
+	i := len(*q)
+	l.index = int32(i)
 	*q = append(*q, l)
-	q.up(l.index)
+	q.up(i)
 }
 
 // remove takes out the lease at index i.
