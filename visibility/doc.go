@@ -38,6 +38,11 @@
 //     half of Extension, whichever is less (30 s → 10 s, 2 s → 1 s).
 //   - MaxRetries: retry failed calls (throttling, 5xx, network, timeouts)
 //     with exponential backoff and jitter until the deadline is too close.
+//   - MaxCalls: 64 calls in flight at most. The heartbeat has only as many
+//     in flight as its due messages fill, ten each; 64 extend SQS's
+//     in-flight limit of 120,000 messages, all due together, in 3.75 s at
+//     20 ms per call, within the 10 s Threshold of a 30 s timeout. Give the
+//     SQS client's HTTP transport as many idle connections.
 //   - Logger: discard.
 //
 // # When ownership is lost

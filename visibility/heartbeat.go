@@ -253,8 +253,11 @@ type tick = time.Duration
 // never is the tick of no moment: later than every other.
 const never tick = math.MaxInt64
 
-// tick returns t as a tick.
-func (h *Heartbeat) tick(t time.Time) tick { return t.Sub(h.epoch) }
+// tick returns t as a tick, within ±146 years of the epoch, so that adding
+// or taking hours never overflows (a zero receivedAt stays in the past).
+func (h *Heartbeat) tick(t time.Time) tick {
+	return min(max(t.Sub(h.epoch), -1<<62), 1<<62)
+}
 
 // time returns the moment of tick t.
 func (h *Heartbeat) time(t tick) time.Time { return h.epoch.Add(t) }
@@ -318,7 +321,8 @@ func (h *Heartbeat) Track(receiptHandle string, receivedAt time.Time, onLost fun
 // TrackUntil is Track for a message whose visibility deadline is known to
 // differ from receivedAt plus New's visibilityTimeout, for example because
 // it was received with its own VisibilityTimeout or its visibility was
-// already changed. deadline is when the message becomes visible again.
+// already changed. deadline is when the message becomes visible again (a
+// deadline more than 146 years away is kept as 146 years away).
 func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.Time, onLost func(cause error)) (*Lease, error) {
 	if receiptHandle == "" {
 		return nil, errors.New("visibility: Track needs the receipt handle the receive returned for the message")

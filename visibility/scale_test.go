@@ -1,6 +1,7 @@
 package visibility_test
 
 import (
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -42,5 +43,40 @@ func TestSQSInFlightLimitAt20ms(t *testing.T) {
 			}
 			l.Stop()
 		}
+	})
+}
+
+// A lease keeps its times as ticks since the heartbeat's start; times far
+// from it behave as they are. A message received at the zero time, tracked
+// 13 h after the heartbeat started, is past the 12-hour limit at once:
+// ErrMaxVisibility, never a call. One whose deadline is in the year 9000
+// is not due (its deadline is kept as 146 years away, the farthest a tick
+// holds).
+func TestTimesFarFromTheHeartbeatsStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, 30)
+		h := newHB(t, e.rec, e.url, 30*time.Second)
+		run(t, h)
+		time.Sleep(13 * time.Hour)
+		lost := newLosses()
+		old := track(t, h, "received-at-zero", time.Time{}, lost.fn("old"))
+		far := trackUntil(t, h, "far", time.Now(), time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC), lost.fn("far"))
+		time.Sleep(time.Minute)
+		if got := lost.of("old"); len(got) != 1 || !errors.Is(got[0].cause, visibility.ErrMaxVisibility) {
+			t.Errorf("message received at the zero time: onLost %v; want one ErrMaxVisibility", got)
+		}
+		if got := lost.of("far"); len(got) != 0 {
+			t.Errorf("message due in the year 9000: onLost %v; want none", got)
+		}
+		if n := len(e.rec.Calls()); n != 0 {
+			t.Errorf("%d calls; want none", n)
+		}
+		if d := far.Deadline(); d.Before(time.Now().Add(100 * 365 * 24 * time.Hour)) {
+			t.Errorf("Deadline = %v; want at least a century away", d)
+		}
+		if err := old.Stop(); !errors.Is(err, visibility.ErrMaxVisibility) {
+			t.Errorf("Stop = %v; want ErrMaxVisibility", err)
+		}
+		far.Stop()
 	})
 }
