@@ -23,7 +23,10 @@ type Config struct {
 	DynamoDB     string                     `json:"-"`
 	DynamoFaults map[string]faultproxy.Rule `json:"dynamoFaults,omitempty"`
 
-	Jobs    int    `json:"jobs"`
+	Jobs int `json:"jobs"`
+	// Senders is how many SendMessageBatch calls seed the queue at once
+	// (zero: 8; a FIFO queue is seeded one call at a time).
+	Senders int    `json:"senders,omitempty"`
 	Workers int    `json:"workers"` // worker processes running at once
 	Seed    uint64 `json:"seed"`    // seeds the jobs, the faults and the kills
 	Mix     Mix    `json:"mix"`
@@ -50,6 +53,9 @@ type Config struct {
 	// Queue and Dir are filled in by Run).
 	Worker WorkerConfig `json:"worker"`
 	Checks Checks       `json:"checks"`
+	// Soak makes the run a soak: long-lived workers whose memory is
+	// watched (zero: none).
+	Soak Soak `json:"soak,omitzero"`
 
 	// Dir receives the run's files (worker records, proxy log, report).
 	// Zero: a new temporary directory.
@@ -125,7 +131,7 @@ const ExitSlack = 2 * time.Second
 
 // Variants lists the named variants.
 func Variants() []string {
-	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo", "drain", "producer", "fanout", "idempotency", "lambda"}
+	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo", "drain", "producer", "fanout", "idempotency", "lambda", "soak"}
 }
 
 // Variant returns a named variant's configuration:
@@ -168,6 +174,10 @@ func Variants() []string {
 //     sqslambda.RunLocal, one invocation at a time per process, the
 //     process killed when an invocation outlives its deadline (see
 //     lambdaVariant).
+//   - soak: 1,000,000 jobs, the scale variant's workers, faults and kills,
+//     except the first worker process, never signalled until the queue is
+//     drained: its RSS, sampled every 5 s, must end within 20% of its
+//     value once 10% of the jobs were settled.
 func Variant(name string) (Config, error) {
 	c := base()
 	c.Variant = name
@@ -222,6 +232,8 @@ func Variant(name string) (Config, error) {
 		idempotencyVariant(&c)
 	case "lambda":
 		lambdaVariant(&c)
+	case "soak":
+		c = soakConfig(c)
 	default:
 		return Config{}, fmt.Errorf("chaos: no variant %q; choose one of %s", name, strings.Join(Variants(), ", "))
 	}

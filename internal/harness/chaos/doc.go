@@ -6,7 +6,8 @@
 // variant inside `make test`, and TestDrainBounded a bounded drain variant
 // (workers SIGTERMed under load: receiving stops within 1 s, prefetched
 // messages are released, Run returns within its bound), TestIdempotencyBounded
-// and TestLambdaBounded the idempotency and lambda variants below. RELIABILITY.md at the
+// and TestLambdaBounded the idempotency and lambda variants below, and
+// TestSoakBounded a bounded soak (below). RELIABILITY.md at the
 // repository's root has the figures of every variant and the command for
 // each.
 //
@@ -38,6 +39,23 @@
 //     DLQ with their provenance (dlq.ParseProvenance); succeeded and
 //     transient jobs never. In a FIFO run, no job's first success may come
 //     before the first success of a job sent earlier in its group.
+//
+// # Soak
+//
+// The soak variant (`make chaos VARIANT=soak`: 1,000,000 jobs, 6 workers, the
+// scale variant's faults and kills) keeps Soak.LongLived worker processes
+// out of the kills. The orchestrator samples their RSS (/proc/PID/status
+// VmRSS), and its own, every Soak.SampleEvery into memory.jsonl, with the
+// jobs settled so far (sent minus what the queue counts); each worker
+// process writes its Go heap (runtime/metrics) and its worker's counters
+// as often to its .heap.jsonl file. The report's memory section takes the
+// first sample at or past the warm-up (Soak.WarmUp of the jobs settled)
+// as the baseline and fails the run when the last sample, the queue
+// drained, exceeds it by more than Soak.MaxGrowth, or when a long-lived
+// worker was not watched to the end. With Soak.Backlog the jobs are fed:
+// that many sent before the workers start, the queue topped up as it
+// empties (the emulator slows down with a deep queue). TestSoakBounded
+// runs 6,000 jobs of it in `make test`.
 //
 // # Duplicates
 //

@@ -17,6 +17,9 @@ type proc struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	waitErr error
+	// longLived: never signalled during the chaos phase (a soak's watched
+	// worker).
+	longLived bool
 
 	// guarded by fleet.mu
 	signal     string
@@ -31,6 +34,7 @@ type fleet struct {
 	bin, config, dir string
 	args             []string      // more arguments for each process (-produce)
 	exitBound        time.Duration // after SIGTERM, alive longer than this = hung
+	keep             int           // the first keep processes started are long-lived (Soak.LongLived)
 
 	mu    sync.Mutex
 	seq   int
@@ -43,6 +47,7 @@ func (f *fleet) start() (*proc, error) {
 	f.mu.Lock()
 	f.seq++
 	name := fmt.Sprintf("w%d", f.seq)
+	longLived := f.seq <= f.keep
 	f.mu.Unlock()
 	out, err := os.Create(filepath.Join(f.dir, name+".out"))
 	if err != nil {
@@ -58,7 +63,7 @@ func (f *fleet) start() (*proc, error) {
 		out.Close()
 		return nil, fmt.Errorf("chaos: starting worker %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, exited: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, exited: make(chan struct{}), longLived: longLived}
 	f.mu.Lock()
 	f.procs = append(f.procs, p)
 	f.mu.Unlock()

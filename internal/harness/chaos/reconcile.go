@@ -113,6 +113,14 @@ type evidence struct {
 	// variant's invocations (read from the worker files).
 	Idem        *idemEvidence      `json:"idempotency,omitempty"`
 	Invocations []InvocationRecord `json:"-"`
+	// Unsent counts the jobs a soak's feeder had not sent when the chaos
+	// phase ended at its Duration: Jobs holds only the ones sent.
+	Unsent int `json:"unsent,omitempty"`
+	// LongLived names a soak's long-lived workers; Memory and Heap are
+	// their samples (read from the run's files).
+	LongLived []string                `json:"longLived,omitempty"`
+	Memory    []MemorySample          `json:"-"`
+	Heap      map[string][]HeapSample `json:"-"`
 }
 
 // reconcile turns the evidence into a report.
@@ -144,16 +152,20 @@ func reconcile(ev evidence) *Report {
 	for _, s := range ev.Files.Successes {
 		successes[s.Job] = append(successes[s.Job], s)
 	}
-	runs := map[string][]RunRecord{}
-	for _, s := range ev.Files.Runs {
-		runs[s.Job] = append(runs[s.Job], s)
-	}
 	r.HandlerRuns = len(ev.Files.Runs)
 	copies := map[string][]dlqCopy{}
 	for _, c := range ev.DLQ {
 		copies[c.Job] = append(copies[c.Job], c)
 		if !c.HasProvenance {
 			r.DLQWithoutProvenance++
+		}
+	}
+	// The runs of the jobs with more than one DLQ copy, which explain the
+	// extra copies (only those: a million-job run has a million runs).
+	runs := map[string][]RunRecord{}
+	for _, s := range ev.Files.Runs {
+		if len(copies[s.Job]) > 1 {
+			runs[s.Job] = append(runs[s.Job], s)
 		}
 	}
 	pending := map[string]bool{}
@@ -338,7 +350,8 @@ func reconcile(ev evidence) *Report {
 	r.processes(ev)
 	r.idempotency(ev)
 	r.lambdaFigures(ev)
-	r.Failures = r.failures()
+	r.memory(ev)
+	r.Failures = append(r.failures(), r.memoryFailures()...)
 	return r
 }
 

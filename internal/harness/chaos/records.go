@@ -212,30 +212,38 @@ func (j *journal) close() error {
 // line (the writer was killed mid-write) is skipped. A missing file reads
 // as empty.
 func readLines[T any](path string) ([]T, error) {
+	var out []T
+	err := eachLine(path, func(v T) { out = append(out, v) })
+	return out, err
+}
+
+// eachLine decodes the complete JSON lines of a file one at a time, as
+// readLines does, and calls fn with each: a file too big to hold (a
+// million-job run's proxy log) is read in constant memory.
+func eachLine[T any](path string, fn func(T)) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
-	var out []T
 	r := bufio.NewReaderSize(f, 1<<20)
 	for n := 1; ; n++ {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			var v T
 			if jerr := json.Unmarshal(line, &v); jerr != nil {
-				return out, fmt.Errorf("%s line %d: %w", path, n, jerr)
+				return fmt.Errorf("%s line %d: %w", path, n, jerr)
 			}
-			out = append(out, v)
+			fn(v)
 		}
 		if err == io.EOF {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
 	}
 }
@@ -253,19 +261,17 @@ func readWorkerFiles(dir string, names []string) (workerFiles, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		base := filepath.Join(dir, name)
-		runs, err := readLines[RunRecord](base + runsFile)
-		if err != nil {
+		// Each record goes straight into the run's slices: a million-job
+		// run's records are held once, not once per file and again.
+		if err := eachLine(base+runsFile, func(r RunRecord) { wf.Runs = append(wf.Runs, r) }); err != nil {
 			return wf, err
 		}
-		succ, err := readLines[RunRecord](base + successFile)
-		if err != nil {
+		if err := eachLine(base+successFile, func(r RunRecord) { wf.Successes = append(wf.Successes, r) }); err != nil {
 			return wf, err
 		}
-		settled, err := readLines[SettledRecord](base + settledFile)
-		if err != nil {
+		if err := eachLine(base+settledFile, func(s SettledRecord) { wf.Settled = append(wf.Settled, s) }); err != nil {
 			return wf, err
 		}
-		wf.Runs, wf.Successes, wf.Settled = append(wf.Runs, runs...), append(wf.Successes, succ...), append(wf.Settled, settled...)
 		data, err := os.ReadFile(base + exitFile)
 		switch {
 		case errors.Is(err, os.ErrNotExist):

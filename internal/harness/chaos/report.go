@@ -78,6 +78,8 @@ type Report struct {
 	// Throughput is jobs settled (done or dead-lettered) per second, from
 	// the first worker's start to the last success or dead-letter move.
 	Throughput float64 `json:"throughput"`
+	// Memory is a soak's memory watch (nil for other runs).
+	Memory *MemoryReport `json:"memory,omitempty"`
 
 	// Idempotency is what the idempotency variant found, Lambda what the
 	// lambda variant's invocations did.
@@ -160,6 +162,9 @@ type Timing struct {
 	Drained bool          `json:"drained"` // the queue was empty before DrainTimeout
 	// Start is when the first worker started.
 	Start time.Time `json:"start"`
+	// Feed is the time spent sending the jobs sent while the workers
+	// worked (Soak.Backlog); Send counts only the ones sent before.
+	Feed time.Duration `json:"feed,omitempty"`
 }
 
 // Passed reports whether the run met every acceptance criterion.
@@ -242,6 +247,9 @@ func (r *Report) Text() string {
 	if c.Worker.Mode != ModeLambda { // the Lambda adapter keeps no Stats
 		p("worker stats (processes that exited through Run): received %d, succeeded %d, failed %d, deleted %d, retried %d, dead-lettered %d, released %d, lost %d, abandoned %d, deletes retried %d, settled late %d, hook dropped %d, extensions %d (late %d)",
 			w.Received, w.Succeeded, w.Failed, w.Deleted, w.Retried, w.DeadLettered, w.Released, w.Lost, w.Abandoned, w.DeleteRetried, w.SettledLate, w.HookDropped, w.Extensions, w.LateExtensions)
+	}
+	if r.Memory != nil {
+		r.Memory.text(p, r)
 	}
 	p("handler runs: %d (%.4f per job)", r.HandlerRuns, r.RunsPerJob)
 	p("requests through the proxy: %d (%.3f per job)", r.TotalRequests, r.RequestsPerJob)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,6 +96,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	jobs := MakeJobs(cfg.Jobs, cfg.Mix, groups, cfg.Seed)
 	var timing Timing
 	begin := time.Now()
+	first := jobs
+	if b := cfg.Soak.Backlog; b > 0 && b < len(jobs) {
+		first = jobs[:b] // the feeder sends the others while the workers work
+	}
 	var fan *fanoutRun
 	if cfg.Fanout != nil {
 		if fan, err = startFanout(ctx, cfg, direct, target); err != nil {
@@ -103,13 +108,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer fan.close()
 		err = fan.publish(ctx, jobs)
 	} else {
-		err = sendJobs(ctx, direct, target.QueueURL, jobs, cfg.FIFO)
+		err = sendJobs(ctx, direct, target.QueueURL, first, cfg.FIFO, cfg.Senders)
 	}
 	if err != nil {
 		return nil, err
 	}
 	timing.Send = time.Since(begin)
-	logf("sent %d jobs to %s in %v", len(jobs), target.QueueURL, timing.Send.Round(time.Millisecond))
+	logf("sent %d jobs to %s in %v", len(first), target.QueueURL, timing.Send.Round(time.Millisecond))
 
 	obs := newObserver()
 	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
@@ -143,7 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := writeJSON(wcPath, wc); err != nil {
 		return nil, err
 	}
-	fl := &fleet{bin: cfg.WorkerBinary, config: wcPath, dir: cfg.Dir, exitBound: cfg.ShutdownBound() + ExitSlack}
+	fl := &fleet{bin: cfg.WorkerBinary, config: wcPath, dir: cfg.Dir, exitBound: cfg.ShutdownBound() + ExitSlack, keep: cfg.Soak.LongLived}
 	defer fl.killAll()
 
 	workStart := time.Now()
@@ -161,6 +166,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if err := keepUp(); err != nil {
 		return nil, err
+	}
+	var feed *feeder
+	if len(first) < len(jobs) {
+		feed = startFeeder(ctx, direct, target.QueueURL, jobs[len(first):], cfg.Soak.Backlog, cfg.Senders)
+		defer feed.stop()
+	}
+	var memory *sampler
+	if cfg.Soak.LongLived > 0 {
+		if memory, err = startSampler(ctx, cfg, fl, direct, target.QueueURL, feed); err != nil {
+			return nil, err
+		}
+		defer memory.stop()
 	}
 
 	// Chaos: faults on, kills at random, until Duration or an empty queue.
@@ -180,12 +197,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer tick.Stop()
 	chaosEnd := time.After(cfg.Duration)
 	empty, lastLog := 0, time.Now()
+	countErrs := 0
 	progress := func(phase string) error {
 		n, err := sqsdrain.Count(ctx, direct, target.QueueURL)
 		if err != nil {
+			// The emulator, on a loaded machine, now and then resets a
+			// connection: a count that fails tells nothing, and only a
+			// minute of them ends the run.
+			if countErrs++; countErrs < 60 {
+				logf("%s: %v (not counted; trying again)", phase, err)
+				return nil
+			}
 			return err
 		}
-		if n == 0 && (fan == nil || fan.idle()) {
+		countErrs = 0
+		unsent, err := feed.left()
+		if err != nil {
+			return err
+		}
+		if n += unsent; n == 0 && (fan == nil || fan.idle()) {
 			empty++
 		} else {
 			empty = 0
@@ -198,7 +228,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				reqs += v.Requests
 			}
 			pi, _, _ := fl.info()
-			logf("%s %v: %d messages left in the queue, %d workers started, %d proxy requests",
+			logf("%s %v: %d messages left in the queue (or not sent yet), %d workers started, %d proxy requests",
 				phase, time.Since(workStart).Round(time.Second), n, len(pi), reqs)
 		}
 		return nil
@@ -211,7 +241,7 @@ chaos:
 		case <-chaosEnd:
 			break chaos
 		case <-nextKill:
-			if live := fl.running(); len(live) > 0 {
+			if live := fl.killable(); len(live) > 0 {
 				p := live[rng.IntN(len(live))]
 				if rng.Float64() < cfg.Kills.KillShare {
 					fl.kill(p)
@@ -240,7 +270,15 @@ chaos:
 	if idem != nil {
 		idem.faultsOff()
 	}
+	// A feeder still sending when the chaos phase ends at its Duration
+	// stops: the drain settles what was sent, and only that is reconciled.
+	timing.Feed = feed.stop()
+	unsent, _ := feed.left()
+	feed = nil
 	logf("chaos phase over after %v; faults off, draining", timing.Chaos.Round(time.Millisecond))
+	if unsent > 0 {
+		logf("%d jobs were never sent (the chaos phase ended at its duration first): the run reconciles the %d sent", unsent, len(jobs)-unsent)
+	}
 
 	// Drain: no faults, no kills, until the queue is empty.
 	drainStart := time.Now()
@@ -266,6 +304,11 @@ drain:
 	timing.Drain = time.Since(drainStart)
 	timing.Work = time.Since(workStart)
 	logf("drain over after %v; stopping the workers", timing.Drain.Round(time.Millisecond))
+	if memory != nil {
+		if err := memory.stop(); err != nil {
+			return nil, fmt.Errorf("chaos: writing the memory samples: %w", err)
+		}
+	}
 	fl.stopAll()
 	procs, names, exitMax := fl.info()
 	if wc.Mode == ModeLambda {
@@ -304,8 +347,11 @@ drain:
 	if err != nil {
 		return nil, err
 	}
-	ev := evidence{Config: cfg, Jobs: jobs, Files: files, Names: names, Procs: procs, Deletes: obs.deletes, LostSends: obs.lostSends,
-		Counts: proxy.Counts(), Timing: timing, ExitMax: exitMax, Unread: unread, DLQUnread: dlqUnread}
+	ev := evidence{Config: cfg, Jobs: jobs[:len(jobs)-unsent], Unsent: unsent, Files: files, Names: names, Procs: procs, Deletes: obs.deletes, LostSends: obs.lostSends,
+		Counts: proxy.Counts(), Timing: timing, ExitMax: exitMax, Unread: unread, DLQUnread: dlqUnread, LongLived: fl.longLived()}
+	if err := readSoakFiles(cfg.Dir, &ev); err != nil {
+		return nil, err
+	}
 	if idem != nil {
 		if ev.Idem, err = idem.finish(ctx); err != nil {
 			return nil, err
@@ -341,6 +387,10 @@ drain:
 		return nil, err
 	}
 	report := reconcile(ev)
+	if report.Memory != nil {
+		// The peak includes holding and reconciling every record.
+		report.Memory.OrchestratorPeak, _ = readStatus(os.Getpid(), "VmHWM")
+	}
 	if err := writeJSON(filepath.Join(cfg.Dir, "report.json"), report); err != nil {
 		return report, err
 	}
@@ -372,6 +422,7 @@ func Rereport(dir string) (*Report, error) {
 		groups = ev.Config.Groups
 	}
 	ev.Jobs = MakeJobs(ev.Config.Jobs, ev.Config.Mix, groups, ev.Config.Seed)
+	ev.Jobs = ev.Jobs[:len(ev.Jobs)-ev.Unsent]
 	if ev.Files, err = readWorkerFiles(dir, ev.Names); err != nil {
 		return nil, err
 	}
@@ -386,14 +437,13 @@ func Rereport(dir string) (*Report, error) {
 		}
 	}
 	obs := newObserver()
-	entries, err := readLines[faultproxy.Entry](filepath.Join(dir, "proxy.jsonl"))
-	if err != nil {
+	if err := eachLine(filepath.Join(dir, "proxy.jsonl"), obs.observe); err != nil {
 		return nil, err
 	}
-	for _, e := range entries {
-		obs.observe(e)
-	}
 	ev.Deletes, ev.LostSends = obs.deletes, obs.lostSends
+	if err := readSoakFiles(dir, &ev); err != nil {
+		return nil, err
+	}
 	return reconcile(ev), nil
 }
 
@@ -412,7 +462,7 @@ func (c Config) check() error {
 	case c.FIFO && c.Groups <= 0:
 		return errors.New("chaos: a FIFO run needs Groups")
 	}
-	return nil
+	return c.Soak.check(c.Workers, c.FIFO)
 }
 
 // buildWorker builds the worker program into dir.
@@ -439,18 +489,21 @@ func directClient(endpoint, region string) *sqs.Client {
 		BaseEndpoint: aws.String(endpoint),
 		Region:       region,
 		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		// The orchestrator's sends and reads ride out the emulator's
+		// occasional connection resets on a loaded machine.
+		RetryMaxAttempts: 10,
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
 			t.MaxIdleConnsPerHost = 32
 		}),
 	})
 }
 
-// sendJobs sends every job, 10 per call: 8 calls at a time on a standard
-// queue, one at a time in job order on a FIFO queue (so each group's order
-// is the jobs' order).
-func sendJobs(ctx context.Context, client *sqs.Client, url string, jobs []Job, fifo bool) error {
+// sendJobs sends every job, 10 per call: senders calls at a time (zero: 8)
+// on a standard queue, one at a time in job order on a FIFO queue (so each
+// group's order is the jobs' order).
+func sendJobs(ctx context.Context, client *sqs.Client, url string, jobs []Job, fifo bool, senders int) error {
 	var g errgroup.Group
-	g.SetLimit(8)
+	g.SetLimit(cmp.Or(senders, 8))
 	if fifo {
 		g.SetLimit(1)
 	}

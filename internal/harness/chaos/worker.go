@@ -48,6 +48,9 @@ type WorkerConfig struct {
 	Mode   string        `json:"mode,omitempty"`
 	Idem   *IdemConfig   `json:"idempotency,omitempty"`
 	Lambda *LambdaConfig `json:"lambda,omitempty"`
+	// HeapEvery, when positive, has the process write a HeapSample (its Go
+	// heap and its worker's counters) this often to its heap file.
+	HeapEvery time.Duration `json:"heapEvery,omitempty"`
 }
 
 // LoadWorkerConfig reads a WorkerConfig file.
@@ -138,7 +141,16 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	var stopHeap func()
+	if cfg.HeapEvery > 0 {
+		if stopHeap, err = sampleHeap(base, w, cfg.HeapEvery); err != nil {
+			return err
+		}
+	}
 	runErr := w.Run(ctx)
+	if stopHeap != nil {
+		stopHeap()
+	}
 	exit.Signal, exit.Returned, exit.Stats = stoppedAt(), time.Now(), w.Stats()
 	exit.LastReceiveEnd, exit.ReceivesAfterSignal = watch.last(), int(watch.afterSignal.Load())
 	if guarded != nil {

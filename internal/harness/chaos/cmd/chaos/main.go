@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	variant := flag.String("variant", "chaos", "the variant: "+strings.Join(chaos.Variants(), ", ")+", or all (every one but scale)")
+	variant := flag.String("variant", "chaos", "the variant: "+strings.Join(chaos.Variants(), ", ")+", or all (every one but scale and soak)")
 	jobs := flag.Int("jobs", 0, "jobs to send (0: the variant's)")
 	workers := flag.Int("workers", 0, "worker processes at once (0: the variant's)")
 	seed := flag.Uint64("seed", 1, "seed of the jobs, faults and kills")
@@ -59,7 +59,7 @@ func main() {
 	if *variant == "all" {
 		names = nil
 		for _, n := range chaos.Variants() {
-			if n != "scale" {
+			if n != "scale" && n != "soak" {
 				names = append(names, n)
 			}
 		}
