@@ -367,6 +367,7 @@ type Lease struct {
 	ended    bool   // stopped, lost or maxed out
 	last     bool   // the current call is the last extension the 12-hour limit allows
 	final    bool   // the last extension succeeded: next comes the ErrMaxVisibility notice
+	lapsed   bool   // an extension SQS confirmed only after the deadline it was to move
 	cause    error  // why the heartbeat ended the lease (lost or maxed out); nil if Stop did
 	ext0     tick   // when the first extension SQS confirmed was sent (kept here: most leases have at most one)
 	more     []tick // when the later ones were sent
@@ -432,6 +433,19 @@ func (l *Lease) Hold() (deadline time.Time, err error) {
 		}
 	}
 	return h.time(l.deadline), nil
+}
+
+// Lapsed reports whether the message's visibility ran out while the
+// heartbeat held it: an extension SQS confirmed only after the deadline it
+// was to move (Stats.Late counts them). For a while the message was visible
+// and may have been delivered to another consumer, so whatever its owner
+// does with it afterwards — a delete SQS confirms on time included — cannot
+// rule out a second run. A settlement reports it as late.
+func (l *Lease) Lapsed() bool {
+	h := l.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return l.lapsed
 }
 
 // Release hands a held message back to the heartbeat, which extends it
@@ -678,6 +692,7 @@ func (h *Heartbeat) extend(ctx context.Context, c *call) {
 			// the message was visible and may have been delivered again.
 			if now > l.deadline {
 				late++
+				l.lapsed = true
 			} else {
 				extended++
 			}

@@ -34,6 +34,9 @@ type Lease interface {
 	Hold() (deadline time.Time, err error)
 	Release()
 	Stop() error
+	// Lapsed reports an extension confirmed after its deadline: the
+	// message was visible for a while.
+	Lapsed() bool
 }
 
 // Entry is one delete, visibility change or send waiting in a Batcher.
@@ -345,7 +348,9 @@ func (b *Batcher) deliver(batch []*Entry, closing bool, buf *callBuffers) {
 		}
 		deadline, cause := e.Lease.Hold()
 		e.deadline = deadline
-		e.lapsed = e.lapsed || now.After(deadline)
+		// A lease that lapsed while the heartbeat held it (an extension
+		// confirmed after its deadline) makes any settlement late.
+		e.lapsed = e.lapsed || now.After(deadline) || e.Lease.Lapsed()
 		// A lease ended by the 12-hour limit is still ours until its
 		// deadline: what its handler returned applies as usual.
 		stale := cause != nil && !errors.Is(cause, visibility.ErrMaxVisibility)

@@ -36,6 +36,8 @@ func (l *fakeLease) Hold() (time.Time, error) {
 	return l.deadline, l.cause
 }
 
+func (l *fakeLease) Lapsed() bool { return false }
+
 func (l *fakeLease) Release() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
