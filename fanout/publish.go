@@ -249,12 +249,7 @@ func (p *Publisher) publish(ctx context.Context, msgs []Message, errs []error) (
 		}
 		res := p.sender.Run(ctx, entries, sqsbatch.Policy{
 			MaxAttempts: p.opts.MaxAttempts,
-			Wait: func(n int) time.Duration {
-				if d, again := p.opts.Retry.Delay(n); again {
-					return d
-				}
-				return -1 // the policy gave up
-			},
+			Wait:        sqsbatch.WaitOf(p.opts.Retry.Delay),
 			CallTimeout: p.opts.CallTimeout,
 			MaxBatch:    p.opts.MaxBatch,
 			Concurrency: concurrency,

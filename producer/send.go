@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 )
@@ -93,12 +92,7 @@ func (p *Producer) deliver(ctx context.Context, items []*item) {
 	}
 	res := p.sender.Run(ctx, entries, sqsbatch.Policy{
 		MaxAttempts: p.opts.MaxAttempts,
-		Wait: func(n int) time.Duration {
-			if d, again := p.opts.Retry.Delay(n); again {
-				return d
-			}
-			return -1 // the policy gave up
-		},
+		Wait:        sqsbatch.WaitOf(p.opts.Retry.Delay),
 		CallTimeout: p.opts.CallTimeout,
 		MaxBatch:    p.opts.MaxBatch,
 		Concurrency: concurrency,

@@ -368,6 +368,17 @@ func interval(n int) time.Duration {
 // Policy.MaxAttempts is zero.
 const DefaultAttempts = 5
 
+// WaitOf is a Policy.Wait from a retry policy's Delay (retry.Policy's
+// method): its delay before retry n, or a negative wait once it gives up.
+func WaitOf(delay func(n int) (time.Duration, bool)) func(n int) time.Duration {
+	return func(n int) time.Duration {
+		if d, again := delay(n); again {
+			return d
+		}
+		return -1 // the policy gave up
+	}
+}
+
 // Policy is how Run sends its entries. Every field's zero value selects
 // the documented default.
 type Policy struct {
