@@ -1,13 +1,10 @@
 package chaos
 
 import (
-	"context"
-	"os"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 )
 
 // TestFanoutBounded is the fan-out variant, bounded for `make test`: 400
@@ -19,16 +16,7 @@ import (
 // own redeliveries included); and the run must have sent jobs to both
 // dead-letter queues, redelivered some, and killed workers.
 func TestFanoutBounded(t *testing.T) {
-	env := testenv.Get(t)
-	if env.SQS == "" || env.Backend == "aws" {
-		t.Skipf("SKIP: the chaos suite runs against a loopback emulator; SQS endpoint is %q (%s)", env.SQS, env.Backend)
-	}
-	cfg, err := Variant("fanout")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Variant = "fanout-bounded"
-	cfg.SQS, cfg.Region = env.SQS, env.Region
+	cfg := boundedVariant(t, "fanout", false)
 	// Seed 21's kill schedule starts with a SIGKILL 1.1 s in.
 	cfg.Jobs, cfg.Workers, cfg.Seed = 400, 3, 21
 	// No slow jobs (TestChaosBounded has them): the run ends sooner. One
@@ -38,24 +26,8 @@ func TestFanoutBounded(t *testing.T) {
 	cfg.Fanout.DeliveryRetries = 4
 	cfg.Fanout.DeliveryFaults.Throttle, cfg.Fanout.DeliveryFaults.ServerError = 0.2, 0.15
 	cfg.Duration, cfg.DrainTimeout = 15*time.Second, time.Minute
-	dir, err := os.MkdirTemp("", "sqsworker-fanout-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Dir, cfg.Race, cfg.ProxyLog = dir, raceEnabled, true
-	cfg.Log = &testLog{t: t}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	r, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", r.Text())
-	if !r.Passed() {
-		t.Fatalf("the fan-out run broke the guarantee:\n  %s\nthe run's files are in %s (reproduce: make chaos VARIANT=fanout SEED=%d JOBS=%d WORKERS=%d)",
-			strings.Join(r.Failures, "\n  "), dir, cfg.Seed, cfg.Jobs, cfg.Workers)
-	}
-	os.RemoveAll(dir)
+	cfg.Race = raceEnabled
+	r := runBounded(t, cfg, 3*time.Minute, fmt.Sprintf("make chaos VARIANT=fanout SEED=%d JOBS=%d WORKERS=%d", cfg.Seed, cfg.Jobs, cfg.Workers))
 	f := r.Fanout
 	if f.SubscriptionDLQ == 0 || f.Redelivered == 0 || f.SNS.Retried == 0 || r.DeadLettered == 0 || r.Done == 0 || r.Processes.Killed == 0 {
 		t.Fatalf("the run did not exercise what it should: %d in the subscription DLQ, %d redelivered, %d delivery retries, %d in the queue's DLQ, %d done, %d SIGKILL",

@@ -3,12 +3,9 @@ package chaos
 import (
 	"context"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 )
 
 // TestIdempotencyBounded is the idempotency variant, bounded for `make
@@ -23,21 +20,13 @@ import (
 // unexplained re-run, and when the run did not exercise what it should
 // (kills of both kinds, DynamoDB faults, side effects, dead letters).
 func TestIdempotencyBounded(t *testing.T) {
-	env := testenv.Get(t)
-	if env.SQS == "" || env.Backend == "aws" || env.DynamoDB == "" {
-		t.Skipf("SKIP: the chaos suite runs against loopback emulators; SQS endpoint is %q (%s), DynamoDB %q", env.SQS, env.Backend, env.DynamoDB)
-	}
-	cfg, err := Variant("idempotency")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Variant = "idempotency-bounded"
-	cfg.SQS, cfg.DynamoDB, cfg.Region = env.SQS, env.DynamoDB, env.Region
+	cfg := boundedVariant(t, "idempotency", true)
 	cfg.Jobs, cfg.Workers, cfg.Seed = 300, 3, 13
 	cfg.Duration, cfg.DrainTimeout = 10*time.Second, 90*time.Second
 	cfg.Worker.Concurrency = 4
 	cfg.Worker.Idem.LockMargin = 2 * time.Second
-	r := runBounded(t, cfg, "sqsworker-idem-test-", "make chaos VARIANT=idempotency SEED=13 JOBS=300 WORKERS=3 DURATION=10s (Concurrency 8 and LockMargin 5 s there)")
+	cfg.Race = raceEnabled
+	r := runBounded(t, cfg, 3*time.Minute, "make chaos VARIANT=idempotency SEED=13 JOBS=300 WORKERS=3 DURATION=10s (Concurrency 8 and LockMargin 5 s there)")
 	ir := r.Idempotency
 	var dynamoFaults int
 	for _, c := range ir.Requests {
@@ -71,29 +60,3 @@ var sharedWorker = func() func(t *testing.T) string {
 		return bin
 	}
 }()
-
-// runBounded runs cfg for a bounded test in a new directory named after
-// prefix, fails the test when the run broke a guarantee (leaving the
-// directory for the diagnosis, with the command that reproduces it), and
-// returns the report.
-func runBounded(t *testing.T, cfg Config, prefix, reproduce string) *Report {
-	t.Helper()
-	dir, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Dir, cfg.Race, cfg.ProxyLog, cfg.WorkerBinary = dir, raceEnabled, true, sharedWorker(t)
-	cfg.Log = &testLog{t: t}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	r, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", r.Text())
-	if !r.Passed() {
-		t.Fatalf("the %s run broke the guarantee:\n  %s\nthe run's files are in %s (reproduce: %s)", cfg.Variant, strings.Join(r.Failures, "\n  "), dir, reproduce)
-	}
-	os.RemoveAll(dir)
-	return r
-}

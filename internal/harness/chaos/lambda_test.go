@@ -3,8 +3,6 @@ package chaos
 import (
 	"testing"
 	"time"
-
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 )
 
 // TestLambdaBounded is the lambda variant, bounded for `make test`: 600
@@ -17,19 +15,11 @@ import (
 // retrying or in the DLQ with its reason, none lost, every duplicate
 // explained — and when the run did not exercise what it should.
 func TestLambdaBounded(t *testing.T) {
-	env := testenv.Get(t)
-	if env.SQS == "" || env.Backend == "aws" {
-		t.Skipf("SKIP: the chaos suite runs against a loopback emulator; SQS endpoint is %q (%s)", env.SQS, env.Backend)
-	}
-	cfg, err := Variant("lambda")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Variant = "lambda-bounded"
-	cfg.SQS, cfg.Region = env.SQS, env.Region
+	cfg := boundedVariant(t, "lambda", false)
 	cfg.Jobs, cfg.Seed = 600, 16
 	cfg.Duration, cfg.DrainTimeout = 10*time.Second, 60*time.Second
-	r := runBounded(t, cfg, "sqsworker-lambda-test-", "make chaos VARIANT=lambda SEED=16 JOBS=600 DURATION=10s")
+	cfg.Race = raceEnabled
+	r := runBounded(t, cfg, 3*time.Minute, "make chaos VARIANT=lambda SEED=16 JOBS=600 DURATION=10s")
 	if r.Processes.Killed == 0 || r.Processes.Terminated == 0 || r.Done == 0 || r.DeadLettered == 0 {
 		t.Fatalf("the run did not exercise what it should: %d SIGKILL, %d SIGTERM, %d done, %d dead-lettered",
 			r.Processes.Killed, r.Processes.Terminated, r.Done, r.DeadLettered)

@@ -1,15 +1,13 @@
 package chaos
 
 import (
-	"context"
-	"os"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 )
 
 // TestProducerBounded is the producer variant, bounded for `make test`:
@@ -22,16 +20,7 @@ import (
 // beyond a job's first explained by a lost answer; and the run must have
 // injected faults, lost answers, failed sends and a SIGKILL.
 func TestProducerBounded(t *testing.T) {
-	env := testenv.Get(t)
-	if env.SQS == "" || env.Backend == "aws" {
-		t.Skipf("SKIP: the chaos suite runs against a loopback emulator; SQS endpoint is %q (%s)", env.SQS, env.Backend)
-	}
-	cfg, err := Variant("producer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Variant = "producer-bounded"
-	cfg.SQS, cfg.Region = env.SQS, env.Region
+	cfg := boundedVariant(t, "producer", false)
 	cfg.Jobs, cfg.Seed = 4000, 11
 	cfg.Producer.Producers, cfg.Producer.Rate, cfg.Producer.MaxKills = 4, 100, 3
 	cfg.Workers = cfg.Producer.Producers
@@ -41,24 +30,8 @@ func TestProducerBounded(t *testing.T) {
 	cfg.Faults = map[string]faultproxy.Rule{"*": {Throttle: 0.08, ServerError: 0.05, Reset: 0.04, DropResponse: 0.05, Hang: 0.005,
 		LatencyJitter: 20 * time.Millisecond}}
 	cfg.Duration = time.Minute
-	dir, err := os.MkdirTemp("", "sqsworker-producer-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Dir, cfg.Race, cfg.ProxyLog = dir, raceEnabled, true
-	cfg.Log = &testLog{t: t}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	r, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", r.Text())
-	if !r.Passed() {
-		t.Fatalf("the producer run broke the guarantee:\n  %s\nthe run's files are in %s (reproduce: make chaos VARIANT=producer SEED=%d JOBS=%d)",
-			strings.Join(r.Failures, "\n  "), dir, cfg.Seed, cfg.Jobs)
-	}
-	os.RemoveAll(dir)
+	cfg.Race = raceEnabled
+	r := runBounded(t, cfg, 3*time.Minute, fmt.Sprintf("make chaos VARIANT=producer SEED=%d JOBS=%d", cfg.Seed, cfg.Jobs))
 	pf := r.Producer
 	if r.Processes.Killed == 0 || pf.LostAnswers == 0 || pf.ReportedFailed == 0 || pf.ReportedSent == 0 ||
 		r.Requests["SendMessageBatch"].Faults[faultproxy.Throttle] == 0 {

@@ -1,13 +1,9 @@
 package chaos
 
 import (
-	"context"
-	"os"
-	"strings"
+	"fmt"
 	"testing"
 	"time"
-
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 )
 
 // TestSoakBounded is the soak variant, bounded for `make test`: 6,000 jobs
@@ -25,16 +21,7 @@ import (
 // workers are built without the race detector, whose shadow memory would
 // be what the samples measure.
 func TestSoakBounded(t *testing.T) {
-	env := testenv.Get(t)
-	if env.SQS == "" || env.Backend == "aws" {
-		t.Skipf("SKIP: the chaos suite runs against a loopback emulator; SQS endpoint is %q (%s)", env.SQS, env.Backend)
-	}
-	cfg, err := Variant("soak")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Variant = "soak-bounded"
-	cfg.SQS, cfg.Region = env.SQS, env.Region
+	cfg := boundedVariant(t, "soak", false)
 	cfg.Jobs, cfg.Workers, cfg.Seed = 6000, 3, 17
 	cfg.Mix.Slow = 0
 	cfg.Kills.MaxEvery = 3 * time.Second
@@ -44,24 +31,7 @@ func TestSoakBounded(t *testing.T) {
 	// connections, buffers): a run this short takes its baseline at a
 	// quarter of the jobs.
 	cfg.Soak.WarmUp, cfg.Soak.MaxGrowth, cfg.Soak.MinSamples, cfg.Soak.Backlog = 0.25, 0.5, 5, 2000
-	dir, err := os.MkdirTemp("", "sqsworker-soak-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Dir, cfg.ProxyLog = dir, true
-	cfg.Log = &testLog{t: t}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	r, err := Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("\n%s", r.Text())
-	if !r.Passed() {
-		t.Fatalf("the soak run broke the guarantee:\n  %s\nthe run's files are in %s (reproduce: make chaos VARIANT=soak SEED=%d JOBS=%d WORKERS=%d)",
-			strings.Join(r.Failures, "\n  "), dir, cfg.Seed, cfg.Jobs, cfg.Workers)
-	}
-	os.RemoveAll(dir)
+	r := runBounded(t, cfg, 3*time.Minute, fmt.Sprintf("make chaos VARIANT=soak SEED=%d JOBS=%d WORKERS=%d", cfg.Seed, cfg.Jobs, cfg.Workers))
 	if r.Processes.Killed == 0 || r.Processes.Terminated == 0 || r.Done == 0 || r.DeadLettered == 0 || r.Timing.Feed == 0 || r.Memory == nil || len(r.Memory.Workers) != 1 {
 		t.Fatalf("the run did not exercise what it should: %d SIGKILL, %d SIGTERM, %d done, %d dead-lettered, %v spent feeding jobs, memory %+v",
 			r.Processes.Killed, r.Processes.Terminated, r.Done, r.DeadLettered, r.Timing.Feed, r.Memory)
