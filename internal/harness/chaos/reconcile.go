@@ -77,7 +77,11 @@ type procInfo struct {
 // handle.
 type deleteSeen struct {
 	Faulted bool // a delete carrying it was faulted (the worker saw a failure)
-	Reached bool // a delete carrying it reached SQS and succeeded (even if its answer was then dropped)
+	Reached bool // a delete carrying it reached SQS and succeeded (even if its answer was then dropped) while its lease held, by the proxy's clock
+	// ReachedLate: a delete carrying it reached SQS and succeeded, but SQS
+	// may have applied it after the message became visible again, when a
+	// success proves nothing.
+	ReachedLate bool
 }
 
 // dlqCopy is one message read from the dead-letter queue.
@@ -204,6 +208,9 @@ func reconcile(ev evidence) *Report {
 			return true, ""
 		case p.Signal == "SIGKILL" || p.Hung || p.Crashed:
 			return false, CauseKilled
+		case seen.ReachedLate:
+			// Its delete reached SQS only when the lease may have lapsed.
+			return false, CauseLease
 		case seen.Faulted:
 			// A delete carrying it faulted (it hung, say); one that
 			// reached SQS may have come after the lease lapsed.
@@ -380,6 +387,9 @@ func describe(run RunRecord, settled map[string]SettledRecord, deletes map[strin
 	}
 	d := deletes[run.Handle]
 	parts = append(parts, fmt.Sprintf("delete faulted=%v reached=%v", d.Faulted, d.Reached))
+	if d.ReachedLate && !d.Reached {
+		parts = append(parts, "reached after the lease may have lapsed")
+	}
 	if p := procs[run.Worker]; p.Signal != "" {
 		parts = append(parts, "process got "+p.Signal)
 	}

@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	timing.Send = time.Since(begin)
 	logf("sent %d jobs to %s in %v", len(first), target.QueueURL, timing.Send.Round(time.Millisecond))
 
-	obs := newObserver()
+	obs := newObserver(cfg.Visibility)
 	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
 	var proxyLog *bufio.Writer
 	if cfg.ProxyLog {
@@ -436,7 +436,7 @@ func Rereport(dir string) (*Report, error) {
 			return nil, err
 		}
 	}
-	obs := newObserver()
+	obs := newObserver(ev.Config.Visibility)
 	if err := eachLine(filepath.Join(dir, "proxy.jsonl"), obs.observe); err != nil {
 		return nil, err
 	}
@@ -540,14 +540,43 @@ type observer struct {
 	deletes   map[string]deleteSeen
 	lostSends map[string]int // by faultproxy.BodyDigest
 	reached   map[string]int // by faultproxy.BodyDigest
+	// vis is the queue's visibility timeout; leases the earliest moment,
+	// by the proxy's clock, each received handle's message may have become
+	// visible again (the start of its receive, or of its last extension SQS
+	// answered, plus vis), until a delete carrying it reached SQS in time.
+	vis    time.Duration
+	leases map[string]time.Time
 }
 
-func newObserver() *observer {
-	return &observer{deletes: map[string]deleteSeen{}, lostSends: map[string]int{}, reached: map[string]int{}}
+// newObserver returns an observer of a queue whose visibility timeout is
+// vis (zero: leases are not followed, and every delete that reached SQS
+// counts as in time).
+func newObserver(vis time.Duration) *observer {
+	return &observer{deletes: map[string]deleteSeen{}, lostSends: map[string]int{}, reached: map[string]int{}, vis: vis, leases: map[string]time.Time{}}
 }
 
 func (o *observer) observe(e faultproxy.Entry) {
 	switch e.Action {
+	case "ReceiveMessage":
+		if o.vis > 0 && e.Status == http.StatusOK {
+			o.mu.Lock()
+			for _, h := range e.Received {
+				o.leases[h] = e.Time.Add(o.vis)
+			}
+			o.mu.Unlock()
+		}
+		return
+	case "ChangeMessageVisibilityBatch", "ChangeMessageVisibility":
+		if o.vis > 0 && e.Status == http.StatusOK {
+			o.mu.Lock()
+			for _, h := range e.Handles {
+				if d, ok := o.leases[h]; ok && e.Time.Add(o.vis).After(d) {
+					o.leases[h] = e.Time.Add(o.vis)
+				}
+			}
+			o.mu.Unlock()
+		}
+		return
 	case "SendMessageBatch", "SendMessage":
 		lost := e.Fault == faultproxy.DropResponse || e.Fault == faultproxy.UpstreamError || e.Fault == faultproxy.ClientGone
 		o.mu.Lock()
@@ -570,12 +599,25 @@ func (o *observer) observe(e faultproxy.Entry) {
 	}
 	faulted := e.Fault != faultproxy.None
 	reached := e.Status == http.StatusOK
+	// SQS applied the call somewhere between its start and its answer.
+	applied := e.Time.Add(time.Duration(e.Millis * float64(time.Millisecond)))
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, h := range e.Handles {
 		d := o.deletes[h]
 		d.Faulted = d.Faulted || faulted
-		d.Reached = d.Reached || reached
+		if reached {
+			// A delete the emulator may have applied after the message
+			// became visible again is no proof that it deleted it: SQS
+			// (and fauxqs) answer success for a handle no longer in
+			// flight, and the message comes back.
+			if lapse, ok := o.leases[h]; ok && applied.After(lapse) {
+				d.ReachedLate = true
+			} else {
+				d.Reached = true
+				delete(o.leases, h)
+			}
+		}
 		o.deletes[h] = d
 	}
 }
