@@ -27,6 +27,8 @@ type job struct {
 	mu      sync.Mutex
 	cancel  context.CancelCauseFunc // the handler's, once it starts
 	cause   error                   // the heartbeat's reason for giving the message up
+
+	prev, next *job // neighbours in run.running while the handler runs (guarded by run.mu)
 }
 
 // process runs the handler on one message, on one of the handler

@@ -262,8 +262,8 @@ type run struct {
 	resends  *settle.Batcher // fresh copies of jobs not yet due (internal/schedule)
 
 	mu       sync.Mutex
-	running  map[*job]struct{} // handlers under way (see invoke)
-	detached bool              // Run has given up on the handlers still running
+	running  *job // handlers under way (see invoke): a list through job.prev and job.next
+	detached bool // Run has given up on the handlers still running
 }
 
 // invoke runs the handler on j's message and reports whether Run gave up
@@ -279,16 +279,26 @@ func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err er
 		w.abandon(r, j, "not started: Run was returning; SQS delivers the message again when its visibility timeout ends")
 		return nil, true
 	}
-	if r.running == nil {
-		r.running = map[*job]struct{}{}
+	// A list, not a map: joining and leaving it hashes nothing.
+	j.next = r.running
+	if j.next != nil {
+		j.next.prev = j
 	}
-	r.running[j] = struct{}{}
+	r.running = j
 	r.mu.Unlock()
 
 	err = settle.Run(ctx, &w.engine, &j.Job, w.handler, m)
 
 	r.mu.Lock()
-	delete(r.running, j)
+	if j.prev != nil {
+		j.prev.next = j.next
+	} else {
+		r.running = j.next
+	}
+	if j.next != nil {
+		j.next.prev = j.prev
+	}
+	j.prev, j.next = nil, nil
 	detached = r.detached
 	r.mu.Unlock()
 	if detached {
@@ -306,8 +316,8 @@ func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err er
 func (w *Worker) detach(r *run) int {
 	r.mu.Lock()
 	r.detached = true
-	stuck := make([]*job, 0, len(r.running))
-	for j := range r.running {
+	var stuck []*job
+	for j := r.running; j != nil; j = j.next {
 		stuck = append(stuck, j)
 	}
 	r.mu.Unlock()
