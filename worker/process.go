@@ -64,7 +64,7 @@ func (w *Worker) process(r *run, j *job) {
 		return
 	}
 
-	hctx, cancelHandler := j.handlerContext(r.hard)
+	hctx, cancelHandler := j.handlerContext(r.bg)
 	if w.opts.HandlerTimeout > 0 {
 		var cancelTimeout context.CancelFunc
 		hctx, cancelTimeout = context.WithTimeoutCause(hctx, w.opts.HandlerTimeout, ErrHandlerTimeout)

@@ -167,8 +167,21 @@ func (j *job) onLost(cause error) {
 	}
 }
 
+// cancelWith cancels the handler's context with cause, once the handler
+// has one.
+func (j *job) cancelWith(cause error) {
+	j.mu.Lock()
+	cancel := j.cancel
+	j.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+}
+
 // handlerContext returns the context the handler runs with: cancelled at
 // once if the heartbeat gave the message up before the handler started.
+// parent cannot be cancelled; the shutdown deadline cancels the handler's
+// context through run.cancelHandlers.
 func (j *job) handlerContext(parent context.Context) (context.Context, context.CancelCauseFunc) {
 	j.dctx = settle.DeadlineContext{Context: parent, D: j.lease}
 	ctx, cancel := context.WithCancelCause(&j.dctx)

@@ -250,8 +250,7 @@ func (w *Worker) DeadLetterQueue() (dlq.Target, bool) {
 
 // run holds what one call of Run shares between its goroutines.
 type run struct {
-	hard     context.Context // handlers' parent: cancelled at the shutdown deadline
-	bg       context.Context // calls that settle messages (attempt counting)
+	bg       context.Context // calls that settle messages (attempt counting); the handlers' parent
 	flow     *flow
 	gate     *gate // Options.ReceiveGate's state
 	handlers sync.WaitGroup
@@ -262,8 +261,22 @@ type run struct {
 	resends  *settle.Batcher // fresh copies of jobs not yet due (internal/schedule)
 
 	mu       sync.Mutex
-	running  *job // handlers under way (see invoke): a list through job.prev and job.next
-	detached bool // Run has given up on the handlers still running
+	running  *job  // handlers under way (see invoke): a list through job.prev and job.next
+	detached bool  // Run has given up on the handlers still running
+	shutdown error // the running handlers' cause once the shutdown deadline passed (ErrShutdown)
+}
+
+// cancelHandlers cancels the running handlers' contexts with cause, and
+// those of handlers starting later (see invoke). The handlers' contexts are
+// not children of a cancellable context of the run: each would join (and
+// leave) that context's set of children under the lock they all share.
+func (r *run) cancelHandlers(cause error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shutdown = cause
+	for j := r.running; j != nil; j = j.next {
+		j.cancelWith(cause)
+	}
 }
 
 // invoke runs the handler on j's message and reports whether Run gave up
@@ -279,17 +292,40 @@ func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err er
 		w.abandon(r, j, "not started: Run was returning; SQS delivers the message again when its visibility timeout ends")
 		return nil, true
 	}
-	// A list, not a map: joining and leaving it hashes nothing.
-	j.next = r.running
-	if j.next != nil {
-		j.next.prev = j
-	}
-	r.running = j
+	r.joinLocked(j)
 	r.mu.Unlock()
 
 	err = settle.Run(ctx, &w.engine, &j.Job, w.handler, m)
 
 	r.mu.Lock()
+	r.leaveLocked(j)
+	detached = r.detached
+	r.mu.Unlock()
+	if detached {
+		w.opts.Logger.Warn("sqsworker: a handler returned after Run had returned without it; its result is not applied (nothing is deleted, retried or dead-lettered), and SQS delivers the message again",
+			"queue", w.queueURL, "message", j.Msg.ID, "err", err)
+	}
+	return err, detached
+}
+
+// joinLocked adds j, whose handler is about to start, to the running
+// handlers: a list, not a map, so joining and leaving it hashes nothing.
+// After the shutdown deadline, j's context is cancelled at once (it was
+// made after cancelHandlers ran).
+func (r *run) joinLocked(j *job) {
+	j.next = r.running
+	if j.next != nil {
+		j.next.prev = j
+	}
+	r.running = j
+	if r.shutdown != nil {
+		j.cancelWith(r.shutdown)
+	}
+}
+
+// leaveLocked removes j, whose handler returned, from the running
+// handlers.
+func (r *run) leaveLocked(j *job) {
 	if j.prev != nil {
 		j.prev.next = j.next
 	} else {
@@ -299,13 +335,6 @@ func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err er
 		j.next.prev = j.prev
 	}
 	j.prev, j.next = nil, nil
-	detached = r.detached
-	r.mu.Unlock()
-	if detached {
-		w.opts.Logger.Warn("sqsworker: a handler returned after Run had returned without it; its result is not applied (nothing is deleted, retried or dead-lettered), and SQS delivers the message again",
-			"queue", w.queueURL, "message", j.Msg.ID, "err", err)
-	}
-	return err, detached
 }
 
 // detach gives up on the handlers still running at the end of the
@@ -386,15 +415,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer func() { w.client.health.stopped(time.Now()) }()
 	log := w.opts.Logger
 	bg := context.WithoutCancel(ctx)
-	hard, hardCancel := context.WithCancelCause(bg)
-	defer hardCancel(nil)
 
 	hb, err := w.newHeartbeat()
 	if err != nil {
 		return fmt.Errorf("sqsworker: %w", err)
 	}
 	w.hb.Store(hb)
-	r := &run{hard: hard, bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo), gate: newGate(w.opts.ReceiveGate != nil)}
+	r := &run{bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo), gate: newGate(w.opts.ReceiveGate != nil)}
 	r.flow.signals = w.signals
 	if w.opts.ReceiveGate != nil {
 		w.paused.Store(true) // until the gate's first report
@@ -486,7 +513,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	case <-t.C:
 		log.Warn("sqsworker: shutdown timeout passed; cancelling running handlers and releasing their messages",
 			"queue", w.queueURL, "running", w.c.inFlight.Load()-w.c.settling.Load())
-		hardCancel(ErrShutdown)
+		r.cancelHandlers(ErrShutdown)
 		flushCtx, cancelFlush = context.WithTimeout(bg, w.opts.FlushTimeout)
 		grace := time.NewTimer(w.opts.FlushTimeout / 2)
 		select {
