@@ -73,7 +73,7 @@ func (m *Message) from(s *settle.Message) {
 func (j *job) handlerMessage() *Message {
 	m := &j.handler
 	m.from(&j.Msg)
-	m.Attributes, m.MessageAttributes = settle.Detach(&j.Msg, &m.Raw, &m.ID, &m.Body, &m.ReceiptHandle, j.w.engine.Events)
+	m.Attributes, m.MessageAttributes = settle.Detach(&j.Msg, &m.Raw, &m.ID, &m.Body, &m.ReceiptHandle, j.r.w.engine.Events)
 	return m
 }
 

@@ -131,7 +131,7 @@ func (w *Worker) track(r *run, msgs []types.Message, receivedAt time.Time) []*jo
 	all := make([]job, len(msgs))
 	for i, raw := range msgs {
 		j := &all[i]
-		j.w, j.r = w, r
+		j.r = r
 		w.engine.Track(&j.Job, j, raw, w.queueURL, receivedAt)
 		lease, err := r.hb.Track(j.Msg.ReceiptHandle, receivedAt, j.onLost)
 		if err != nil {

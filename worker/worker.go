@@ -250,6 +250,7 @@ func (w *Worker) DeadLetterQueue() (dlq.Target, bool) {
 
 // run holds what one call of Run shares between its goroutines.
 type run struct {
+	w        *Worker
 	bg       context.Context // calls that settle messages (attempt counting); the handlers' parent
 	flow     *flow
 	gate     *gate // Options.ReceiveGate's state
@@ -421,7 +422,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("sqsworker: %w", err)
 	}
 	w.hb.Store(hb)
-	r := &run{bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo), gate: newGate(w.opts.ReceiveGate != nil)}
+	r := &run{w: w, bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo), gate: newGate(w.opts.ReceiveGate != nil)}
 	r.flow.signals = w.signals
 	if w.opts.ReceiveGate != nil {
 		w.paused.Store(true) // until the gate's first report

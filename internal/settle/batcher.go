@@ -40,28 +40,30 @@ type Lease interface {
 }
 
 // Entry is one delete, visibility change or send waiting in a Batcher.
+// (Its fields are ordered so that it has no padding: every job holds one.)
 type Entry struct {
 	// Handle is the receipt handle to delete or change.
 	Handle string
-	// Timeout is the visibility timeout a change sets, in seconds.
-	Timeout int32
 	// Send is the message a send Batcher sends (its Id is set by the
-	// Batcher).
-	Send types.SendMessageBatchRequestEntry
+	// Batcher); nil for deletes and changes. A pointer: every job holds an
+	// Entry, and few send.
+	Send *types.SendMessageBatchRequestEntry
 	// Lease, when set, is the message's visibility lease: held for the
 	// call, stopped when SQS confirms the entry, released when the entry is
 	// retried.
 	Lease Lease
-	// Urgent sends the entry without lingering: someone waits for it.
-	Urgent bool
 	// Owner is told the entry's final outcome, exactly once, from a
 	// Batcher goroutine. It must not block for long. Once told, the entry
 	// is the owner's again: it may reuse it for its next call.
 	Owner Owner
+	// Timeout is the visibility timeout a change sets, in seconds.
+	Timeout int32
+	// Urgent sends the entry without lingering: someone waits for it.
+	Urgent bool
 
+	lapsed   bool // a call carrying it was sent or ended after the lease's deadline
 	attempts int
 	deadline time.Time // the lease's deadline when the call went out
-	lapsed   bool      // a call carrying it was sent or ended after the lease's deadline
 }
 
 // Owner receives an Entry's outcome. An owner that embeds its Entry
@@ -175,8 +177,8 @@ func NewSender(client SendAPI, queueURL string, o BatcherOptions) (*Batcher, err
 
 // SendEntry turns a SendMessage request into a batch entry (its Id is set
 // when the entry is sent).
-func SendEntry(in *sqs.SendMessageInput) types.SendMessageBatchRequestEntry {
-	return types.SendMessageBatchRequestEntry{
+func SendEntry(in *sqs.SendMessageInput) *types.SendMessageBatchRequestEntry {
+	return &types.SendMessageBatchRequestEntry{
 		MessageBody:             in.MessageBody,
 		DelaySeconds:            in.DelaySeconds,
 		MessageAttributes:       in.MessageAttributes,
@@ -217,7 +219,10 @@ func newBatcher(q *sqsbatch.Queue, o BatcherOptions) (*Batcher, error) {
 
 // size is what e counts against a batch's payload limit.
 func (e *Entry) size() int {
-	be := sqsbatch.Entry{Send: e.Send}
+	if e.Send == nil {
+		return 0 // a delete or change
+	}
+	be := sqsbatch.Entry{Send: *e.Send}
 	return be.Size()
 }
 
@@ -377,7 +382,10 @@ func (b *Batcher) deliver(batch []*Entry, closing bool, buf *callBuffers) {
 	}
 	entries, res := buf.entries[:len(send)], buf.results[:len(send)]
 	for i, e := range send {
-		entries[i] = sqsbatch.Entry{Handle: e.Handle, Timeout: e.Timeout, Send: e.Send}
+		entries[i] = sqsbatch.Entry{Handle: e.Handle, Timeout: e.Timeout}
+		if e.Send != nil {
+			entries[i].Send = *e.Send
+		}
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, b.o.CallTimeout)
 	err := b.q.OnceInto(ctx, entries, res, nil) // counted by the client the runtime passes

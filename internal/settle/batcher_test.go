@@ -322,7 +322,7 @@ func TestSendsCutBySize(t *testing.T) {
 		o := newOutcomes()
 		body := strings.Repeat("x", 300<<10)
 		for i := range 10 {
-			b.Add(&settle.Entry{Send: types.SendMessageBatchRequestEntry{MessageBody: aws.String(body)}, Owner: o.done(i)})
+			b.Add(&settle.Entry{Send: &types.SendMessageBatchRequestEntry{MessageBody: aws.String(body)}, Owner: o.done(i)})
 		}
 		b.Close(context.Background())
 		for i := range 10 {
