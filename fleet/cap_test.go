@@ -65,7 +65,7 @@ func TestCapNeverExceededAcrossProcesses(t *testing.T) {
 						}
 					}
 					time.Sleep(200 * time.Millisecond) // long enough for others to acquire meanwhile
-					running.Add(-1) // before the release reaches DynamoDB
+					running.Add(-1)                    // before the release reaches DynamoDB
 					if err := slot.Release(context.Background()); err != nil {
 						t.Errorf("Release: %v", err)
 					}
