@@ -88,7 +88,7 @@ func startFanout(ctx context.Context, cfg Config, direct *sqs.Client, target dlq
 	if s.DeliveryRetries <= 0 || s.DeliveryTimeout <= 0 || s.Publishers <= 0 {
 		return nil, errors.New("chaos: FanoutSettings needs DeliveryRetries, DeliveryTimeout and Publishers; start from Variant(\"fanout\")")
 	}
-	fr := &fanoutRun{settings: s, obs: newObserver(0)}
+	fr := &fanoutRun{settings: s, obs: newObserver(0, 0)}
 	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: map[string]faultproxy.Rule{"SendMessage": s.DeliveryFaults},
 		Seed: cfg.Seed ^ 0x736e73, OnRequest: fr.obs.observe}
 	if cfg.ProxyLog {

@@ -17,7 +17,7 @@ import (
 // end.
 func TestObserverTellsDeletesAfterTheLeaseLapsed(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
-	o := newObserver(5 * time.Second)
+	o := newObserver(5*time.Second, 0)
 	o.observe(faultproxy.Entry{Time: t0, Action: "ReceiveMessage", Status: http.StatusOK, Millis: 100, Received: []string{"early", "late", "extended"}})
 	// "extended" is extended at 4 s: its lease runs to 9 s at the earliest.
 	o.observe(faultproxy.Entry{Time: t0.Add(4 * time.Second), Action: "ChangeMessageVisibilityBatch", Status: http.StatusOK, Millis: 50, Handles: []string{"extended"}})
@@ -57,5 +57,18 @@ func TestKilledRunWhoseDeleteCameLateIsNotClean(t *testing.T) {
 	w.ev.Deletes[h] = deleteSeen{Reached: true}
 	if r := reconcile(w.ev); r.DuplicatesBy[CauseUnexplained] != 1 || r.Passed() {
 		t.Fatalf("duplicates by %v, passed %v; want 1 unexplained, failed", r.DuplicatesBy, r.Passed())
+	}
+}
+
+// A send the proxy answered within its client's call timeout was read; one
+// answered so late that the client may have given up first may have been
+// sent again, so its copy counts as from a lost answer.
+func TestObserverCountsAnswersTooLateToBeRead(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	o := newObserver(5*time.Second, 5*time.Second)
+	o.observe(faultproxy.Entry{Time: t0, Action: "SendMessageBatch", Status: http.StatusOK, Millis: 300, Bodies: []string{"quick"}})
+	o.observe(faultproxy.Entry{Time: t0, Action: "SendMessageBatch", Status: http.StatusOK, Millis: 4700, Bodies: []string{"slow"}})
+	if o.lostSends["quick"] != 0 || o.lostSends["slow"] != 1 || o.reached["quick"] != 1 || o.reached["slow"] != 1 {
+		t.Fatalf("lost %v, reached %v; want only the slow answer counted lost, both reached", o.lostSends, o.reached)
 	}
 }

@@ -259,7 +259,7 @@ func runProducer(ctx context.Context, cfg Config, logf func(string, ...any)) (*R
 	url := aws.ToString(q.QueueUrl)
 	jobs := MakeJobs(cfg.Jobs, cfg.Mix, 0, cfg.Seed)
 
-	obs := newObserver(0)
+	obs := newObserver(0, 0)
 	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
 	var proxyLog *bufio.Writer
 	if cfg.ProxyLog {

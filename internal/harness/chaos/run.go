@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	timing.Send = time.Since(begin)
 	logf("sent %d jobs to %s in %v", len(first), target.QueueURL, timing.Send.Round(time.Millisecond))
 
-	obs := newObserver(cfg.Visibility)
+	obs := newObserver(cfg.Visibility, cfg.Worker.CallTimeout)
 	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
 	var proxyLog *bufio.Writer
 	if cfg.ProxyLog {
@@ -436,7 +436,7 @@ func Rereport(dir string) (*Report, error) {
 			return nil, err
 		}
 	}
-	obs := newObserver(ev.Config.Visibility)
+	obs := newObserver(ev.Config.Visibility, ev.Config.Worker.CallTimeout)
 	if err := eachLine(filepath.Join(dir, "proxy.jsonl"), obs.observe); err != nil {
 		return nil, err
 	}
@@ -546,13 +546,22 @@ type observer struct {
 	// answered, plus vis), until a delete carrying it reached SQS in time.
 	vis    time.Duration
 	leases map[string]time.Time
+	// unread is how long a call may take at the proxy before its client,
+	// whose timer started earlier and which on a loaded machine reads
+	// later, may have given up on the answer (zero: never).
+	unread time.Duration
 }
 
 // newObserver returns an observer of a queue whose visibility timeout is
 // vis (zero: leases are not followed, and every delete that reached SQS
-// counts as in time).
-func newObserver(vis time.Duration) *observer {
-	return &observer{deletes: map[string]deleteSeen{}, lostSends: map[string]int{}, reached: map[string]int{}, vis: vis, leases: map[string]time.Time{}}
+// counts as in time), for clients whose calls time out after callTimeout
+// (zero: an answer the proxy wrote was read).
+func newObserver(vis, callTimeout time.Duration) *observer {
+	o := &observer{deletes: map[string]deleteSeen{}, lostSends: map[string]int{}, reached: map[string]int{}, vis: vis, leases: map[string]time.Time{}}
+	if callTimeout > 0 {
+		o.unread = max(callTimeout-time.Second, callTimeout/2)
+	}
+	return o
 }
 
 func (o *observer) observe(e faultproxy.Entry) {
@@ -578,7 +587,11 @@ func (o *observer) observe(e faultproxy.Entry) {
 		}
 		return
 	case "SendMessageBatch", "SendMessage":
-		lost := e.Fault == faultproxy.DropResponse || e.Fault == faultproxy.UpstreamError || e.Fault == faultproxy.ClientGone
+		lost := e.Fault == faultproxy.DropResponse || e.Fault == faultproxy.UpstreamError || e.Fault == faultproxy.ClientGone ||
+			// An answer written so late that its client may have timed
+			// out first: the proxy sees that only when the client left
+			// before the answer was written.
+			(o.unread > 0 && e.Status == http.StatusOK && time.Duration(e.Millis*float64(time.Millisecond)) >= o.unread)
 		o.mu.Lock()
 		for _, b := range e.Bodies {
 			if lost {
