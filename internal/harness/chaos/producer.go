@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -260,22 +259,11 @@ func runProducer(ctx context.Context, cfg Config, logf func(string, ...any)) (*R
 	jobs := MakeJobs(cfg.Jobs, cfg.Mix, 0, cfg.Seed)
 
 	obs := newObserver(0, 0)
-	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
-	var proxyLog *bufio.Writer
-	if cfg.ProxyLog {
-		f, err := os.Create(filepath.Join(cfg.Dir, "proxy.jsonl"))
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		proxyLog = bufio.NewWriterSize(f, 1<<20)
-		popts.Log = proxyLog
-	}
-	proxy, err := faultproxy.Start(popts)
+	proxy, stopProxy, err := startProxy(cfg, obs)
 	if err != nil {
 		return nil, err
 	}
-	defer proxy.Close()
+	defer stopProxy()
 	pc := ProducerConfig{Endpoint: proxy.URL, Region: cfg.Region, Queue: url, Dir: cfg.Dir, Jobs: cfg.Jobs, Mix: cfg.Mix, Seed: cfg.Seed, Settings: s}
 	pcPath := filepath.Join(cfg.Dir, "producer.json")
 	if err := writeJSON(pcPath, pc); err != nil {
@@ -349,11 +337,8 @@ wait:
 		}
 	}
 	fl.mu.Unlock()
-	proxy.Close()
-	if proxyLog != nil {
-		if err := proxyLog.Flush(); err != nil {
-			return nil, err
-		}
+	if err := stopProxy(); err != nil {
+		return nil, err
 	}
 	logf("producers done after %v; reading the queue", timing.Chaos.Round(time.Millisecond))
 

@@ -117,22 +117,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	logf("sent %d jobs to %s in %v", len(first), target.QueueURL, timing.Send.Round(time.Millisecond))
 
 	obs := newObserver(cfg.Visibility, cfg.Worker.CallTimeout)
-	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
-	var proxyLog *bufio.Writer
-	if cfg.ProxyLog {
-		f, err := os.Create(filepath.Join(cfg.Dir, "proxy.jsonl"))
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		proxyLog = bufio.NewWriterSize(f, 1<<20)
-		popts.Log = proxyLog
-	}
-	proxy, err := faultproxy.Start(popts)
+	proxy, stopProxy, err := startProxy(cfg, obs)
 	if err != nil {
 		return nil, err
 	}
-	defer proxy.Close()
+	defer stopProxy()
 
 	wc := cfg.Worker
 	wc.Endpoint, wc.Region, wc.Queue, wc.Dir = proxy.URL, cfg.Region, target.QueueURL, cfg.Dir
@@ -314,11 +303,8 @@ drain:
 	if wc.Mode == ModeLambda {
 		markDeadlineKills(cfg.Dir, procs)
 	}
-	proxy.Close()
-	if proxyLog != nil {
-		if err := proxyLog.Flush(); err != nil {
-			return nil, err
-		}
+	if err := stopProxy(); err != nil {
+		return nil, err
 	}
 
 	// The final reads wait for messages a lost receive response hid.
@@ -529,6 +515,41 @@ func sendJobs(ctx context.Context, client *sqs.Client, url string, jobs []Job, f
 		})
 	}
 	return g.Wait()
+}
+
+// startProxy starts the run's fault proxy in front of cfg.SQS with the
+// run's faults, reporting every request to obs and, when cfg.ProxyLog is
+// set, logging it to Dir/proxy.jsonl. stop closes the proxy and writes
+// the log out; it may be called more than once (the first call's error
+// is every call's).
+func startProxy(cfg Config, obs *observer) (proxy *faultproxy.Proxy, stop func() error, err error) {
+	popts := faultproxy.Options{Upstream: cfg.SQS, Rules: cfg.Faults, Seed: cfg.Seed, OnRequest: obs.observe}
+	var f *os.File
+	var log *bufio.Writer
+	if cfg.ProxyLog {
+		if f, err = os.Create(filepath.Join(cfg.Dir, "proxy.jsonl")); err != nil {
+			return nil, nil, err
+		}
+		log = bufio.NewWriterSize(f, 1<<20)
+		popts.Log = log
+	}
+	if proxy, err = faultproxy.Start(popts); err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return nil, nil, err
+	}
+	var once sync.Once
+	var stopErr error
+	return proxy, func() error {
+		once.Do(func() {
+			proxy.Close()
+			if f != nil {
+				stopErr = errors.Join(log.Flush(), f.Close())
+			}
+		})
+		return stopErr
+	}, nil
 }
 
 // observer keeps what the proxy saw of each receipt handle's deletes, how
