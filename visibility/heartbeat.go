@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/internal/leasehook"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -324,11 +325,39 @@ func (h *Heartbeat) Track(receiptHandle string, receivedAt time.Time, onLost fun
 // already changed. deadline is when the message becomes visible again (a
 // deadline more than 146 years away is kept as 146 years away).
 func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.Time, onLost func(cause error)) (*Lease, error) {
+	l := new(Lease)
+	var owner loser
+	if onLost != nil {
+		owner = funcLoser(onLost)
+	}
+	if err := h.trackInto(l, receiptHandle, receivedAt, deadline, owner); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// loser is told when the heartbeat gives a lease up: Track's onLost, or
+// the owner a lease was tracked for through internal/leasehook.
+type loser interface{ OnLost(cause error) }
+
+// funcLoser is an onLost func as a loser.
+type funcLoser func(cause error)
+
+func (f funcLoser) OnLost(cause error) { f(cause) }
+
+func init() {
+	leasehook.TrackInto = func(h *Heartbeat, l *Lease, receiptHandle string, receivedAt time.Time, owner interface{ OnLost(cause error) }) error {
+		return h.trackInto(l, receiptHandle, receivedAt, receivedAt.Add(h.vis), owner)
+	}
+}
+
+// trackInto starts tracking the message in l (TrackUntil).
+func (h *Heartbeat) trackInto(l *Lease, receiptHandle string, receivedAt, deadline time.Time, owner loser) error {
 	if receiptHandle == "" {
-		return nil, errors.New("visibility: Track needs the receipt handle the receive returned for the message")
+		return errors.New("visibility: Track needs the receipt handle the receive returned for the message")
 	}
 	d := h.tick(deadline)
-	l := &Lease{h: h, handle: receiptHandle, receivedAt: receivedAt, onLost: onLost, deadline: d, at: d - h.cfg.threshold, index: -1}
+	*l = Lease{h: h, handle: receiptHandle, received: h.tick(receivedAt), owner: owner, deadline: d, at: d - h.cfg.threshold, index: -1}
 	h.mu.Lock()
 	h.queue.push(l)
 	h.tracked++
@@ -337,7 +366,7 @@ func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.T
 	if first {
 		h.poke()
 	}
-	return l, nil
+	return nil
 }
 
 // poke wakes Run without blocking.
@@ -350,10 +379,10 @@ func (h *Heartbeat) poke() {
 
 // Lease is one message tracked by a Heartbeat.
 type Lease struct {
-	h          *Heartbeat
-	handle     string
-	receivedAt time.Time
-	onLost     func(error)
+	h        *Heartbeat
+	handle   string
+	received tick  // the receive time given to Track
+	owner    loser // nil: nobody to tell
 
 	// Guarded by h.mu. Ticks count from h.epoch.
 	deadline tick   // when the message becomes visible, as far as known (never later than SQS's)
@@ -494,8 +523,9 @@ func (l *Lease) Extensions() []time.Time {
 	return out
 }
 
-// ReceivedAt returns the receive time given to Track.
-func (l *Lease) ReceivedAt() time.Time { return l.receivedAt }
+// ReceivedAt returns the receive time given to Track (within 146 years of
+// when the heartbeat was made: kept as a tick).
+func (l *Lease) ReceivedAt() time.Time { return l.h.time(l.received) }
 
 // endWithLocked untracks l because of cause, which its owner is told (by
 // a notice delivered once h.mu is released) and Stop returns. h.mu must be
@@ -637,7 +667,7 @@ func (h *Heartbeat) newCallLocked() *call {
 // when no extension would move the deadline.
 func (h *Heartbeat) askFor(l *Lease, now tick) (ask time.Duration, last bool) {
 	ask = h.cfg.ext
-	left := (h.tick(l.receivedAt) + MaxVisibility - capMargin - now).Truncate(time.Second)
+	left := (l.received + MaxVisibility - capMargin - now).Truncate(time.Second)
 	if left < ask {
 		ask, last = left, true
 	}
@@ -744,8 +774,8 @@ func (h *Heartbeat) requeueLocked(l *Lease) {
 // deliver calls the owners' onLost, outside h.mu.
 func (h *Heartbeat) deliver(notes []notice) {
 	for _, n := range notes {
-		if n.l.onLost != nil {
-			n.l.onLost(n.cause)
+		if n.l.owner != nil {
+			n.l.owner.OnLost(n.cause)
 		}
 	}
 }
@@ -764,7 +794,7 @@ func (h *Heartbeat) retryLocked(l *Lease, now tick, cause error, notes *[]notice
 	}
 	h.stats.Lost++
 	err := fmt.Errorf("%w: could not extend the visibility timeout of message received at %s before its deadline %s (%d attempts failed, last: %w); from the deadline on SQS may deliver it to another consumer%s",
-		ErrLost, l.receivedAt.Format(time.RFC3339Nano), h.time(l.deadline).Format(time.RFC3339Nano), l.failures, cause, hint(cause))
+		ErrLost, h.time(l.received).Format(time.RFC3339Nano), h.time(l.deadline).Format(time.RFC3339Nano), l.failures, cause, hint(cause))
 	h.cfg.log.Warn("visibility: giving up on a message", "queue", h.queueURL, "error", err)
 	h.endWithLocked(l, err, notes)
 }
@@ -779,7 +809,7 @@ func (h *Heartbeat) entryFailedLocked(l *Lease, now tick, cause error, class sqs
 	case sqserr.Stale, sqserr.Invalid, sqserr.Fatal:
 		h.stats.Lost++
 		err := fmt.Errorf("%w: SQS refused to extend the visibility timeout of the message received at %s (%w): it was deleted, its visibility was changed and it was received again by another consumer, or it is no longer in flight; do not delete it or change its visibility with this receipt handle",
-			ErrLost, l.receivedAt.Format(time.RFC3339Nano), cause)
+			ErrLost, h.time(l.received).Format(time.RFC3339Nano), cause)
 		h.cfg.log.Warn("visibility: message lost", "queue", h.queueURL, "error", err)
 		h.endWithLocked(l, err, notes)
 	default:
@@ -790,7 +820,7 @@ func (h *Heartbeat) entryFailedLocked(l *Lease, now tick, cause error, class sqs
 // maxedOut builds the ErrMaxVisibility cause for l.
 func (h *Heartbeat) maxedOut(l *Lease, why string) error {
 	err := fmt.Errorf("%w: the message was received at %s; %s, and it stays invisible until %s; stop the handler before then (split long jobs or checkpoint their progress)",
-		ErrMaxVisibility, l.receivedAt.Format(time.RFC3339Nano), why, h.time(l.deadline).Format(time.RFC3339Nano))
+		ErrMaxVisibility, h.time(l.received).Format(time.RFC3339Nano), why, h.time(l.deadline).Format(time.RFC3339Nano))
 	h.cfg.log.Warn("visibility: 12-hour limit reached", "queue", h.queueURL, "error", err)
 	return err
 }

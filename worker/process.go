@@ -17,13 +17,15 @@ import (
 // the settling call in flight) and is that message's settle.Port: the
 // engine plans every call, the job carries it with the message's lease.
 //
-// A receive's jobs are one allocation (see track): at 1,080 bytes a job,
-// ten of them and the allocation's header fit the runtime's 10,880-byte
-// size class; a field more takes them to 12,288.
+// A receive's jobs are one allocation (see track), each job's heartbeat
+// lease included: at 1,216 bytes a job, ten of them and the allocation's
+// header fit the runtime's 12,288-byte size class; 8 bytes more take them
+// to 13,568 (TestJobSize).
 type job struct {
 	settle.Job
-	r     *run // its Worker is r.w
-	lease *visibility.Lease
+	r      *run              // its Worker is r.w
+	lease  *visibility.Lease // &leased once the heartbeat tracks the message; nil before
+	leased visibility.Lease
 
 	dctx    settle.DeadlineContext // the handler context's parent: carries the lease's deadline
 	handler Message                // the handler's copy of the message (see handlerMessage)

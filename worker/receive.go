@@ -8,8 +8,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/leasehook"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
+	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // poll is one receive loop. It stops asking for messages when ctx ends; a
@@ -17,6 +20,10 @@ import (
 // the worker is stopping is released at once.
 func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 	failures := 0 // receives failed in a row
+	// One jobs slice for all of this poller's receives: the flow is done
+	// with it when received returns. (Each call's input is its own: the
+	// client, a user's fake among them, may keep it.)
+	jobs := make([]*job, 0, sqslimit.MaxBatchEntries)
 	for {
 		n := r.flow.reserve(ctx)
 		if n == 0 {
@@ -60,7 +67,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		// The SDK's retries are off: a failed receive comes back here, is
 		// counted (Stats.Requests, RequestResults) and waits out
 		// Options.ReceiveRetry, rather than being retried unseen.
-		out, err := w.client.ReceiveMessage(callCtx, in, sqsbatch.NoSDKRetry)
+		out, err := w.client.ReceiveMessage(callCtx, in, sqsbatch.NoSDKRetryOpts...)
 		unwatch()
 		cancel()
 		receivedAt := time.Now()
@@ -102,7 +109,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		// and the 12-hour limit, count from the call's start: a long poll
 		// that waited for its messages costs an earlier extension, never a
 		// job run twice.
-		jobs := w.track(r, out.Messages, began)
+		jobs = w.track(r, out.Messages, began, jobs[:0])
 		if !r.flow.received(n, jobs, receivedAt.Sub(began)) {
 			// Received by a call that finished during shutdown or a
 			// pause.
@@ -116,24 +123,27 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 // noUnwatch is the unwatch of a receive no gate can end.
 func noUnwatch() bool { return false }
 
+// trackInto is the heartbeat's Track for a lease that lives in its job,
+// with the job told of a loss (job.OnLost): see internal/leasehook.
+var trackInto = leasehook.TrackInto.(func(h *visibility.Heartbeat, l *visibility.Lease, receiptHandle string, receivedAt time.Time, owner interface{ OnLost(cause error) }) error)
+
 // track starts holding a receive's messages: each is leased (kept
 // invisible by the heartbeat) from its receipt until SQS confirms its
-// settlement.
-func (w *Worker) track(r *run, msgs []types.Message, receivedAt time.Time) []*job {
+// settlement. It appends their jobs to jobs.
+func (w *Worker) track(r *run, msgs []types.Message, receivedAt time.Time, jobs []*job) []*job {
 	if len(msgs) == 0 {
-		return nil
+		return jobs
 	}
 	w.c.received.Add(int64(len(msgs)))
 	w.c.inFlight.Add(int64(len(msgs)))
-	jobs := make([]*job, 0, len(msgs))
-	// One allocation for the receive's jobs: each message's is its own
-	// element, shared with nothing.
+	// One allocation for the receive's jobs, leases included: each
+	// message's is its own element, shared with nothing.
 	all := make([]job, len(msgs))
 	for i, raw := range msgs {
 		j := &all[i]
 		j.r = r
 		w.engine.Track(&j.Job, j, raw, w.queueURL, receivedAt)
-		lease, err := r.hb.Track(j.Msg.ReceiptHandle, receivedAt, j.onLost)
+		err := trackInto(r.hb, &j.leased, j.Msg.ReceiptHandle, receivedAt, j)
 		if err != nil {
 			// A message without a receipt handle cannot be settled; SQS
 			// never sends one.
@@ -141,7 +151,7 @@ func (w *Worker) track(r *run, msgs []types.Message, receivedAt time.Time) []*jo
 			w.engine.Drop(&j.Job, settle.Lost, err.Error())
 			continue
 		}
-		j.lease = lease
+		j.lease = &j.leased
 		jobs = append(jobs, j)
 	}
 	return jobs
@@ -155,9 +165,10 @@ func (w *Worker) handle(r *run) {
 	}
 }
 
-// onLost is the heartbeat's callback: it cancels the running handler with
-// the cause, or remembers it for a handler yet to start.
-func (j *job) onLost(cause error) {
+// OnLost is what the heartbeat calls when it gives the message up: it
+// cancels the running handler with the cause, or remembers it for a
+// handler yet to start.
+func (j *job) OnLost(cause error) {
 	j.mu.Lock()
 	j.cause = cause
 	cancel := j.cancel

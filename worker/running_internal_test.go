@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"unsafe"
 )
 
 // The handlers' contexts are not children of a cancellable context of the
@@ -39,5 +40,15 @@ func TestShutdownCancelsEveryRunningHandler(t *testing.T) {
 	}
 	if r.running != &jobs[2] || jobs[2].next != &jobs[0] || jobs[0].next != nil || jobs[0].prev != &jobs[2] {
 		t.Errorf("running list is not jobs 2, 0")
+	}
+}
+
+// A receive's jobs, leases included, are one allocation of ten: it must
+// stay within the 12,288-byte size class (10 jobs and the 8-byte header
+// the runtime keeps for objects over 512 bytes with pointers), or every
+// receive costs a 13,568-byte block.
+func TestJobSize(t *testing.T) {
+	if n := 10*unsafe.Sizeof(job{}) + 8; n > 12288 {
+		t.Fatalf("ten jobs take %d bytes with the header: over the 12,288-byte size class (a job is %d bytes); move a field out of job or settle.Job", n, unsafe.Sizeof(job{}))
 	}
 }

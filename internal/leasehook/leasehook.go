@@ -1,0 +1,19 @@
+// Package leasehook lets the worker track a message with a
+// visibility.Lease that lives inside its own job, told of a loss through
+// an interface instead of a callback: one allocation per message fewer for
+// the lease, one fewer for the callback bound to the job. The public
+// visibility API (Track and TrackUntil, which allocate the Lease and take
+// a func) stays as it is; this is the worker's way in, out of users' reach.
+package leasehook
+
+// TrackInto is set by package visibility when it is initialised (so before
+// any package that imports visibility uses it), to a
+//
+//	func(h *visibility.Heartbeat, l *visibility.Lease, receiptHandle string, receivedAt time.Time, owner interface{ OnLost(cause error) }) error
+//
+// that starts tracking the message in l, which the caller allocated and
+// must not copy or reuse until the lease has ended (Stop returned). It is
+// Heartbeat.Track in every other respect, owner.OnLost taking onLost's
+// place. It is typed any because this package cannot import visibility
+// (visibility imports it); the worker asserts its type once.
+var TrackInto any
