@@ -141,8 +141,9 @@ type Batcher struct {
 	pending     []*Entry
 	pendingSize int
 	ready       [][]*Entry
-	free        [][]*Entry // sent batches' slices, for the next ones
-	timer       *time.Timer
+	free        [][]*Entry             // sent batches' slices, for the next ones
+	timer       *time.Timer            // cuts the pending batch at lingerDue; made once, then Reset
+	lingerDue   time.Time              // zero: the timer is not armed
 	waiting     map[*Entry]*time.Timer // backing off before a retry
 	active      int                    // batches being sent
 	closing     bool                   // flush: no lingering; stale handles are not sent
@@ -260,22 +261,39 @@ func (b *Batcher) addLocked(e *Entry, now bool) {
 		b.cutLocked()
 		return
 	}
-	if b.timer == nil {
-		b.timer = time.AfterFunc(b.o.Linger, func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			b.timer = nil
-			b.cutLocked()
-		})
+	if b.lingerDue.IsZero() {
+		b.lingerDue = time.Now().Add(b.o.Linger)
+		if b.timer == nil {
+			b.timer = time.AfterFunc(b.o.Linger, b.lingered)
+		} else {
+			b.timer.Reset(b.o.Linger)
+		}
+	}
+}
+
+// lingered cuts the pending batch once its first entry has waited Linger.
+// A firing that was already under way when the timer was stopped (and
+// perhaps armed again) finds nothing due and leaves the batch alone.
+func (b *Batcher) lingered() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lingerDue.IsZero() || time.Now().Before(b.lingerDue) {
+		return
+	}
+	b.cutLocked()
+}
+
+// disarmLocked stops the linger timer.
+func (b *Batcher) disarmLocked() {
+	if !b.lingerDue.IsZero() {
+		b.timer.Stop()
+		b.lingerDue = time.Time{}
 	}
 }
 
 // cutLocked turns what is pending into a ready batch.
 func (b *Batcher) cutLocked() {
-	if b.timer != nil {
-		b.timer.Stop()
-		b.timer = nil
-	}
+	b.disarmLocked()
 	if len(b.pending) == 0 {
 		return
 	}
@@ -554,10 +572,7 @@ func (b *Batcher) stop() {
 	}
 	ended = append(ended, b.pending...)
 	b.ready, b.pending, b.pendingSize = nil, nil, 0
-	if b.timer != nil {
-		b.timer.Stop()
-		b.timer = nil
-	}
+	b.disarmLocked()
 	b.cond.Broadcast()
 	b.mu.Unlock()
 	for _, e := range ended {

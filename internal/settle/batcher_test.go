@@ -314,6 +314,51 @@ func TestLingerAndFullBatches(t *testing.T) {
 	})
 }
 
+// The linger timer is made once and armed again for each partial batch:
+// a batch cut full stops it, and the next partial batch waits its own
+// whole linger, not what was left of the previous one's.
+func TestLingerTimerArmedForEachBatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.For(t)
+		url, msgs := received(t, f, 13)
+		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{Linger: 50 * time.Millisecond}))
+		o := newOutcomes()
+		calls := func() int { synctest.Wait(); return f.RequestCount("DeleteMessageBatch") }
+		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Owner: o.done(0)})
+		time.Sleep(30 * time.Millisecond)
+		for i, m := range msgs[1:10] { // fills the batch: cut at 30 ms
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Owner: o.done(1 + i)})
+		}
+		if n := calls(); n != 1 {
+			t.Fatalf("%d calls after a full batch, want 1", n)
+		}
+		b.Add(&settle.Entry{Handle: *msgs[10].ReceiptHandle, Owner: o.done(10)}) // due at 80 ms
+		time.Sleep(25 * time.Millisecond)                                        // past the first batch's 50 ms
+		if n := calls(); n != 1 {
+			t.Fatalf("%d calls at 55 ms: the partial batch went out on the previous batch's linger", n)
+		}
+		time.Sleep(25 * time.Millisecond)
+		if n := calls(); n != 2 {
+			t.Fatalf("%d calls at 80 ms, want 2 (the partial batch after its own linger)", n)
+		}
+		for i, m := range msgs[11:] { // and again, with the timer made before
+			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Owner: o.done(11 + i)})
+		}
+		time.Sleep(49 * time.Millisecond)
+		if n := calls(); n != 2 {
+			t.Fatalf("%d calls before the third batch's linger, want 2", n)
+		}
+		time.Sleep(time.Millisecond)
+		if n := calls(); n != 3 {
+			t.Fatalf("%d calls after the third batch's linger, want 3", n)
+		}
+		b.Close(context.Background())
+		if len(o.got) != 13 {
+			t.Fatalf("%d outcomes, want 13", len(o.got))
+		}
+	})
+}
+
 func TestSendsCutBySize(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := sqstest.For(t)
