@@ -577,11 +577,18 @@ func TestDynamoDBFaultsAndClockSkewAcrossProcesses(t *testing.T) {
 	if bound := 2*burst + int(rate*window.Seconds()); worst > bound {
 		t.Errorf("a 5 s window started %d jobs; at most Burst + rate × 5 s + Burst for the skew = %d", worst, bound)
 	}
-	// The faults are felt (calls failed past the SDK's retries: during the
-	// outage at least); whether a job was snoozed for one depends on where
-	// the calls failed (a release that fails leaves its slot to expire).
-	if st.FailedOpen != 0 || st.RequestErrors == 0 {
-		t.Errorf("fleet %+v; want the faults felt (requests failed) and no job run unchecked", st)
+	// The faults reached the processes (the proxy faulted their calls), and
+	// no job ran unchecked. Whether a call failed past the SDK's retries
+	// (Stats.RequestErrors) depends on timing: retries backing off across
+	// the 3 s outage can all get through after it, so it is only logged.
+	// Whether a job was snoozed for one depends on where the calls failed
+	// (a release that fails leaves its slot to expire).
+	faulted := 0
+	for _, c := range proxy.Counts() {
+		faulted += c.Requests - c.Forwarded
+	}
+	if st.FailedOpen != 0 || faulted == 0 {
+		t.Errorf("fleet %+v, %d calls faulted by the proxy; want calls faulted and no job run unchecked", st, faulted)
 	}
 	if d := done(recs); d != n {
 		t.Errorf("%d of %d jobs done", d, n)
