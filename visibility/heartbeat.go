@@ -349,6 +349,11 @@ func init() {
 	leasehook.TrackInto = func(h *Heartbeat, l *Lease, receiptHandle string, receivedAt time.Time, owner interface{ OnLost(cause error) }) error {
 		return h.trackInto(l, receiptHandle, receivedAt, receivedAt.Add(h.vis), owner)
 	}
+	leasehook.Cause = func(l *Lease) error {
+		l.h.mu.Lock()
+		defer l.h.mu.Unlock()
+		return l.cause
+	}
 }
 
 // trackInto starts tracking the message in l (TrackUntil).

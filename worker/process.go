@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/leasehook"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/visibility"
 )
@@ -116,12 +117,21 @@ func (w *Worker) process(r *run, j *job) {
 // 12-hour limit, where it stays ours until its last deadline).
 func (j *job) lostCause() error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.cause != nil && !errors.Is(j.cause, visibility.ErrMaxVisibility) {
-		return j.cause
+	cause := j.cause
+	j.mu.Unlock()
+	if cause == nil && j.lease != nil {
+		// Ended by the heartbeat, with the notice still on its way.
+		cause = leaseCause(j.lease)
+	}
+	if cause != nil && !errors.Is(cause, visibility.ErrMaxVisibility) {
+		return cause
 	}
 	return nil
 }
+
+// leaseCause is why the heartbeat ended a lease, nil while it has not: see
+// internal/leasehook.
+var leaseCause = leasehook.Cause.(func(l *visibility.Lease) error)
 
 // release makes a received message visible again at once, unprocessed.
 func (w *Worker) release(r *run, j *job) {
