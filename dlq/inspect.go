@@ -198,6 +198,7 @@ type scanner struct {
 	wait   time.Duration
 	seen   map[string]bool
 	lost   int               // messages receives whose response was lost may have hidden
+	lostBy error             // the last of those receives' errors
 	held   map[string]string // message ID → latest receipt handle
 	order  []string          // held IDs in receive order
 }
@@ -257,6 +258,7 @@ func (s *scanner) next(ctx context.Context, n int) ([]types.Message, error) {
 			// throttled receive, or one that never left the client, took
 			// none.)
 			s.lost += n
+			s.lostBy = err
 		}
 		if ctx.Err() == nil && class.Retryable() && attempt < sqsbatch.DefaultAttempts {
 			if sqsbatch.Sleep(ctx, sqsbatch.Backoff(attempt)) == nil {
@@ -304,7 +306,7 @@ func interrupted(ctx context.Context) error {
 // when receives of its own lost their responses (their messages may be
 // hidden still, whatever else arrived meanwhile), and nil otherwise.
 func (s *scanner) notSeen() error {
-	e := &NotSeenError{Queue: s.url, Expected: s.start.Visible + s.start.InFlight, InFlight: s.start.InFlight, Seen: len(s.seen), Lost: s.lost, Hold: s.hide}
+	e := &NotSeenError{Queue: s.url, Expected: s.start.Visible + s.start.InFlight, InFlight: s.start.InFlight, Seen: len(s.seen), Lost: s.lost, Hold: s.hide, lostBy: s.lostBy}
 	if e.NotSeen() <= 0 {
 		return nil
 	}

@@ -44,6 +44,8 @@ type NotSeenError struct {
 	Lost int
 	// Hold is the run's hold: the visibility timeout of its receives.
 	Hold time.Duration
+
+	lostBy error // the last receive error that counted toward Lost
 }
 
 // NotSeen returns how many messages the run did not see: Expected less
@@ -59,7 +61,11 @@ func (e *NotSeenError) Error() string {
 	}
 	b.WriteString("): hidden by another reader or by a receive whose response was lost")
 	if e.Lost > 0 {
-		fmt.Fprintf(&b, " (up to %d by this run's own receives, whatever arrived meanwhile)", e.Lost)
+		fmt.Fprintf(&b, " (up to %d by this run's own receives, whatever arrived meanwhile", e.Lost)
+		if e.lostBy != nil {
+			fmt.Fprintf(&b, "; the last one failed with: %v", e.lostBy)
+		}
+		b.WriteString(")")
 	}
 	if queueref.FIFO(e.Queue) {
 		b.WriteString(" (on a FIFO queue, also behind a held message of their group)")
