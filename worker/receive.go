@@ -67,7 +67,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		// The SDK's retries are off: a failed receive comes back here, is
 		// counted (Stats.Requests, RequestResults) and waits out
 		// Options.ReceiveRetry, rather than being retried unseen.
-		out, err := w.client.ReceiveMessage(callCtx, in, sqsbatch.NoSDKRetry)
+		out, err := w.client.ReceiveMessage(callCtx, in, sqsbatch.NoSDKRetryOpts...)
 		unwatch()
 		cancel()
 		receivedAt := time.Now()

@@ -66,6 +66,11 @@ type (
 // SQS call the library makes passes it.
 func NoSDKRetry(o *sqs.Options) { o.RetryMaxAttempts = 1 }
 
+// NoSDKRetryOpts is NoSDKRetry as a call's options (call(ctx, in,
+// NoSDKRetryOpts...)): passing the one func by itself makes the SDK's
+// variadic slice, an allocation, on every call. Read only.
+var NoSDKRetryOpts = []func(*sqs.Options){NoSDKRetry}
+
 // NoSNSRetry is NoSDKRetry for SNS calls.
 func NoSNSRetry(o *sns.Options) { o.RetryMaxAttempts = 1 }
 
@@ -157,16 +162,31 @@ var ids = func() (s [sqslimit.MaxBatchEntries]string) {
 	return s
 }()
 
+// callInput is one call's input and its entries in one allocation. It is
+// never reused: a client (a user's fake among them) may keep the input it
+// was given.
+type callInput[In, E any] struct {
+	in      In
+	entries [sqslimit.MaxBatchEntries]E
+}
+
+// newInput returns a callInput whose entries slice has n elements.
+func newInput[In, E any](n int) (*callInput[In, E], []E) {
+	c := new(callInput[In, E])
+	return c, c.entries[:n]
+}
+
 // NewDeleter returns the Queue of DeleteMessageBatch calls on url.
 func NewDeleter(c DeleteAPI, url string) *Queue {
 	u := aws.String(url) // every call's, read only
 	return &Queue{op: "DeleteMessageBatch", url: url, do: func(ctx context.Context, entries []Entry, res []Result) error {
-		in := &sqs.DeleteMessageBatchInput{QueueUrl: u, Entries: make([]types.DeleteMessageBatchRequestEntry, len(entries))}
+		ci, es := newInput[sqs.DeleteMessageBatchInput, types.DeleteMessageBatchRequestEntry](len(entries))
 		for i := range entries {
 			// The handle is read in place: entries outlive the call.
-			in.Entries[i] = types.DeleteMessageBatchRequestEntry{Id: &ids[i], ReceiptHandle: &entries[i].Handle}
+			es[i] = types.DeleteMessageBatchRequestEntry{Id: &ids[i], ReceiptHandle: &entries[i].Handle}
 		}
-		out, err := c.DeleteMessageBatch(ctx, in, NoSDKRetry)
+		ci.in = sqs.DeleteMessageBatchInput{QueueUrl: u, Entries: es}
+		out, err := c.DeleteMessageBatch(ctx, &ci.in, NoSDKRetryOpts...)
 		if err != nil || out == nil {
 			return callError(err)
 		}
@@ -178,11 +198,12 @@ func NewDeleter(c DeleteAPI, url string) *Queue {
 func NewChanger(c ChangeAPI, url string) *Queue {
 	u := aws.String(url) // every call's, read only
 	return &Queue{op: "ChangeMessageVisibilityBatch", url: url, do: func(ctx context.Context, entries []Entry, res []Result) error {
-		in := &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: u, Entries: make([]types.ChangeMessageVisibilityBatchRequestEntry, len(entries))}
+		ci, es := newInput[sqs.ChangeMessageVisibilityBatchInput, types.ChangeMessageVisibilityBatchRequestEntry](len(entries))
 		for i := range entries {
-			in.Entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: &ids[i], ReceiptHandle: &entries[i].Handle, VisibilityTimeout: entries[i].Timeout}
+			es[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: &ids[i], ReceiptHandle: &entries[i].Handle, VisibilityTimeout: entries[i].Timeout}
 		}
-		out, err := c.ChangeMessageVisibilityBatch(ctx, in, NoSDKRetry)
+		ci.in = sqs.ChangeMessageVisibilityBatchInput{QueueUrl: u, Entries: es}
+		out, err := c.ChangeMessageVisibilityBatch(ctx, &ci.in, NoSDKRetryOpts...)
 		if err != nil || out == nil {
 			return callError(err)
 		}
@@ -194,12 +215,13 @@ func NewChanger(c ChangeAPI, url string) *Queue {
 func NewSender(c SendAPI, url string) *Queue {
 	u := aws.String(url) // every call's, read only
 	return &Queue{op: "SendMessageBatch", url: url, maxPayload: sqslimit.MaxMessageSize, do: func(ctx context.Context, entries []Entry, res []Result) error {
-		in := &sqs.SendMessageBatchInput{QueueUrl: u, Entries: make([]types.SendMessageBatchRequestEntry, len(entries))}
+		ci, es := newInput[sqs.SendMessageBatchInput, types.SendMessageBatchRequestEntry](len(entries))
 		for i := range entries {
-			in.Entries[i] = entries[i].Send
-			in.Entries[i].Id = &ids[i]
+			es[i] = entries[i].Send
+			es[i].Id = &ids[i]
 		}
-		out, err := c.SendMessageBatch(ctx, in, NoSDKRetry)
+		ci.in = sqs.SendMessageBatchInput{QueueUrl: u, Entries: es}
+		out, err := c.SendMessageBatch(ctx, &ci.in, NoSDKRetryOpts...)
 		if err != nil || out == nil {
 			return callError(err)
 		}
