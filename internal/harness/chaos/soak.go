@@ -201,6 +201,8 @@ func startSampler(ctx context.Context, cfg Config, fl *fleet, client *sqs.Client
 		if n, err := sqsdrain.Count(ctx, client, url); err == nil {
 			unsent, _ := feed.left()
 			settled = cfg.Jobs - n - unsent
+		} else if ctx.Err() != nil {
+			return // stopped during the count: the last sample is the one before
 		}
 		now := time.Now()
 		for _, p := range fl.running() {
