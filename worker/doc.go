@@ -82,9 +82,12 @@
 //
 // # Shutdown
 //
-// When Run's context ends, receiving stops — the receive calls in flight
-// end too, so a long poll does not take messages during the drain only to
-// release them — and what waits in the buffer is released at once. Running handlers get Options.ShutdownTimeout, then
+// When Run's context ends, receiving stops and what waits in the buffer is
+// released at once. The receive calls in flight get half a second (at most
+// ShutdownTimeout) to come back — one whose answer is on the wire has
+// hidden its messages already, and they are released too — and a long
+// poll still waiting is then cancelled, so it does not take messages
+// during the drain only to release them. Running handlers get Options.ShutdownTimeout, then
 // their contexts are cancelled (cause ErrShutdown) and their messages
 // released. Once the handlers have returned, pending settlements are
 // flushed for at most Options.FlushTimeout; messages whose handle is no

@@ -74,6 +74,11 @@ type Worker struct {
 	signals  *signals // the scaling signals (Stats.Capacity, …)
 }
 
+// receiveStopGrace is how long receives in flight when Run's context ends
+// get to come back before they are cancelled: an answer on the wire takes
+// milliseconds, and a long poll still waiting has nothing to lose by ending.
+const receiveStopGrace = 500 * time.Millisecond
+
 // New checks the queue and returns a Worker for it. queue is the queue's
 // URL, name or ARN (see package queueref), resolved once, here: a name is
 // looked up with GetQueueUrl in the client's region and account, an ARN in
@@ -457,11 +462,11 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// Concurrency handler goroutines take the received messages from the
 	// flow; the pollers receive as the flow allows. Receiving stops when
-	// ctx ends (or a fatal error), and the receives in flight end with it:
-	// a long poll left to run would take messages that arrive during the
-	// drain only to release them, counting a receive against their
-	// maxReceiveCount without running them. What a receive brings back as
-	// it ends is released at once.
+	// ctx ends (or a fatal error), and the receives in flight end soon
+	// after (receiveStopGrace): a long poll left to run would take messages
+	// that arrive during the drain only to release them, counting a
+	// receive against their maxReceiveCount without running them. What a
+	// receive brings back as it ends is released at once.
 	r.handlers.Add(w.opts.Concurrency)
 	for range w.opts.Concurrency {
 		go func() {
@@ -492,7 +497,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	// handlers get ShutdownTimeout.
 	w.stopping.Store(true)
 	w.client.health.stopping(time.Now())
-	cancelRecv()
+	// A receive in flight may have its answer on the wire: its messages
+	// are hidden already, and cancelling it now would leave them invisible
+	// for the visibility timeout with nobody to release them. So receives
+	// get receiveStopGrace (within ShutdownTimeout) to come back, and what
+	// they bring is released; a long poll still waiting is cancelled then.
+	stopReceiving := time.AfterFunc(min(receiveStopGrace, w.opts.ShutdownTimeout), cancelRecv)
+	defer stopReceiving.Stop()
 	for _, j := range r.flow.stop() {
 		w.release(r, j)
 	}
