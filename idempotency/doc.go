@@ -105,7 +105,7 @@
 //     counted (Stats.CompleteFailed); the message is still deleted. When
 //     the runtime has cancelled the handler (the worker's shutdown
 //     deadline, the Lambda adapter's cutoff) the write gets at most
-//     CancelledCallGrace, so the handler returns while the runtime still
+//     500 ms, so the handler returns while the runtime still
 //     waits for it; a slower DynamoDB leaves the job in this window.
 //   - A run that fails after part of its work (an email sent, then an
 //     error) is retried in full. Side effects that are not idempotent

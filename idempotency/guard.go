@@ -77,8 +77,8 @@ type Options struct {
 
 	// CallTimeout bounds each DynamoDB call (the SDK's own retries happen
 	// within it). A call after the handler returned is not cancelled with
-	// the handler's context but gets at most CancelledCallGrace once that
-	// context has ended. Zero value: 5 s.
+	// the handler's context but gets at most 500 ms once that context has
+	// ended. Zero value: 5 s.
 	CallTimeout time.Duration
 
 	// Logger receives the Guard's warnings (one per cause per 10 s) and
@@ -289,7 +289,7 @@ func (g *Guard) release(ctx context.Context, m *worker.Message, l *lock) {
 	}
 }
 
-// CancelledCallGrace is how long a DynamoDB call the Guard makes after the
+// cancelledCallGrace is how long a DynamoDB call the Guard makes after the
 // handler returned (recording the completion, removing a failed run's
 // record) may go on once the handler's context has ended (the worker's
 // shutdown deadline, the Lambda adapter's cutoff). Such a call is not
@@ -299,14 +299,14 @@ func (g *Guard) release(ctx context.Context, m *worker.Message, l *lock) {
 // sqslambda.Options.DeadlineMargin), and a call that outlived that would
 // make the worker give up on the handler (ErrHandlersNotStopped, its
 // message left unsettled) or the invocation time out.
-const CancelledCallGrace = 500 * time.Millisecond
+const cancelledCallGrace = 500 * time.Millisecond
 
 // callContext bounds a call made after the handler returned: within
 // CallTimeout, not cancelled with the handler's context, but at most
-// CancelledCallGrace after that context ends.
+// cancelledCallGrace after that context ends.
 func (g *Guard) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.CallTimeout)
-	stop := context.AfterFunc(ctx, func() { time.AfterFunc(CancelledCallGrace, cancel) })
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(cancelledCallGrace, cancel) })
 	return cctx, func() { stop(); cancel() }
 }
 
