@@ -17,17 +17,7 @@ import (
 // table (DynamoDB Local), as a Pauser reads it; a missing table flag, an
 // unknown queue and a missing table are refused with what to do.
 func TestPauseResumeCommands(t *testing.T) {
-	db := testenv.DynamoDB(t)
-	table := testenv.UniqueName("fleet-cli")
-	if err := fleet.CreateTable(t.Context(), db, table, 0); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	t.Setenv(tableEnv, "")
-	h := newHarness(t)
-	h.dynamo = db
+	h, table := newFleetHarness(t, "fleet-cli")
 	url := h.fake.MustCreateQueue(t, "orders", nil)
 
 	if code, _, errOut := h.run(t, "pause", "orders"); code != exitUsage || !strings.Contains(errOut, "--table") {
@@ -44,7 +34,7 @@ func TestPauseResumeCommands(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "orders: paused since") || !strings.Contains(out, "database migration") {
 		t.Fatalf("pause: exit %d\n%s%s", code, out, errOut)
 	}
-	f, err := fleet.New(db, table)
+	f, err := fleet.New(h.dynamo, table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,4 +57,22 @@ func TestPauseResumeCommands(t *testing.T) {
 	if st, err := f.PauseState(t.Context(), "orders"); err != nil || st.Paused {
 		t.Fatalf("the switch after resume: %+v, %v", st, err)
 	}
+}
+
+// newFleetHarness is a harness with a fleet table of its own on DynamoDB
+// Local (deleted after the test) and no table from the environment.
+func newFleetHarness(t *testing.T, prefix string) (*harness, string) {
+	t.Helper()
+	db := testenv.DynamoDB(t)
+	table := testenv.UniqueName(prefix)
+	if err := fleet.CreateTable(t.Context(), db, table, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	t.Setenv(tableEnv, "")
+	h := newHarness(t)
+	h.dynamo = db
+	return h, table
 }

@@ -8,11 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -21,17 +17,7 @@ import (
 // slots in use, as the controls wrote them; without one it says how to
 // add them.
 func TestStatusCommand(t *testing.T) {
-	db := testenv.DynamoDB(t)
-	table := testenv.UniqueName("fleet-status")
-	if err := fleet.CreateTable(t.Context(), db, table, 0); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	t.Setenv(tableEnv, "")
-	h := newHarness(t)
-	h.dynamo = db
+	h, table := newFleetHarness(t, "fleet-status")
 	h.now = time.Now()
 	src, _ := h.fake.MustCreateQueueWithDLQ(t, "orders", 100, nil)
 	for range 3 {
@@ -47,7 +33,7 @@ func TestStatusCommand(t *testing.T) {
 
 	// A worker process's controls: the queue paused, a shared breaker
 	// opened, two slots of tenant acme held.
-	f, err := fleet.New(db, table, func(o *fleet.Options) { o.Holder = "worker-7" })
+	f, err := fleet.New(h.dynamo, table, func(o *fleet.Options) { o.Holder = "worker-7" })
 	if err != nil {
 		t.Fatal(err)
 	}
