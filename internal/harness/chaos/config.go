@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -89,6 +90,15 @@ type Kills struct {
 	MinEvery  time.Duration `json:"minEvery"`
 	MaxEvery  time.Duration `json:"maxEvery"`
 	KillShare float64       `json:"killShare"`
+}
+
+// interval draws the time to the next kill from rng: uniform in
+// [MinEvery, MaxEvery).
+func (k Kills) interval(rng *rand.Rand) time.Duration {
+	if k.MaxEvery <= k.MinEvery {
+		return k.MinEvery
+	}
+	return k.MinEvery + time.Duration(rng.Int64N(int64(k.MaxEvery-k.MinEvery)))
 }
 
 // Checks are a variant's acceptance criteria beyond the ones every run

@@ -224,17 +224,7 @@ send:
 }
 
 // LoadProducerConfig reads a ProducerConfig file.
-func LoadProducerConfig(path string) (ProducerConfig, error) {
-	var c ProducerConfig
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return c, err
-	}
-	if err := json.Unmarshal(data, &c); err != nil {
-		return c, fmt.Errorf("%s: %w", path, err)
-	}
-	return c, nil
-}
+func LoadProducerConfig(path string) (ProducerConfig, error) { return loadJSON[ProducerConfig](path) }
 
 // runProducer is Run for the producer variant: cfg.Dir and
 // cfg.WorkerBinary are set.
@@ -282,16 +272,9 @@ func runProducer(ctx context.Context, cfg Config, logf func(string, ...any)) (*R
 	logf("%d producers sending %d jobs to %s through the proxy", s.Producers, len(jobs), url)
 
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c))
-	interval := func() time.Duration {
-		k := cfg.Kills
-		if k.MaxEvery <= k.MinEvery {
-			return k.MinEvery
-		}
-		return k.MinEvery + time.Duration(rng.Int64N(int64(k.MaxEvery-k.MinEvery)))
-	}
 	var nextKill <-chan time.Time
 	if cfg.Kills.MaxEvery > 0 && s.MaxKills > 0 {
-		nextKill = time.After(interval())
+		nextKill = time.After(cfg.Kills.interval(rng))
 	}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
@@ -317,7 +300,7 @@ wait:
 			}
 			nextKill = nil
 			if kills < s.MaxKills {
-				nextKill = time.After(interval())
+				nextKill = time.After(cfg.Kills.interval(rng))
 			}
 		case <-tick.C:
 			if len(fl.running()) == 0 {

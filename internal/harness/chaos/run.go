@@ -171,16 +171,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	// Chaos: faults on, kills at random, until Duration or an empty queue.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6b696c6c))
-	interval := func() time.Duration {
-		k := cfg.Kills
-		if k.MaxEvery <= k.MinEvery {
-			return k.MinEvery
-		}
-		return k.MinEvery + time.Duration(rng.Int64N(int64(k.MaxEvery-k.MinEvery)))
-	}
 	var nextKill <-chan time.Time
 	if cfg.Kills.MaxEvery > 0 {
-		nextKill = time.After(interval())
+		nextKill = time.After(cfg.Kills.interval(rng))
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -241,7 +234,7 @@ chaos:
 			if err := keepUp(); err != nil {
 				return nil, err
 			}
-			nextKill = time.After(interval())
+			nextKill = time.After(cfg.Kills.interval(rng))
 		case <-tick.C:
 			if err := keepUp(); err != nil {
 				return nil, err

@@ -54,8 +54,11 @@ type WorkerConfig struct {
 }
 
 // LoadWorkerConfig reads a WorkerConfig file.
-func LoadWorkerConfig(path string) (WorkerConfig, error) {
-	var c WorkerConfig
+func LoadWorkerConfig(path string) (WorkerConfig, error) { return loadJSON[WorkerConfig](path) }
+
+// loadJSON reads a JSON file into a T.
+func loadJSON[T any](path string) (T, error) {
+	var c T
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return c, err
