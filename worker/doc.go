@@ -76,8 +76,9 @@
 //
 // Options.ReceiveGate pauses receiving from outside (package fleet's
 // Pauser: a switch shared by every worker of the queue): while it is
-// closed the receive in flight is ended, prefetched messages are released
-// at once, running handlers finish, and Health reports the worker live
+// closed the receives in flight get half a second to come back (what they
+// bring is released, as at shutdown) and are then ended, prefetched
+// messages are released at once, running handlers finish, and Health reports the worker live
 // but not ready.
 //
 // # Shutdown

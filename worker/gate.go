@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // ReceiveGate says whether a worker may receive: a pause switch shared by
@@ -20,9 +21,10 @@ type ReceiveGate interface {
 }
 
 // gate is one Run's view of Options.ReceiveGate. While the gate is open,
-// receives run on a context that closing the gate cancels (the poll in
-// flight ends); closing it also stops the flow from receiving and releases
-// the buffered messages.
+// receives run on a context that closing the gate cancels receiveStopGrace
+// later: a receive with its answer on the wire comes back (what it brings
+// is released), a long poll still waiting ends. Closing it also stops the
+// flow from receiving and releases the buffered messages.
 type gate struct {
 	apply  sync.Mutex // one report applied at a time
 	mu     sync.Mutex
@@ -53,7 +55,11 @@ func (g *gate) set(open bool) bool {
 	if open {
 		g.ctx, g.cancel = context.WithCancel(context.Background())
 	} else if g.cancel != nil {
-		g.cancel()
+		// Cancelling at once would strand a receive whose messages are
+		// already hidden: nobody would release them, and they would come
+		// back only when their visibility timeout ends, late after a
+		// resume.
+		time.AfterFunc(receiveStopGrace, g.cancel)
 		g.ctx, g.cancel = nil, nil
 	}
 	return true
@@ -68,8 +74,9 @@ func (g *gate) receiving() (context.Context, bool) {
 }
 
 // setGate applies a report of Options.ReceiveGate to run r: closing stops
-// the flow from receiving, releases what it buffered and then ends the
-// receives in flight (what they still bring is released as it arrives);
+// the flow from receiving, releases what it buffered and ends the receives
+// in flight within receiveStopGrace (what they still bring is released as
+// it arrives);
 // opening lets the pollers go on.
 func (w *Worker) setGate(r *run, open bool) {
 	r.gate.apply.Lock()

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -25,7 +26,8 @@ func (g switchGate) Watch(ctx context.Context, set func(bool)) {
 }
 
 // A closed ReceiveGate stops receiving: nothing is received before its
-// first report; closing it ends the long poll in flight at once, releases
+// first report; closing it ends the long poll in flight within half a
+// second (an answer on the wire may still come back), releases
 // the prefetched messages, lets running handlers finish (their messages
 // are deleted), keeps the worker live but not ready however long it lasts;
 // opening it again restarts receiving. Nothing is dead-lettered.
@@ -56,8 +58,14 @@ func TestReceiveGatePausesAndResumes(t *testing.T) {
 		if st := h.w.Health(); st.ReceivesInFlight == 0 || h.w.Stats().Paused {
 			t.Fatalf("gate open: %+v, Paused %v; want a long poll under way", st, h.w.Stats().Paused)
 		}
-		// Closing it ends that poll at once.
+		// Closing it ends that poll within half a second, and no other
+		// starts.
 		g.reports <- false
+		synctest.Wait()
+		if n := f.Requests()["ReceiveMessage"]; n != 1 {
+			t.Fatalf("%d receives after closing, want the one poll", n)
+		}
+		time.Sleep(500 * time.Millisecond)
 		synctest.Wait()
 		if st := h.w.Health(); st.ReceivesInFlight != 0 || st.Ready || !st.Live {
 			t.Fatalf("gate closed: %+v; want no receive in flight, live, not ready", st)
@@ -107,6 +115,40 @@ func TestReceiveGatePausesAndResumes(t *testing.T) {
 		}
 		if v, i, d := f.Count(dlq); v+i+d != 0 {
 			t.Fatalf("the DLQ holds %d messages; a pause must dead-letter nothing", v+i+d)
+		}
+	})
+}
+
+// Closing the gate while a receive's answer is on the wire does not
+// strand its messages: the receive comes back within the grace and its
+// messages are released at once, not left hidden for the visibility
+// timeout until long after the queue resumes.
+func TestPauseLetsAReceiveOnTheWireComeBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "60")
+		sendMany(t, f, src, 10)
+		g := switchGate{reports: make(chan bool)}
+		hold := make(chan struct{})
+		defer close(hold)
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			<-hold
+			return nil
+		}), func(o *worker.Options) { o.ReceiveGate = g })
+		defer h.stop()
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, ResponseDelay: 200 * time.Millisecond})
+		g.reports <- true
+		time.Sleep(50 * time.Millisecond) // the first receive took its 10; its answer is on the wire
+		if _, inFlight, _ := f.Count(src); inFlight != 10 {
+			t.Fatalf("%d in flight before the pause, want the receive's 10", inFlight)
+		}
+		g.reports <- false
+		time.Sleep(time.Second) // the answer, then the releases' batch linger
+		visible, inFlight, _ := f.Count(src)
+		if inFlight != 0 || visible != 10 {
+			t.Fatalf("paused: %d visible, %d in flight; want the 10 released (visible), none hidden for the visibility timeout", visible, inFlight)
+		}
+		if s := h.w.Stats(); s.Received != 10 || s.Released != 10 {
+			t.Fatalf("Stats: Received %d, Released %d; want 10 and 10", s.Received, s.Released)
 		}
 	})
 }

@@ -145,9 +145,9 @@ type Options struct {
 	// ReceiveGate, when set, pauses and resumes receiving: for example a
 	// pause switch shared by every worker of the queue (fleet.Pauser). Run
 	// does not receive until the gate's first report. While it is closed
-	// the worker receives nothing: the receive calls in flight are ended,
-	// messages they still bring and prefetched messages are released at
-	// once (visibility 0, for whichever consumer receives first once the
+	// the worker receives nothing: the receive calls in flight get half a
+	// second to come back and are then ended, messages they bring and
+	// prefetched messages are released at once (visibility 0, for whichever consumer receives first once the
 	// queue resumes), running handlers finish and their messages settle as
 	// usual, and Health reports the worker live but not ready. A pause
 	// costs no attempt and dead-letters nothing (a released message's
