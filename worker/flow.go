@@ -71,8 +71,9 @@ func newFlow(o *Options, fifo bool) *flow {
 
 	}
 	f.handlers.L, f.pollers.L = &f.mu, &f.mu
-	// Until handler throughput is measured (within 100 ms of the first
-	// completions), aim for a second round of handlers' worth ahead.
+	// Until handler throughput is measured (at the first batch's worth of
+	// completions while receives come back full, otherwise within 100 ms),
+	// aim for a second round of handlers' worth ahead.
 	f.target = min(f.maxPrefetch, max(f.fill(), f.concurrency))
 	return f
 }
@@ -333,7 +334,8 @@ func (f *flow) unbufferLocked() (release []*job) {
 	return release
 }
 
-// retargetLocked updates the throughput estimate, at most every 100 ms,
+// retargetLocked updates the throughput estimate, at most every 100 ms
+// after the first,
 // and the prefetch target from it: enough received ahead to keep the
 // handlers busy for twice the receive latency, plus one full batch, within
 // MaxPrefetch.
@@ -348,11 +350,18 @@ func (f *flow) unbufferLocked() (release []*job) {
 // more requests per message.
 func (f *flow) retargetLocked(now time.Time) {
 	elapsed := now.Sub(f.lastTarget)
-	if elapsed < 100*time.Millisecond || f.completed == 0 {
+	saturated := f.receives > 0 && 2*f.full >= f.receives
+	// The first estimate does not wait for 100 ms while the queue has
+	// more: a worker started on a backlog would otherwise receive with its
+	// starting target for its first 100 ms, a third of the rate it reaches
+	// at 15 ms per call. What the handlers can take is estimated from
+	// their first batch's worth of completions.
+	first := f.rate == 0 && saturated && f.completed >= f.fill()
+	if (elapsed < 100*time.Millisecond && !first) || f.completed == 0 {
 		return
 	}
 	var inst float64
-	if f.receives > 0 && 2*f.full >= f.receives {
+	if saturated {
 		const most = 1e9 // messages per second: handlers that take no measurable time
 		inst = most
 		if f.busy > 0 {

@@ -126,3 +126,33 @@ func TestPrefetchTargetFollowsWhatTheWorkerCanTake(t *testing.T) {
 		}
 	})
 }
+
+// The first estimate comes with the first batch's worth of completions
+// while receives come back full, not 100 ms after the start: a worker
+// started on a backlog gets its whole prefetch target within one receive
+// latency instead of receiving with its starting target meanwhile.
+func TestFirstTargetDoesNotWaitForTheFirstInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := testFlow(20, false)
+		if _, target := f.snapshot(); target != 20 {
+			t.Fatalf("starting target %d, want Concurrency (20)", target)
+		}
+		ctx := context.Background()
+		n := f.reserve(ctx)
+		time.Sleep(15 * time.Millisecond)
+		f.received(n, jobsIn("", n), 15*time.Millisecond)
+		for range n - 1 {
+			f.next()
+			f.handled(10 * time.Microsecond)
+		}
+		if _, target := f.snapshot(); target != 20 {
+			t.Fatalf("after %d completions: target %d, want still 20 (fewer than a batch measured)", n-1, target)
+		}
+		f.next()
+		f.handled(10 * time.Microsecond)
+		if _, target := f.snapshot(); target != 300 {
+			t.Fatalf("15 ms after the start, a full batch handled: target %d, want MaxPrefetch (300)", target)
+		}
+		f.stop()
+	})
+}
