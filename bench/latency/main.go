@@ -88,10 +88,22 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds per scenario")
 	only := flag.String("only", "", "run only scenarios whose name contains this")
 	out := flag.String("json", "", "also write the results as JSON to this file")
+	consumersFlag := flag.String("consumers", "", "run only these consumers, comma-separated (sqsworker, sdk-loop, gocloud); all by default")
 	flag.Parse()
+	pick := map[string]bool{}
+	for _, name := range strings.Split(*consumersFlag, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		if consumers[name] == nil {
+			fmt.Fprintf(os.Stderr, "latency: -consumers: no consumer %q; use sqsworker, sdk-loop or gocloud\n", name)
+			os.Exit(2)
+		}
+		pick[name] = true
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *rounds, *only, *out); err != nil {
+	if err := run(ctx, *rounds, *only, *out, pick); err != nil {
 		fmt.Fprintln(os.Stderr, "latency:", err)
 		os.Exit(1)
 	}
@@ -112,7 +124,9 @@ func scenarios() []scenario {
 	}
 }
 
-func run(ctx context.Context, rounds int, only, out string) error {
+// run runs the scenarios whose name contains only, with the consumers in
+// pick (all when it is empty).
+func run(ctx context.Context, rounds int, only, out string, pick map[string]bool) error {
 	endpoint := os.Getenv("AWS_ENDPOINT_URL_SQS")
 	var all []result
 	for _, sc := range scenarios() {
@@ -125,6 +139,9 @@ func run(ctx context.Context, rounds int, only, out string) error {
 		fmt.Printf("== %s (%d messages, %d rounds)\n", sc.Name, sc.Messages, rounds)
 		for r := 1; r <= rounds; r++ {
 			for _, name := range sc.Consumers {
+				if len(pick) > 0 && !pick[name] {
+					continue
+				}
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
