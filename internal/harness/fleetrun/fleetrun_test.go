@@ -42,7 +42,16 @@ type run struct {
 	dlq   string
 	table string
 	dir   string
-	procs map[string]*exec.Cmd
+	procs map[string]*child
+}
+
+// child is a child process; exited is closed once it has exited, err is
+// then its exit error.
+type child struct {
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	err     error
+	stopped bool // stopAll or kill ended it
 }
 
 func newRun(t *testing.T, visibility string) *run {
@@ -63,7 +72,7 @@ func newRun(t *testing.T, visibility string) *run {
 			_, _ = sq.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 		}
 	})
-	return &run{t: t, sq: sq, queue: res.QueueURL, dlq: res.DLQURL, table: table, dir: t.TempDir(), procs: map[string]*exec.Cmd{}}
+	return &run{t: t, sq: sq, queue: res.QueueURL, dlq: res.DLQURL, table: table, dir: t.TempDir(), procs: map[string]*child{}}
 }
 
 // send sends n jobs, with message attribute tenant when it is not empty.
@@ -93,13 +102,20 @@ func (r *run) send(n int, tenant string) {
 	}
 }
 
-// start starts a child process.
+// start starts a child process. It gets the endpoints, region and
+// credentials the test's own clients use, whether the emulators came from
+// make test's environment or were started by testenv.
 func (r *run) start(c ChildConfig) {
 	r.t.Helper()
 	c.Dir, c.Queue, c.Table = r.dir, r.queue, r.table
 	raw, _ := json.Marshal(c)
+	e := testenv.Get(r.t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), ChildEnv+"="+string(raw), "GORACE=atexit_sleep_ms=0")
+	cmd.Env = append(os.Environ(), ChildEnv+"="+string(raw), "GORACE=atexit_sleep_ms=0",
+		"AWS_ENDPOINT_URL_SQS="+e.SQS, "AWS_ENDPOINT_URL_DYNAMODB="+e.DynamoDB, "AWS_REGION="+e.Region)
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test") // as testenv.AWSConfig
+	}
 	out, err := os.Create(filepath.Join(r.dir, c.Name+".out"))
 	if err != nil {
 		r.t.Fatal(err)
@@ -108,36 +124,58 @@ func (r *run) start(c ChildConfig) {
 	if err := cmd.Start(); err != nil {
 		r.t.Fatal(err)
 	}
-	r.procs[c.Name] = cmd
+	ch := &child{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		ch.err = cmd.Wait()
+		close(ch.exited)
+	}()
+	r.procs[c.Name] = ch
 	r.t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
+		_ = cmd.Process.Kill()
+		<-ch.exited
 		out.Close()
 	})
+}
+
+// failIfExited fails the test at once when a child exited that neither
+// stopAll nor kill ended: it would otherwise wait for jobs nobody runs.
+func (r *run) failIfExited() {
+	r.t.Helper()
+	for name, ch := range r.procs {
+		select {
+		case <-ch.exited:
+			if !ch.stopped {
+				out, _ := os.ReadFile(filepath.Join(r.dir, name+".out"))
+				r.t.Fatalf("child %s exited on its own (%v):\n%s", name, ch.err, out)
+			}
+		default:
+		}
+	}
 }
 
 // stopAll sends SIGTERM to every child still running and waits for them.
 func (r *run) stopAll() {
 	r.t.Helper()
-	for name, cmd := range r.procs {
-		if cmd.ProcessState != nil {
+	for name, ch := range r.procs {
+		if ch.stopped {
 			continue
 		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
+		ch.stopped = true
+		_ = ch.cmd.Process.Signal(syscall.SIGTERM)
+		<-ch.exited
+		if ch.err != nil {
 			out, _ := os.ReadFile(filepath.Join(r.dir, name+".out"))
-			r.t.Errorf("child %s: %v\n%s", name, err, out)
+			r.t.Errorf("child %s: %v\n%s", name, ch.err, out)
 		}
 	}
 }
 
 // kill SIGKILLs a child.
 func (r *run) kill(name string) {
-	cmd := r.procs[name]
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
+	ch := r.procs[name]
+	ch.stopped = true
+	_ = ch.cmd.Process.Signal(syscall.SIGKILL)
+	<-ch.exited
 }
 
 // records reads every child's job records: the runs, by message ID and
@@ -196,6 +234,7 @@ func (r *run) waitDone(n int, limit time.Duration) []Record {
 		if done(recs) >= n {
 			return recs
 		}
+		r.failIfExited()
 		if time.Now().After(deadline) {
 			r.t.Fatalf("%d of %d jobs done after %v", done(recs), n, limit)
 		}
@@ -335,6 +374,7 @@ func TestCapAcrossProcessesWithSIGKILL(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("no process ran a job within a minute")
 		}
+		r.failIfExited()
 		time.Sleep(100 * time.Millisecond)
 		recs := r.records()
 		if done(recs) < 6 {
@@ -421,6 +461,7 @@ func TestTenantFairnessAcrossProcesses(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("cap %d: %d of tenant B's %d jobs started", capPerTenant, len(b), nB)
 			}
+			r.failIfExited()
 			time.Sleep(200 * time.Millisecond)
 		}
 		r.stopAll()
@@ -450,9 +491,7 @@ func TestPauseAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for done(r.records()) < 30 {
-		time.Sleep(100 * time.Millisecond)
-	}
+	r.waitDone(30, time.Minute)
 	if err := f.Pause(t.Context(), r.queue, "fleetrun"); err != nil {
 		t.Fatal(err)
 	}
@@ -515,13 +554,9 @@ func TestDynamoDBFaultsAndClockSkewAcrossProcesses(t *testing.T) {
 			DynamoDB: proxy.URL, Skew: skew, ErrorSnooze: 2 * time.Second})
 	}
 	faults := map[string]faultproxy.Rule{"*": {Throttle: 0.05, ServerError: 0.03, DropResponse: 0.03, Reset: 0.02}}
-	for done(r.records()) < 5 { // every child is past fleet.New's table check
-		time.Sleep(100 * time.Millisecond)
-	}
+	r.waitDone(5, time.Minute) // every child is past fleet.New's table check
 	proxy.SetRules(faults)
-	for done(r.records()) < n/3 {
-		time.Sleep(100 * time.Millisecond)
-	}
+	r.waitDone(n/3, 2*time.Minute)
 	proxy.SetRules(map[string]faultproxy.Rule{"*": {Reset: 1}})
 	outage := time.Now()
 	time.Sleep(3 * time.Second)
