@@ -543,7 +543,7 @@ func TestDynamoDBFaultsAndClockSkewAcrossProcesses(t *testing.T) {
 	r := newRun(t, "10")
 	r.send(n/2, "tenant-x")
 	r.send(n-n/2, "tenant-y")
-	proxy, err := faultproxy.Start(faultproxy.Options{Upstream: os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"), Seed: 25})
+	proxy, err := faultproxy.Start(faultproxy.Options{Upstream: testenv.Get(t).DynamoDB, Seed: 25})
 	if err != nil {
 		t.Fatal(err)
 	}
