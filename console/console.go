@@ -18,6 +18,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/fleet"
 )
 
 // API is every SQS call the console makes, with the AWS SDK for Go v2's
@@ -112,6 +113,15 @@ type Options struct {
 	RedriveRate float64
 	// Workers lists workers whose statistics the Workers page polls.
 	Workers []Worker
+	// Fleet, if set, shows the controls its table shares between
+	// processes (package fleet): a Fleet page with each queue's pause
+	// switch, the shared circuit breakers and the cap slots in use
+	// (Fleet.Usage: one Scan of the table per load, so its client needs
+	// Scan), and a "paused" mark on the Queues page. With Actions an
+	// operator can pause and resume a queue there; the stored reason names
+	// the console user, PauseState.By is the Fleet's Holder. Zero value:
+	// no fleet controls are shown.
+	Fleet *fleet.Fleet
 	// HTTPClient fetches the workers' statistics. Zero value: a client
 	// with a 3-second timeout.
 	HTTPClient *http.Client
@@ -223,6 +233,11 @@ func New(client API, optFns ...func(*Options)) (http.Handler, error) {
 	mux.HandleFunc("POST "+p+"/queues/{queue}/dlq/delete", h.action(h.delete))
 	mux.HandleFunc("POST "+p+"/queues/{queue}/dlq/purge", h.action(h.purge))
 	mux.HandleFunc("POST "+p+"/queues/{queue}/dlq/messages/{id}/send", h.action(h.send))
+	if o.Fleet != nil {
+		mux.HandleFunc("GET "+p+"/fleet", h.fleetPage)
+		mux.HandleFunc("POST "+p+"/queues/{queue}/pause", h.action(h.setPause(true)))
+		mux.HandleFunc("POST "+p+"/queues/{queue}/resume", h.action(h.setPause(false)))
+	}
 	h.mux = mux
 	return h, nil
 }

@@ -23,6 +23,10 @@
 //     with its body (JSON indented), attributes and provenance.
 //   - Workers: the statistics of workers whose StatsHandler you list in
 //     Options.Workers: rates, outcomes, in flight, cost per million.
+//   - Fleet, with Options.Fleet: each queue's pause switch (since when, by
+//     whom, why), the shared circuit breakers and the cap slots in use, per
+//     cap and key, with the processes holding them (package fleet). The
+//     Queues page marks a paused queue.
 //
 // # Reading a dead-letter queue
 //
@@ -42,8 +46,10 @@
 // done by hand, what could not be seen reported); delete selected messages
 // or a group (dlq.Delete, after a confirmation page); edit a body and send
 // it back to the source queue with its provenance (sent first, then the
-// original deleted); and purge the dead-letter queue (PurgeQueue, after
-// typing its name). Redrives and deletes run in the background; their page
+// original deleted); purge the dead-letter queue (PurgeQueue, after
+// typing its name); and with Options.Fleet pause and resume a queue for
+// every worker whose ReceiveGate is a fleet.Pauser of it (the reason
+// stored names the console user). Redrives and deletes run in the background; their page
 // shows live progress. A job runs to its end even when the page is left;
 // a process stopped in the middle of a redrive leaves a message in both
 // queues at worst, never in neither. Each action is logged to Options.Logger with the
@@ -68,7 +74,9 @@
 //
 // Reading: sqs:ListQueues (unless Options.Queues), sqs:GetQueueUrl,
 // sqs:GetQueueAttributes, sqs:ReceiveMessage, sqs:ChangeMessageVisibility;
-// with Options.SNS, sns:ListSubscriptions and sns:GetSubscriptionAttributes.
-// Actions add what dlq.Redrive and dlq.Delete need, sqs:SendMessage on the
-// source queues and sqs:PurgeQueue.
+// with Options.SNS, sns:ListSubscriptions and sns:GetSubscriptionAttributes;
+// with Options.Fleet, dynamodb:GetItem and dynamodb:Scan on the fleet table
+// (each Fleet page load scans it). Actions add what dlq.Redrive and
+// dlq.Delete need, sqs:SendMessage on the source queues and
+// sqs:PurgeQueue, and with Options.Fleet dynamodb:UpdateItem.
 package console

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -35,6 +36,8 @@ type queueRow struct {
 	Findings []dlq.Finding
 	// Chain is the queue's SNS subscriptions (Options.SNS).
 	Chain []fanout.Subscription
+	// Pause is the queue's pause switch (Options.Fleet).
+	Pause fleet.PauseState
 	Err   string
 }
 
@@ -173,6 +176,11 @@ func (h *handler) fillRow(ctx context.Context, r *queueRow) {
 	} else {
 		r.Findings, err = dlq.Lint(ctx, h.client, r.URL, dlq.LintOptions{})
 		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if h.opts.Fleet != nil {
+		if r.Pause, err = h.opts.Fleet.PauseState(ctx, r.URL); err != nil {
 			errs = append(errs, err)
 		}
 	}

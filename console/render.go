@@ -14,7 +14,7 @@ import (
 )
 
 // pageNames are the pages, each ui/NAME.html rendered inside ui/layout.html.
-var pageNames = []string{"overview", "triage", "message", "confirm", "job", "workers", "error"}
+var pageNames = []string{"overview", "triage", "message", "confirm", "job", "workers", "fleet", "error"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -76,6 +76,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, code int, name,
 	data["CanAct"] = h.canAct(r)
 	data["ReadOnly"] = !h.opts.Actions
 	data["HasWorkers"] = len(h.opts.Workers) > 0
+	data["HasFleet"] = h.opts.Fleet != nil
 	if h.canAct(r) {
 		data["CSRF"] = h.csrf.token(w, r)
 	}

@@ -19,14 +19,19 @@ import (
 // target resolves the queue named in the request path to its dead-letter
 // queue. With Options.Queues set, only those queues are served.
 func (h *handler) target(ctx context.Context, queue string) (dlq.Target, error) {
-	if len(h.opts.Queues) > 0 && !slices.ContainsFunc(h.opts.Queues, func(q string) bool { return queueref.Name(q) == queue }) {
-		return dlq.Target{}, fmt.Errorf("queue %s is not one of the console's queues (Options.Queues / --queues)", queue)
-	}
-	url, err := queueref.Resolve(ctx, h.client, queue)
+	url, err := h.shownQueue(ctx, queue)
 	if err != nil {
 		return dlq.Target{}, err
 	}
 	return dlq.Discover(ctx, h.client, url)
+}
+
+// shownQueue resolves queue, one of the console's queues, to its URL.
+func (h *handler) shownQueue(ctx context.Context, queue string) (string, error) {
+	if len(h.opts.Queues) > 0 && !slices.ContainsFunc(h.opts.Queues, func(q string) bool { return queueref.Name(q) == queue }) {
+		return "", fmt.Errorf("queue %s is not one of the console's queues (Options.Queues / --queues)", queue)
+	}
+	return queueref.Resolve(ctx, h.client, queue)
 }
 
 // fail renders the error page with status code.

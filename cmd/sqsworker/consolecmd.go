@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/sqsworker/sqsworker/console"
+	"github.com/sqsworker/sqsworker/fleet"
 )
 
 // defaultConsoleAddr is where `sqsworker console` listens unless told
@@ -24,13 +26,16 @@ func consoleCommand() *command {
 		help: `Serves the operator console (package console) until interrupted: every queue
 the credentials see (or --queues), with counts, dead-letter setup, lint
 findings and SNS fan-out chains; each dead-letter queue's messages grouped by
-failure reason, with their bodies, attributes and provenance; and, with
---worker, the live statistics of running workers.
+failure reason, with their bodies, attributes and provenance; with --worker,
+the live statistics of running workers; and with a fleet table (--table or
+SQSWORKER_FLEET_TABLE; package fleet), a Fleet page: each queue's pause switch,
+the shared circuit breakers and the cap slots in use.
 
 It is read-only unless --actions is given: then redrive (selected messages, a
 group, a filter or everything), delete (after a confirmation), edit and send
-back, and purge (after typing the queue's name) are offered, each protected
-against cross-site requests and logged to stderr (never a message body).
+back, purge (after typing the queue's name), and with a fleet table pause and
+resume are offered, each protected against cross-site requests and logged to
+stderr (never a message body).
 
 The first line printed is the console's URL (-o json: {"url":…,"actions":…}).
 It listens on 127.0.0.1 only, unless --addr says otherwise. It has no login:
@@ -44,7 +49,9 @@ consumers while the page reads (at most --hold) and released at once.
 IAM: sqs:ListQueues (unless --queues), sqs:GetQueueUrl, sqs:GetQueueAttributes,
 sqs:ReceiveMessage, sqs:ChangeMessageVisibility, sns:ListSubscriptions and
 sns:GetSubscriptionAttributes; with --actions also sqs:SendMessage,
-sqs:DeleteMessage and sqs:PurgeQueue (and the move task calls of dlq redrive).`,
+sqs:DeleteMessage and sqs:PurgeQueue (and the move task calls of dlq redrive).
+With a table: dynamodb:DescribeTable, dynamodb:GetItem and dynamodb:Scan on it
+(each Fleet page load scans the table), and with --actions dynamodb:UpdateItem.`,
 		run: runConsole,
 	}
 }
@@ -60,6 +67,7 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.Var(&workers, "worker", "NAME=URL of a running worker's StatsHandler to show live (repeatable)")
 	var hold time.Duration
 	fs.Var(durationValue{&hold}, "hold", "the longest a dead-letter queue read keeps its messages hidden (default 30s)")
+	table := fs.String("table", os.Getenv(tableEnv), "the fleet table whose controls to show (default: "+tableEnv+"; none: no Fleet page)")
 	if _, code, ok := a.parseWithOutput(cmd, fs, args, 0, 0, out); !ok {
 		return code
 	}
@@ -80,6 +88,19 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 	if !ok {
 		return exitProblems
 	}
+	var fl *fleet.Fleet
+	if *table != "" {
+		db, err := a.newDynamo(ctx, *conn)
+		if err != nil {
+			return a.fail(cmd, err)
+		}
+		if fl, err = fleet.New(db, *table, func(o *fleet.Options) {
+			o.Holder = "sqsworker-console@" + hostname()
+			o.Now = a.now
+		}); err != nil {
+			return a.fail(cmd, err)
+		}
+	}
 	h, err := console.New(c, func(o *console.Options) {
 		for _, q := range strings.Split(*queues, ",") {
 			if q = strings.TrimSpace(q); q != "" {
@@ -89,6 +110,7 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 		o.SNS = s
 		o.Actions = *actions
 		o.Workers = ws
+		o.Fleet = fl
 		o.Hold = hold
 		o.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
 		o.Now = a.now
@@ -103,6 +125,9 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 	mode := "read-only; --actions to redrive, delete and purge"
 	if *actions {
 		mode = "actions ON: anyone who can reach this address can redrive, delete and purge"
+		if fl != nil {
+			mode += ", and pause queues"
+		}
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	if *out == "json" {

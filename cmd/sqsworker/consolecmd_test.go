@@ -5,10 +5,15 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sqsworker/sqsworker/fleet"
 )
 
 // The console command listens on the loopback interface by default, prints
@@ -20,41 +25,20 @@ func TestConsoleServesReadOnlyOnLoopback(t *testing.T) {
 	}
 	h := newHarness(t)
 	h.fake.MustCreateQueueWithDLQ(t, "orders", 5, nil)
-	pr, pw := io.Pipe()
-	var stderr strings.Builder
-	a := &app{
-		stdin: strings.NewReader(""), stdout: pw, stderr: &stderr,
-		newClient:  func(context.Context, awsFlags) (client, error) { return h.fake, nil },
-		newSNS:     func(context.Context, awsFlags) (snsClient, error) { return h.sns, nil },
-		isTerminal: func(any) bool { return false },
-		now:        time.Now,
-		buildInfo:  debug.ReadBuildInfo,
+	c := startConsole(t, h, "--addr", "127.0.0.1:0", "--queues", "orders,orders-dlq")
+	if !strings.HasPrefix(c.url, "http://127.0.0.1:") || !strings.Contains(c.line, "read-only") {
+		t.Fatalf("first line %q: want the loopback URL and read-only", c.line)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	code := make(chan int, 1)
-	go func() {
-		code <- a.run(ctx, []string{"console", "--addr", "127.0.0.1:0", "--queues", "orders,orders-dlq"})
-	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, pr)
-	url, _, _ := strings.Cut(strings.TrimPrefix(line, "sqsworker console: "), " ")
-	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(line, "read-only") {
-		t.Fatalf("first line %q: want the loopback URL and read-only", line)
-	}
-	resp, err := http.Get(url)
+	resp, err := http.Get(c.url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `data-queue="orders"`) || !strings.Contains(string(b), "read-only") {
-		t.Fatalf("GET %s: %s\n%s", url, resp.Status, b)
+		t.Fatalf("GET %s: %s\n%s", c.url, resp.Status, b)
 	}
-	resp, err = http.Post(url+"queues/orders/dlq/redrive", "application/x-www-form-urlencoded", strings.NewReader("scope=all"))
+	resp, err = http.Post(c.url+"queues/orders/dlq/redrive", "application/x-www-form-urlencoded", strings.NewReader("scope=all"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +46,81 @@ func TestConsoleServesReadOnlyOnLoopback(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("POST to a read-only console: %s; want 403", resp.Status)
 	}
-	cancel()
-	if c := <-code; c != exitOK {
-		t.Fatalf("exit code %d after the interrupt; stderr:\n%s", c, stderr.String())
+	if code := c.stop(); code != exitOK {
+		t.Fatalf("exit code %d after the interrupt; stderr:\n%s", code, c.stderr.String())
+	}
+}
+
+// runningConsole is a `sqsworker console` started by startConsole.
+type runningConsole struct {
+	url, line string // the console's URL and the first line printed
+	stderr    *strings.Builder
+	stop      func() int // interrupts the command and returns its exit code
+}
+
+// startConsole runs `sqsworker console args...` on h's clients until stop.
+func startConsole(t *testing.T, h *harness, args ...string) runningConsole {
+	t.Helper()
+	pr, pw := io.Pipe()
+	var stderr strings.Builder
+	a := &app{
+		stdin: strings.NewReader(""), stdout: pw, stderr: &stderr,
+		newClient:  func(context.Context, awsFlags) (client, error) { return h.fake, nil },
+		newSNS:     func(context.Context, awsFlags) (snsClient, error) { return h.sns, nil },
+		newDynamo:  func(context.Context, awsFlags) (fleet.API, error) { return h.dynamo, nil },
+		isTerminal: func(any) bool { return false },
+		now:        time.Now,
+		buildInfo:  debug.ReadBuildInfo,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	code := make(chan int, 1)
+	go func() { code <- a.run(ctx, append([]string{"console"}, args...)) }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("%v; stderr:\n%s", err, stderr.String())
+	}
+	go io.Copy(io.Discard, pr)
+	u, _, _ := strings.Cut(strings.TrimPrefix(line, "sqsworker console: "), " ")
+	return runningConsole{url: u, line: line, stderr: &stderr, stop: func() int { cancel(); return <-code }}
+}
+
+// With a fleet table and --actions the console has a Fleet page that
+// pauses a queue in the table.
+func TestConsoleWithAFleetTablePauses(t *testing.T) {
+	h, table := newFleetHarness(t, "console-cli")
+	h.fake.MustCreateQueueWithDLQ(t, "orders", 5, nil)
+	c := startConsole(t, h, "--addr", "127.0.0.1:0", "--queues", "orders", "--actions", "--table", table)
+	if !strings.Contains(c.line, "pause queues") {
+		t.Fatalf("first line %q: want it to say that actions include pausing queues", c.line)
+	}
+	jar, _ := cookiejar.New(nil)
+	web := &http.Client{Jar: jar}
+	resp, err := web.Get(c.url + "fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(b)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `data-queue="orders"`) || m == nil {
+		t.Fatalf("GET /fleet: %s\n%s", resp.Status, b)
+	}
+	resp, err = web.PostForm(c.url+"queues/orders/pause", url.Values{"csrf": {string(m[1])}, "reason": {"incident 42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	f, err := fleet.New(h.dynamo, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.PauseState(t.Context(), "orders")
+	if err != nil || !st.Paused || !strings.HasPrefix(st.By, "sqsworker-console@") || !strings.HasPrefix(st.Reason, "incident 42") {
+		t.Fatalf("after pausing in the console (%s): %+v, %v; want paused by sqsworker-console@host", resp.Status, st, err)
+	}
+	if code := c.stop(); code != exitOK || !strings.Contains(c.stderr.String(), `msg="sqsworker/console: pause" user=local queue=orders`) {
+		t.Fatalf("exit code %d; want 0 and the pause in the audit log (stderr):\n%s", code, c.stderr.String())
 	}
 }
 

@@ -68,8 +68,10 @@
 //	                      polls the URL and prints each interval's live rate
 //	console               the web console (package console) on --addr (default
 //	                      127.0.0.1:9470): queues, DLQs grouped by failure
-//	                      reason, workers (--worker NAME=URL); read-only unless
-//	                      --actions; --queues to limit what it shows
+//	                      reason, workers (--worker NAME=URL), fleet controls
+//	                      (--table: pause switches, shared breakers, caps in
+//	                      use; pause and resume with --actions); read-only
+//	                      unless --actions; --queues to limit what it shows
 //	pause QUEUE           pause the queue for every worker watching its switch in
 //	                      the fleet table (package fleet; --table or
 //	                      SQSWORKER_FLEET_TABLE): within 5 s they stop receiving,
@@ -144,7 +146,9 @@
 //	dlq purge    sqs:GetQueueAttributes, sqs:GetQueueUrl, sqs:PurgeQueue
 //	console      reading: sqs:ListQueues (without --queues), sqs:GetQueueUrl, sqs:GetQueueAttributes,
 //	             sqs:ReceiveMessage, sqs:ChangeMessageVisibility, sns:ListSubscriptions,
-//	             sns:GetSubscriptionAttributes; --actions: also dlq redrive's, sqs:DeleteMessage, sqs:PurgeQueue
+//	             sns:GetSubscriptionAttributes; --actions: also dlq redrive's, sqs:DeleteMessage, sqs:PurgeQueue;
+//	             --table: dynamodb:DescribeTable, dynamodb:GetItem, dynamodb:Scan (with --actions
+//	             dynamodb:UpdateItem) on the fleet table
 //	dlq *        given a dead-letter queue's name: also sqs:ListDeadLetterSourceQueues (or sqs:ListQueues),
 //	             and for a subscription's DLQ (or --fanout) sns:ListSubscriptions, sns:GetSubscriptionAttributes
 //	pause, resume  sqs:GetQueueUrl; dynamodb:DescribeTable, dynamodb:UpdateItem on the fleet table

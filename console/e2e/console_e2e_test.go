@@ -22,11 +22,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sqsworker/sqsworker/console"
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
@@ -219,6 +221,18 @@ func TestConsoleInChromium(t *testing.T) {
 	stats := httptest.NewServer(w.StatsHandler())
 	defer stats.Close()
 
+	// The fleet table the console shows and pauses queues in.
+	db := testenv.DynamoDB(t)
+	table := testenv.UniqueName("console")
+	if err := fleet.CreateTable(ctx, db, table, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer db.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	fl, err := fleet.New(db, table, func(o *fleet.Options) { o.Holder = "console-e2e" })
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	var audit lockedBuffer
 	opts := func(actions bool) func(*console.Options) {
 		return func(o *console.Options) {
@@ -226,6 +240,7 @@ func TestConsoleInChromium(t *testing.T) {
 			o.SNS = testenv.SNS(t)
 			o.Actions = actions
 			o.Workers = []console.Worker{{Name: "checkout-1", StatsURL: stats.URL}}
+			o.Fleet = fl
 			o.Logger = slog.New(slog.NewTextHandler(&audit, nil))
 		}
 	}
@@ -432,5 +447,54 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Errorf("dead-lettered %q; want 11", got)
 		}
 		b.shot("workers")
+	})
+
+	t.Run("the fleet page pauses and resumes a queue", func(t *testing.T) {
+		b.t = t
+		// A worker process holds two slots of a per-tenant cap.
+		proc, err := fleet.New(db, table, func(o *fleet.Options) { o.Holder = "checkout-7" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		capped, err := proc.Cap("tenant", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := capped.Acquire(ctx, "acme", time.Now().Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		row := fmt.Sprintf(`#pauses tr[data-queue=%q] `, src)
+		b.do(chromedp.Navigate(srv.URL+"/fleet"), chromedp.WaitVisible(chromedp.CSS("#pauses")))
+		if got := b.text(row + ".state"); got != "receiving" {
+			t.Fatalf("before the pause the page says %q; want receiving", got)
+		}
+		if got := b.text(`#caps tr[data-cap="tenant"][data-key="acme"] .slots`); got != "2" {
+			t.Errorf("cap tenant, key acme: the page says %q slots held; want 2", got)
+		}
+		b.do(chromedp.SendKeys(chromedp.CSS(row+`input[name="reason"]`), "deploy freeze"),
+			chromedp.Click(chromedp.CSS(row+"button.pause")), chromedp.WaitVisible(chromedp.CSS("#notice")))
+		st, err := fl.PauseState(ctx, src)
+		if err != nil || !st.Paused || st.Reason != "deploy freeze (console user local)" {
+			t.Fatalf("after clicking Pause the switch is %+v (%v); want paused, with the reason and the user", st, err)
+		}
+		if got := b.text(row + ".state"); got != "paused" {
+			t.Errorf("after the pause the page says %q; want paused", got)
+		}
+		b.shot("fleet")
+		b.do(chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-queue=%q] a.badge.paused`, src))))
+		b.do(chromedp.Navigate(srv.URL+"/fleet"), chromedp.WaitVisible(chromedp.CSS("#pauses")),
+			chromedp.Click(chromedp.CSS(row+"button.resume")), chromedp.WaitVisible(chromedp.CSS("#notice")))
+		if st, err := fl.PauseState(ctx, src); err != nil || st.Paused {
+			t.Fatalf("after clicking Resume the switch is %+v (%v); want receiving", st, err)
+		}
+		if !strings.Contains(audit.String(), "sqsworker/console: pause") || !strings.Contains(audit.String(), "sqsworker/console: resume") {
+			t.Errorf("the audit log lacks the pause or the resume:\n%s", audit.String())
+		}
+		b.do(chromedp.Navigate(roSrv.URL+"/fleet"), chromedp.WaitVisible(chromedp.CSS("#pauses")))
+		if n := run(b, chromedp.Evaluate[int](`document.querySelectorAll("button, form, input").length`)); n != 0 {
+			t.Errorf("the read-only fleet page has %d controls", n)
+		}
 	})
 }
