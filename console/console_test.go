@@ -132,10 +132,23 @@ var (
 // CSRF token it carries, and the groups it shows (reason → key, count).
 func (x *fixture) session(t *testing.T) (*http.Cookie, string, map[string][2]string) {
 	t.Helper()
-	resp := x.get(t, "/queues/orders/dlq")
+	cookie, token, page := x.open(t, "/queues/orders/dlq")
+	gs := map[string][2]string{}
+	for _, m := range groupRE.FindAllStringSubmatch(page, -1) {
+		gs[m[2]] = [2]string{m[1], m[3]}
+	}
+	return cookie, token, gs
+}
+
+// open GETs a page (in the session of cookies, if any) that must answer
+// 200, and returns the session cookie it set, the CSRF token it carries
+// and the page.
+func (x *fixture) open(t *testing.T, path string, cookies ...*http.Cookie) (*http.Cookie, string, string) {
+	t.Helper()
+	resp := x.get(t, path, cookies...)
 	page := body(t, resp)
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("triage: %s\n%s", resp.Status, page)
+		t.Fatalf("GET %s: %s\n%s", path, resp.Status, page)
 	}
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
@@ -147,11 +160,7 @@ func (x *fixture) session(t *testing.T) (*http.Cookie, string, map[string][2]str
 	if m := tokenRE.FindStringSubmatch(page); m != nil {
 		token = m[1]
 	}
-	gs := map[string][2]string{}
-	for _, m := range groupRE.FindAllStringSubmatch(page, -1) {
-		gs[m[2]] = [2]string{m[1], m[3]}
-	}
-	return cookie, token, gs
+	return cookie, token, page
 }
 
 func bodiesIn(f *sqstest.Fake, url string) []string {

@@ -9,11 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -21,14 +18,7 @@ import (
 // opened by each holder, as by processes of their own.
 func newFleet(t *testing.T, holders ...string) []*fleet.Fleet {
 	t.Helper()
-	db := testenv.DynamoDB(t)
-	table := testenv.UniqueName("console-fleet")
-	if err := fleet.CreateTable(t.Context(), db, table, 0); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
+	db, table := fleettable.New(t, "console-fleet")
 	var out []*fleet.Fleet
 	for _, h := range holders {
 		f, err := fleet.New(db, table, func(o *fleet.Options) { o.Holder = h })
@@ -38,29 +28,6 @@ func newFleet(t *testing.T, holders ...string) []*fleet.Fleet {
 		out = append(out, f)
 	}
 	return out
-}
-
-// fleetSession opens the Fleet page (in the session of cookies, if any)
-// and returns the session cookie it set and the CSRF token it carries, and
-// the page.
-func (x *fixture) fleetSession(t *testing.T, cookies ...*http.Cookie) (*http.Cookie, string, string) {
-	t.Helper()
-	resp := x.get(t, "/fleet", cookies...)
-	page := body(t, resp)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("fleet page: %s\n%s", resp.Status, page)
-	}
-	var cookie *http.Cookie
-	for _, c := range resp.Cookies() {
-		if c.Name == sessionCookie {
-			cookie = c
-		}
-	}
-	token := ""
-	if m := tokenRE.FindStringSubmatch(page); m != nil {
-		token = m[1]
-	}
-	return cookie, token, page
 }
 
 // rowOf returns the table row of queue on a page.
@@ -101,7 +68,7 @@ func TestFleetPagePausesAndResumesAQueue(t *testing.T) {
 		}
 	}
 
-	cookie, token, page := x.fleetSession(t)
+	cookie, token, page := x.open(t, "/fleet")
 	row := rowOf(page, "orders")
 	if !strings.Contains(row, "receiving") || !strings.Contains(row, `/queues/orders/pause"`) || cookie == nil || token == "" {
 		t.Fatalf("fleet page before a pause: want orders receiving with a Pause form; row:\n%s", row)
@@ -129,7 +96,7 @@ func TestFleetPagePausesAndResumesAQueue(t *testing.T) {
 	if row := rowOf(body(t, x.get(t, "/")), "audit"); strings.Contains(row, "paused") {
 		t.Fatalf("queues page: audit marked paused; row:\n%s", row)
 	}
-	_, token, page = x.fleetSession(t, cookie)
+	_, token, page = x.open(t, "/fleet", cookie)
 	if row := rowOf(page, "orders"); !strings.Contains(row, "paused") || !strings.Contains(row, "deploy freeze") || !strings.Contains(row, `/queues/orders/resume"`) {
 		t.Fatalf("fleet page while paused: want orders paused, its reason and a Resume form; row:\n%s", row)
 	}
@@ -176,7 +143,7 @@ func TestFleetPageReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := newFixture(t, func(o *Options) { o.Fleet = fl })
-	cookie, token, page := x.fleetSession(t)
+	cookie, token, page := x.open(t, "/fleet")
 	if row := rowOf(page, "orders"); !strings.Contains(row, "paused") || !strings.Contains(row, "migration") || !strings.Contains(row, "console-test") {
 		t.Fatalf("read-only fleet page: want orders paused with its reason and who; row:\n%s", row)
 	}

@@ -1,18 +1,16 @@
 package fleet_test
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
 	"github.com/sqsworker/sqsworker/retry"
 )
 
@@ -22,15 +20,7 @@ var quiet = slog.New(slog.DiscardHandler)
 // DynamoDB, deleted at the end.
 func newTable(t *testing.T) (*dynamodb.Client, string) {
 	t.Helper()
-	client := testenv.DynamoDB(t)
-	table := testenv.UniqueName("fleet")
-	if err := fleet.CreateTable(t.Context(), client, table, 0); err != nil {
-		t.Fatalf("CreateTable: %v", err)
-	}
-	t.Cleanup(func() {
-		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
-	return client, table
+	return fleettable.New(t, "fleet")
 }
 
 // newFleet is one process's Fleet on the table.

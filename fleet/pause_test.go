@@ -73,6 +73,9 @@ func TestPauseHonouredByWorker(t *testing.T) {
 		h := w.Health()
 		return !h.Ready && h.Live && strings.Contains(h.Reason, "receiving paused by Options.ReceiveGate: queue orders is paused")
 	})
+	// The poll in flight gets half a second to come back (an answer on
+	// the wire is released, not stranded), then ends.
+	waitFor("the poll in flight ends", func() bool { return w.Health().ReceivesInFlight == 0 })
 	for range 40 {
 		sq.MustSend(t, src, "job")
 	}

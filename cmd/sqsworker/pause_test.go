@@ -1,16 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
 )
 
 // pause, paused and resume set and show a queue's switch in the fleet
@@ -63,14 +59,7 @@ func TestPauseResumeCommands(t *testing.T) {
 // Local (deleted after the test) and no table from the environment.
 func newFleetHarness(t *testing.T, prefix string) (*harness, string) {
 	t.Helper()
-	db := testenv.DynamoDB(t)
-	table := testenv.UniqueName(prefix)
-	if err := fleet.CreateTable(t.Context(), db, table, 0); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
+	db, table := fleettable.New(t, prefix)
 	t.Setenv(tableEnv, "")
 	h := newHarness(t)
 	h.dynamo = db

@@ -22,13 +22,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/chromedp/chromedp"
 
 	"github.com/sqsworker/sqsworker/console"
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
 	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
@@ -222,12 +222,7 @@ func TestConsoleInChromium(t *testing.T) {
 	defer stats.Close()
 
 	// The fleet table the console shows and pauses queues in.
-	db := testenv.DynamoDB(t)
-	table := testenv.UniqueName("console")
-	if err := fleet.CreateTable(ctx, db, table, 0); err != nil {
-		t.Fatal(err)
-	}
-	defer db.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	db, table := fleettable.New(t, "console")
 	fl, err := fleet.New(db, table, func(o *fleet.Options) { o.Holder = "console-e2e" })
 	if err != nil {
 		t.Fatal(err)

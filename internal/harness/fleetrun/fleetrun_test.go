@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/sync/errgroup"
@@ -24,6 +23,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
+	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
 	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 )
 
@@ -56,18 +56,14 @@ type child struct {
 
 func newRun(t *testing.T, visibility string) *run {
 	t.Helper()
-	sq, db := testenv.SQS(t), testenv.DynamoDB(t)
+	sq := testenv.SQS(t)
 	ctx := t.Context()
 	res, err := dlq.Setup(ctx, sq, dlq.SetupOptions{Name: testenv.UniqueName("fleetrun"), MaxReceiveCount: 1000, Attributes: map[string]string{"VisibilityTimeout": visibility}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := testenv.UniqueName("fleetrun")
-	if err := fleet.CreateTable(ctx, db, table, 0); err != nil {
-		t.Fatal(err)
-	}
+	_, table := fleettable.New(t, "fleetrun")
 	t.Cleanup(func() {
-		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 		for _, u := range []string{res.QueueURL, res.DLQURL} {
 			_, _ = sq.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)})
 		}
