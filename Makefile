@@ -67,7 +67,8 @@ demo:
 	$(WITH_AWS) $(GO) run ./examples/demo
 
 # console serves the operator console (package console) with actions on, on a
-# demo queue pair whose worker dead-letters some jobs, until Ctrl-C; it prints
+# demo queue pair whose worker dead-letters some jobs and watches the queue's
+# pause switch in a fleet table, until Ctrl-C; it prints
 # the URL (http://127.0.0.1:9470/ unless CONSOLEADDR says otherwise).
 CONSOLEADDR ?= 127.0.0.1:9470
 console:

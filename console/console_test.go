@@ -581,8 +581,12 @@ func TestWorkersPageShowsRatesAndCost(t *testing.T) {
 	stats.Received, stats.Succeeded = 150, 140
 	now = now.Add(2 * time.Second)
 	second := h.pollWorkers(context.Background())[0]
-	if second.ReceivedRate != 25 || second.DoneRate != 25 {
-		t.Fatalf("second poll: %+v; want 25 received and succeeded per second", second)
+	if second.ReceivedRate != 25 || second.DoneRate != 25 || second.State != "receiving" {
+		t.Fatalf("second poll: %+v; want 25 received and succeeded per second, receiving", second)
+	}
+	stats.Paused = true
+	if v := h.pollWorkers(context.Background())[0]; v.State != "paused" {
+		t.Fatalf("a paused worker's state: %q; want paused", v.State)
 	}
 	if _, err := New(sqstest.For(t), func(o *Options) { o.Workers = []Worker{{Name: "w", StatsURL: "localhost:1"}} }); err == nil {
 		t.Fatal("a StatsURL without a scheme was accepted")

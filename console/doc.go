@@ -22,7 +22,8 @@
 //     counts, first and last failure, attempts and a sample; each message
 //     with its body (JSON indented), attributes and provenance.
 //   - Workers: the statistics of workers whose StatsHandler you list in
-//     Options.Workers: rates, outcomes, in flight, cost per million.
+//     Options.Workers: receiving or paused (worker.Stats.Paused), rates,
+//     outcomes, in flight, cost per million.
 //   - Fleet, with Options.Fleet: each queue's pause switch (since when, by
 //     whom, why), the shared circuit breakers and the cap slots in use, per
 //     cap and key, with the processes holding them (package fleet). The

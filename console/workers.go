@@ -23,6 +23,9 @@ type workerView struct {
 	Name  string `json:"name"`
 	URL   string `json:"url"`
 	Error string `json:"error,omitempty"`
+	// State is "paused" while the worker's ReceiveGate keeps it from
+	// receiving (a fleet pause, an open breaker), else "receiving".
+	State string `json:"state"`
 	// Rates per second since the previous poll (zero on the first).
 	Interval     float64 `json:"intervalSeconds"`
 	ReceivedRate float64 `json:"receivedPerSecond"`
@@ -86,6 +89,10 @@ func (h *handler) pollWorker(ctx context.Context, wk Worker) workerView {
 	}
 	v.Received, v.Succeeded, v.Failed, v.Retried, v.DeadLettered = s.Received, s.Succeeded, s.Failed, s.Retried, s.DeadLettered
 	v.Lost, v.Abandoned, v.InFlight, v.Prefetched = s.Lost, s.Abandoned, s.InFlight, s.Prefetched
+	v.State = "receiving"
+	if s.Paused {
+		v.State = "paused"
+	}
 	c := s.Cost(worker.Pricing{})
 	v.USDPerMillion, v.RequestsPerMessage = c.USDPerMillionMessages, c.RequestsPerMessage
 	return v

@@ -441,6 +441,9 @@ func TestConsoleInChromium(t *testing.T) {
 		if got := b.text(row + `td[data-k="deadLettered"]`); got != "11" {
 			t.Errorf("dead-lettered %q; want 11", got)
 		}
+		if got := b.text(row + `td[data-k="state"]`); got != "receiving" {
+			t.Errorf("state %q; want receiving (the stopped worker was never paused)", got)
+		}
 		b.shot("workers")
 	})
 

@@ -12,6 +12,9 @@
 // unless -addr says otherwise. In the console, open the queue's
 // dead-letter queue: the failures are grouped by reason. Once the outage is
 // over, redrive the inventory group: the worker handles those jobs now. A
-// declined card fails again and comes back to the dead-letter queue. It
-// deletes its queues when it stops.
+// declined card fails again and comes back to the dead-letter queue. The
+// worker watches the queue's pause switch in a fleet table (package fleet):
+// pause the queue on the console's Fleet page and the Workers page shows
+// the worker paused within 2 s; resume it. It deletes its queues and table
+// when it stops.
 package main

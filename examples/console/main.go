@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
@@ -32,7 +34,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:9470", "address the console listens on")
 	flag.Parse()
 	exampleutil.Main("console", func(ctx context.Context, cfg aws.Config) error {
-		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg), sns.NewFromConfig(cfg), *addr, nil)
+		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg), sns.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), *addr, nil)
 	})
 }
 
@@ -41,10 +43,10 @@ const (
 	outage = 30 * time.Second
 )
 
-// run sets the queues up, lets the worker dead-letter its failures, and
-// serves the console on addr until ctx ends; ready, if set, is called with
-// the console's URL once every job has been handled once.
-func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanout.SubscriptionsAPI, addr string, ready func(url string)) error {
+// run sets the queues and a fleet table up, lets the worker dead-letter its
+// failures, and serves the console on addr until ctx ends; ready, if set,
+// is called with the console's URL once every job has been handled once.
+func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanout.SubscriptionsAPI, db *dynamodb.Client, addr string, ready func(url string)) error {
 	name := "sqsworker-console-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
 	if err != nil {
@@ -52,6 +54,25 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanou
 	}
 	target := setup.Target()
 	defer exampleutil.DeleteQueues(context.WithoutCancel(ctx), client, target.SourceURL, target.DLQURL)
+
+	// The fleet table: the worker watches the queue's pause switch in it,
+	// and the console's Fleet page pauses and resumes the queue.
+	if err := fleet.CreateTable(ctx, db, name, 0); err != nil {
+		return err
+	}
+	defer db.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	consoleFleet, err := fleet.New(db, name, func(o *fleet.Options) { o.Holder = "console-demo" })
+	if err != nil {
+		return err
+	}
+	workerFleet, err := fleet.New(db, name, func(o *fleet.Options) { o.Holder = "orders-worker" })
+	if err != nil {
+		return err
+	}
+	pauser, err := workerFleet.Pauser(target.SourceURL)
+	if err != nil {
+		return err
+	}
 	for i := range jobs {
 		kind := "book"
 		switch {
@@ -79,6 +100,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanou
 		return nil
 	}), func(o *worker.Options) {
 		o.HandlerName = "orders"
+		o.ReceiveGate = pauser
 		o.Logger = slog.New(slog.DiscardHandler)
 		o.OnSettled = func(worker.Settlement) {
 			if handled.Add(1) == jobs {
@@ -108,6 +130,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanou
 		o.SNS = snsClient
 		o.Actions = true
 		o.Workers = []console.Worker{{Name: "orders-worker", StatsURL: "http://" + statsLn.Addr().String() + "/"}}
+		o.Fleet = consoleFleet
 		o.Logger = slog.New(slog.NewTextHandler(out, nil))
 	})
 	if err != nil {
@@ -137,8 +160,9 @@ The worker has handled the %d jobs once: some are in the dead-letter queue.
 
 Failures are grouped by reason. The inventory outage ends %s after the
 start: then redrive the "inventory" group and the worker handles those
-jobs; a declined card fails again and comes back. Ctrl-C stops the demo
-and deletes its queues.
+jobs; a declined card fails again and comes back. On the Fleet page, pause
+the queue: within 2 s the Workers page shows the worker paused; resume it.
+Ctrl-C stops the demo and deletes its queues and table.
 `, jobs, url, url, queueref.Name(target.SourceURL), outage)
 	if ready != nil {
 		ready(url)

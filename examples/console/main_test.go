@@ -23,7 +23,7 @@ func TestRun(t *testing.T) {
 	pages := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, exampleutil.LockedWriter(&out), client, snsClient, "127.0.0.1:0", func(url string) {
+		done <- run(ctx, exampleutil.LockedWriter(&out), client, snsClient, testenv.DynamoDB(t), "127.0.0.1:0", func(url string) {
 			get := func(path string) string {
 				resp, err := http.Get(url + path)
 				if err != nil {
@@ -39,7 +39,7 @@ func TestRun(t *testing.T) {
 				rest := overview[i+len(`class="dlq" href="/`):]
 				dlqLink = rest[:strings.IndexByte(rest, '"')]
 			}
-			pages <- overview + "\n" + get(dlqLink)
+			pages <- overview + "\n" + get(dlqLink) + "\n" + get("fleet")
 			cancel()
 		})
 	}()
@@ -52,7 +52,7 @@ func TestRun(t *testing.T) {
 	default:
 		t.Fatalf("the demo never became ready:\n%s", out.String())
 	}
-	for _, want := range []string{"200 OK", "charge: card declined (do not retry)", "inventory: service unavailable (503)", `class="n count">8<`, `class="n count">4<`} {
+	for _, want := range []string{"200 OK", "charge: card declined (do not retry)", "inventory: service unavailable (503)", `class="n count">8<`, `class="n count">4<`, "Pause switches", `class="ok">receiving<`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the console's pages lack %q", want)
 		}

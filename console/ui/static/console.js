@@ -37,6 +37,11 @@ document.addEventListener("DOMContentLoaded", () => {
         if (!row) continue;
         for (const cell of row.querySelectorAll("td[data-k]")) {
           const v = w[cell.dataset.k] || 0;
+          if (typeof v === "string") {
+            cell.textContent = v;
+            cell.className = v === "paused" ? "bad" : "ok";
+            continue;
+          }
           cell.textContent = Number.isInteger(v) ? v : v.toFixed(cell.dataset.k.endsWith("Second") ? 1 : 2);
         }
       }
