@@ -349,8 +349,10 @@ func (c *Cap) await(ctx context.Context, key string, until func() time.Time) (*S
 	c.waiters[key] = append(c.waiters[key], handed)
 	c.mu.Unlock()
 	c.f.st.capWaits.Add(1)
+	c.f.st.waitingForSlot.Add(1)
 	var got *Slot
 	defer func() {
+		c.f.st.waitingForSlot.Add(-1)
 		c.mu.Lock()
 		q := c.waiters[key]
 		if i := slices.Index(q, handed); i >= 0 {

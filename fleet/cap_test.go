@@ -220,6 +220,9 @@ func TestCapHandsAFreedSlotToAWaitingJob(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	if s := f.Stats(); s.WaitingForSlot != 1 {
+		t.Fatalf("Stats().WaitingForSlot = %d while the second job waits; want 1", s.WaitingForSlot)
+	}
 	err = h.Handle(t.Context(), &worker.Message{ID: "third"})
 	if _, ok := retrySnooze(err); !ok {
 		t.Fatalf("a third job while one waits = %v; want it snoozed at once (MaxWaiting 1)", err)
@@ -237,8 +240,8 @@ func TestCapHandsAFreedSlotToAWaitingJob(t *testing.T) {
 	if want := clk.Now().Add(30 * time.Second); secondSaw.Sub(want).Abs() > time.Millisecond {
 		t.Errorf("the handed slot expires at %v (it expired at %v); want it renewed to the second job's lease, %v", secondSaw, firstLease, want)
 	}
-	if s := f.Stats(); s.CapHandoffs != 1 || s.CapWaits != 1 || s.CapSnoozed != 1 || s.SlotsHeld != 1 || s.Requests-before != 1 {
-		t.Errorf("Stats %+v, %d requests for the hand-over; want 1 handed over (one renewal), 1 waited, 1 snoozed, 1 held", s, s.Requests-before)
+	if s := f.Stats(); s.CapHandoffs != 1 || s.CapWaits != 1 || s.CapSnoozed != 1 || s.SlotsHeld != 1 || s.Requests-before != 1 || s.WaitingForSlot != 0 {
+		t.Errorf("Stats %+v, %d requests for the hand-over; want 1 handed over (one renewal), 1 waited, 1 snoozed, 1 held, none waiting", s, s.Requests-before)
 	}
 	close(release)
 	for _, errs := range []chan error{firstErr, secondErr} {

@@ -151,6 +151,7 @@ func (l *RateLimit) Take(ctx context.Context, key string) (time.Duration, error)
 		b.mu.Unlock()
 		if waited {
 			l.f.st.tokenWaits.Add(1)
+			l.f.st.waitingForToken.Add(-1)
 		}
 	}()
 	for {
@@ -195,7 +196,10 @@ func (l *RateLimit) Take(ctx context.Context, key string) (time.Duration, error)
 			}
 			return max(snooze, time.Duration(float64(time.Second)/l.rate)), nil
 		}
-		waited = true
+		if !waited {
+			waited = true
+			l.f.st.waitingForToken.Add(1)
+		}
 		wake := b.wake
 		b.mu.Unlock()
 		t := time.NewTimer(min(wait, deadline.Sub(now)))

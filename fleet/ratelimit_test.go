@@ -89,6 +89,11 @@ func TestRateLimitSharedAcrossProcesses(t *testing.T) {
 	for _, f := range fleets {
 		requests += f.Stats().Requests - 1 // New's check
 	}
+	for _, f := range fleets {
+		if s := f.Stats(); s.WaitingForToken != 0 {
+			t.Errorf("%d jobs still counted as waiting for a token after every Take returned", s.WaitingForToken)
+		}
+	}
 	perJob := float64(requests) / float64(len(starts))
 	t.Logf("%d jobs in %v (%.1f/s for a limit of %v/s); %d DynamoDB requests, %.2f per job", len(starts), elapsed.Round(time.Millisecond), float64(len(starts))/elapsed.Seconds(), rate, requests, perJob)
 	if perJob > 1 {
@@ -118,5 +123,40 @@ func TestRateLimitMiddlewareSnoozes(t *testing.T) {
 	}
 	if s := f.Stats(); s.RateSnoozed != 1 || s.Tokens != 1 {
 		t.Errorf("Stats %+v; want 1 token taken, 1 job snoozed", s)
+	}
+}
+
+// A job that waits in-process for a token is counted in
+// Stats.WaitingForToken while it waits, and in TokenWaits once it is done.
+func TestRateLimitCountsTheJobsWaitingNow(t *testing.T) {
+	client, table := newTable(t)
+	f := newFleet(t, client, table, "p1")
+	l, err := f.RateLimit("slow-api", 1, func(o *fleet.RateLimitOptions) { o.Burst, o.MaxWait = 1, 10 * time.Second })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wait, err := l.Take(t.Context(), ""); wait != 0 || err != nil {
+		t.Fatalf("the first Take = %v, %v; want the burst's token at once", wait, err)
+	}
+	took := make(chan error, 1)
+	go func() {
+		wait, err := l.Take(t.Context(), "")
+		if err == nil && wait != 0 {
+			err = fmt.Errorf("snoozed for %v; want a token within MaxWait", wait)
+		}
+		took <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for f.Stats().WaitingForToken != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Stats %+v; want the second job counted as waiting for a token", f.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-took; err != nil {
+		t.Fatal(err)
+	}
+	if s := f.Stats(); s.WaitingForToken != 0 || s.TokenWaits != 1 {
+		t.Fatalf("Stats %+v; want none waiting now, 1 that waited", s)
 	}
 }

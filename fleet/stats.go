@@ -25,6 +25,11 @@ type Stats struct {
 	// CapSnoozed), and CapHandoffs the slots handed from a job that ended
 	// to one waiting in the same process, without a request.
 	CapWaits, CapHandoffs int64
+	// WaitingForToken and WaitingForSlot are the jobs waiting in-process
+	// now, each holding one of the worker's handlers, for a rate-limit
+	// token (up to RateLimitOptions.MaxWait) and for a cap slot (up to
+	// CapOptions.MaxWait): gauges, where TokenWaits and CapWaits count.
+	WaitingForToken, WaitingForSlot int64
 	// FailedOpen counts jobs let through and FailedClosed jobs snoozed
 	// because DynamoDB could not be asked (see each control's FailOpen).
 	FailedOpen, FailedClosed int64
@@ -43,7 +48,7 @@ type Stats struct {
 type counters struct {
 	requests, requestErrors, tokens, tokenWaits,
 	rateSnoozed, capSnoozed, breakerSnoozed, pauseSnoozed,
-	capWaits, capHandoffs,
+	capWaits, capHandoffs, waitingForToken, waitingForSlot,
 	failedOpen, failedClosed, slotsHeld, slotsLost atomic.Int64
 }
 
@@ -56,6 +61,7 @@ func (f *Fleet) Stats() Stats {
 		RateSnoozed: c.rateSnoozed.Load(), CapSnoozed: c.capSnoozed.Load(),
 		BreakerSnoozed: c.breakerSnoozed.Load(), PauseSnoozed: c.pauseSnoozed.Load(),
 		CapWaits: c.capWaits.Load(), CapHandoffs: c.capHandoffs.Load(),
+		WaitingForToken: c.waitingForToken.Load(), WaitingForSlot: c.waitingForSlot.Load(),
 		FailedOpen: c.failedOpen.Load(), FailedClosed: c.failedClosed.Load(),
 		SlotsHeld: c.slotsHeld.Load(), SlotsLost: c.slotsLost.Load(),
 	}

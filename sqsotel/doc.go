@@ -152,6 +152,7 @@
 //	sqsworker.fleet.requests{sqsworker.result}     sqsworker_fleet_requests_total             DynamoDB calls: ok, error
 //	sqsworker.fleet.tokens                         sqsworker_fleet_tokens_total               rate-limit tokens taken
 //	sqsworker.fleet.token_waits                    sqsworker_fleet_token_waits_total          jobs that waited in-process for a token
+//	sqsworker.fleet.waiting{sqsworker.control}     sqsworker_fleet_waiting                    jobs waiting in-process now: rate_limit (a token), cap (a slot)
 //	sqsworker.fleet.snoozed{sqsworker.control}     sqsworker_fleet_snoozed_total              jobs snoozed: rate_limit, cap (waiting for a slot), breaker, pause
 //	sqsworker.fleet.fallbacks{sqsworker.fallback}  sqsworker_fleet_fallbacks_total            DynamoDB unreachable: open (run unchecked), closed (snoozed)
 //	sqsworker.fleet.slots.held                     sqsworker_fleet_slots_held                 cap slots held now

@@ -17,6 +17,7 @@ const (
 	metricFleetRequests  = "sqsworker.fleet.requests"
 	metricFleetTokens    = "sqsworker.fleet.tokens"
 	metricFleetWaits     = "sqsworker.fleet.token_waits"
+	metricFleetWaiting   = "sqsworker.fleet.waiting"
 	metricFleetSnoozed   = "sqsworker.fleet.snoozed"
 	metricFleetFallbacks = "sqsworker.fleet.fallbacks"
 	metricSlotsHeld      = "sqsworker.fleet.slots.held"
@@ -40,7 +41,7 @@ var breakerStates = []string{fleet.StateClosed, fleet.StateOpen, fleet.StateHalf
 type fleetInstruments struct {
 	paused                                                 metric.Int64ObservableGauge
 	requests, tokens, waits, snoozed, fallbacks, slotsLost metric.Int64ObservableCounter
-	slotsHeld                                              metric.Int64ObservableUpDownCounter
+	slotsHeld, waiting                                     metric.Int64ObservableUpDownCounter
 	queuePaused, breakerState                              metric.Int64ObservableGauge
 }
 
@@ -59,6 +60,9 @@ func (m *fleetInstruments) init(meter metric.Meter) error {
 	add(err)
 	m.waits, err = meter.Int64ObservableCounter(metricFleetWaits, metric.WithUnit("{job}"),
 		metric.WithDescription("Jobs that waited in-process for a rate-limit token, up to RateLimitOptions.MaxWait (fleet.Stats.TokenWaits)."))
+	add(err)
+	m.waiting, err = meter.Int64ObservableUpDownCounter(metricFleetWaiting, metric.WithUnit("{job}"),
+		metric.WithDescription("Jobs waiting in-process now, each holding a handler, by sqsworker.control: rate_limit (for a token, fleet.Stats.WaitingForToken) or cap (for a slot, fleet.Stats.WaitingForSlot)."))
 	add(err)
 	m.snoozed, err = meter.Int64ObservableCounter(metricFleetSnoozed, metric.WithUnit("{job}"),
 		metric.WithDescription("Jobs snoozed (hidden, no attempt counted) by a fleet control, by sqsworker.control: rate_limit (no token due soon), cap (its key's slots all taken), breaker (open), pause (the queue paused, Pauser.Middleware)."))
@@ -89,7 +93,8 @@ type FleetStatsSource interface {
 // ObserveFleet reports the fleet controls' counters (fleet.Stats) through
 // asynchronous instruments, read when the meter collects: DynamoDB
 // requests by result, rate-limit tokens taken and jobs that waited for
-// one, jobs snoozed by each control, fallbacks when DynamoDB could not be
+// one, jobs waiting now for a token or a cap slot, jobs snoozed by each
+// control, fallbacks when DynamoDB could not be
 // asked, cap slots held and lost, each watched queue's pause switch and
 // each breaker's state. Call Unregister on the result when f is gone.
 func (in *Instrumentation) ObserveFleet(f FleetStatsSource) (metric.Registration, error) {
@@ -101,6 +106,8 @@ func (in *Instrumentation) ObserveFleet(f FleetStatsSource) (metric.Registration
 		o.ObserveInt64(m.requests, s.RequestErrors, in.attrs.get("", attrResult.String("error")).observe...)
 		o.ObserveInt64(m.tokens, s.Tokens, base...)
 		o.ObserveInt64(m.waits, s.TokenWaits, base...)
+		o.ObserveInt64(m.waiting, s.WaitingForToken, in.attrs.get("", attrControl.String("rate_limit")).observe...)
+		o.ObserveInt64(m.waiting, s.WaitingForSlot, in.attrs.get("", attrControl.String("cap")).observe...)
 		for control, n := range map[string]int64{"rate_limit": s.RateSnoozed, "cap": s.CapSnoozed, "breaker": s.BreakerSnoozed, "pause": s.PauseSnoozed} {
 			o.ObserveInt64(m.snoozed, n, in.attrs.get("", attrControl.String(control)).observe...)
 		}
@@ -117,7 +124,7 @@ func (in *Instrumentation) ObserveFleet(f FleetStatsSource) (metric.Registration
 			}
 		}
 		return nil
-	}, m.requests, m.tokens, m.waits, m.snoozed, m.fallbacks, m.slotsHeld, m.slotsLost, m.queuePaused, m.breakerState)
+	}, m.requests, m.tokens, m.waits, m.waiting, m.snoozed, m.fallbacks, m.slotsHeld, m.slotsLost, m.queuePaused, m.breakerState)
 }
 
 // flag is 1 for true, 0 for false.

@@ -11,15 +11,15 @@ type stats fleet.Stats
 
 func (s stats) Stats() fleet.Stats { return fleet.Stats(s) }
 
-// ObserveFleet reports fleet.Stats: requests by result, tokens and waits,
-// snoozes by control, fallbacks, slots, each queue's pause switch (0/1)
-// and each breaker's state as a 0/1 point per state.
+// ObserveFleet reports fleet.Stats: requests by result, tokens, waits and
+// jobs waiting now, snoozes by control, fallbacks, slots, each queue's
+// pause switch (0/1) and each breaker's state as a 0/1 point per state.
 func TestFleetMetricsMatchStats(t *testing.T) {
 	tel := newTelemetry(t)
 	s := fleet.Stats{
 		Requests: 40, RequestErrors: 3, Tokens: 25, TokenWaits: 7,
 		RateSnoozed: 4, CapSnoozed: 9, BreakerSnoozed: 2, PauseSnoozed: 1,
-		FailedOpen: 5, FailedClosed: 6, SlotsHeld: 3, SlotsLost: 1,
+		FailedOpen: 5, FailedClosed: 6, SlotsHeld: 3, SlotsLost: 1, WaitingForToken: 2, WaitingForSlot: 1,
 		Paused:   map[string]bool{"orders": true, "refunds": false},
 		Breakers: map[string]string{"payments-api": fleet.StateOpen, "mail": fleet.StateClosed},
 	}
@@ -38,6 +38,8 @@ func TestFleetMetricsMatchStats(t *testing.T) {
 		{"sqsworker.fleet.requests", map[string]string{"sqsworker.result": "error"}, 3},
 		{"sqsworker.fleet.tokens", nil, 25},
 		{"sqsworker.fleet.token_waits", nil, 7},
+		{"sqsworker.fleet.waiting", map[string]string{"sqsworker.control": "rate_limit"}, 2},
+		{"sqsworker.fleet.waiting", map[string]string{"sqsworker.control": "cap"}, 1},
 		{"sqsworker.fleet.snoozed", map[string]string{"sqsworker.control": "rate_limit"}, 4},
 		{"sqsworker.fleet.snoozed", map[string]string{"sqsworker.control": "cap"}, 9},
 		{"sqsworker.fleet.snoozed", map[string]string{"sqsworker.control": "breaker"}, 2},
