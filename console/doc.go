@@ -50,8 +50,8 @@
 // original deleted); purge the dead-letter queue (PurgeQueue, after
 // typing its name); and with Options.Fleet pause and resume a queue for
 // every worker whose ReceiveGate is a fleet.Pauser of it (the reason
-// stored names the console user). Redrives and deletes run in the background; their page
-// shows live progress. A job runs to its end even when the page is left;
+// stored names the console user). Redrives and deletes run in the
+// background; their page shows live progress. A job runs to its end even when the page is left;
 // a process stopped in the middle of a redrive leaves a message in both
 // queues at worst, never in neither. Each action is logged to Options.Logger with the
 // user, the queue and what was selected — never a message body.

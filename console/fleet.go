@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 
@@ -71,8 +72,8 @@ func (h *handler) setPause(pause bool) http.HandlerFunc {
 		if pause {
 			verb = "pause"
 			reason = strings.TrimSpace(r.PostForm.Get("reason"))
-			if len(reason) > 500 {
-				h.fail(w, r, http.StatusBadRequest, fmt.Errorf("not paused: the reason is %d characters long; keep it under 500", len(reason)))
+			if n := utf8.RuneCountInString(reason); n > 500 {
+				h.fail(w, r, http.StatusBadRequest, fmt.Errorf("not paused: the reason is %d characters long; keep it to 500", n))
 				return
 			}
 			by := "console user " + user(r).Name

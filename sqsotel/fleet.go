@@ -94,9 +94,9 @@ type FleetStatsSource interface {
 // asynchronous instruments, read when the meter collects: DynamoDB
 // requests by result, rate-limit tokens taken and jobs that waited for
 // one, jobs waiting now for a token or a cap slot, jobs snoozed by each
-// control, fallbacks when DynamoDB could not be
-// asked, cap slots held and lost, each watched queue's pause switch and
-// each breaker's state. Call Unregister on the result when f is gone.
+// control, fallbacks when DynamoDB could not be asked, cap slots held and
+// lost, each watched queue's pause switch and each breaker's state. Call
+// Unregister on the result when f is gone.
 func (in *Instrumentation) ObserveFleet(f FleetStatsSource) (metric.Registration, error) {
 	m := &in.m.fleet
 	base := in.attrs.get("").observe
