@@ -131,7 +131,7 @@ func TestRateLimitMiddlewareSnoozes(t *testing.T) {
 func TestRateLimitCountsTheJobsWaitingNow(t *testing.T) {
 	client, table := newTable(t)
 	f := newFleet(t, client, table, "p1")
-	l, err := f.RateLimit("slow-api", 1, func(o *fleet.RateLimitOptions) { o.Burst, o.MaxWait = 1, 10 * time.Second })
+	l, err := f.RateLimit("slow-api", 1, func(o *fleet.RateLimitOptions) { o.Burst, o.MaxWait = 1, 10*time.Second })
 	if err != nil {
 		t.Fatal(err)
 	}
