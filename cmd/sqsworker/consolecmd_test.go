@@ -130,3 +130,13 @@ func TestConsoleRejectsABadWorkerFlag(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want a usage error asking for NAME=URL", code, errOut)
 	}
 }
+
+// A fleet table that does not exist stops the console before it listens,
+// with how to create one.
+func TestConsoleRefusesAMissingFleetTable(t *testing.T) {
+	h, _ := newFleetHarness(t, "console-cli")
+	code, out, errOut := h.run(t, "console", "--addr", "127.0.0.1:0", "--table", "no-such-table")
+	if code != exitProblems || !strings.Contains(errOut, "CreateTable") || strings.Contains(out, "http://") {
+		t.Fatalf("console with a missing table: exit %d, stdout %q, stderr %q; want it refused, saying how to create the table", code, out, errOut)
+	}
+}
