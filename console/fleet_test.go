@@ -1,17 +1,13 @@
 package console
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
-	"github.com/sqsworker/sqsworker/worker"
 )
 
 // newFleet creates a fleet table on the local DynamoDB and returns it
@@ -51,22 +47,7 @@ func TestFleetPagePausesAndResumesAQueue(t *testing.T) {
 
 	// A worker process's controls: a shared breaker opened, two slots of
 	// tenant acme held.
-	b, err := proc.Breaker("payments-api", func(o *fleet.BreakerOptions) {
-		o.Counts, o.Threshold, o.Shared, o.OpenFor = func(error) bool { return true }, 1, true, time.Minute
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = b.Middleware()(worker.HandlerFunc(func(context.Context, *worker.Message) error { return errors.New("down") })).Handle(t.Context(), &worker.Message{})
-	capped, err := proc.Cap("tenant", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if _, err := capped.Acquire(t.Context(), "acme", time.Now().Add(time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fleettable.Occupy(t, proc)
 
 	cookie, token, page := x.open(t, "/fleet")
 	row := rowOf(page, "orders")

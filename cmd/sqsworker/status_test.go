@@ -1,15 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/worker"
+	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
 )
 
 // status shows a queue's counts and its DLQ's, and with a fleet table
@@ -40,22 +38,7 @@ func TestStatusCommand(t *testing.T) {
 	if err := f.Pause(t.Context(), "orders", "database migration"); err != nil {
 		t.Fatal(err)
 	}
-	b, err := f.Breaker("payments-api", func(o *fleet.BreakerOptions) {
-		o.Counts, o.Threshold, o.Shared, o.OpenFor = func(error) bool { return true }, 1, true, time.Minute
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = b.Middleware()(worker.HandlerFunc(func(context.Context, *worker.Message) error { return errors.New("down") })).Handle(t.Context(), &worker.Message{})
-	capped, err := f.Cap("tenant", 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if _, err := capped.Acquire(t.Context(), "acme", time.Now().Add(time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fleettable.Occupy(t, f)
 
 	code, out, errOut = h.run(t, "status", "--table", table, "orders")
 	for _, want := range []string{"paused: yes, since", "by worker-7: database migration (`sqsworker resume orders`)",
