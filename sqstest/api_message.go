@@ -240,13 +240,7 @@ func (f *Fake) ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInp
 	if params.VisibilityTimeout < 0 || params.VisibilityTimeout > 43200 {
 		return nil, opError(op, invalidParameter("Value %d for parameter VisibilityTimeout is invalid. Reason: Must be >= 0 and <= 43200, if provided.", params.VisibilityTimeout))
 	}
-	want := map[string]bool{}
-	for _, n := range params.MessageSystemAttributeNames {
-		want[string(n)] = true
-	}
-	for _, n := range params.AttributeNames {
-		want[string(n)] = true
-	}
+	want := wantedSysAttrs(params)
 
 	f.mu.Lock()
 	q, err := f.lookup(op, params.QueueUrl)

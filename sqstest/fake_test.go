@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -340,5 +341,48 @@ func TestDeletesKeepArrivalOrder(t *testing.T) {
 	}
 	if fmt.Sprint(left) != fmt.Sprint(want) {
 		t.Fatalf("left %v, want %v", left, want)
+	}
+}
+
+// TestReceiveReturnsTheSystemAttributesNamed checks that a receive gets
+// the system attributes it names, by either field, and no others.
+func TestReceiveReturnsTheSystemAttributesNamed(t *testing.T) {
+	f := sqstest.For(t)
+	url := f.MustCreateQueue(t, "q", map[string]string{"VisibilityTimeout": "0"})
+	f.MustSend(t, url, "a")
+	for _, tc := range []struct {
+		name      string
+		in        sqs.ReceiveMessageInput
+		want      []string
+		wantCount string
+	}{
+		{"none", sqs.ReceiveMessageInput{}, nil, ""},
+		{"two by name", sqs.ReceiveMessageInput{MessageSystemAttributeNames: []types.MessageSystemAttributeName{
+			types.MessageSystemAttributeNameApproximateReceiveCount, types.MessageSystemAttributeNameSentTimestamp,
+		}}, []string{"ApproximateReceiveCount", "SentTimestamp"}, "2"},
+		{"the deprecated field", sqs.ReceiveMessageInput{AttributeNames: []types.QueueAttributeName{"ApproximateReceiveCount"}},
+			[]string{"ApproximateReceiveCount"}, "3"},
+		{"All", sqs.ReceiveMessageInput{MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}},
+			[]string{"ApproximateFirstReceiveTimestamp", "ApproximateReceiveCount", "SenderId", "SentTimestamp"}, "4"},
+		{"a name SQS does not know", sqs.ReceiveMessageInput{AttributeNames: []types.QueueAttributeName{"NoSuchAttribute"}}, nil, ""},
+	} {
+		in := tc.in
+		in.QueueUrl = aws.String(url)
+		out, err := f.ReceiveMessage(context.Background(), &in)
+		if err != nil || len(out.Messages) != 1 {
+			t.Fatalf("%s: receive: %d messages, %v", tc.name, len(out.Messages), err)
+		}
+		got := out.Messages[0].Attributes
+		var names []string
+		for k := range got {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("%s: attributes %v, want %v", tc.name, names, tc.want)
+		}
+		if tc.wantCount != "" && got["ApproximateReceiveCount"] != tc.wantCount {
+			t.Errorf("%s: ApproximateReceiveCount %q, want %q", tc.name, got["ApproximateReceiveCount"], tc.wantCount)
+		}
 	}
 }

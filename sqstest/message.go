@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
@@ -233,30 +234,74 @@ func selectAttributes(attrs map[string]types.MessageAttributeValue, names []stri
 	return out
 }
 
-// systemAttributes returns the requested system attributes of m.
-func (f *Fake) systemAttributes(m *message, want map[string]bool) map[string]string {
-	if len(want) == 0 {
-		return nil
-	}
-	all := want["All"]
-	out := map[string]string{}
-	add := func(name, v string) {
-		if (all || want[name]) && v != "" {
-			out[name] = v
+// sysAttrNames are the system attributes a receive can ask for. A
+// sysAttrSet holds bit i for sysAttrNames[i]; systemAttributes lists a
+// message's values in the same order.
+var sysAttrNames = [...]string{
+	"SenderId", "SentTimestamp", "ApproximateReceiveCount", "ApproximateFirstReceiveTimestamp",
+	"AWSTraceHeader", "MessageGroupId", "MessageDeduplicationId", "SequenceNumber", "DeadLetterQueueSourceArn",
+}
+
+// receiveCountAttr is ApproximateReceiveCount's bit.
+const receiveCountAttr sysAttrSet = 1 << 2
+
+// sysAttrSet is the set of system attributes a receive asked for: the
+// names are read once per call, not once per message.
+type sysAttrSet uint16
+
+// wantedSysAttrs returns the set named by a receive's
+// MessageSystemAttributeNames and (deprecated) AttributeNames; "All" names
+// every one, and a name SQS does not know selects nothing.
+func wantedSysAttrs(params *sqs.ReceiveMessageInput) sysAttrSet {
+	var set sysAttrSet
+	add := func(name string) {
+		if name == "All" {
+			set = 1<<len(sysAttrNames) - 1
+			return
+		}
+		for i, n := range sysAttrNames {
+			if n == name {
+				set |= 1 << i
+			}
 		}
 	}
-	sent, first := m.times.of(m.sent, m.firstReceive)
-	add("SenderId", f.opts.AccountID)
-	add("SentTimestamp", sent)
-	add("ApproximateReceiveCount", strconv.Itoa(m.receives))
-	add("ApproximateFirstReceiveTimestamp", first)
-	add("AWSTraceHeader", m.trace)
-	add("MessageGroupId", m.groupID)
-	add("MessageDeduplicationId", m.dedupID)
-	add("SequenceNumber", m.seq)
-	add("DeadLetterQueueSourceArn", m.dlqSource)
-	if len(out) == 0 {
+	for _, n := range params.MessageSystemAttributeNames {
+		add(string(n))
+	}
+	for _, n := range params.AttributeNames {
+		add(string(n))
+	}
+	return set
+}
+
+// systemAttributes returns the system attributes of m that want names,
+// or nil when it names none that m has.
+func (f *Fake) systemAttributes(m *message, want sysAttrSet) map[string]string {
+	if want == 0 {
 		return nil
+	}
+	sent, first := m.times.of(m.sent, m.firstReceive)
+	count := ""
+	if want&receiveCountAttr != 0 {
+		count = strconv.Itoa(m.receives)
+	}
+	vals := [len(sysAttrNames)]string{f.opts.AccountID, sent, count, first, m.trace, m.groupID, m.dedupID, m.seq, m.dlqSource}
+	n := 0
+	for i := range vals {
+		if want&(1<<i) == 0 {
+			vals[i] = ""
+		} else if vals[i] != "" {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make(map[string]string, n)
+	for i, v := range vals {
+		if v != "" {
+			out[sysAttrNames[i]] = v
+		}
 	}
 	return out
 }
