@@ -234,3 +234,142 @@ func BenchmarkVersusSDKLoop(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPipelineFloor measures how far below the worker a consumer can
+// go that works the way the worker must: receivers hand messages to a pool
+// of handler goroutines, each handler gets a context it could be stopped
+// by, and one goroutine deletes in batches of 10, with as many deletes in
+// flight as the loop has (pipelineRound). The
+// "attrs" pipeline also asks for the three system attributes the worker
+// reads (ApproximateReceiveCount for retries and the dead-letter queue,
+// SentTimestamp, ApproximateFirstReceiveTimestamp). Neither has leases, a
+// heartbeat, flow control, confirmed settlement or accounting, so they are
+// floors for the worker, not alternatives to it. Each op runs the loop,
+// both pipelines and the worker, in an order rotated from op to op; the
+// metrics are each one's CPU, throughput and allocations against the
+// loop's.
+func BenchmarkPipelineFloor(b *testing.B) {
+	backends := []struct {
+		name string
+		new  func(b *testing.B) benchClient
+	}{
+		{"sqstest-0ms", func(b *testing.B) benchClient { return sqstest.For(b) }},
+		{"fauxqs", func(b *testing.B) benchClient { return testenv.SQS(b) }},
+	}
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			c := be.new(b)
+			var loop, pipe, attrs, w measure
+			rounds := []func(){
+				func() { loopRound(b, c, testenv.UniqueName("fl"), &loop) },
+				func() { pipelineRound(b, c, testenv.UniqueName("fp"), &pipe, false) },
+				func() { pipelineRound(b, c, testenv.UniqueName("fa"), &attrs, true) },
+				func() { workerRound(b, c, testenv.UniqueName("fw"), &w) },
+			}
+			for i := 0; b.Loop(); i++ {
+				for k := range rounds {
+					rounds[(i+k)%len(rounds)]()
+				}
+			}
+			cpu := func(m *measure) float64 { return float64(m.cpuNano) / float64(m.msgs) }
+			allocs := func(m *measure) float64 { return float64(m.mallocs) / float64(m.msgs) }
+			loop.report(b, "loop-")
+			for _, r := range []struct {
+				name string
+				m    *measure
+			}{{"pipe", &pipe}, {"pipe-attrs", &attrs}, {"worker", &w}} {
+				b.ReportMetric(cpu(r.m)/cpu(&loop), r.name+"/loop-cpu")
+				b.ReportMetric(r.m.rate()/loop.rate(), r.name+"/loop-msgs")
+				b.ReportMetric(allocs(r.m)/allocs(&loop), r.name+"/loop-allocs")
+			}
+		})
+	}
+}
+
+// pipelineRound processes benchMessages messages on a new queue with the
+// minimal pipelined consumer BenchmarkPipelineFloor describes, asking for
+// the worker's system attributes when attrs is set, and adds what it
+// measured to m.
+func pipelineRound(b *testing.B, c benchClient, name string, m *measure, attrs bool) {
+	url := benchQueue(b, c, name)
+	defer dropQueue(c, url)
+	testenv.SendBodies(b, c, url, benchMessages)
+	var sys []types.MessageSystemAttributeName
+	if attrs {
+		sys = []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount,
+			types.MessageSystemAttributeNameSentTimestamp, types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp}
+	}
+	var deleted, requests atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	jobs := make(chan *string, benchConcurrency)
+	handles := make(chan *string, benchConcurrency)
+	var receivers, handlers sync.WaitGroup
+	deleterDone := make(chan struct{})
+	s := snap()
+	for range benchConcurrency / 10 {
+		receivers.Go(func() {
+			for ctx.Err() == nil {
+				out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
+					WaitTimeSeconds: 1, MessageSystemAttributeNames: sys})
+				requests.Add(1)
+				if err != nil {
+					continue
+				}
+				for _, msg := range out.Messages {
+					jobs <- msg.ReceiptHandle
+				}
+			}
+		})
+	}
+	for range benchConcurrency {
+		handlers.Go(func() {
+			for h := range jobs {
+				_, stop := context.WithCancelCause(ctx) // the no-op handler's context
+				stop(nil)
+				handles <- h
+			}
+		})
+	}
+	go func() {
+		defer close(deleterDone)
+		// As many deletes in flight as the loop has: benchConcurrency/10.
+		var deletes sync.WaitGroup
+		slots := make(chan struct{}, benchConcurrency/10)
+		in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url)}
+		flush := func() {
+			slots <- struct{}{}
+			batch := in
+			deletes.Go(func() {
+				defer func() { <-slots }()
+				if _, err := c.DeleteMessageBatch(context.Background(), batch); err != nil {
+					b.Error(err)
+				}
+				requests.Add(1)
+				if deleted.Add(int64(len(batch.Entries))) >= benchMessages {
+					cancel()
+				}
+			})
+			in = &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url)}
+		}
+		for h := range handles {
+			in.Entries = append(in.Entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(len(in.Entries))), ReceiptHandle: h})
+			if len(in.Entries) == 10 {
+				flush()
+			}
+		}
+		if len(in.Entries) > 0 {
+			flush()
+		}
+		deletes.Wait()
+	}()
+	<-ctx.Done()
+	s.since(m)
+	receivers.Wait()
+	close(jobs)
+	handlers.Wait()
+	close(handles)
+	<-deleterDone
+	m.requests += requests.Load()
+	m.msgs += benchMessages
+}
