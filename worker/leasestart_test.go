@@ -44,3 +44,46 @@ func TestLeaseCountedFromTheReceiveNotItsAnswer(t *testing.T) {
 		}
 	})
 }
+
+// A long poll that waits longer than the visibility timeout it asks for
+// must not leave the messages it brings with a lease that, counted from
+// the receive's start, ended before they arrived: SQS hid them only when
+// it handed them out, at the end of the wait. Such a lease made every
+// message that arrived late in a long poll look settled late, a duplicate
+// likely, and its first extension late.
+func TestLongPollDoesNotOutwaitTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "5")
+		var mu sync.Mutex
+		starts := 0
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			mu.Lock()
+			starts++
+			mu.Unlock()
+			if m.Body == "long" {
+				time.Sleep(8 * time.Second) // needs extensions
+			}
+			return nil
+		}), func(o *worker.Options) { o.WaitTime = 20 * time.Second })
+		time.Sleep(12 * time.Second) // the queue stays empty through the first long polls
+		f.MustSend(t, src, "short")
+		time.Sleep(19 * time.Second)
+		f.MustSend(t, src, "long")
+		time.Sleep(30 * time.Second)
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if starts != 2 {
+			t.Errorf("handlers started %d times, want 2", starts)
+		}
+		s := h.w.Stats()
+		if s.Deleted != 2 || s.SettledLate != 0 || s.LateExtensions != 0 {
+			t.Errorf("Stats: Deleted %d, SettledLate %d, LateExtensions %d; want 2, 0, 0", s.Deleted, s.SettledLate, s.LateExtensions)
+		}
+		if s.Extensions == 0 {
+			t.Error("the 8 s job was never extended")
+		}
+	})
+}

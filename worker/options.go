@@ -94,7 +94,12 @@ type Options struct {
 	// refuses such a queue.
 	AllowNoDLQ bool
 
-	// WaitTime is the long-poll wait of each receive (1 s to 20 s). Zero
+	// WaitTime is the long-poll wait of each receive (1 s to 20 s). A
+	// receive waits at most the visibility timeout less the heartbeat's
+	// threshold (a third of it), in whole seconds and at least 1 s, so that
+	// a message handed out at the end of a wait arrives with its lease
+	// still held: a lease counts from the receive's start. With a 5 s
+	// visibility timeout that is 3 s; from 30 s on, WaitTime itself. Zero
 	// value: 20 s.
 	WaitTime time.Duration
 

@@ -24,6 +24,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 	// with it when received returns. (Each call's input is its own: the
 	// client, a user's fake among them, may keep it.)
 	jobs := make([]*job, 0, sqslimit.MaxBatchEntries)
+	wait := receiveWait(w.opts.WaitTime, w.visibility, r.hb.Threshold())
 	for {
 		n := r.flow.reserve(ctx)
 		if n == 0 {
@@ -42,7 +43,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		in := &sqs.ReceiveMessageInput{
 			QueueUrl:                    w.url,
 			MaxNumberOfMessages:         int32(n),
-			WaitTimeSeconds:             int32(w.opts.WaitTime / time.Second),
+			WaitTimeSeconds:             int32(wait / time.Second),
 			MessageSystemAttributeNames: w.sysAttrs, // what the worker reads, and Options.SystemAttributes
 			MessageAttributeNames:       w.msgAttrs,
 			// The lease the heartbeat counts from, whatever the queue's
@@ -58,7 +59,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			}
 			continue // the flow waits for the gate to open
 		}
-		callCtx, cancel := context.WithTimeout(recvCtx, w.opts.WaitTime+w.opts.CallTimeout)
+		callCtx, cancel := context.WithTimeout(recvCtx, wait+w.opts.CallTimeout)
 		unwatch := noUnwatch
 		if gateCtx.Done() != nil { // without Options.ReceiveGate it never closes
 			unwatch = context.AfterFunc(gateCtx, cancel)
@@ -118,6 +119,16 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			}
 		}
 	}
+}
+
+// receiveWait is the long-poll wait of each receive: Options.WaitTime, cut
+// so that a message handed out at the end of the wait still has the
+// heartbeat's threshold of its lease left (whole seconds, at least 1 s).
+// Leases count from the receive's start, the one time SQS surely did not
+// hide the message before; a longer wait would bring messages whose lease
+// had ended, by that count, before they arrived.
+func receiveWait(wait, visibility, threshold time.Duration) time.Duration {
+	return max(time.Second, min(wait, (visibility-threshold).Truncate(time.Second)))
 }
 
 // noUnwatch is the unwatch of a receive no gate can end.
