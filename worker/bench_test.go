@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -23,10 +24,18 @@ import (
 // Each benchmark op processes benchMessages messages with a no-op handler
 // at benchConcurrency, on a queue of its own; the custom metrics are per
 // message. Each op has a fresh queue, so no op sees another's messages.
-const (
-	benchMessages    = 5000
-	benchConcurrency = 50
-)
+const benchConcurrency = 50
+
+// benchMessages is -bench-messages: 5,000 unless set. Longer ops spread
+// what a consumer costs once per run (the worker's start, its receives
+// still waiting when the queue runs dry) over more messages:
+//
+//	/tmp/w.test -test.run '^$' -test.bench BenchmarkPipelineFloor -bench-messages 25000
+var benchMessages = 5000
+
+func init() {
+	flag.IntVar(&benchMessages, "bench-messages", benchMessages, "messages per benchmark op (worker benchmarks)")
+}
 
 // benchClient is what the benchmarks need from an SQS backend.
 type benchClient interface {
@@ -105,7 +114,7 @@ func workerRound(b *testing.B, c benchClient, name string, m *measure) {
 	var handled atomic.Int64
 	all := make(chan struct{})
 	w, err := worker.New(c, url, worker.HandlerFunc(func(context.Context, *worker.Message) error {
-		if handled.Add(1) == benchMessages {
+		if handled.Add(1) == int64(benchMessages) {
 			close(all)
 		}
 		return nil
@@ -168,7 +177,7 @@ func loopRound(b *testing.B, c benchClient, name string, m *measure) {
 					b.Error(err)
 				}
 				requests.Add(1)
-				if handled.Add(int64(len(out.Messages))) >= benchMessages {
+				if handled.Add(int64(len(out.Messages))) >= int64(benchMessages) {
 					cancel()
 				}
 			}
@@ -346,7 +355,7 @@ func pipelineRound(b *testing.B, c benchClient, name string, m *measure, attrs b
 					b.Error(err)
 				}
 				requests.Add(1)
-				if deleted.Add(int64(len(batch.Entries))) >= benchMessages {
+				if deleted.Add(int64(len(batch.Entries))) >= int64(benchMessages) {
 					cancel()
 				}
 			})
