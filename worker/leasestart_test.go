@@ -2,7 +2,7 @@ package worker_test
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,12 +21,9 @@ func TestLeaseCountedFromTheReceiveNotItsAnswer(t *testing.T) {
 		f, src, _ := newQueue(t, 10, "6")
 		f.MustSend(t, src, "job")
 		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, ResponseDelay: 3 * time.Second, Times: 1})
-		var mu sync.Mutex
-		starts := 0
+		var starts atomic.Int64
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-			mu.Lock()
-			starts++
-			mu.Unlock()
+			starts.Add(1)
 			time.Sleep(8 * time.Second)
 			return nil
 		}))
@@ -34,10 +31,8 @@ func TestLeaseCountedFromTheReceiveNotItsAnswer(t *testing.T) {
 		if err := h.stop(); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if starts != 1 {
-			t.Errorf("the job started %d times, want once: its lease ran out before the heartbeat extended it", starts)
+		if n := starts.Load(); n != 1 {
+			t.Errorf("the job started %d times, want once: its lease ran out before the heartbeat extended it", n)
 		}
 		if s := h.w.Stats(); s.Deleted != 1 || s.Lost != 0 || s.SettledLate != 0 {
 			t.Errorf("Stats: Deleted %d, Lost %d, SettledLate %d; want 1, 0, 0", s.Deleted, s.Lost, s.SettledLate)
@@ -54,12 +49,9 @@ func TestLeaseCountedFromTheReceiveNotItsAnswer(t *testing.T) {
 func TestLongPollDoesNotOutwaitTheLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newQueue(t, 10, "5")
-		var mu sync.Mutex
-		starts := 0
+		var starts atomic.Int64
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-			mu.Lock()
-			starts++
-			mu.Unlock()
+			starts.Add(1)
 			if m.Body == "long" {
 				time.Sleep(8 * time.Second) // needs extensions
 			}
@@ -73,10 +65,8 @@ func TestLongPollDoesNotOutwaitTheLease(t *testing.T) {
 		if err := h.stop(); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if starts != 2 {
-			t.Errorf("handlers started %d times, want 2", starts)
+		if n := starts.Load(); n != 2 {
+			t.Errorf("handlers started %d times, want 2", n)
 		}
 		s := h.w.Stats()
 		if s.Deleted != 2 || s.SettledLate != 0 || s.LateExtensions != 0 {
