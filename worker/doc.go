@@ -70,6 +70,10 @@
 // released at once on shutdown. Receives carry full batches of 10 at steady state whatever
 // Options.Pollers is; fewer only when a handler would otherwise starve.
 // While the queue is empty only one long poll (20 s by default) stays open.
+// A message's lease counts from the start of the receive that brought it
+// (SQS hid it no earlier), so a long poll never waits longer than the
+// visibility timeout less the heartbeat's threshold: what it brings at the
+// end of its wait still arrives with its lease held.
 // Transient receive errors back off exponentially; errors retrying cannot
 // fix (queue deleted, access denied, bad credentials) end Run with an error
 // that says what to check.
