@@ -51,6 +51,8 @@ type Record struct {
 	Sent  int64  `json:"t"`           // unix ns, SQS's SentTimestamp
 	Start int64  `json:"s"`           // unix ns
 	End   int64  `json:"e,omitempty"`
+	// Receives is the message's receive count when this run started.
+	Receives int `json:"n,omitempty"`
 }
 
 // ChildStats is a child's .stats file, written when its worker stops.
@@ -116,7 +118,7 @@ func runChild(c ChildConfig) error {
 		mu.Unlock()
 	}
 	var h worker.Handler = worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-		r := Record{Proc: c.Name, ID: m.ID, Group: fleet.ByAttribute("tenant")(m), Sent: m.SentAt.UnixNano(), Start: time.Now().UnixNano()}
+		r := Record{Proc: c.Name, ID: m.ID, Group: fleet.ByAttribute("tenant")(m), Sent: m.SentAt.UnixNano(), Start: time.Now().UnixNano(), Receives: m.ReceiveCount}
 		write(r)
 		time.Sleep(c.Work)
 		r.End = time.Now().UnixNano()
