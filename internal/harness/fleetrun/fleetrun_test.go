@@ -275,14 +275,22 @@ func (r *run) diagnosis(group string) string {
 	fmt.Fprintf(&b, "%s's runs by receive count %v", group, receives)
 	var fs fleet.Stats
 	var lost, late, released int64
+	failed := map[string]int64{} // SQS calls by API and result, ok and canceled left out
 	for _, s := range r.stats() {
 		fs.CapSnoozed += s.Fleet.CapSnoozed
 		fs.CapWaits += s.Fleet.CapWaits
 		fs.FailedClosed += s.Fleet.FailedClosed
 		lost, late, released = lost+s.Worker.Lost, late+s.Worker.SettledLate, released+s.Worker.Released
+		for api, byResult := range s.Worker.RequestResults {
+			for result, n := range byResult {
+				if result != "ok" && result != "canceled" {
+					failed[api+" "+result] += n
+				}
+			}
+		}
 	}
-	fmt.Fprintf(&b, "; fleet: %d snoozed for a full cap, %d waited in-process, %d snoozed as DynamoDB failed; workers: %d lost, %d settled late, %d released",
-		fs.CapSnoozed, fs.CapWaits, fs.FailedClosed, lost, late, released)
+	fmt.Fprintf(&b, "; fleet: %d snoozed for a full cap, %d waited in-process, %d snoozed as DynamoDB failed; workers: %d lost, %d settled late, %d released, SQS calls failed %v",
+		fs.CapSnoozed, fs.CapWaits, fs.FailedClosed, lost, late, released, failed)
 	warnings := map[string]int{}
 	for name := range r.procs {
 		out, _ := os.ReadFile(filepath.Join(r.dir, name+".out"))
@@ -478,45 +486,74 @@ func TestTenantFairnessAcrossProcesses(t *testing.T) {
 	waits := map[int][2]time.Duration{}
 	why := map[int]string{}
 	for _, capPerTenant := range []int{0, 10} {
-		r := newRun(t, "30")
-		r.send(nA, "tenant-a")
-		r.send(nB, "tenant-b")
-		for p := range 4 {
-			// A DynamoDB call that fails snoozes its job for ErrorSnooze:
-			// 1 s, not the default 10 s, so a slow moment of DynamoDB Local
-			// under a loaded make test does not pass for the cap's effect.
-			r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 5, Cap: capPerTenant, Work: 500 * time.Millisecond, ErrorSnooze: time.Second})
-		}
-		// B's jobs done is what is measured; A's backlog is left.
-		var b []time.Duration
-		deadline := time.Now().Add(time.Duration(nA/10+60) * time.Second)
-		for {
-			b = b[:0]
-			for _, rec := range r.records() {
-				if rec.Group == "tenant-b" {
-					b = append(b, time.Duration(rec.Start-rec.Sent))
-				}
-			}
-			if len(b) >= nB {
+		// A run in which the emulators failed calls (a receive timed out
+		// while make test's other packages swamped them, say) measures
+		// them, not the cap: such a run is measured once more.
+		for attempt := 1; ; attempt++ {
+			var faults int64
+			waits[capPerTenant], faults, why[capPerTenant] = measureFairness(t, capPerTenant, nA, nB)
+			if faults == 0 || attempt == 2 {
 				break
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cap %d: %d of tenant B's %d jobs started", capPerTenant, len(b), nB)
-			}
-			r.failIfExited()
-			time.Sleep(200 * time.Millisecond)
+			t.Logf("cap %d: the emulators failed %d calls during the run; measuring it again. What the children saw: %s", capPerTenant, faults, why[capPerTenant])
 		}
-		r.stopAll()
-		slices.Sort(b)
-		waits[capPerTenant] = [2]time.Duration{b[len(b)/2], b[(len(b)*99-1)/100]}
-		why[capPerTenant] = r.diagnosis("tenant-b")
-		r.dlqEmpty()
 	}
 	t.Logf("FLEETRUN fairness: tenant A %d jobs then tenant B %d, 4 processes × 5 handlers, 500 ms jobs: B's wait p50 %v p99 %v without a cap; p50 %v p99 %v with a cap of 10 per tenant",
 		nA, nB, waits[0][0].Round(time.Millisecond), waits[0][1].Round(time.Millisecond), waits[10][0].Round(time.Millisecond), waits[10][1].Round(time.Millisecond))
 	if waits[10][0] >= waits[0][0] {
 		t.Errorf("with the cap, B's median wait %v is not below its median wait without it (%v)\nwithout the cap: %s\nwith the cap: %s", waits[10][0], waits[0][0], why[0], why[10])
 	}
+}
+
+// measureFairness runs TestTenantFairnessAcrossProcesses once for a cap
+// per tenant (0: none) on a queue of its own. It returns tenant B's wait,
+// p50 and p99, the calls the emulators failed (SQS calls that did not
+// come back ok, and jobs snoozed as DynamoDB failed) and the diagnosis.
+func measureFairness(t *testing.T, capPerTenant, nA, nB int) ([2]time.Duration, int64, string) {
+	r := newRun(t, "30")
+	r.send(nA, "tenant-a")
+	r.send(nB, "tenant-b")
+	for p := range 4 {
+		// A DynamoDB call that fails snoozes its job for ErrorSnooze: 1 s,
+		// not the default 10 s.
+		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 5, Cap: capPerTenant, Work: 500 * time.Millisecond, ErrorSnooze: time.Second})
+	}
+	// B's jobs done is what is measured; A's backlog is left.
+	var b []time.Duration
+	deadline := time.Now().Add(time.Duration(nA/10+60) * time.Second)
+	for {
+		b = b[:0]
+		for _, rec := range r.records() {
+			if rec.Group == "tenant-b" {
+				b = append(b, time.Duration(rec.Start-rec.Sent))
+			}
+		}
+		if len(b) >= nB {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cap %d: %d of tenant B's %d jobs started", capPerTenant, len(b), nB)
+		}
+		r.failIfExited()
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.stopAll()
+	var faults int64
+	for _, s := range r.stats() {
+		faults += s.Fleet.FailedClosed
+		for _, byResult := range s.Worker.RequestResults {
+			for result, n := range byResult {
+				if result != "ok" && result != "canceled" {
+					faults += n
+				}
+			}
+		}
+	}
+	slices.Sort(b)
+	waits := [2]time.Duration{b[len(b)/2], b[(len(b)*99-1)/100]}
+	why := r.diagnosis("tenant-b")
+	r.dlqEmpty()
+	return waits, faults, why
 }
 
 // Pause across 4 processes watching the switch (Pauser, 2 s interval):
