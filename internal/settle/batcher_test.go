@@ -281,12 +281,19 @@ func TestLateConfirmation(t *testing.T) {
 	})
 }
 
+// lingerDeleter receives n messages on a new in-memory queue and returns
+// a deleter for them that lingers 50 ms over a partial batch, with the
+// outcomes to record theirs in.
+func lingerDeleter(t *testing.T, n int) (*sqstest.Fake, []types.Message, *settle.Batcher, *outcomes) {
+	t.Helper()
+	f := sqstest.For(t)
+	url, msgs := received(t, f, n)
+	return f, msgs, mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{Linger: 50 * time.Millisecond})), newOutcomes()
+}
+
 func TestLingerAndFullBatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.For(t)
-		url, msgs := received(t, f, 25)
-		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{Linger: 50 * time.Millisecond}))
-		o := newOutcomes()
+		f, msgs, b, o := lingerDeleter(t, 25)
 		start := time.Now()
 		for i, m := range msgs[:3] {
 			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Owner: o.done(i)})
@@ -319,10 +326,7 @@ func TestLingerAndFullBatches(t *testing.T) {
 // whole linger, not what was left of the previous one's.
 func TestLingerTimerArmedForEachBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := sqstest.For(t)
-		url, msgs := received(t, f, 13)
-		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{Linger: 50 * time.Millisecond}))
-		o := newOutcomes()
+		f, msgs, b, o := lingerDeleter(t, 13)
 		calls := func() int { synctest.Wait(); return f.RequestCount("DeleteMessageBatch") }
 		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Owner: o.done(0)})
 		time.Sleep(30 * time.Millisecond)
