@@ -27,7 +27,15 @@ in_vetted  = for m in $(VETTED); do (cd $$m && $(GO) $(1)) || exit 1; done
 TESTFLAGS ?=
 BENCHTIME ?= 3x
 
-.PHONY: test conformance unit lint bench bench-latency demo console console-screenshots chaos emulators-start emulators-stop fuzz
+# api rewrites api/v1.txt, the checked-in list of every exported identifier
+# (internal/apicheck); TestAPIFile fails when the code and the file differ.
+# Commit the file with a CHANGELOG line. apicount prints the names per package.
+api:
+	$(GO) test ./internal/apicheck -run '^TestAPIFile$$' -update
+apicount:
+	@$(GO) run ./internal/apicheck/cmd/apifile -count
+
+.PHONY: api apicount test conformance unit lint bench bench-latency demo console console-screenshots chaos emulators-start emulators-stop fuzz
 
 # test prints the conformance suite's summary first (fake and emulator), then runs
 # every package. -count=1: integration results depend on the emulators, never cache them.
@@ -39,7 +47,7 @@ test:
 # endpoint and prints one line per backend (the full log on failure).
 conformance:
 	@out=$$(mktemp); \
-	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./sqstest/snstest ./internal/harness/conformance >"$$out" 2>&1; then \
+	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./sqstest/snstest ./harness/conformance >"$$out" 2>&1; then \
 		grep -E 'conformance suite:' "$$out" | sed -E 's/^ *[a-z_]+\.go:[0-9]+: //'; \
 		grep -E '^ok' "$$out"; rm -f "$$out"; \
 	else cat "$$out"; rm -f "$$out"; exit 1; fi
@@ -79,7 +87,7 @@ console:
 console-screenshots:
 	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 SQSWORKER_SCREENSHOTS=$(CURDIR)/docs/console && cd console/e2e && $(GO) test -count=1 -run TestConsoleInChromium ./...'
 
-# chaos runs one variant of the chaos suite (internal/harness/chaos) and prints its report; the run's
+# chaos runs one variant of the chaos suite (harness/chaos) and prints its report; the run's
 # files (worker records, proxy log, report.txt, report.json) go to CHAOSOUT (default: a new
 # temporary directory). Zero values keep the variant's own settings.
 VARIANT  ?= chaos
@@ -90,13 +98,13 @@ DURATION ?= 0
 CHAOSOUT ?=
 CHAOSFLAGS ?=
 chaos:
-	$(WITH_AWS) $(GO) run ./internal/harness/chaos/cmd/chaos -variant $(VARIANT) -seed $(SEED) -jobs $(JOBS) \
+	$(WITH_AWS) $(GO) run ./harness/chaos/cmd/chaos -variant $(VARIANT) -seed $(SEED) -jobs $(JOBS) \
 		-workers $(WORKERS) -duration $(DURATION) $(if $(CHAOSOUT),-out $(CHAOSOUT)) $(CHAOSFLAGS)
 
 # fuzz runs every fuzz target for FUZZTIME each (the parsers of outside input).
 FUZZTIME ?= 30s
 fuzz:
-	@set -e; for pkg in ./retry ./dlq ./worker/sqslambda ./fanout ./internal/queuepolicy ./internal/schedule ./s3payload ./idempotency ./internal/harness/faultproxy ./sqsotel; do \
+	@set -e; for pkg in ./retry ./dlq ./worker/sqslambda ./fanout ./internal/queuepolicy ./internal/schedule ./s3payload ./idempotency ./harness/faultproxy ./sqsotel; do \
 		dir=.; case $$pkg in ./sqsotel) dir=sqsotel; pkg=.;; esac; \
 		for fz in $$(cd $$dir && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "== $$dir $$pkg $$fz"; (cd $$dir && $(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) $$pkg); \

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/harness/faultproxy"
+	"github.com/sqsworker/sqsworker/harness/testenv"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
+	"github.com/sqsworker/sqsworker/harness/fleettable"
 )
 
 // newFleet creates a fleet table on the local DynamoDB and returns it

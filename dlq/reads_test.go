@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/internal/harness/sdkretry"
+	"github.com/sqsworker/sqsworker/harness/sdkretry"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 

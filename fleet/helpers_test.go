@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
+	"github.com/sqsworker/sqsworker/harness/fleettable"
 	"github.com/sqsworker/sqsworker/retry"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/harness/testenv"
 	"github.com/sqsworker/sqsworker/idempotency"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
 	"github.com/sqsworker/sqsworker/retry/dynamocounter"
 	"github.com/sqsworker/sqsworker/worker"
 )

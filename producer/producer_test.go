@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/sqsworker/sqsworker/internal/harness/sdkretry"
+	"github.com/sqsworker/sqsworker/harness/sdkretry"
 	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"

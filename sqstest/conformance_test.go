@@ -5,7 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/harness/conformance"
+	"github.com/sqsworker/sqsworker/harness/conformance"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 

@@ -14,7 +14,7 @@
 // smithy.APIError with code InvalidParameterValue), wrapped in a
 // *smithy.OperationError as the SDK wraps them.
 //
-// The same conformance suite (internal/harness/conformance) runs against the Fake
+// The same conformance suite (harness/conformance) runs against the Fake
 // and against a real SQS emulator, so the Fake cannot drift from SQS.
 // Package snstest adds an in-memory SNS that delivers into a Fake's
 // queues, for testing SNS fan-out.

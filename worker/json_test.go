@@ -7,13 +7,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/harness/jsontest"
+	"github.com/sqsworker/sqsworker/harness/jsontest"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
 // TestJSONHandlerInWorker runs worker.JSON over the bodies of
-// internal/harness/jsontest (which the Lambda adapter's test shares): valid jobs
+// harness/jsontest (which the Lambda adapter's test shares): valid jobs
 // are handled, the others go to the dead-letter queue after one attempt
 // with the decode error as the reason.
 func TestJSONHandlerInWorker(t *testing.T) {

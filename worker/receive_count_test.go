@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
+	"github.com/sqsworker/sqsworker/harness/faultproxy"
 	"github.com/sqsworker/sqsworker/worker"
 )
 

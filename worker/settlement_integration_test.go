@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/harness/faultproxy"
+	"github.com/sqsworker/sqsworker/harness/testenv"
 	"github.com/sqsworker/sqsworker/worker"
 )
 

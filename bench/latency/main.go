@@ -38,8 +38,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/harness/faultproxy"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/harness/faultproxy"
+	"github.com/sqsworker/sqsworker/harness/testenv"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 

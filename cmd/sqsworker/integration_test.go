@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/harness/testenv"
 )
 
 // TestIntegrationCommands runs the dlq commands against the local SQS

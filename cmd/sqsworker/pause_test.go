@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
+	"github.com/sqsworker/sqsworker/harness/fleettable"
 )
 
 // pause, paused and resume set and show a queue's switch in the fleet

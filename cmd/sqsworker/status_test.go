@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/fleet"
-	"github.com/sqsworker/sqsworker/internal/harness/fleettable"
+	"github.com/sqsworker/sqsworker/harness/fleettable"
 )
 
 // status shows a queue's counts and its DLQ's, and with a fleet table

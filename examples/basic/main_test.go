@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/harness/testenv"
 )
 
 // TestRun runs the example against the local SQS (the emulator under make

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/harness/testenv"
 )
 
 // TestRun runs the demo against the local SQS: once the worker has handled

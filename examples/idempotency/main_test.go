@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/harness/testenv"
 )
 
 // TestRun runs the example against the local SQS and DynamoDB (the

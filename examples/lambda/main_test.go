@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/harness/testenv"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"

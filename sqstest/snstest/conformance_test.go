@@ -4,7 +4,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/sqsworker/sqsworker/internal/harness/conformance"
+	"github.com/sqsworker/sqsworker/harness/conformance"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
 )

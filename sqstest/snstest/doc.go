@@ -22,7 +22,7 @@
 // Options.DeliveryRetries — and dead-lettered only when the retries run
 // out. Deliveries do not depend on the publisher's context.
 //
-// The SNS conformance suite in internal/harness/conformance runs against this fake
+// The SNS conformance suite in harness/conformance runs against this fake
 // and against the emulator (fauxqs), so the fake keeps to the behaviour of
 // real SNS that sqsworker relies on; the emulator's differences are
 // declared there as quirks.

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/harness/testenv"
+	"github.com/sqsworker/sqsworker/harness/testenv"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"

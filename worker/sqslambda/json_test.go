@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/harness/jsontest"
+	"github.com/sqsworker/sqsworker/harness/jsontest"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
@@ -15,7 +15,7 @@ import (
 
 // TestJSONHandlerInLambda runs worker.JSON behind the Lambda adapter (with
 // RunLocal as the event source mapping) over the bodies the worker's test
-// uses (internal/harness/jsontest), and expects the same outcome: valid jobs
+// uses (harness/jsontest), and expects the same outcome: valid jobs
 // handled, the others in the dead-letter queue after one attempt with the
 // decode error as the reason.
 func TestJSONHandlerInLambda(t *testing.T) {

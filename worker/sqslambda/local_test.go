@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/harness/sdkretry"
+	"github.com/sqsworker/sqsworker/harness/sdkretry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
