@@ -27,14 +27,6 @@ in_vetted  = for m in $(VETTED); do (cd $$m && $(GO) $(1)) || exit 1; done
 TESTFLAGS ?=
 BENCHTIME ?= 3x
 
-# api rewrites api/v1.txt, the checked-in list of every exported identifier
-# (internal/apicheck); TestAPIFile fails when the code and the file differ.
-# Commit the file with a CHANGELOG line. apicount prints the names per package.
-api:
-	$(GO) test ./internal/apicheck -run '^TestAPIFile$$' -update
-apicount:
-	@$(GO) run ./internal/apicheck/cmd/apifile -count
-
 .PHONY: api apicount test conformance unit lint bench bench-latency demo console console-screenshots chaos emulators-start emulators-stop fuzz
 
 # test prints the conformance suite's summary first (fake and emulator), then runs
@@ -116,3 +108,11 @@ emulators-start:
 
 emulators-stop:
 	@bash localstack/stop.sh
+
+# api rewrites api/v1.txt, the checked-in list of every exported identifier
+# (internal/apicheck); TestAPIFile fails when the code and the file differ.
+# Commit the file with a CHANGELOG line. apicount prints the names per package.
+api:
+	$(GO) test ./internal/apicheck -run '^TestAPIFile$$' -update
+apicount:
+	@$(GO) run ./internal/apicheck/cmd/apifile -count
