@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -254,7 +255,7 @@ func (h *handler) purge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	counts, _ := dlq.Count(r.Context(), h.client, t.DLQURL)
-	_, err = h.client.PurgeQueue(r.Context(), &sqs.PurgeQueueInput{QueueUrl: aws.String(t.DLQURL)})
+	_, err = awscall.SQS(r.Context(), awscall.Rule{}, h.client.PurgeQueue, &sqs.PurgeQueueInput{QueueUrl: aws.String(t.DLQURL)})
 	h.opts.Logger.Info("sqsworker/console: purge", "user", user(r).Name, "queue", queue, "dlq", name, "approximately_purged", counts.Total(), "error", errString(err))
 	if err != nil {
 		h.fail(w, r, http.StatusBadGateway, fmt.Errorf("purging %s: %w", name, err))
@@ -304,7 +305,7 @@ func (h *handler) send(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		if _, err := h.client.SendMessage(ctx, in); err != nil {
+		if _, err := awscall.SQS(ctx, awscall.Rule{}, h.client.SendMessage, in); err != nil {
 			return fmt.Errorf("sending the edited message to %s failed; the original stays in the dead-letter queue: %w", j.Queue, err)
 		}
 		j.update(func(st *jobStatus) { st.Sent = 1 })

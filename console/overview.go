@@ -16,6 +16,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -71,7 +72,7 @@ func (h *handler) queueURLs(ctx context.Context) ([]string, error) {
 	var urls []string
 	in := &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
 	for {
-		out, err := h.client.ListQueues(ctx, in)
+		out, err := awscall.SQS(ctx, awscall.Rule{}, h.client.ListQueues, in)
 		if err != nil {
 			return nil, fmt.Errorf("listing the queues (sqs:ListQueues; or list them in Options.Queues / --queues): %w", err)
 		}
@@ -161,7 +162,7 @@ func (h *handler) fillRow(ctx context.Context, r *queueRow) {
 		if r.Target != nil {
 			arn = r.Target.SourceARN
 		} else {
-			out, err := h.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.URL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+			out, err := awscall.SQS(ctx, awscall.Rule{}, h.client.GetQueueAttributes, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(r.URL), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
 			if err != nil {
 				errs = append(errs, err)
 			} else {

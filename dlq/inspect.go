@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/queueref"
@@ -230,41 +231,30 @@ func newScanner(client InspectAPI, url string, start Counts, hold, wait time.Dur
 // once, and reports the interrupt.
 func (s *scanner) next(ctx context.Context, n int) ([]types.Message, error) {
 	n = min(n, maxBatch)
-	var out *sqs.ReceiveMessageOutput
-	for attempt := 1; ; attempt++ {
-		if ctx.Err() != nil {
-			return nil, interrupted(ctx)
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.wait+receiveGrace)
-		var err error
-		// The SDK's retries are off: a retry it made after a lost response
-		// would hide that response's messages from the walk, unseen.
-		out, err = s.client.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(s.url),
-			MaxNumberOfMessages:         int32(n),
-			VisibilityTimeout:           int32(s.hide / time.Second),
-			WaitTimeSeconds:             int32(s.wait / time.Second),
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		}, sqsbatch.NoSDKRetry)
-		cancel()
-		if err == nil {
-			break
-		}
-		class := sqserr.Of(err)
-		if class != sqserr.Throttled && !sqserr.NotSent(err) {
+	if ctx.Err() != nil {
+		return nil, interrupted(ctx)
+	}
+	// The SDK's retries are off (the one rule, internal/awscall, retries
+	// and sees every request): a retry it made after a lost response would
+	// hide that response's messages from the walk, unseen.
+	out, err := awscall.SQS(ctx, awscall.Rule{Timeout: s.wait + receiveGrace, Detach: true, OnRequest: func(r awscall.Request) {
+		if r.Err != nil && sqserr.Of(r.Err) != sqserr.Throttled && !sqserr.NotSent(r.Err) {
 			// The receive may have taken effect before its response was
 			// lost: its messages are hidden for the hold, unseen. (A
 			// throttled receive, or one that never left the client, took
 			// none.)
 			s.lost += n
-			s.lostBy = err
+			s.lostBy = r.Err
 		}
-		if ctx.Err() == nil && class.Retryable() && attempt < sqsbatch.DefaultAttempts {
-			if sqsbatch.Sleep(ctx, sqsbatch.Backoff(attempt)) == nil {
-				continue
-			}
-		}
+	}}, s.client.ReceiveMessage, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(s.url),
+		MaxNumberOfMessages:         int32(n),
+		VisibilityTimeout:           int32(s.hide / time.Second),
+		WaitTimeSeconds:             int32(s.wait / time.Second),
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+	})
+	if err != nil {
 		err = fmt.Errorf("receiving from queue %s failed; if the receive took effect before its response was lost, up to %d messages stay hidden until the %s hold ends: %w",
 			queueref.Name(s.url), n, humanDuration(s.hide), err)
 		if ctx.Err() != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
 )
@@ -190,12 +191,12 @@ func (m *Mover) Move(ctx context.Context, msg types.Message, p Provenance) error
 	if err != nil {
 		return err
 	}
-	out, err := m.client.SendMessage(ctx, in)
+	out, err := awscall.SQS(ctx, awscall.Rule{}, m.client.SendMessage, in)
 	if err != nil {
 		return wrap(ErrNotSent, err, "moving message %s from queue %s to dead-letter queue %s: the send failed, so nothing was deleted and the message will be delivered again from %s",
 			id, src, queueref.Name(m.t.DLQURL), src)
 	}
-	_, err = m.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(m.t.SourceURL), ReceiptHandle: msg.ReceiptHandle})
+	_, err = awscall.SQS(ctx, awscall.Rule{}, m.client.DeleteMessage, &sqs.DeleteMessageInput{QueueUrl: aws.String(m.t.SourceURL), ReceiptHandle: msg.ReceiptHandle})
 	if err != nil {
 		return wrap(ErrNotDeleted, err, "message %s was copied to dead-letter queue %s (as %s) but could not be deleted from queue %s; it stays there and will be delivered again, so the dead-letter queue may hold a duplicate",
 			id, queueref.Name(m.t.DLQURL), aws.ToString(out.MessageId), src)

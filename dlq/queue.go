@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/awscall"
 )
 
 // Limits of Amazon SQS this package works within.
@@ -52,7 +54,7 @@ func getAttributes(ctx context.Context, client attributeReader, url string, name
 	for _, n := range names {
 		in.AttributeNames = append(in.AttributeNames, types.QueueAttributeName(n))
 	}
-	out, err := client.GetQueueAttributes(ctx, in)
+	out, err := awscall.SQS(ctx, awscall.Rule{}, client.GetQueueAttributes, in)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/queueref"
@@ -398,7 +399,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 		in.MaxNumberOfMessagesPerSecond = aws.Int32(int32(min(max(r.opts.Rate, 1), 500)))
 	}
 	started := time.Now()
-	out, err := r.client.StartMessageMoveTask(ctx, in)
+	out, err := awscall.SQS(ctx, awscall.Rule{}, r.client.StartMessageMoveTask, in)
 	if err != nil {
 		if sqserr.Unsupported(err) {
 			return r.res, &errNoMoveTask{reason: err.Error()}
@@ -411,7 +412,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 	// task; one that started well before ours is not taken for ours.
 	seen := false
 	for polls := 0; ; polls++ {
-		st, err := r.client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.t.DLQARN), MaxResults: aws.Int32(1)})
+		st, err := awscall.SQS(ctx, awscall.Rule{}, r.client.ListMessageMoveTasks, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.t.DLQARN), MaxResults: aws.Int32(1)})
 		if err != nil {
 			if ctx.Err() != nil {
 				return r.res, r.cancelTask(ctx)
@@ -448,7 +449,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 			}
 		}
 		r.report()
-		if err := sqsbatch.Sleep(ctx, r.opts.PollInterval); err != nil {
+		if err := awscall.Sleep(ctx, r.opts.PollInterval); err != nil {
 			return r.res, r.cancelTask(ctx)
 		}
 	}
@@ -458,7 +459,7 @@ func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
 func (r *redriver) cancelTask(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	out, err := r.client.CancelMessageMoveTask(cctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(r.res.TaskHandle)})
+	out, err := awscall.SQS(cctx, awscall.Rule{}, r.client.CancelMessageMoveTask, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(r.res.TaskHandle)})
 	if err != nil {
 		return fmt.Errorf("redrive interrupted (%w), and cancelling move task %s failed, so it may still be running: %v", context.Cause(ctx), r.res.TaskHandle, err)
 	}
@@ -471,7 +472,7 @@ func (r *redriver) deadLetterSources(ctx context.Context) ([]string, error) {
 	var urls []string
 	in := &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(r.t.DLQURL), MaxResults: aws.Int32(1000)}
 	for {
-		out, err := r.client.ListDeadLetterSourceQueues(ctx, in)
+		out, err := awscall.SQS(ctx, awscall.Rule{}, r.client.ListDeadLetterSourceQueues, in)
 		if err != nil {
 			if sqserr.Unsupported(err) {
 				return nil, &errNoMoveTask{reason: err.Error()}
@@ -761,7 +762,7 @@ func (l *limiter) ready(ctx context.Context) error {
 	if l == nil {
 		return ctx.Err()
 	}
-	return sqsbatch.Sleep(ctx, time.Until(l.next))
+	return awscall.Sleep(ctx, time.Until(l.next))
 }
 
 // wait reserves n units and waits until the reservation starts.
@@ -775,5 +776,5 @@ func (l *limiter) wait(ctx context.Context, n int) error {
 	}
 	start := l.next
 	l.next = l.next.Add(time.Duration(n) * l.every)
-	return sqsbatch.Sleep(ctx, start.Sub(now))
+	return awscall.Sleep(ctx, start.Sub(now))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/validate"
 	"github.com/sqsworker/sqsworker/queueref"
@@ -400,7 +401,7 @@ func setupName(ctx context.Context, client SetupAPI, ref string) (string, error)
 // findQueue returns the queue called name with all its attributes, or nil
 // when there is none.
 func findQueue(ctx context.Context, client SetupAPI, name string) (*existing, error) {
-	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	out, err := awscall.SQS(ctx, awscall.Rule{}, client.GetQueueUrl, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
 	if err != nil {
 		if sqserr.NotExist(err) {
 			return nil, nil
@@ -426,7 +427,7 @@ func ensureQueue(ctx context.Context, client SetupAPI, resource, name string, fi
 		if fifo {
 			attrs[attrFifoQueue] = "true"
 		}
-		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		out, err := awscall.SQS(ctx, awscall.Rule{}, client.CreateQueue, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 		if err != nil {
 			return "", fmt.Errorf("setup: creating %s %s: %w", resource, name, err)
 		}
@@ -441,7 +442,7 @@ func ensureQueue(ctx context.Context, client SetupAPI, resource, name string, fi
 		}
 	}
 	if len(set) > 0 {
-		if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(e.url), Attributes: set}); err != nil {
+		if _, err := awscall.SQS(ctx, awscall.Rule{}, client.SetQueueAttributes, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(e.url), Attributes: set}); err != nil {
 			return "", fmt.Errorf("setup: configuring %s %s: %w", resource, name, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/queueref"
 )
@@ -38,7 +39,7 @@ func SourcesOf(ctx context.Context, client SourcesAPI, dlq string) ([]string, er
 	var urls []string
 	in := &sqs.ListDeadLetterSourceQueuesInput{QueueUrl: aws.String(dlqURL), MaxResults: aws.Int32(1000)}
 	for {
-		out, err := client.ListDeadLetterSourceQueues(ctx, in)
+		out, err := awscall.SQS(ctx, awscall.Rule{}, client.ListDeadLetterSourceQueues, in)
 		if err != nil {
 			if sqserr.Unsupported(err) {
 				return scanSources(ctx, client, dlqURL)
@@ -63,7 +64,7 @@ func scanSources(ctx context.Context, client SourcesAPI, dlqURL string) ([]strin
 	var sources []string
 	in := &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
 	for {
-		page, err := client.ListQueues(ctx, in)
+		page, err := awscall.SQS(ctx, awscall.Rule{}, client.ListQueues, in)
 		if err != nil {
 			return nil, fmt.Errorf("listing queues to find the sources of %s: %w", queueref.Name(dlqURL), err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/queueref"
@@ -260,7 +261,7 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 			fmt.Sprintf("create a dead-letter queue in account %s, region %s, and point the RedrivePolicy at it", ta.Account, ta.Region))
 		return fs, nil
 	}
-	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(qa.Name), QueueOwnerAWSAccountId: aws.String(qa.Account)})
+	out, err := awscall.SQS(ctx, awscall.Rule{}, client.GetQueueUrl, &sqs.GetQueueUrlInput{QueueName: aws.String(qa.Name), QueueOwnerAWSAccountId: aws.String(qa.Account)})
 	if err != nil {
 		if !isQueueMissing(err) {
 			return fs, fmt.Errorf("finding dead-letter queue %s of %s: %w", s.DLQARN, where, err)
@@ -296,7 +297,7 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 
 // queueAttributes reads every attribute of a queue.
 func queueAttributes(ctx context.Context, client dlq.QueueAPI, url string) (map[string]string, error) {
-	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+	out, err := awscall.SQS(ctx, awscall.Rule{}, client.GetQueueAttributes, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
 	if err != nil {
 		return nil, fmt.Errorf("reading queue %s: %w", queueref.Name(url), err)
 	}

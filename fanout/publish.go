@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/retry"
@@ -181,7 +182,7 @@ func NewPublisher(client PublishAPI, topicARN string, optFns ...func(*PublisherO
 		o.MaxAttempts = sqsbatch.DefaultAttempts
 	}
 	if o.Retry == nil {
-		o.Retry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return sqsbatch.Backoff(n), true })
+		o.Retry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return awscall.Backoff(n), true })
 	}
 	if o.CallTimeout == 0 {
 		o.CallTimeout = 30 * time.Second

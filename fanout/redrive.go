@@ -10,6 +10,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -36,13 +37,13 @@ func Target(ctx context.Context, client dlq.QueueAPI, sub Subscription) (dlq.Tar
 		if err != nil {
 			return dlq.Target{}, err
 		}
-		out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(a.Name), QueueOwnerAWSAccountId: aws.String(a.Account)})
+		out, err := awscall.SQS(ctx, awscall.Rule{}, client.GetQueueUrl, &sqs.GetQueueUrlInput{QueueName: aws.String(a.Name), QueueOwnerAWSAccountId: aws.String(a.Account)})
 		if err != nil {
 			return dlq.Target{}, fmt.Errorf("finding queue %s of the subscription to topic %s: %w", a.Name, topicName(sub.TopicARN), err)
 		}
 		*q.url = aws.ToString(out.QueueUrl)
 	}
-	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(t.DLQURL),
+	out, err := awscall.SQS(ctx, awscall.Rule{}, client.GetQueueAttributes, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(t.DLQURL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameFifoQueue, sqstypes.QueueAttributeNameMaximumMessageSize}})
 	if err != nil {
 		return dlq.Target{}, fmt.Errorf("reading dead-letter queue %s: %w", queueref.Name(t.DLQURL), err)

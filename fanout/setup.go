@@ -16,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 	"github.com/sqsworker/sqsworker/internal/validate"
 	"github.com/sqsworker/sqsworker/queueref"
@@ -261,7 +262,7 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 
 // ensureTopic creates the topic if GetTopicAttributes does not find it.
 func ensureTopic(ctx context.Context, client SetupAPI, arn, name string, fifo bool, changes *[]dlq.Change) (string, error) {
-	_, err := client.GetTopicAttributes(ctx, &sns.GetTopicAttributesInput{TopicArn: aws.String(arn)})
+	_, err := awscall.SNS(ctx, awscall.Rule{}, client.GetTopicAttributes, &sns.GetTopicAttributesInput{TopicArn: aws.String(arn)})
 	if err == nil {
 		return arn, nil
 	}
@@ -272,7 +273,7 @@ func ensureTopic(ctx context.Context, client SetupAPI, arn, name string, fifo bo
 	if fifo {
 		in.Attributes = map[string]string{"FifoTopic": "true"}
 	}
-	out, err := client.CreateTopic(ctx, in)
+	out, err := awscall.SNS(ctx, awscall.Rule{}, client.CreateTopic, in)
 	if err != nil {
 		return "", fmt.Errorf("fanout setup: creating topic %s: %w", name, err)
 	}
@@ -283,7 +284,7 @@ func ensureTopic(ctx context.Context, client SetupAPI, arn, name string, fifo bo
 // grant adds to a queue's policy the statement that lets the topic send,
 // and returns the policy as it is now.
 func grant(ctx context.Context, client dlq.SetupAPI, resource, url, queueARN, topicARN string, changes *[]dlq.Change) (string, error) {
-	a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNamePolicy}})
+	a, err := awscall.SQS(ctx, awscall.Rule{}, client.GetQueueAttributes, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNamePolicy}})
 	if err != nil {
 		return "", fmt.Errorf("fanout setup: reading the policy of %s %s: %w", resource, queueref.Name(url), err)
 	}
@@ -294,7 +295,7 @@ func grant(ctx context.Context, client dlq.SetupAPI, resource, url, queueARN, to
 	if !changed {
 		return policy, nil
 	}
-	if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{"Policy": policy}}); err != nil {
+	if _, err := awscall.SQS(ctx, awscall.Rule{}, client.SetQueueAttributes, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{"Policy": policy}}); err != nil {
 		return "", fmt.Errorf("fanout setup: setting the policy of %s %s: %w", resource, queueref.Name(url), err)
 	}
 	c := dlq.Change{Resource: resource, Name: queueref.Name(url), Attribute: "Policy",
@@ -310,7 +311,7 @@ func grant(ctx context.Context, client dlq.SetupAPI, resource, url, queueARN, to
 // existing subscription the attributes of want that differ.
 func ensureSubscription(ctx context.Context, client SetupAPI, topicARN, queueARN string, sub *Subscription, want map[string]string, changes *[]dlq.Change) (string, error) {
 	if sub == nil {
-		out, err := client.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"),
+		out, err := awscall.SNS(ctx, awscall.Rule{}, client.Subscribe, &sns.SubscribeInput{TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"),
 			Endpoint: aws.String(queueARN), Attributes: want, ReturnSubscriptionArn: true})
 		if err != nil {
 			return "", fmt.Errorf("fanout setup: subscribing queue %s to topic %s: %w", queueref.Name(queueARN), topicName(topicARN), err)
@@ -330,7 +331,7 @@ func ensureSubscription(ctx context.Context, client SetupAPI, topicARN, queueARN
 		if !ok || sameJSON(have[k], v) {
 			continue
 		}
-		if _, err := client.SetSubscriptionAttributes(ctx, &sns.SetSubscriptionAttributesInput{SubscriptionArn: aws.String(sub.ARN),
+		if _, err := awscall.SNS(ctx, awscall.Rule{}, client.SetSubscriptionAttributes, &sns.SetSubscriptionAttributesInput{SubscriptionArn: aws.String(sub.ARN),
 			AttributeName: aws.String(k), AttributeValue: aws.String(v)}); err != nil {
 			return "", fmt.Errorf("fanout setup: setting %s of subscription %s: %w", k, sub.ARN, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -47,7 +48,7 @@ var ErrNoSubscription = errors.New("fanout: no matching SNS subscription")
 
 // readSubscription reads one subscription's attributes.
 func readSubscription(ctx context.Context, client SubscriptionsAPI, arn string) (Subscription, error) {
-	out, err := client.GetSubscriptionAttributes(ctx, &sns.GetSubscriptionAttributesInput{SubscriptionArn: aws.String(arn)})
+	out, err := awscall.SNS(ctx, awscall.Rule{}, client.GetSubscriptionAttributes, &sns.GetSubscriptionAttributesInput{SubscriptionArn: aws.String(arn)})
 	if err != nil {
 		return Subscription{}, fmt.Errorf("reading subscription %s: %w", arn, err)
 	}
@@ -80,13 +81,13 @@ func eachSQSSubscription(ctx context.Context, client SubscriptionsAPI, topicARN 
 		var subs []types.Subscription
 		var next *string
 		if topicARN == "" {
-			out, err := client.ListSubscriptions(ctx, &sns.ListSubscriptionsInput{NextToken: token})
+			out, err := awscall.SNS(ctx, awscall.Rule{}, client.ListSubscriptions, &sns.ListSubscriptionsInput{NextToken: token})
 			if err != nil {
 				return fmt.Errorf("listing SNS subscriptions: %w", err)
 			}
 			subs, next = out.Subscriptions, out.NextToken
 		} else {
-			out, err := client.ListSubscriptionsByTopic(ctx, &sns.ListSubscriptionsByTopicInput{TopicArn: aws.String(topicARN), NextToken: token})
+			out, err := awscall.SNS(ctx, awscall.Rule{}, client.ListSubscriptionsByTopic, &sns.ListSubscriptionsByTopicInput{TopicArn: aws.String(topicARN), NextToken: token})
 			if err != nil {
 				return fmt.Errorf("listing the subscriptions of topic %s: %w", topicARN, err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -213,7 +214,7 @@ func (o *Options) setDefaults() error {
 		o.MaxAttempts = 5
 	}
 	if o.Retry == nil {
-		o.Retry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return sqsbatch.Backoff(n), true })
+		o.Retry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return awscall.Backoff(n), true })
 	}
 	if o.CallTimeout == 0 {
 		o.CallTimeout = 30 * time.Second

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/internal/validate"
@@ -185,7 +186,7 @@ func Resolve(ctx context.Context, client API, ref string) (string, error) {
 		optFns = append(optFns, inRegion(a.Region))
 		where = fmt.Sprintf("account %s, region %s; check the ARN, and that these credentials may call sqs:GetQueueUrl there", a.Account, a.Region)
 	}
-	out, err := client.GetQueueUrl(ctx, in, optFns...)
+	out, err := awscall.SQS(ctx, awscall.Rule{}, client.GetQueueUrl, in, optFns...)
 	if err != nil {
 		if sqserr.NotExist(err) {
 			return "", fmt.Errorf("queue %s does not exist in %s: %w", Name(ref), where, err)

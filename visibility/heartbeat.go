@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/leasehook"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
@@ -790,7 +791,7 @@ func (h *Heartbeat) deliver(notes []notice) {
 func (h *Heartbeat) retryLocked(l *Lease, now tick, cause error, notes *[]notice) {
 	l.failures++
 	left := l.deadline - now
-	wait := min(sqsbatch.Backoff(int(l.failures)), left/2)
+	wait := min(awscall.Backoff(int(l.failures)), left/2)
 	exhausted := h.cfg.maxRetries < 0 || (h.cfg.maxRetries > 0 && int(l.failures) > h.cfg.maxRetries)
 	if !exhausted && wait >= minRetryWait {
 		l.at = now + wait

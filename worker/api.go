@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
@@ -89,38 +88,20 @@ func (c *countingClient) count(api int, err error, payload int) {
 	c.billed[api].Add(sqslimit.BilledRequests(payload, sqslimit.BillingChunk))
 }
 
-// queryAttempts is how many calls a queue lookup (GetQueueAttributes,
-// GetQueueUrl) may take when SQS answers with an error retrying can fix:
-// as many as the SDK's own retryer would make, but each one counted.
-const queryAttempts = 3
-
-// query makes a queue lookup with the SDK's retryer off, retrying what
-// retrying can fix with the one rule of SQS calls (sqsbatch.Backoff), and
-// counts every request.
-func query[O any](ctx context.Context, c *countingClient, api int, call func(optFns ...func(*sqs.Options)) (*O, error), optFns []func(*sqs.Options)) (*O, error) {
-	optFns = append(optFns[:len(optFns):len(optFns)], sqsbatch.NoSDKRetry)
-	for n := 1; ; n++ {
-		out, err := call(optFns...)
-		c.count(api, err, 0)
-		if err == nil || n == queryAttempts || !sqserr.Of(err).Retryable() {
-			return out, err
-		}
-		if sqsbatch.Sleep(ctx, sqsbatch.Backoff(n)) != nil {
-			return out, err
-		}
-	}
-}
+// The calls pass through: the caller retries them by the one rule
+// (internal/awscall, internal/sqsbatch) with the SDK's retryer off, so
+// each request reaches the counters once.
 
 func (c *countingClient) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	return query(ctx, c, apiGetQueueAttributes, func(o ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-		return c.next.GetQueueAttributes(ctx, in, o...)
-	}, optFns)
+	out, err := c.next.GetQueueAttributes(ctx, in, optFns...)
+	c.count(apiGetQueueAttributes, err, 0)
+	return out, err
 }
 
 func (c *countingClient) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
-	return query(ctx, c, apiGetQueueURL, func(o ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) {
-		return c.next.GetQueueUrl(ctx, in, o...)
-	}, optFns)
+	out, err := c.next.GetQueueUrl(ctx, in, optFns...)
+	c.count(apiGetQueueURL, err, 0)
+	return out, err
 }
 
 func (c *countingClient) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/sqsbatch"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/visibility"
@@ -287,7 +287,7 @@ func (o *Options) setDefaults() error {
 		o.BatchLinger = 20 * time.Millisecond
 	}
 	if o.ReceiveRetry == nil {
-		o.ReceiveRetry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return sqsbatch.Backoff(n), true })
+		o.ReceiveRetry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return awscall.Backoff(n), true })
 	}
 	if o.HandlerName == "" {
 		o.HandlerName = "sqsworker"

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqsworker/sqsworker/internal/sqsbatch"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 )
 
 // rateLimiter is a token bucket over received messages: it refills at rate
@@ -42,7 +42,7 @@ func (l *rateLimiter) take(ctx context.Context, n int) int {
 		}
 		wait := time.Duration((1 - l.tokens) / l.rate * float64(time.Second))
 		l.mu.Unlock()
-		if sqsbatch.Sleep(ctx, max(wait, time.Millisecond)) != nil {
+		if awscall.Sleep(ctx, max(wait, time.Millisecond)) != nil {
 			return 0
 		}
 	}

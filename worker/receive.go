@@ -8,9 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/leasehook"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/visibility"
 )
@@ -68,7 +68,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		// The SDK's retries are off: a failed receive comes back here, is
 		// counted (Stats.Requests, RequestResults) and waits out
 		// Options.ReceiveRetry, rather than being retried unseen.
-		out, err := w.client.ReceiveMessage(callCtx, in, sqsbatch.NoSDKRetryOpts...)
+		out, err := w.client.ReceiveMessage(callCtx, in, awscall.SQSOffOpts...)
 		unwatch()
 		cancel()
 		receivedAt := time.Now()
@@ -92,7 +92,7 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 				return fmt.Errorf("sqsworker: receiving from %s failed %d times in a row and Options.ReceiveRetry gave up, so Run stops: %w; restart it once SQS answers, or use a ReceiveRetry that never gives up (the default)", w.queueURL, failures, err)
 			}
 			w.warn.Warn("receive", "sqsworker: receive failed; retrying", "queue", w.queueURL, "in", wait, "err", err)
-			if sqsbatch.Sleep(ctx, wait) != nil {
+			if awscall.Sleep(ctx, wait) != nil {
 				return nil
 			}
 			continue

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/awscall"
 )
 
 // signalWindow is the span of each of the two buckets the scaling signals
@@ -107,7 +109,7 @@ func (w *Worker) sampleBacklog(ctx context.Context) {
 	defer t.Stop()
 	for {
 		callCtx, cancel := context.WithTimeout(ctx, w.opts.CallTimeout)
-		out, err := w.client.GetQueueAttributes(callCtx, &sqs.GetQueueAttributesInput{
+		out, err := awscall.SQS(callCtx, awscall.Rule{}, w.client.GetQueueAttributes, &sqs.GetQueueAttributesInput{
 			QueueUrl: aws.String(w.queueURL),
 			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages,
 				types.QueueAttributeNameApproximateNumberOfMessagesNotVisible, types.QueueAttributeNameApproximateNumberOfMessagesDelayed},

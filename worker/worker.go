@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/queueref"
@@ -123,7 +124,7 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	}
 	w.queueURL, w.url = queueURL, aws.String(queueURL)
 	w.sysAttrs, w.msgAttrs = o.receiveAttributes(), []string{"All"}
-	out, err := w.client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+	out, err := awscall.SQS(ctx, awscall.Rule{}, w.client.GetQueueAttributes, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(queueURL),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameVisibilityTimeout, types.QueueAttributeNameFifoQueue, types.QueueAttributeNameMessageRetentionPeriod},
 	})

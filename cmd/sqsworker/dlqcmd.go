@@ -19,6 +19,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -194,7 +195,7 @@ func runDLQLs(a *app, ctx context.Context, cmd *command, args []string) int {
 			in.QueueNamePrefix = aws.String(*prefix)
 		}
 		for {
-			page, err := c.ListQueues(ctx, in)
+			page, err := awscall.SQS(ctx, awscall.Rule{}, c.ListQueues, in)
 			if err != nil {
 				return a.fail(cmd, fmt.Errorf("listing queues: %w", err))
 			}
@@ -719,7 +720,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 
 // isFIFOQueue reads whether the queue at url is a FIFO queue.
 func isFIFOQueue(ctx context.Context, c client, url string) (bool, error) {
-	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameFifoQueue}})
+	out, err := awscall.SQS(ctx, awscall.Rule{}, c.GetQueueAttributes, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameFifoQueue}})
 	if err != nil {
 		return false, fmt.Errorf("reading queue %s: %w", queueref.Name(url), err)
 	}
@@ -852,7 +853,7 @@ func runDLQPurge(a *app, ctx context.Context, cmd *command, args []string) int {
 			return exitNotConfirm
 		}
 	}
-	if _, err := c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(t.DLQURL)}); err != nil {
+	if _, err := awscall.SQS(ctx, awscall.Rule{}, c.PurgeQueue, &sqs.PurgeQueueInput{QueueUrl: aws.String(t.DLQURL)}); err != nil {
 		return a.fail(cmd, fmt.Errorf("purging %s: %w", name, err))
 	}
 	if *out == "json" {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -494,7 +495,7 @@ func (b *Batcher) retry(entries []*Entry, err error) {
 	// The entries of one failed call wait together and go out together.
 	if len(group) > 0 {
 		var t *time.Timer
-		t = time.AfterFunc(sqsbatch.Backoff(attempts), func() {
+		t = time.AfterFunc(awscall.Backoff(attempts), func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			now := b.closing

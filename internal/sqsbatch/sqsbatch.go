@@ -11,9 +11,10 @@
 //     with an Id distinct within its call;
 //   - the response is mapped back to the entries by Id, and an entry the
 //     response does not mention counts as failed (ErrNoResult), never as done;
-//   - the SDK's own retries are off (RetryMaxAttempts 1): the layer retries,
-//     with one rule (Backoff), and internal/sqserr alone decides which errors
-//     and which failed entries are worth another call;
+//   - the SDK's own retries are off (internal/awscall's Off options): the
+//     layer retries by the library's one rule (internal/awscall: its
+//     attempt limit, Backoff and request timeout), and internal/sqserr alone
+//     decides which errors and which failed entries are worth another call;
 //   - every request is reported once to Policy.OnCall, retries included.
 //
 // Callers that schedule their own retries (the settlement batcher holds a
@@ -25,7 +26,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -35,8 +35,8 @@ import (
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/cenkalti/backoff/v4"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
@@ -60,19 +60,6 @@ type (
 		PublishBatch(ctx context.Context, params *sns.PublishBatchInput, optFns ...func(*sns.Options)) (*sns.PublishBatchOutput, error)
 	}
 )
-
-// NoSDKRetry turns the SDK's own retries off for one call, so that every
-// request reaches the caller's counting and the caller's retry rule. Every
-// SQS call the library makes passes it.
-func NoSDKRetry(o *sqs.Options) { o.RetryMaxAttempts = 1 }
-
-// NoSDKRetryOpts is NoSDKRetry as a call's options (call(ctx, in,
-// NoSDKRetryOpts...)): passing the one func by itself makes the SDK's
-// variadic slice, an allocation, on every call. Read only.
-var NoSDKRetryOpts = []func(*sqs.Options){NoSDKRetry}
-
-// NoSNSRetry is NoSDKRetry for SNS calls.
-func NoSNSRetry(o *sns.Options) { o.RetryMaxAttempts = 1 }
 
 // Entry is one message to send, delete or change. A Queue uses the fields
 // of its kind of call.
@@ -186,7 +173,7 @@ func NewDeleter(c DeleteAPI, url string) *Queue {
 			es[i] = types.DeleteMessageBatchRequestEntry{Id: &ids[i], ReceiptHandle: &entries[i].Handle}
 		}
 		ci.in = sqs.DeleteMessageBatchInput{QueueUrl: u, Entries: es}
-		out, err := c.DeleteMessageBatch(ctx, &ci.in, NoSDKRetryOpts...)
+		out, err := c.DeleteMessageBatch(ctx, &ci.in, awscall.SQSOffOpts...)
 		if err != nil || out == nil {
 			return callError(err)
 		}
@@ -203,7 +190,7 @@ func NewChanger(c ChangeAPI, url string) *Queue {
 			es[i] = types.ChangeMessageVisibilityBatchRequestEntry{Id: &ids[i], ReceiptHandle: &entries[i].Handle, VisibilityTimeout: entries[i].Timeout}
 		}
 		ci.in = sqs.ChangeMessageVisibilityBatchInput{QueueUrl: u, Entries: es}
-		out, err := c.ChangeMessageVisibilityBatch(ctx, &ci.in, NoSDKRetryOpts...)
+		out, err := c.ChangeMessageVisibilityBatch(ctx, &ci.in, awscall.SQSOffOpts...)
 		if err != nil || out == nil {
 			return callError(err)
 		}
@@ -221,7 +208,7 @@ func NewSender(c SendAPI, url string) *Queue {
 			es[i].Id = &ids[i]
 		}
 		ci.in = sqs.SendMessageBatchInput{QueueUrl: u, Entries: es}
-		out, err := c.SendMessageBatch(ctx, &ci.in, NoSDKRetryOpts...)
+		out, err := c.SendMessageBatch(ctx, &ci.in, awscall.SQSOffOpts...)
 		if err != nil || out == nil {
 			return callError(err)
 		}
@@ -244,7 +231,7 @@ func NewPublisher(c PublishAPI, topicARN string) *Queue {
 			}
 			in.PublishBatchRequestEntries[i].Id = &ids[i]
 		}
-		out, err := c.PublishBatch(ctx, in, NoSNSRetry)
+		out, err := c.PublishBatch(ctx, in, awscall.SNSOff)
 		if err != nil || out == nil {
 			return callError(err)
 		}
@@ -354,41 +341,9 @@ func (q *Queue) once(ctx context.Context, entries []Entry, res []Result, attempt
 	return err
 }
 
-// Retry timing: the one rule for every SQS call the library retries.
-const (
-	retryMin = 100 * time.Millisecond
-	retryMax = 5 * time.Second
-)
-
-// Backoff is the wait before retry n (1, 2, …): 100 ms doubling up to 5 s,
-// the upper half of it random (so retries of many callers spread out).
-func Backoff(n int) time.Duration {
-	d := interval(n)
-	return d/2 + rand.N(d/2+1)
-}
-
-// interval is retry n's ceiling: cenkalti/backoff's exponential sequence,
-// without its own randomisation (Backoff draws in the upper half instead),
-// from retryMin doubling to retryMax.
-func interval(n int) time.Duration {
-	b := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(retryMin),
-		backoff.WithMultiplier(2),
-		backoff.WithMaxInterval(retryMax),
-		backoff.WithRandomizationFactor(0),
-		backoff.WithMaxElapsedTime(0),
-	)
-	d := retryMin
-	// The sequence reaches retryMax by the 7th value; later ones repeat it.
-	for range min(max(n, 1), 8) {
-		d = b.NextBackOff()
-	}
-	return d
-}
-
 // DefaultAttempts is how many calls Run lets carry one entry when
-// Policy.MaxAttempts is zero.
-const DefaultAttempts = 5
+// Policy.MaxAttempts is zero: the one rule's (awscall.DefaultAttempts).
+const DefaultAttempts = awscall.DefaultAttempts
 
 // WaitOf is a Policy.Wait from a retry policy's Delay (retry.Policy's
 // method): its delay before retry n, or a negative wait once it gives up.
@@ -408,9 +363,10 @@ type Policy struct {
 	// DefaultAttempts.
 	MaxAttempts int
 	// Wait is the wait before retry n (1, 2, …); a negative wait gives up.
-	// Zero value: Backoff.
+	// Zero value: awscall.Backoff.
 	Wait func(n int) time.Duration
-	// CallTimeout bounds each call. Zero value: 30 s.
+	// CallTimeout bounds each call. Zero value: awscall.DefaultTimeout
+	// (30 s).
 	CallTimeout time.Duration
 	// Detach runs the calls on a context that ctx's end does not cancel
 	// (each still bounded by CallTimeout): a call that may take effect is
@@ -445,10 +401,10 @@ func (q *Queue) Run(ctx context.Context, entries []Entry, p Policy) []Result {
 		p.MaxAttempts = DefaultAttempts
 	}
 	if p.Wait == nil {
-		p.Wait = Backoff
+		p.Wait = awscall.Backoff
 	}
 	if p.CallTimeout <= 0 {
-		p.CallTimeout = 30 * time.Second
+		p.CallTimeout = awscall.DefaultTimeout
 	}
 	if p.MaxBatch <= 0 || p.MaxBatch > sqslimit.MaxBatchEntries {
 		p.MaxBatch = sqslimit.MaxBatchEntries
@@ -465,7 +421,7 @@ func (q *Queue) Run(ctx context.Context, entries []Entry, p Policy) []Result {
 			if wait < 0 {
 				return res
 			}
-			if err := Sleep(ctx, wait); err != nil {
+			if err := awscall.Sleep(ctx, wait); err != nil {
 				stopped(res, todo, err)
 				return res
 			}
@@ -558,22 +514,5 @@ func stopped(res []Result, idx []int, err error) {
 			r.Err = err
 		}
 		r.Class, r.Whole = sqserr.Canceled, false
-	}
-}
-
-// Sleep waits for d or until ctx ends, and returns ctx's cause then (nil
-// after the wait; ctx's cause at once when d is not positive and ctx has
-// ended).
-func Sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return context.Cause(ctx)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
 	}
 }

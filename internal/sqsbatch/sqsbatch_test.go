@@ -322,17 +322,6 @@ func TestRetryRule(t *testing.T) {
 	})
 }
 
-// Backoff doubles from 100 ms to 5 s, the upper half random.
-func TestBackoff(t *testing.T) {
-	for n, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 6: 3200 * time.Millisecond, 7: 5 * time.Second, 60: 5 * time.Second} {
-		for range 50 {
-			if d := Backoff(n); d < want/2 || d > want {
-				t.Fatalf("Backoff(%d) = %v, want %v to %v", n, d, want/2, want)
-			}
-		}
-	}
-}
-
 // Every request reaches OnCall once, retries included, with its round.
 func TestEveryCallCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

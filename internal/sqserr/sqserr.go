@@ -6,7 +6,11 @@
 // table also knows the codes SNS's PublishBatch answers with that SQS does
 // not use (AuthorizationError, NotFound, the KMS… spellings), for the
 // fan-out publisher; the rest (Throttled, InternalError, InvalidParameter)
-// fall under the same rules.
+// fall under the same rules. internal/awscall retries every AWS call the
+// library makes by this table, so it also knows the throttling and timeout
+// codes of DynamoDB and S3 whose names do not say "Throttl"; their other
+// errors fall under the same rules (a sender fault is not retried, a
+// server fault is).
 package sqserr
 
 import (
@@ -92,6 +96,14 @@ var codes = map[string]Class{
 	"KmsInvalidState":             Fatal,
 	"KmsInvalidKeyUsage":          Fatal,
 	"KmsOptInRequired":            Fatal,
+
+	// DynamoDB's and S3's codes that retrying can fix (internal/awscall).
+	"ProvisionedThroughputExceededException": Throttled,
+	"RequestLimitExceeded":                   Throttled,
+	"TooManyRequestsException":               Throttled,
+	"SlowDown":                               Throttled,
+	"RequestTimeoutException":                Transient,
+	"TransactionConflictException":           Transient,
 
 	// SNS's own codes (PublishBatch).
 	"AuthorizationError": Fatal,

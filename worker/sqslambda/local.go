@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -189,7 +190,7 @@ func RunLocal(ctx context.Context, client LocalAPI, queue string, fn Function, o
 		}
 		return fmt.Errorf("sqslambda: RunLocal: %w", err)
 	}
-	out, err := client.GetQueueAttributes(actx, &sqs.GetQueueAttributesInput{
+	out, err := awscall.SQS(actx, awscall.Rule{}, client.GetQueueAttributes, &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(queueURL),
 		AttributeNames: []types.QueueAttributeName{
 			types.QueueAttributeNameQueueArn, types.QueueAttributeNameFifoQueue, types.QueueAttributeNameVisibilityTimeout,
@@ -287,7 +288,7 @@ func (r *runner) gather(ctx context.Context) ([]types.Message, error) {
 			WaitTimeSeconds:             int32(wait / time.Second),
 			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
-		}, sqsbatch.NoSDKRetry) // retried below, by the one rule; every request counted
+		}, awscall.SQSOff) // retried below, by the one rule (a poll: it never gives up, as Lambda's mapping); every request counted
 		if err != nil {
 			if ctx.Err() != nil {
 				return got, nil
@@ -296,9 +297,9 @@ func (r *runner) gather(ctx context.Context) ([]types.Message, error) {
 				return got, fmt.Errorf("sqslambda: receiving from queue %s failed (Lambda would disable the mapping): check that the queue exists and that the role allows sqs:ReceiveMessage, sqs:DeleteMessage and sqs:GetQueueAttributes: %w", r.url, err)
 			}
 			failures++
-			wait := sqsbatch.Backoff(failures)
+			wait := awscall.Backoff(failures)
 			r.o.Logger.Warn("sqslambda: receive failed; retrying", "queue", r.url, "in", wait, "err", err)
-			if sqsbatch.Sleep(ctx, wait) != nil {
+			if awscall.Sleep(ctx, wait) != nil {
 				return got, nil
 			}
 			continue

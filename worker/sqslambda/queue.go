@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/queueref"
 )
@@ -163,7 +164,7 @@ func (iq *invocationQueue) settings(ctx context.Context, h *Handler) settle.Queu
 	}
 	cctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
 	defer cancel()
-	out, err := h.opts.Client.GetQueueAttributes(cctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.url),
+	out, err := awscall.SQS(cctx, awscall.Rule{}, h.opts.Client.GetQueueAttributes, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.url),
 		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameMessageRetentionPeriod}})
 	if err != nil {
 		h.warn.Warn("queue-settings", "sqslambda: reading the queue's retention failed; delayed jobs wait as on a queue with SQS's defaults (check sqs:GetQueueAttributes in the function's role)", "queue", q.url, "err", err)
