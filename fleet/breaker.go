@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -215,7 +216,7 @@ func (b *Breaker) publish(ctx context.Context, until time.Time) {
 		in.ExpressionAttributeValues[":o"] = num(0)
 	}
 	_, err := call(b.f, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
-		return b.f.client.UpdateItem(ctx, in)
+		return b.f.client.UpdateItem(ctx, in, awscall.DynamoDBOff)
 	})
 	if err != nil && !isConditionFailed(err) {
 		b.f.o.Logger.Warn("fleet: a shared breaker's state could not be written; it works locally", "breaker", b.name, "err", b.f.explain(err, "writing breaker "+b.name))

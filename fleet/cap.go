@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -237,7 +238,7 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 			in.ConditionExpression = aws.String("attribute_not_exists(#v)")
 		}
 		_, err := call(c.f, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
-			return c.f.client.UpdateItem(ctx, in)
+			return c.f.client.UpdateItem(ctx, in, awscall.DynamoDBOff)
 		})
 		if err == nil {
 			c.mu.Lock()
@@ -476,7 +477,7 @@ func (s *Slot) Renew(ctx context.Context, until time.Time) error {
 			ConditionExpression:       aws.String("attribute_exists(#h.#me)"),
 			ExpressionAttributeNames:  map[string]string{"#h": attrHolders, "#me": s.holder, "#v": attrVersion},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":until": num(until.UnixMilli()), ":one": num(1)},
-		})
+		}, awscall.DynamoDBOff)
 	})
 	if isConditionFailed(err) {
 		s.done = true
@@ -512,7 +513,7 @@ func (s *Slot) Release(ctx context.Context) error {
 			ConditionExpression:       aws.String("attribute_exists(#v)"),
 			ExpressionAttributeNames:  map[string]string{"#h": attrHolders, "#me": s.holder, "#v": attrVersion},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
-		})
+		}, awscall.DynamoDBOff)
 	})
 	if err != nil && !isConditionFailed(err) {
 		c.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/dynamo"
 )
 
@@ -50,7 +51,7 @@ var _ API = (*dynamodb.Client)(nil)
 var ErrTableNotFound = errors.New("fleet: table not found")
 
 // ErrThrottled matches, with errors.Is, the errors caused by DynamoDB
-// throttling that outlasted the SDK's retries.
+// throttling that outlasted the library's retry.
 var ErrThrottled = errors.New("fleet: throttled")
 
 // Options configures a Fleet. Every field's zero value selects the
@@ -59,7 +60,11 @@ type Options struct {
 	// Holder names this process in the slots it holds (Cap) and in pauses
 	// it sets. Zero value: "<hostname>-<pid>-<random>".
 	Holder string
-	// CallTimeout bounds every DynamoDB call. Zero value: 5 s.
+	// CallTimeout bounds every DynamoDB call, its retry included. A call
+	// that DynamoDB refuses or fails with an error retrying can fix is made
+	// again once, 50-100 ms later (the library's retry rule; the SDK's own
+	// retries are off), so a refused call fails within about 100 ms and a
+	// control's FailOpen decides at once. Zero value: 5 s.
 	CallTimeout time.Duration
 	// StartupTimeout bounds New's check of the table. Zero value: 10 s.
 	StartupTimeout time.Duration
@@ -86,6 +91,7 @@ type Fleet struct {
 	o      Options
 	seq    atomic.Int64 // slot holder numbers
 	st     counters
+	rule   awscall.Rule // how every DynamoDB call is made and counted
 
 	mu       sync.Mutex
 	paused   map[string]bool          // by queue name, as the pausers last read
@@ -128,11 +134,12 @@ func New(client API, table string, optFns ...func(*Options)) (*Fleet, error) {
 		o.Holder = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 	}
 	f := &Fleet{client: client, table: table, o: o, paused: map[string]bool{}, breakers: map[string]func() string{}}
+	f.rule = awscall.Rule{Attempts: controlAttempts, Timeout: o.CallTimeout, OnRequest: f.count}
 	ctx, cancel := context.WithTimeout(context.Background(), o.StartupTimeout)
 	defer cancel()
-	f.st.requests.Add(1)
-	if err := fleetTable(table).Check(ctx, client); err != nil {
-		f.st.requestErrors.Add(1)
+	t := fleetTable(table)
+	t.Rule = f.rule
+	if err := t.Check(ctx, client); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -177,16 +184,29 @@ func (f *Fleet) explain(err error, what string) error {
 	return fleetTable(f.table).Explain(err, "fleet: "+what+" in table "+strconv.Quote(f.table), "dynamodb:GetItem and dynamodb:UpdateItem")
 }
 
-// call runs one DynamoDB call with the fleet's timeout, counting it.
+// controlAttempts is how many requests one DynamoDB call of the fleet
+// makes at most: the library's retry rule (internal/awscall) with one retry
+// instead of four, because a job (and its handler slot) waits on the
+// controls' calls: a refused or failing DynamoDB must let FailOpen or
+// FailClosed decide within about 100 ms, not after seconds of retries.
+const controlAttempts = 2
+
+// call runs one DynamoDB call by the fleet's rule (f.rule: the SDK's
+// retryer off, one retry, every request counted), all of it within
+// CallTimeout. fn makes the request; it must pass awscall.DynamoDBOff.
 func call[T any](f *Fleet, ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.o.CallTimeout)
 	defer cancel()
+	return awscall.Do(ctx, f.rule, "DynamoDB", awscall.Op[T](), fn)
+}
+
+// count counts one request (a failed condition, the normal way two
+// processes meet, is not an error).
+func (f *Fleet) count(r awscall.Request) {
 	f.st.requests.Add(1)
-	out, err := fn(ctx)
-	if err != nil && !isConditionFailed(err) {
+	if r.Err != nil && !isConditionFailed(r.Err) {
 		f.st.requestErrors.Add(1)
 	}
-	return out, err
 }
 
 // getItem reads an item with a strongly consistent read; nil when absent.
@@ -196,7 +216,7 @@ func (f *Fleet) getItem(ctx context.Context, pk string) (map[string]types.Attrib
 			TableName:      aws.String(f.table),
 			Key:            itemKey(pk),
 			ConsistentRead: aws.Bool(true),
-		})
+		}, awscall.DynamoDBOff)
 	})
 	if err != nil {
 		return nil, err

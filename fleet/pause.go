@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
@@ -72,7 +73,7 @@ func (f *Fleet) setPause(ctx context.Context, queue string, paused bool, reason 
 				":p": &types.AttributeValueMemberBOOL{Value: paused}, ":r": str(reason),
 				":by": str(f.o.Holder), ":at": num(f.o.Now().UnixMilli()),
 			},
-		})
+		}, awscall.DynamoDBOff)
 	})
 	if err != nil {
 		verb := "resuming"

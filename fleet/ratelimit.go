@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -265,7 +266,7 @@ func (l *RateLimit) fetch(ctx context.Context, key string, b *bucket, k int) (in
 			in.ExpressionAttributeValues[":v"] = num(1)
 		}
 		_, err := call(l.f, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
-			return l.f.client.UpdateItem(ctx, in)
+			return l.f.client.UpdateItem(ctx, in, awscall.DynamoDBOff)
 		})
 		if err == nil {
 			b.conflicts = max(b.conflicts-1, 0)

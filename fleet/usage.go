@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsworker/sqsworker/internal/awscall"
 )
 
 // ScanAPI is the DynamoDB call Usage makes besides API's: *dynamodb.Client
@@ -73,7 +75,9 @@ func (f *Fleet) Usage(ctx context.Context) (Usage, error) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":cap": str("cap|"), ":breaker": str("breaker|")},
 	}
 	for {
-		out, err := call(f, ctx, func(ctx context.Context) (*dynamodb.ScanOutput, error) { return scanner.Scan(ctx, in) })
+		out, err := call(f, ctx, func(ctx context.Context) (*dynamodb.ScanOutput, error) {
+			return scanner.Scan(ctx, in, awscall.DynamoDBOff)
+		})
 		if err != nil {
 			return u, f.explain(err, "reading the controls' usage (Scan)")
 		}

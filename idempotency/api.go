@@ -39,7 +39,7 @@ var apiNames = [numAPIs]string{"PutItem", "UpdateItem", "DeleteItem"}
 // ErrUnavailable matches, with errors.Is, the error a Guard returns for a
 // message it could not run because DynamoDB could not be reached or refused
 // the request (the table is missing, access is denied, throttling outlasted
-// the SDK's retries): the message fails and is retried, and never runs
+// the library's retries): the message fails and is retried, and never runs
 // without its lock unless Options.FailOpen is set. It also matches the
 // cause of a handler context cancelled because the lock could not be kept.
 var ErrUnavailable = errors.New("idempotency: DynamoDB unavailable")
@@ -49,7 +49,7 @@ var ErrUnavailable = errors.New("idempotency: DynamoDB unavailable")
 var ErrTableNotFound = errors.New("idempotency: table not found")
 
 // ErrThrottled matches, with errors.Is, the errors caused by DynamoDB
-// throttling that outlasted the SDK's retries.
+// throttling that outlasted the library's retries.
 var ErrThrottled = errors.New("idempotency: throttled")
 
 // ErrLockLost is the cause (context.Cause) of a handler context the Guard

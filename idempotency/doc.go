@@ -83,7 +83,7 @@
 // # When DynamoDB is unavailable
 //
 // A message whose lock cannot be taken (DynamoDB unreachable, the table
-// missing, access denied, throttling beyond the SDK's retries) does not
+// missing, access denied, throttling beyond the library's retries) does not
 // run: it fails with an error matching [ErrUnavailable] (and
 // [ErrTableNotFound] or [ErrThrottled] where that applies) that says what
 // to do, and is retried on the policy like any failure — so a long outage

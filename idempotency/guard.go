@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
@@ -75,10 +76,10 @@ type Options struct {
 	// Zero value: nil, the duplicate is deleted.
 	OnDuplicate func(ctx context.Context, m *worker.Message, r Record) error
 
-	// CallTimeout bounds each DynamoDB call (the SDK's own retries happen
-	// within it). A call after the handler returned is not cancelled with
-	// the handler's context but gets at most 500 ms once that context has
-	// ended. Zero value: 5 s.
+	// CallTimeout bounds each DynamoDB call (its retries, by the library's
+	// rule, happen within it; the SDK's own are off). A call after the
+	// handler returned is not cancelled with the handler's context but gets
+	// at most 500 ms once that context has ended. Zero value: 5 s.
 	CallTimeout time.Duration
 
 	// Logger receives the Guard's warnings (one per cause per 10 s) and
@@ -137,6 +138,7 @@ func New(client API, table string, optFns ...func(*Options)) (*Guard, error) {
 	}
 	g := &Guard{opts: o, warn: &settle.Warner{Log: o.Logger}}
 	g.st = store{client: client, table: table, ttl: o.TTL, calls: &g.c.calls}
+	g.st.rule = awscall.Rule{OnRequest: g.st.count}
 	return g, nil
 }
 

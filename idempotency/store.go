@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/dynamo"
 )
 
@@ -100,6 +101,16 @@ type store struct {
 	table  string
 	ttl    time.Duration
 	calls  *countCalls
+	rule   awscall.Rule // the library's one retry rule, every request counted
+}
+
+// count counts one request by its API.
+func (s *store) count(r awscall.Request) {
+	for i, name := range apiNames {
+		if name == r.Op {
+			s.calls[i].Add(1)
+		}
+	}
 }
 
 func (s *store) tableDesc() dynamo.Table { return recordTable(s.table) }
@@ -107,7 +118,7 @@ func (s *store) tableDesc() dynamo.Table { return recordTable(s.table) }
 // conflict reports a conditional write that found the record not as the run
 // expected it; rec is the record DynamoDB found (nil if there is none), and
 // own says it carries this run's token: an earlier attempt of the same
-// write took effect and its answer was lost (the SDK then retried).
+// write took effect and its answer was lost (the write was then retried).
 type conflict struct {
 	rec *Record
 	own bool
@@ -130,8 +141,7 @@ func (s *store) acquire(ctx context.Context, l *lock) (existing, taken *Record, 
 		LockAttribute:    millis(l.until),
 		TTLAttribute:     seconds(l.until.Add(abandonedTTL)),
 	}
-	s.calls[apiPutItem].Add(1)
-	out, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	out, err := awscall.DynamoDB(ctx, s.rule, s.client.PutItem, &dynamodb.PutItemInput{
 		TableName:           aws.String(s.table),
 		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(#key) OR #expires < :nowSeconds OR (#status = :inProgress AND #locked < :now)"),
@@ -167,8 +177,7 @@ func (s *store) acquire(ctx context.Context, l *lock) (existing, taken *Record, 
 
 // refresh pushes l's expiry to until, if l still holds the lock.
 func (s *store) refresh(ctx context.Context, l *lock, until time.Time) error {
-	s.calls[apiUpdateItem].Add(1)
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err := awscall.DynamoDB(ctx, s.rule, s.client.UpdateItem, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),
 		Key:                 map[string]types.AttributeValue{KeyAttribute: str(l.key)},
 		UpdateExpression:    aws.String("SET #locked = :locked, #expires = :expires"),
@@ -207,8 +216,7 @@ func (s *store) complete(ctx context.Context, l *lock, result []byte) error {
 		values[":result"] = &types.AttributeValueMemberB{Value: result}
 		names["#result"] = ResultAttribute
 	}
-	s.calls[apiUpdateItem].Add(1)
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err := awscall.DynamoDB(ctx, s.rule, s.client.UpdateItem, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 map[string]types.AttributeValue{KeyAttribute: str(l.key)},
 		UpdateExpression:                    aws.String(set + " REMOVE #locked"),
@@ -227,8 +235,7 @@ func (s *store) complete(ctx context.Context, l *lock, result []byte) error {
 // release deletes l's record, if l still holds the lock, so that a retry
 // runs.
 func (s *store) release(ctx context.Context, l *lock) error {
-	s.calls[apiDeleteItem].Add(1)
-	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	_, err := awscall.DynamoDB(ctx, s.rule, s.client.DeleteItem, &dynamodb.DeleteItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 map[string]types.AttributeValue{KeyAttribute: str(l.key)},
 		ConditionExpression:                 aws.String("#status = :inProgress AND #token = :token"),

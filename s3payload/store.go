@@ -21,6 +21,7 @@ import (
 	smithyrand "github.com/aws/smithy-go/rand"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
@@ -186,13 +187,19 @@ func (s *Store) OffloadBody(ctx context.Context, body string) (string, map[strin
 	if s.opts.PutObject != nil {
 		s.opts.PutObject(in)
 	}
-	if _, err := s.client.PutObject(ctx, in); err != nil {
+	if _, err := awscall.S3(ctx, s3Rule, s.client.PutObject, in); err != nil {
 		return "", nil, fmt.Errorf("s3payload: storing the body in %s: %w", p, err)
 	}
 	return p.Body(), map[string]types.MessageAttributeValue{s.opts.SizeAttribute: {
 		DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(len(body))),
 	}}, nil
 }
+
+// s3Rule is how the Store's S3 calls are made: the library's one retry
+// rule (the SDK's retryer off), with no bound per request but the caller's
+// context, because a request carries a body of up to 256 MiB (and a
+// GetObject's body is read after the call returns).
+var s3Rule = awscall.Rule{Timeout: -1}
 
 // Middleware returns a worker.Middleware that gives the handler the
 // offloaded body of a message that carries a pointer (written by Offload or
@@ -240,7 +247,7 @@ func (s *Store) Middleware() worker.Middleware {
 
 // get reads the object p points to.
 func (s *Store) get(ctx context.Context, p Pointer) (string, error) {
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(p.Bucket), Key: aws.String(p.Key)})
+	out, err := awscall.S3(ctx, s3Rule, s.client.GetObject, &s3.GetObjectInput{Bucket: aws.String(p.Bucket), Key: aws.String(p.Key)})
 	if err != nil {
 		if missing(err) {
 			return "", retry.Permanent(fmt.Errorf("the payload object %s does not exist (deleted after an earlier delivery succeeded, expired by a lifecycle rule, or never written): %w", p, err))
@@ -274,7 +281,7 @@ func (s *Store) Delete(ctx context.Context, msg types.Message) (bool, error) {
 	if !offloaded || err != nil {
 		return false, err
 	}
-	if _, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(p.Bucket), Key: aws.String(p.Key)}); err != nil && !missing(err) {
+	if _, err := awscall.S3(ctx, s3Rule, s.client.DeleteObject, &s3.DeleteObjectInput{Bucket: aws.String(p.Bucket), Key: aws.String(p.Key)}); err != nil && !missing(err) {
 		return true, fmt.Errorf("s3payload: deleting the payload object %s of message %s: %w", p, aws.ToString(msg.MessageId), err)
 	}
 	return true, nil

@@ -3,12 +3,18 @@ package main
 import "github.com/sqsworker/sqsworker/internal/sqserr"
 
 // cliKnobs names the CLI's ways of choosing the endpoint, region and
-// profile, for sqserr.Unreachable's advice.
+// profile, for sqserr.Unreachable's advice: each service's endpoint by its
+// own variable (see endpointFor).
 func cliKnobs() sqserr.Knobs {
 	return sqserr.Knobs{
-		Endpoint: "--endpoint-url, AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL",
-		Region:   "--region",
-		Profile:  "--profile or AWS_PROFILE",
+		Endpoint: func(service string) string {
+			if service == "DynamoDB" {
+				return sqserr.EndpointVariable(service) + " (or --endpoint-url when that is not set) and AWS_ENDPOINT_URL"
+			}
+			return "--endpoint-url, " + sqserr.EndpointVariable(service) + " and AWS_ENDPOINT_URL"
+		},
+		Region:  "--region",
+		Profile: "--profile or AWS_PROFILE",
 	}
 }
 

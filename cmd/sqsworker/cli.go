@@ -202,8 +202,9 @@ Run "sqsworker <command> --help" for a command's flags.
 
 AWS access uses the standard configuration: --profile / AWS_PROFILE,
 --region / AWS_REGION, and --endpoint-url / AWS_ENDPOINT_URL_SQS /
-AWS_ENDPOINT_URL for LocalStack or a local emulator. These three flags go
-before the command or after it: sqsworker --region us-east-1 dlq ls.
+AWS_ENDPOINT_URL for LocalStack or a local emulator (--endpoint-url is
+DynamoDB's too unless AWS_ENDPOINT_URL_DYNAMODB is set). These three flags
+go before the command or after it: sqsworker --region us-east-1 dlq ls.
 QUEUE is a queue's name, URL or ARN; a command on a queue ARN works in the
 ARN's region.
 
@@ -425,7 +426,7 @@ func awsFlagsOn(fs *flag.FlagSet) *awsFlags {
 	f := &awsFlags{}
 	fs.StringVar(&f.region, "region", "", "AWS region (default: AWS_REGION or the profile's region)")
 	fs.StringVar(&f.profile, "profile", "", "AWS shared-config profile (default: AWS_PROFILE or default)")
-	fs.StringVar(&f.endpoint, "endpoint-url", "", "SQS (and SNS) endpoint, e.g. http://localhost:4566 for LocalStack (default: AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SNS / AWS_ENDPOINT_URL)")
+	fs.StringVar(&f.endpoint, "endpoint-url", "", "SQS and SNS endpoint, e.g. http://localhost:4566 for LocalStack (default: AWS_ENDPOINT_URL_SQS / AWS_ENDPOINT_URL_SNS / AWS_ENDPOINT_URL); DynamoDB's too unless AWS_ENDPOINT_URL_DYNAMODB is set")
 	return f
 }
 

@@ -157,6 +157,7 @@
 //	               dynamodb:DescribeTable, dynamodb:GetItem, dynamodb:Scan on the fleet table
 //
 // The fleet commands reach DynamoDB through the same configuration; its
-// endpoint comes from AWS_ENDPOINT_URL_DYNAMODB or AWS_ENDPOINT_URL
-// (--endpoint-url is SQS's).
+// endpoint comes from AWS_ENDPOINT_URL_DYNAMODB, else --endpoint-url, else
+// AWS_ENDPOINT_URL: a command given a local endpoint never writes to the
+// real regional DynamoDB.
 package main

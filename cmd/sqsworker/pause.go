@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqsworker/sqsworker/fleet"
@@ -18,14 +19,28 @@ import (
 const tableEnv = "SQSWORKER_FLEET_TABLE"
 
 // connectDynamo builds a DynamoDB client from the standard AWS
-// configuration; AWS_ENDPOINT_URL_DYNAMODB (or AWS_ENDPOINT_URL) points it
-// at a local DynamoDB. --endpoint-url is SQS's and does not apply.
+// configuration. --endpoint-url applies to it too, unless DynamoDB has an
+// endpoint of its own (AWS_ENDPOINT_URL_DYNAMODB, or the profile's services
+// section): a command given a local endpoint never writes to the real
+// regional DynamoDB, and DynamoDB Local may listen apart from the SQS
+// emulator.
 func connectDynamo(ctx context.Context, f awsFlags) (fleet.API, error) {
 	cfg, err := loadConfig(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	return dynamodb.NewFromConfig(cfg), nil
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if f.endpoint != "" && !ownEndpoint(o.BaseEndpoint, cfg.BaseEndpoint) {
+			o.BaseEndpoint = aws.String(f.endpoint)
+		}
+	}), nil
+}
+
+// ownEndpoint reports whether a service's resolved endpoint is its own
+// (a service-specific variable or setting), not the configuration's
+// general one (AWS_ENDPOINT_URL) or none.
+func ownEndpoint(service, general *string) bool {
+	return service != nil && (general == nil || *service != *general)
 }
 
 func pauseCommand() *command {
@@ -42,7 +57,8 @@ it; "sqsworker paused QUEUE" shows the switch. QUEUE is the queue's name, URL or
 ARN; the queue must exist.
 
 The table comes from --table or SQSWORKER_FLEET_TABLE; DynamoDB is reached
-through the standard configuration (AWS_ENDPOINT_URL_DYNAMODB for a local one).
+through the standard configuration: AWS_ENDPOINT_URL_DYNAMODB for a local one,
+else --endpoint-url, which then applies to DynamoDB as well as SQS.
 
 IAM: sqs:GetQueueUrl; dynamodb:UpdateItem and dynamodb:DescribeTable on the table.`,
 		run: func(a *app, ctx context.Context, cmd *command, args []string) int {

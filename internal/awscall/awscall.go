@@ -172,14 +172,18 @@ func once[T any](ctx context.Context, timeout time.Duration, call func(ctx conte
 	return call(ctx)
 }
 
-// opName is the action of an input type: "UpdateItem" for
-// *dynamodb.UpdateItemInput.
-func opName[In any]() string {
-	t := reflect.TypeFor[In]()
+// Op is the action of an SDK input or output type: "UpdateItem" for
+// *dynamodb.UpdateItemInput and *dynamodb.UpdateItemOutput.
+func Op[T any]() string {
+	t := reflect.TypeFor[T]()
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	return strings.TrimSuffix(t.Name(), "Input")
+	name := t.Name()
+	if n, ok := strings.CutSuffix(name, "Input"); ok {
+		return n
+	}
+	return strings.TrimSuffix(name, "Output")
 }
 
 // withOff returns optFns followed by off, without changing optFns' array.
@@ -212,19 +216,19 @@ func S3Off(o *s3.Options) { o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 1 
 // retryer off: awscall.SQS(ctx, r, client.GetQueueAttributes, in).
 func SQS[In, Out any](ctx context.Context, r Rule, fn func(context.Context, In, ...func(*sqs.Options)) (Out, error), in In, optFns ...func(*sqs.Options)) (Out, error) {
 	opts := withOff(optFns, SQSOff)
-	return Do(ctx, r, "SQS", opName[In](), func(ctx context.Context) (Out, error) { return fn(ctx, in, opts...) })
+	return Do(ctx, r, "SQS", Op[In](), func(ctx context.Context) (Out, error) { return fn(ctx, in, opts...) })
 }
 
 // SNS is SQS for SNS calls.
 func SNS[In, Out any](ctx context.Context, r Rule, fn func(context.Context, In, ...func(*sns.Options)) (Out, error), in In, optFns ...func(*sns.Options)) (Out, error) {
 	opts := withOff(optFns, SNSOff)
-	return Do(ctx, r, "SNS", opName[In](), func(ctx context.Context) (Out, error) { return fn(ctx, in, opts...) })
+	return Do(ctx, r, "SNS", Op[In](), func(ctx context.Context) (Out, error) { return fn(ctx, in, opts...) })
 }
 
 // DynamoDB is SQS for DynamoDB calls.
 func DynamoDB[In, Out any](ctx context.Context, r Rule, fn func(context.Context, In, ...func(*dynamodb.Options)) (Out, error), in In, optFns ...func(*dynamodb.Options)) (Out, error) {
 	opts := withOff(optFns, DynamoDBOff)
-	return Do(ctx, r, "DynamoDB", opName[In](), func(ctx context.Context) (Out, error) { return fn(ctx, in, opts...) })
+	return Do(ctx, r, "DynamoDB", Op[In](), func(ctx context.Context) (Out, error) { return fn(ctx, in, opts...) })
 }
 
 // S3 is SQS for S3 calls. A PutObject whose body is an io.Seeker is
@@ -242,7 +246,7 @@ func S3[In, Out any](ctx context.Context, r Rule, fn func(context.Context, In, .
 			r.Attempts = 1
 		} else {
 			first := true
-			return Do(ctx, r, "S3", opName[In](), func(ctx context.Context) (Out, error) {
+			return Do(ctx, r, "S3", Op[In](), func(ctx context.Context) (Out, error) {
 				if !first {
 					if _, err := seeker.Seek(start, io.SeekStart); err != nil {
 						var zero Out
@@ -254,5 +258,5 @@ func S3[In, Out any](ctx context.Context, r Rule, fn func(context.Context, In, .
 			})
 		}
 	}
-	return Do(ctx, r, "S3", opName[In](), func(ctx context.Context) (Out, error) { return fn(ctx, in, opts...) })
+	return Do(ctx, r, "S3", Op[In](), func(ctx context.Context) (Out, error) { return fn(ctx, in, opts...) })
 }

@@ -5,7 +5,8 @@
 //
 // Nothing here is public API: each package declares its own client
 // interfaces, sentinels and CreateTable, and describes its table with a
-// Table.
+// Table. Every call is made by the library's one retry rule
+// (internal/awscall), with the SDK's retryer off.
 package dynamo
 
 import (
@@ -19,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/sqsworker/sqsworker/internal/awscall"
 )
 
 // TableAPI is the part of the DynamoDB client Table.Create uses.
@@ -47,6 +50,10 @@ type Table struct {
 
 	NotFound  error // the package's sentinel for a missing table
 	Throttled error // the package's sentinel for throttling
+
+	// Rule is how the table's calls are made and counted (internal/awscall;
+	// zero value: the one rule's defaults, uncounted).
+	Rule awscall.Rule
 }
 
 // Create makes the table ready: it creates it if it does not exist
@@ -68,7 +75,7 @@ func (t Table) Create(ctx context.Context, client TableAPI, maxWait time.Duratio
 		return fmt.Sprintf("%s: setting up table %q: %s", t.Pkg, t.Name, step)
 	}
 
-	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+	_, err := awscall.DynamoDB(ctx, t.Rule, client.CreateTable, &dynamodb.CreateTableInput{
 		TableName: aws.String(t.Name),
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String(t.Key), AttributeType: types.ScalarAttributeTypeS},
@@ -83,7 +90,11 @@ func (t Table) Create(ctx context.Context, client TableAPI, maxWait time.Duratio
 		return t.explainSetup(what("CreateTable"), "dynamodb:CreateTable", err)
 	}
 
-	waiter := dynamodb.NewTableExistsWaiter(client, func(w *dynamodb.TableExistsWaiterOptions) {
+	// The waiter polls; each of its requests is made by the rule.
+	describe := describeFunc(func(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+		return awscall.DynamoDB(ctx, t.Rule, client.DescribeTable, in, optFns...)
+	})
+	waiter := dynamodb.NewTableExistsWaiter(describe, func(w *dynamodb.TableExistsWaiterOptions) {
 		w.MinDelay, w.MaxDelay = time.Second, 10*time.Second
 	})
 	desc, err := waiter.WaitForOutput(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)}, maxWait)
@@ -94,7 +105,7 @@ func (t Table) Create(ctx context.Context, client TableAPI, maxWait time.Duratio
 		return err
 	}
 
-	ttl, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(t.Name)})
+	ttl, err := awscall.DynamoDB(ctx, t.Rule, client.DescribeTimeToLive, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(t.Name)})
 	if err != nil {
 		return t.explainSetup(what("DescribeTimeToLive"), "dynamodb:DescribeTimeToLive", err)
 	}
@@ -110,7 +121,7 @@ func (t Table) Create(ctx context.Context, client TableAPI, maxWait time.Duratio
 			return fmt.Errorf("%s: time-to-live is being disabled on table %q; wait until it is DISABLED (this can take up to an hour) and run CreateTable again", t.Pkg, t.Name)
 		}
 	}
-	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+	_, err = awscall.DynamoDB(ctx, t.Rule, client.UpdateTimeToLive, &dynamodb.UpdateTimeToLiveInput{
 		TableName: aws.String(t.Name),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{
 			AttributeName: aws.String(t.TTL),
@@ -121,6 +132,13 @@ func (t Table) Create(ctx context.Context, client TableAPI, maxWait time.Duratio
 		return t.explainSetup(what("enabling time-to-live on "+t.TTL), "dynamodb:UpdateTimeToLive", err)
 	}
 	return nil
+}
+
+// describeFunc is a DescribeTable call, for the table waiter.
+type describeFunc func(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+
+func (f describeFunc) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	return f(ctx, in, optFns...)
 }
 
 // checkKeySchema verifies that an existing table has the expected key.
@@ -159,7 +177,7 @@ func (t Table) explainSetup(what, action string, err error) error {
 	case errors.As(err, &notFound):
 		return &Error{What: what, Hint: "the table disappeared while being set up; run CreateTable again", Sentinel: t.NotFound, Err: err}
 	case IsThrottling(err):
-		return &Error{What: what, Hint: "DynamoDB throttled the request beyond the SDK's retries; run CreateTable again later", Sentinel: t.Throttled, Err: err}
+		return &Error{What: what, Hint: "DynamoDB throttled the request beyond the library's retries; run CreateTable again later", Sentinel: t.Throttled, Err: err}
 	case ErrorCode(err) == "AccessDeniedException":
 		return &Error{What: what, Hint: "the caller lacks " + action + "; grant dynamodb:CreateTable, dynamodb:DescribeTable, dynamodb:DescribeTimeToLive and dynamodb:UpdateTimeToLive on the table (only this setup helper needs them), or create the table in your infrastructure code", Err: err}
 	case ErrorCode(err) == "LimitExceededException":
@@ -177,7 +195,7 @@ func (t Table) Explain(err error, what, actions string) error {
 	case errors.As(err, &notFound):
 		return &Error{What: what, Hint: fmt.Sprintf("the table does not exist in this client's account and region; create it with %s.CreateTable, or fix the table name or region", t.Pkg), Sentinel: t.NotFound, Err: err}
 	case IsThrottling(err):
-		return &Error{What: what, Hint: "DynamoDB throttled the request beyond the SDK's retries; switch the table to on-demand capacity (PAY_PER_REQUEST, as CreateTable does), raise its provisioned write capacity, or lower the worker's concurrency", Sentinel: t.Throttled, Err: err}
+		return &Error{What: what, Hint: "DynamoDB throttled the request beyond the library's retries; switch the table to on-demand capacity (PAY_PER_REQUEST, as CreateTable does), raise its provisioned write capacity, or lower the worker's concurrency", Sentinel: t.Throttled, Err: err}
 	case ErrorCode(err) == "AccessDeniedException":
 		return &Error{What: what, Hint: fmt.Sprintf("the caller may not write to the table; grant %s on it to the worker's role", actions), Err: err}
 	case ErrorCode(err) == "ValidationException":
@@ -245,7 +263,7 @@ type DescribeAPI interface {
 // has the expected key, for a constructor that should refuse a missing or
 // wrong table at once rather than at the first item call.
 func (t Table) Check(ctx context.Context, client DescribeAPI) error {
-	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
+	out, err := awscall.DynamoDB(ctx, t.Rule, client.DescribeTable, &dynamodb.DescribeTableInput{TableName: aws.String(t.Name)})
 	if err != nil {
 		var notFound *types.ResourceNotFoundException
 		if errors.As(err, &notFound) {

@@ -15,7 +15,7 @@ import (
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 )
 
-var knobs = sqserr.Knobs{Endpoint: "ENDPOINT", Region: "REGION", Profile: "PROFILE"}
+var knobs = sqserr.Knobs{Endpoint: func(string) string { return "ENDPOINT" }, Region: "REGION", Profile: "PROFILE"}
 
 // closedEndpoint is a local address where nothing listens any more.
 func closedEndpoint() string {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/retry"
 )
 
@@ -45,7 +46,7 @@ var (
 var ErrTableNotFound = errors.New("dynamocounter: table not found")
 
 // ErrThrottled matches, with errors.Is, the errors caused by DynamoDB
-// throttling that outlasted the SDK's retries.
+// throttling that outlasted the library's retries.
 var ErrThrottled = errors.New("dynamocounter: throttled")
 
 // Options configures a Counter.
@@ -97,13 +98,16 @@ func New(client API, table string, optFns ...func(*Options)) (*Counter, error) {
 
 // Attempt records one more handler start of the message and returns the new
 // count: 1 for the first start. receiveCount is ignored (the count is of
-// handler starts, not of receives). It makes exactly one UpdateItem call.
+// handler starts, not of receives). It makes one UpdateItem call, made
+// again by the library's retry rule when DynamoDB throttles or fails it
+// (the SDK's own retries are off); a retry after a lost answer may count
+// the start twice, never zero times.
 func (c *Counter) Attempt(ctx context.Context, messageID string, _ int) (int, error) {
 	if messageID == "" {
 		return 0, errors.New("dynamocounter: empty message ID; pass the SQS message's MessageId")
 	}
 	expires := c.now().Add(c.ttl).Unix()
-	out, err := c.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := awscall.DynamoDB(ctx, awscall.Rule{}, c.client.UpdateItem, &dynamodb.UpdateItemInput{
 		TableName: aws.String(c.table),
 		Key: map[string]types.AttributeValue{
 			KeyAttribute: &types.AttributeValueMemberS{Value: messageID},
@@ -140,7 +144,7 @@ func (c *Counter) Uncount(ctx context.Context, messageID string) error {
 	if messageID == "" {
 		return errors.New("dynamocounter: empty message ID; pass the SQS message's MessageId")
 	}
-	_, err := c.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	_, err := awscall.DynamoDB(ctx, awscall.Rule{}, c.client.UpdateItem, &dynamodb.UpdateItemInput{
 		TableName: aws.String(c.table),
 		Key: map[string]types.AttributeValue{
 			KeyAttribute: &types.AttributeValueMemberS{Value: messageID},
