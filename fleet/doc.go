@@ -130,7 +130,9 @@
 // New refuses a missing table or one with another key (ErrTableNotFound
 // and a message saying what to do), and each constructor refuses a limit
 // of 0. When DynamoDB cannot be asked (an outage, throttling beyond the
-// SDK's retries), each control does what its options say:
+// one retry the library's rule makes; the SDK's own retries are off, so a
+// refused connection fails within about 100 ms), each control does what
+// its options say:
 //
 //	RateLimit, Cap   fail closed by default: the job is snoozed for ErrorSnooze (10 s);
 //	                 FailOpen runs it unchecked
@@ -141,7 +143,7 @@
 //
 // Nothing is lost and nothing is dead-lettered for it. Stats counts every
 // request, snooze and fallback. A slot whose acquisition's answer was
-// lost is recognised as taken when the SDK's retry finds it in the item;
+// lost is recognised as taken when the retry finds it in the item;
 // a slot whose acquisition failed (it may have been written) or whose
 // release did not get through is dropped by this process's next write of
 // the key, rather than keeping the key fuller than it is until its lease

@@ -45,7 +45,7 @@ type RateLimitOptions struct {
 	// never wait, snooze at once.
 	MaxWait time.Duration
 	// FailOpen lets jobs through when DynamoDB cannot be asked (an outage,
-	// throttling past the SDK's retries): the downstream may then get more
+	// throttling past the library's retry): the downstream may then get more
 	// than the limit. Zero value: false — fail closed, the job is snoozed
 	// for ErrorSnooze; nothing is lost or dead-lettered.
 	FailOpen bool

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
@@ -74,4 +75,22 @@ func mustUnreachable(t *testing.T, err error) error {
 		t.Fatalf("not recognised: %v", err)
 	}
 	return e
+}
+
+// A DynamoDB call that cannot reach its endpoint is explained with
+// DynamoDB's endpoint variable, not SQS's.
+func TestUnreachableNamesTheFailingService(t *testing.T) {
+	endpoint := closedEndpoint()
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint), RetryMaxAttempts: 1,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
+		})})
+	_, err := db.DescribeTable(context.Background(), &dynamodb.DescribeTableInput{TableName: aws.String("t")})
+	if got := sqserr.Service(err); got != "DynamoDB" {
+		t.Fatalf("Service = %q, want DynamoDB", got)
+	}
+	e, ok := sqserr.Unreachable(err, sqserr.SDKKnobs())
+	if !ok || !strings.Contains(e.Error(), "dynamodb.Options.BaseEndpoint, AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL") || strings.Contains(e.Error(), "SQS") {
+		t.Errorf("%v, %v; want DynamoDB's endpoint knobs", e, ok)
+	}
 }
