@@ -171,7 +171,8 @@ func TestMiddlewareFailures(t *testing.T) {
 	}
 	plain := &worker.Message{Body: `["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"b","s3Key":"k"}]`}
 	ran = false
-	if err := h.Handle(t.Context(), plain); err != nil || !ran || s3c.gets != 3 {
+	gets := s3c.gets // the unreachable S3's GetObject was retried by the library's rule
+	if err := h.Handle(t.Context(), plain); err != nil || !ran || s3c.gets != gets {
 		t.Errorf("message without the size attribute: %v, ran %v; want it passed on untouched", err, ran)
 	}
 	if deleted, err := store.Delete(t.Context(), types.Message{Body: aws.String("plain")}); deleted || err != nil {

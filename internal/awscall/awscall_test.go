@@ -244,3 +244,33 @@ func TestS3PutObjectRetrySendsTheBodyAgain(t *testing.T) {
 		}
 	})
 }
+
+// statusServer answers every request with status and an error code the
+// error table does not know.
+type statusServer struct {
+	status   int
+	requests int
+}
+
+func (s *statusServer) Do(r *http.Request) (*http.Response, error) {
+	s.requests++
+	body := `{"__type":"SomeNewException","message":"new"}`
+	return &http.Response{StatusCode: s.status, Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
+}
+
+// An error code nobody listed is judged by its HTTP status, as the SDK's
+// retryer judges it: a 4xx is the request's own fault (one request), a 5xx
+// may pass.
+func TestUnknownCodesByStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for status, want := range map[int]int{400: 1, 403: 1, 429: 3, 500: 3, 503: 3} {
+			s := &statusServer{status: status}
+			c := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String("http://dynamodb.local"), HTTPClient: s, Credentials: creds})
+			_, err := awscall.DynamoDB(t.Context(), awscall.Rule{Attempts: 3}, c.DescribeTable, &dynamodb.DescribeTableInput{TableName: aws.String("t")})
+			if err == nil || s.requests != want {
+				t.Errorf("status %d: %d requests, err %v; want %d", status, s.requests, err, want)
+			}
+		}
+	})
+}

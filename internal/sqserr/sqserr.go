@@ -97,13 +97,20 @@ var codes = map[string]Class{
 	"KmsInvalidKeyUsage":          Fatal,
 	"KmsOptInRequired":            Fatal,
 
-	// DynamoDB's and S3's codes that retrying can fix (internal/awscall).
+	// DynamoDB's and S3's codes (internal/awscall): those the SDK's own
+	// retryer retries, and the request errors it does not.
 	"ProvisionedThroughputExceededException": Throttled,
 	"RequestLimitExceeded":                   Throttled,
 	"TooManyRequestsException":               Throttled,
+	"TransactionInProgressException":         Throttled,
+	"BandwidthLimitExceeded":                 Throttled,
+	"LimitExceededException":                 Throttled,
+	"PriorRequestNotComplete":                Throttled,
 	"SlowDown":                               Throttled,
 	"RequestTimeoutException":                Transient,
 	"TransactionConflictException":           Transient,
+	"ValidationException":                    Invalid,
+	"SerializationException":                 Invalid,
 
 	// SNS's own codes (PublishBatch).
 	"AuthorizationError": Fatal,
@@ -146,7 +153,19 @@ func Of(err error) Class {
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
-		return ofCode(trim(api.ErrorCode()), api.ErrorMessage(), api.ErrorFault() == smithy.FaultClient)
+		class := ofCode(trim(api.ErrorCode()), api.ErrorMessage(), api.ErrorFault() == smithy.FaultClient)
+		if _, known := codes[trim(api.ErrorCode())]; !known && class == Transient && api.ErrorFault() == smithy.FaultUnknown {
+			// A code the table does not know, without a fault (the JSON
+			// protocols' unmodelled errors): the HTTP status tells, as it
+			// tells the SDK's retryer: a 4xx other than 429 is the request's.
+			var resp interface{ HTTPStatusCode() int }
+			if errors.As(err, &resp) {
+				if st := resp.HTTPStatusCode(); st >= 400 && st < 500 && st != 429 && st != 408 {
+					return Invalid
+				}
+			}
+		}
+		return class
 	}
 	// No API error: the network, a timeout, the SDK's retry quota. All of
 	// them may go away.
