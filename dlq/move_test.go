@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -82,7 +83,8 @@ func TestMoveSendFailsDeletesNothing(t *testing.T) {
 	f, target := fakePair(t, "orders")
 	f.MustSend(t, target.SourceURL, "x")
 	msg := receiveOne(t, f, target.SourceURL)
-	f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.ServerError(), Times: 1})
+	// The send fails for every request of the library's retry rule.
+	f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.ServerError(), Times: awscall.DefaultAttempts})
 
 	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "boom"})
 	if !errors.Is(err, ErrNotSent) {
@@ -106,7 +108,7 @@ func TestMoveDeleteFailsKeepsSourceAndSaysSo(t *testing.T) {
 	f, target := fakePair(t, "orders")
 	f.MustSend(t, target.SourceURL, "x")
 	msg := receiveOne(t, f, target.SourceURL)
-	f.InjectFault(sqstest.Fault{API: "DeleteMessage", Err: sqstest.ServerError(), Times: 1})
+	f.InjectFault(sqstest.Fault{API: "DeleteMessage", Err: sqstest.ServerError(), Times: awscall.DefaultAttempts})
 
 	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "boom"})
 	if !errors.Is(err, ErrNotDeleted) {
@@ -147,7 +149,7 @@ func TestMoveFIFOKeepsGroupAndDeduplicatesRetries(t *testing.T) {
 
 	// The first move sends but cannot delete; the retry sends the same
 	// message again, which SQS must deduplicate.
-	f.InjectFault(sqstest.Fault{API: "DeleteMessage", Err: sqstest.ServerError(), Times: 1})
+	f.InjectFault(sqstest.Fault{API: "DeleteMessage", Err: sqstest.ServerError(), Times: awscall.DefaultAttempts})
 	if err := mover.Move(context.Background(), msg, Provenance{Error: "boom"}); !errors.Is(err, ErrNotDeleted) {
 		t.Fatalf("first Move error = %v, want ErrNotDeleted", err)
 	}

@@ -301,16 +301,18 @@ func TestCapAcquisitionWhoseAnswerWasLost(t *testing.T) {
 }
 
 // answerNeverCame is a DynamoDB client whose first successful UpdateItem
-// reports an error: the write took effect, the caller cannot know (the
-// SDK's retries ran out on a dropped answer).
+// reports an error, and so does the request after it (the retry the
+// library's rule makes): the write took effect, the caller cannot know
+// (the retries ran out on dropped answers).
 type answerNeverCame struct {
 	fleet.API
-	lost atomic.Bool
+	lost atomic.Int32 // answers lost so far, of the two
 }
 
 func (a *answerNeverCame) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	out, err := a.API.UpdateItem(ctx, in, optFns...)
-	if err == nil && a.lost.CompareAndSwap(false, true) {
+	if (err == nil || a.lost.Load() == 1) && a.lost.Load() < 2 {
+		a.lost.Add(1)
 		return nil, errors.New("read tcp: connection reset by peer")
 	}
 	return out, err
