@@ -276,6 +276,7 @@ func TestCrashedLockIsTakenOver(t *testing.T) {
 		var dark atomic.Bool
 		crashed := mustGuard(t, darkDB{API: db, dark: &dark}, "t", func(o *idempotency.Options) { o.LockMargin = time.Second })
 		g := mustGuard(t, db, "t", func(o *idempotency.Options) { o.LockMargin = time.Second })
+		start := time.Now() // (the dark release's retries take time before Handle returns)
 		_ = crashed.Wrap(worker.HandlerFunc(func(context.Context, *worker.Message) error {
 			dark.Store(true) // the process dies: its release never arrives
 			return errors.New("killed")
@@ -283,7 +284,7 @@ func TestCrashedLockIsTakenOver(t *testing.T) {
 		if db.item("m") == nil {
 			t.Fatal("the crashed run left no lock")
 		}
-		time.Sleep(5 * time.Second) // the lease is over; the lock has 1 s left
+		time.Sleep(time.Until(start.Add(5 * time.Second))) // the lease is over; the lock has 1 s left
 		if _, snoozed := settle.SnoozeDelay(g.Wrap(worker.HandlerFunc(ok)).Handle(fixedLease(5*time.Second), msg("m", ""))); !snoozed {
 			t.Error("the lock was taken over before its margin passed")
 		}
