@@ -426,7 +426,7 @@ func TestTransientFailureIsRetried(t *testing.T) {
 				if len(calls) != 3 || calls[0].err == nil || calls[1].err == nil || calls[2].err != nil {
 					t.Fatalf("calls %+v, want two failures then a success", calls)
 				}
-				// The one retry rule (sqsbatch.Backoff): 50-100 ms, then 100-200 ms.
+				// The one retry rule (awscall.Backoff): 50-100 ms, then 100-200 ms.
 				w1, w2 := calls[1].at.Sub(calls[0].at), calls[2].at.Sub(calls[1].at)
 				if calls[0].at.Sub(receivedAt) != 20*time.Second || w1 < 50*time.Millisecond || w1 > 100*time.Millisecond || w2 < 100*time.Millisecond || w2 > 200*time.Millisecond {
 					t.Errorf("calls at 20s, +%v, +%v; want 20s, +50-100ms, +100-200ms", w1, w2)
