@@ -123,9 +123,9 @@
 //   - TraceHeader is left out (a PublishBatch entry has no system
 //     attributes); the attributes BeforeSend adds with SetAttribute travel.
 //   - An Offloader's pointer reaches every subscribed queue: with
-//     s3payload, set its Options.Threshold to at most 256 KiB, put
-//     fanout.Unwrap before the Store's middleware on an enveloped
-//     subscription, and do not delete objects on settlement
+//     s3payload, set its Options.Threshold to at most 256 KiB, consume an
+//     enveloped subscription with worker.Chain(h, fanout.Unwrap(),
+//     store.Middleware()), and do not delete objects on settlement
 //     (s3payload's Store.Settled) when several queues share the message;
 //     let the bucket's lifecycle rule expire them.
 //
