@@ -75,7 +75,7 @@ type Options struct {
 	// SNS, if set, lets the overview show each queue's SNS subscriptions
 	// (topic → subscription DLQ → queue → DLQ) and lint them with
 	// fanout.Lint. Zero value: dlq.Lint only, no fan-out chain.
-	SNS fanout.SubscriptionsAPI
+	SNS fanout.API
 	// Actions switches on the actions (redrive, delete, edit and send,
 	// purge). Zero value: the console is read-only: it renders no action
 	// control and refuses every action request.

@@ -635,7 +635,7 @@ func TestOverviewShowsTheFanOutChain(t *testing.T) {
 	if rec.Code != http.StatusOK || chain == nil || chain[1] != queueref.Name(res.FanoutDLQURL) {
 		t.Fatalf("the overview lacks the chain rental-orders → %s → billing:\n%s", queueref.Name(res.FanoutDLQURL), page)
 	}
-	if !strings.Contains(page, fanout.CodeEnvelopeDelivery) {
-		t.Errorf("the overview lacks fanout.Lint's %s finding", fanout.CodeEnvelopeDelivery)
+	if !strings.Contains(page, "envelope-delivery") {
+		t.Errorf("the overview lacks fanout.Lint's %s finding", "envelope-delivery")
 	}
 }

@@ -74,7 +74,7 @@ type SetupResult struct {
 	// Findings are the problems Setup found and left as they are, each with
 	// its fix, as Lint reports them: a queue policy (of the queue or of the
 	// subscription's dead-letter queue) that lets everyone send
-	// (CodeQueuePolicyOpen). Empty when there are none.
+	// ("queue-policy-open"). Empty when there are none.
 	Findings []dlq.Finding
 }
 
@@ -106,7 +106,7 @@ type SetupResult struct {
 // Setup needs, besides dlq.Setup's SQS permissions: sns:CreateTopic,
 // sns:GetTopicAttributes, sns:Subscribe, sns:ListSubscriptionsByTopic,
 // sns:GetSubscriptionAttributes, sns:SetSubscriptionAttributes.
-func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts SetupOptions) (SetupResult, error) {
+func Setup(ctx context.Context, snsClient API, sqsClient dlq.SetupAPI, opts SetupOptions) (SetupResult, error) {
 	if opts.Topic == "" || opts.Queue.Name == "" {
 		return SetupResult{}, errors.New("fanout setup: set SetupOptions.Topic and SetupOptions.Queue.Name")
 	}
@@ -260,7 +260,7 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 }
 
 // ensureTopic creates the topic if GetTopicAttributes does not find it.
-func ensureTopic(ctx context.Context, client SetupAPI, arn, name string, fifo bool, changes *[]dlq.Change) (string, error) {
+func ensureTopic(ctx context.Context, client API, arn, name string, fifo bool, changes *[]dlq.Change) (string, error) {
 	_, err := client.GetTopicAttributes(ctx, &sns.GetTopicAttributesInput{TopicArn: aws.String(arn)})
 	if err == nil {
 		return arn, nil
@@ -308,7 +308,7 @@ func grant(ctx context.Context, client dlq.SetupAPI, resource, url, queueARN, to
 
 // ensureSubscription subscribes the queue with want, or sets on the
 // existing subscription the attributes of want that differ.
-func ensureSubscription(ctx context.Context, client SetupAPI, topicARN, queueARN string, sub *Subscription, want map[string]string, changes *[]dlq.Change) (string, error) {
+func ensureSubscription(ctx context.Context, client API, topicARN, queueARN string, sub *Subscription, want map[string]string, changes *[]dlq.Change) (string, error) {
 	if sub == nil {
 		out, err := client.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"),
 			Endpoint: aws.String(queueARN), Attributes: want, ReturnSubscriptionArn: true})

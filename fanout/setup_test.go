@@ -173,7 +173,7 @@ func TestSetupScopesAndReportsAnOpenQueuePolicy(t *testing.T) {
 	if !strings.Contains(changeList(res.Changes), "queue billing: Policy") {
 		t.Errorf("no statement added to the open policy: %s", changeList(res.Changes))
 	}
-	if len(res.Findings) != 1 || res.Findings[0].Code != fanout.CodeQueuePolicyOpen || !strings.Contains(res.Findings[0].Message, "queue billing's policy lets everyone send") || res.Findings[0].Fix == "" {
+	if len(res.Findings) != 1 || res.Findings[0].Code != "queue-policy-open" || !strings.Contains(res.Findings[0].Message, "queue billing's policy lets everyone send") || res.Findings[0].Fix == "" {
 		t.Fatalf("findings %+v", res.Findings)
 	}
 	a, err := queues.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{"Policy"}})

@@ -49,7 +49,7 @@ func TestTenThousandTypedJobs(t *testing.T) {
 		}
 		st := p.Stats()
 		calls := f.RequestCount("SendMessageBatch")
-		t.Logf("producer: %d jobs, %d SendMessageBatch calls, %.3f requests per job", st.Sent, calls, st.RequestsPerMessage())
+		t.Logf("producer: %d jobs, %d SendMessageBatch calls, %.3f requests per job", st.Sent, calls, float64(st.Requests)/float64(st.Sent))
 		if calls != n/10 || st.Requests != n/10 || st.Sent != n {
 			t.Errorf("%d jobs took %d calls (stats %+v), want %d", n, calls, st, n/10)
 		}

@@ -24,8 +24,8 @@ func TestNewTakesANameOrARN(t *testing.T) {
 		if err != nil {
 			t.Fatalf("New(%s): %v", ref, err)
 		}
-		if p.QueueURL() != url {
-			t.Errorf("New(%s).QueueURL() = %q, want %q", ref, p.QueueURL(), url)
+		if producer.QueueURL(p) != url {
+			t.Errorf("New(%s).QueueURL() = %q, want %q", ref, producer.QueueURL(p), url)
 		}
 		if _, err := p.Send(t.Context(), producer.Message{Body: "hello"}); err != nil {
 			t.Errorf("Send through New(%s): %v", ref, err)

@@ -37,6 +37,14 @@
 // fresh UUID each time) defeats deduplication: give such messages a
 // DeduplicationID.
 //
+// A producer for an SNS topic (producer.NewTopic) offloads the same way,
+// within SNS's 256 KiB: set Options.Threshold to at most that. Its pointer
+// reaches every queue subscribed to the topic (with raw delivery as it is;
+// in SNS's envelope, for worker.Chain(h, fanout.Unwrap(),
+// store.Middleware())), so such objects
+// are shared: leave deleting them to the bucket's lifecycle rule, not to
+// Store.Settled, which would delete one when the first queue is done.
+//
 // # Receiving
 //
 // Store.Middleware gives the handler the original body (and the message

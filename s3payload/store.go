@@ -148,7 +148,7 @@ func (s *Store) Offload(ctx context.Context, m *producer.Message) (bool, error) 
 			return false, fmt.Errorf("s3payload: message attribute %s is reserved for offloaded bodies; rename it", name)
 		}
 	}
-	if !s.opts.AlwaysOffload && m.Size() <= s.opts.Threshold {
+	if !s.opts.AlwaysOffload && sqslimit.MessageSize(m.Body, m.Attributes) <= s.opts.Threshold {
 		return false, nil
 	}
 	if len(m.Attributes) >= sqslimit.MaxMessageAttributes {

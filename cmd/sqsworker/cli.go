@@ -48,7 +48,7 @@ var _ client = (*sqs.Client)(nil)
 // snsClient is every SNS call the commands make. *sns.Client satisfies it,
 // and so does snstest's Fake in the tests.
 type snsClient interface {
-	fanout.SetupAPI
+	fanout.API
 }
 
 var _ snsClient = (*sns.Client)(nil)

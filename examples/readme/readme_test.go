@@ -222,19 +222,17 @@ type Invoice struct {
 }
 
 func publishInvoices(ctx context.Context, topics *sns.Client, topicARN string, invoices []Invoice) error {
-	p, err := fanout.NewPublisher(topics, topicARN)
+	p, err := producer.NewTopic(topics, topicARN) // the producer, for a topic
 	if err != nil {
 		return err
 	}
-	typed := fanout.JSON[Invoice](p)
-	msgs := make([]fanout.Message, len(invoices))
-	for i, inv := range invoices {
-		if msgs[i], err = typed.Message(inv, fanout.WithGroup(inv.Tenant, "")); err != nil {
-			return err
+	typed := producer.JSON[Invoice](p)
+	for _, inv := range invoices {
+		if _, err = typed.Enqueue(ctx, inv, producer.WithGroup(inv.Tenant, "")); err != nil {
+			break // not accepted: ctx ended
 		}
 	}
-	_, err = p.PublishBatch(ctx, msgs) // a *fanout.PublishError when any failed; each result says why
-	return err
+	return errors.Join(err, p.Close(ctx)) // Close sends what waits: a *producer.BatchError when any failed
 }
 
 func newSQSClient(cfg aws.Config) *sqs.Client {
