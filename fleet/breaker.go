@@ -313,7 +313,7 @@ func (b *Breaker) Middleware() worker.Middleware {
 				defer b.endProbe()
 			}
 			err := next.Handle(ctx, m)
-			failed := err != nil && !retry.IsPermanent(err) && !isSnooze(err) && b.o.Counts(err)
+			failed := err != nil && !errors.Is(err, retry.ErrPermanent) && !isSnooze(err) && b.o.Counts(err)
 			b.record(ctx, probe, failed)
 			if !failed {
 				return err
