@@ -16,6 +16,16 @@
 // Order the middleware so that the cheapest refusal comes first: the
 // breaker (no DynamoDB call while closed or open), then caps, then rate
 // limits (a token is spent only by a job that will run).
+//
+// # The table
+//
+// The table has a partition key pk of type S and no sort key, on-demand
+// capacity, and time-to-live on expiresAt (epoch seconds), so that items of
+// keys no longer used (a tenant gone quiet) expire by themselves; pause
+// items never expire. [CreateTable] makes it (or write it in your
+// infrastructure code) and New checks it. Items are named
+// "<kind>|<name>|<key>": rate|…, cap|…, pause|<queue name>, breaker|….
+//
 // # Waiting is a snooze
 //
 // A job that must wait — no token, its tenant's cap full, the breaker
@@ -36,8 +46,8 @@
 // ApproximateReceiveCount counter, each snooze also brings a failing job
 // closer to its last retry. Lint (`sqsworker doctor --fleet`) checks a queue
 // against this rule: maxReceiveCount at least the policy's attempts plus
-// the snoozes a job may meet (LintOptions.Snoozes, DefaultSnoozeBudget
-// by default), and attempts counted exactly.
+// the snoozes a job may meet (LintOptions.Snoozes, 50 by default), and
+// attempts counted exactly.
 //
 // # Rate limits
 //
@@ -127,9 +137,9 @@
 //
 // # Faults
 //
-// New refuses a missing table or one with another key (ErrTableNotFound
-// and a message saying what to do), and each constructor refuses a limit
-// of 0. When DynamoDB cannot be asked (an outage, throttling beyond the
+// New refuses a missing table (its error wraps the SDK's
+// *types.ResourceNotFoundException and says what to do) or one with another
+// key, and each constructor refuses a limit of 0. When DynamoDB cannot be asked (an outage, throttling beyond the
 // SDK's retries), each control does what its options say:
 //
 //	RateLimit, Cap   fail closed by default: the job is snoozed for ErrorSnooze (10 s);

@@ -9,21 +9,15 @@ import (
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
-// The codes of Lint's findings.
+// The codes of Lint's findings (documented on Lint).
 const (
-	// CodeReceiveBudget: the queue's maxReceiveCount leaves fewer receives
-	// beyond the retry policy's attempts than the snoozes a job may meet.
-	CodeReceiveBudget = "fleet-receive-budget"
-	// CodeApproximateAttempts: attempts are counted from
-	// ApproximateReceiveCount, which every snooze raises.
-	CodeApproximateAttempts = "fleet-attempts-from-receive-count"
+	codeReceiveBudget       = "fleet-receive-budget"
+	codeApproximateAttempts = "fleet-attempts-from-receive-count"
 )
 
-// DefaultSnoozeBudget is how many snoozes Lint expects a job may meet
-// when LintOptions.Snoozes is zero: a breaker open for an hour snoozes a
-// job about 16 times (OpenFor 30 s doubling to 5 minutes), a tenant's
-// backlog under a cap or a rate limit a few dozen times.
-const DefaultSnoozeBudget = 50
+// defaultSnoozeBudget is how many snoozes Lint expects a job may meet
+// when LintOptions.Snoozes is zero (see there).
+const defaultSnoozeBudget = 50
 
 // maxReceiveCount is the largest maxReceiveCount SQS takes.
 const maxReceiveCount = 1000
@@ -36,8 +30,10 @@ type LintOptions struct {
 	Attempts int
 	// Snoozes is how many times one job may be snoozed by the controls
 	// over its life (waiting for a token or a cap's slot, behind an open
-	// breaker, on a paused queue with Pauser.Middleware). Zero value:
-	// DefaultSnoozeBudget.
+	// breaker, on a paused queue with Pauser.Middleware). Zero value: 50
+	// (a breaker open for an hour snoozes a job about 16 times, OpenFor
+	// 30 s doubling to 5 minutes; a tenant's backlog under a cap or a rate
+	// limit a few dozen times).
 	Snoozes int
 	// ExactAttempts says the consumer counts attempts exactly, with
 	// retry/dynamocounter (worker.Options.AttemptCounter), rather than
@@ -54,11 +50,12 @@ type LintOptions struct {
 // The rule: maxReceiveCount must leave room for Snoozes receives beyond
 // the policy's Attempts (maxReceiveCount ≥ Attempts + Snoozes, capped at
 // SQS's 1000); otherwise a job that waited that often is dead-lettered by
-// SQS without having failed (CodeReceiveBudget, a warning; an error when
-// maxReceiveCount leaves no room at all). And unless attempts are counted
-// exactly (ExactAttempts), each snooze also raises the
+// SQS without having failed (finding code "fleet-receive-budget", a
+// warning; an error when maxReceiveCount leaves no room at all). And unless
+// attempts are counted exactly (ExactAttempts), each snooze also raises the
 // ApproximateReceiveCount the worker numbers attempts by, so a snoozed job
-// has fewer tries left when it runs (CodeApproximateAttempts, a warning).
+// has fewer tries left when it runs (code
+// "fleet-attempts-from-receive-count", a warning).
 // The fix for both: maxReceiveCount well above the attempts (for example
 // 100, or Attempts + Snoozes) and retry/dynamocounter, so the retry
 // policy, not the receive count, decides when a failing job is
@@ -73,7 +70,7 @@ func Lint(ctx context.Context, client dlq.QueueAPI, queue string, opts LintOptio
 		opts.Attempts = 4
 	}
 	if opts.Snoozes == 0 {
-		opts.Snoozes = DefaultSnoozeBudget
+		opts.Snoozes = defaultSnoozeBudget
 	}
 	t, err := dlq.Discover(ctx, client, queue)
 	if errors.Is(err, dlq.ErrNoRedrivePolicy) {
@@ -90,13 +87,13 @@ func Lint(ctx context.Context, client dlq.QueueAPI, queue string, opts LintOptio
 		if room <= 0 {
 			sev, what = dlq.SeverityError, "leaves no room for a single snooze"
 		}
-		fs = append(fs, dlq.Finding{Severity: sev, Code: CodeReceiveBudget,
+		fs = append(fs, dlq.Finding{Severity: sev, Code: codeReceiveBudget,
 			Message: fmt.Sprintf("queue %s's maxReceiveCount is %d and the retry policy allows %d attempts: it %s, but with fleet controls a job may be snoozed %d times (waiting for a token or a cap's slot, behind an open breaker, on a paused queue), each snooze a receive; SQS then dead-letters the job for its receive count although its handler never failed",
 				name, t.MaxReceiveCount, opts.Attempts, what, opts.Snoozes),
 			Fix: fmt.Sprintf("raise maxReceiveCount to at least %d (`sqsworker setup --max-receive-count %d %s`; SQS allows up to 1000), and count attempts with retry/dynamocounter so the retry policy, not the receive count, dead-letters a failing job", want, want, name)})
 	}
 	if !opts.ExactAttempts {
-		fs = append(fs, dlq.Finding{Severity: dlq.SeverityWarning, Code: CodeApproximateAttempts,
+		fs = append(fs, dlq.Finding{Severity: dlq.SeverityWarning, Code: codeApproximateAttempts,
 			Message: fmt.Sprintf("queue %s's consumer numbers attempts by ApproximateReceiveCount, which every snooze by a fleet control raises: a job snoozed k times has k fewer of its %d attempts left when it runs, and one that waited long enough is dead-lettered on its first failure", name, opts.Attempts),
 			Fix:     "count attempts exactly with retry/dynamocounter (worker.Options.AttemptCounter): it counts handler starts and takes a snoozed attempt back; then check with `sqsworker doctor --fleet --exact-attempts`"})
 	}

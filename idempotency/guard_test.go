@@ -186,7 +186,7 @@ func TestDuplicateInProgressIsSnoozed(t *testing.T) {
 		if !snoozed || d != 10*time.Second || !strings.Contains(err.Error(), "duplicate of message holder-1 in progress") {
 			t.Errorf("duplicate at +1 s: %v (snooze %v, %v); want a 10 s snooze (lock left, rounded up) naming holder-1", err, d, snoozed)
 		}
-		if retry.IsPermanent(err) {
+		if errors.Is(err, retry.ErrPermanent) {
 			t.Error("a duplicate is permanent")
 		}
 		release <- struct{}{}
@@ -414,7 +414,7 @@ func TestUnavailable(t *testing.T) {
 			if !errors.Is(err, idempotency.ErrUnavailable) || !errors.Is(err, tt.sentinel) || !errors.Is(err, tt.err) {
 				t.Errorf("error %v does not match ErrUnavailable, %v and the SDK error", err, tt.sentinel)
 			}
-			if retry.IsPermanent(err) {
+			if errors.Is(err, retry.ErrPermanent) {
 				t.Error("an outage is permanent; it should be retried")
 			}
 			ran = false
@@ -518,7 +518,7 @@ func TestKeys(t *testing.T) {
 			}
 			err := mustGuard(t, db, "t", opts...).Wrap(worker.HandlerFunc(ok)).Handle(fixedLease(time.Minute), withAttr)
 			if tt.problem != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.problem) || !retry.IsPermanent(err) {
+				if err == nil || !strings.Contains(err.Error(), tt.problem) || !errors.Is(err, retry.ErrPermanent) {
 					t.Errorf("err %v; want a permanent error saying %q", err, tt.problem)
 				}
 				if db.count("PutItem") != 0 {

@@ -161,12 +161,12 @@ func TestMiddlewareFailures(t *testing.T) {
 	} {
 		ran = false
 		err := h.Handle(t.Context(), tc.m)
-		if err == nil || retry.IsPermanent(err) != tc.permanent || !strings.Contains(err.Error(), tc.want) || ran {
-			t.Errorf("%s: %v (permanent %v, handler ran %v); want a permanent error mentioning %q", tc.name, err, retry.IsPermanent(err), ran, tc.want)
+		if err == nil || errors.Is(err, retry.ErrPermanent) != tc.permanent || !strings.Contains(err.Error(), tc.want) || ran {
+			t.Errorf("%s: %v (permanent %v, handler ran %v); want a permanent error mentioning %q", tc.name, err, errors.Is(err, retry.ErrPermanent), ran, tc.want)
 		}
 	}
 	s3c.failGet = errors.New("connection reset")
-	if err := h.Handle(t.Context(), pointer("k")); err == nil || retry.IsPermanent(err) {
+	if err := h.Handle(t.Context(), pointer("k")); err == nil || errors.Is(err, retry.ErrPermanent) {
 		t.Errorf("S3 unreachable: %v; want an ordinary error (retried)", err)
 	}
 	plain := &worker.Message{Body: `["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"b","s3Key":"k"}]`}

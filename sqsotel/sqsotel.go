@@ -396,7 +396,7 @@ func errorType(err error) string {
 		return "timeout"
 	case errors.Is(err, sqslambda.ErrDeadline):
 		return "deadline"
-	case retry.IsPermanent(err):
+	case errors.Is(err, retry.ErrPermanent):
 		return "permanent"
 	}
 	if se := new(retry.SnoozeError); errors.As(err, &se) {

@@ -116,7 +116,7 @@ func TestSlowAttemptCounterMessageKeptInvisible(t *testing.T) {
 			time.Sleep(2 * time.Second)
 			return nil
 		}), func(o *worker.Options) {
-			o.AttemptCounter = retry.AttemptCounterFunc(func(ctx context.Context, id string, rc int) (int, error) {
+			o.AttemptCounter = attemptFunc(func(ctx context.Context, id string, rc int) (int, error) {
 				if once.CompareAndSwap(false, true) {
 					time.Sleep(8 * time.Second)
 				}
@@ -217,3 +217,13 @@ func TestFIFOUnconfirmedDeleteDoesNotHangShutdown(t *testing.T) {
 		}
 	})
 }
+
+// attemptFunc is an attempt counter that numbers attempts with a function
+// and takes none back.
+type attemptFunc func(ctx context.Context, messageID string, receiveCount int) (int, error)
+
+func (f attemptFunc) Attempt(ctx context.Context, messageID string, receiveCount int) (int, error) {
+	return f(ctx, messageID, receiveCount)
+}
+
+func (attemptFunc) Uncount(context.Context, string) error { return nil }

@@ -93,7 +93,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	if err != nil {
 		return sum, fmt.Errorf("settings: %w", err)
 	}
-	policy.Jitter = retry.NoJitter // so each retry can be compared with the schedule
+	policy.Jitter = "none" // so each retry can be compared with the schedule
 	con := newConsole(out)
 	d := newDemo(con, policy)
 

@@ -218,7 +218,7 @@ func (e *Engine) Wait(j *Job) {
 
 func (e *Engine) counter() retry.AttemptCounter {
 	if e.Counter == nil {
-		return retry.ReceiveCount{}
+		return retry.ReceiveCount()
 	}
 	return e.Counter
 }

@@ -12,7 +12,7 @@ import (
 // policy gives up, which moves it without provenance. The worker and the
 // Lambda adapter check their queues with it.
 func CheckPolicy(log *slog.Logger, queueURL string, fifo bool, maxReceiveCount int, policy retry.Policy) {
-	attempts := retry.MaxDeliveries(policy)
+	attempts := maxDeliveries(policy)
 	// The FIFO rule (dlq.RecommendedMaxReceiveCount) is the one Setup and
 	// Lint apply too.
 	suggested := dlq.RecommendedMaxReceiveCount(attempts, true)

@@ -255,7 +255,7 @@ func TestAttemptCounterFeedsThePolicy(t *testing.T) {
 		return errors.New("fails")
 	}), func(o *sqslambda.Options) {
 		o.Logger = quiet
-		o.AttemptCounter = retry.AttemptCounterFunc(func(ctx context.Context, id string, receives int) (int, error) {
+		o.AttemptCounter = attemptFunc(func(ctx context.Context, id string, receives int) (int, error) {
 			counted.Add(1)
 			return 7, nil
 		})
@@ -324,3 +324,13 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// attemptFunc is an attempt counter that numbers attempts with a function
+// and takes none back.
+type attemptFunc func(ctx context.Context, messageID string, receiveCount int) (int, error)
+
+func (f attemptFunc) Attempt(ctx context.Context, messageID string, receiveCount int) (int, error) {
+	return f(ctx, messageID, receiveCount)
+}
+
+func (attemptFunc) Uncount(context.Context, string) error { return nil }

@@ -178,7 +178,7 @@ func (o *Options) setDefaults() error {
 		o.RetryPolicy = retry.DefaultDeliveryPolicy()
 	}
 	if o.AttemptCounter == nil {
-		o.AttemptCounter = retry.ReceiveCount{}
+		o.AttemptCounter = retry.ReceiveCount()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
