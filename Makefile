@@ -102,7 +102,7 @@ chaos:
 # fuzz runs every fuzz target for FUZZTIME each (the parsers of outside input).
 FUZZTIME ?= 30s
 fuzz:
-	@set -e; for pkg in ./retry ./dlq ./worker/sqslambda ./fanout ./internal/queuepolicy ./internal/schedule ./s3payload ./idempotency ./harness/faultproxy ./sqsotel; do \
+	@set -e; for pkg in ./retry ./internal/deadletter ./worker/sqslambda ./fanout ./internal/queuepolicy ./internal/schedule ./s3payload ./idempotency ./harness/faultproxy ./sqsotel; do \
 		dir=.; case $$pkg in ./sqsotel) dir=sqsotel; pkg=.;; esac; \
 		for fz in $$(cd $$dir && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "== $$dir $$pkg $$fz"; (cd $$dir && $(GO) test -run '^$$' -fuzz "^$$fz\$$" -fuzztime $(FUZZTIME) $$pkg); \

@@ -24,8 +24,8 @@ import (
 // API is every SQS call the console makes, with the AWS SDK for Go v2's
 // exact method signatures. *sqs.Client and sqstest's Fake satisfy it.
 type API interface {
-	dlq.RedriveAPI
-	ListQueues(ctx context.Context, params *sqs.ListQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error)
+	dlq.API
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error)
 }
 
@@ -109,7 +109,7 @@ type Options struct {
 	// Readers is how many receives a read runs in parallel. Zero value: 16.
 	Readers int
 	// RedriveRate is the manual redrive's rate in messages per second.
-	// Zero value: dlq.DefaultRate.
+	// Zero value: dlq.Redrive's (100).
 	RedriveRate float64
 	// Workers lists workers whose statistics the Workers page polls.
 	Workers []Worker
@@ -181,9 +181,6 @@ func New(client API, optFns ...func(*Options)) (http.Handler, error) {
 	}
 	if o.Readers <= 0 {
 		o.Readers = 16
-	}
-	if o.RedriveRate == 0 {
-		o.RedriveRate = dlq.DefaultRate
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

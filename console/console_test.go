@@ -24,6 +24,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
@@ -58,7 +59,7 @@ func newFixture(t *testing.T, optFns ...func(*Options)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mover, err := dlq.NewMover(f, target)
+	mover, err := deadletter.NewMover(f, deadletter.Target(target))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func newFixture(t *testing.T, optFns ...func(*Options)) *fixture {
 			if err != nil || len(out.Messages) != 1 {
 				t.Fatalf("receive: %v (%d messages)", err, len(out.Messages))
 			}
-			if err := mover.Move(context.Background(), out.Messages[0], dlq.Provenance{Error: fl.err, Handler: fl.handler, Attempt: 3, FailedAt: f.Now().Add(time.Duration(i) * time.Second)}); err != nil {
+			if err := mover.Move(context.Background(), out.Messages[0], deadletter.Provenance{Error: fl.err, Handler: fl.handler, Attempt: 3, FailedAt: f.Now().Add(time.Duration(i) * time.Second)}); err != nil {
 				t.Fatal(err)
 			}
 			i++

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/harness/sdkretry"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -49,7 +50,7 @@ func interruptedRedrive(t *testing.T, fault sqstest.Fault) (f *sqstest.Fake, tar
 	defer cancel()
 	var cancelledAt time.Time
 	injected := false
-	res, err := Redrive(ctx, f, target, RedriveOptions{Method: MethodManual, Rate: -1, Progress: func(p Progress) {
+	res, err := Redrive(ctx, f, target, RedriveOptions{Method: "manual", Rate: -1, Progress: func(p Progress) {
 		if injected || p.Moved < 250 {
 			return
 		}
@@ -82,8 +83,8 @@ func wantCounts(t *testing.T, f *sqstest.Fake, target Target, visible, inFlight,
 // and checks that a run then moves the last n, leaving the DLQ empty.
 func finishAfterHold(t *testing.T, f *sqstest.Fake, target Target, n int) {
 	t.Helper()
-	time.Sleep(DefaultHold)
-	res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+	time.Sleep(deadletter.DefaultHold)
+	res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 	if err != nil || !res.Done || res.Moved != n {
 		t.Fatalf("run after the hold = %+v, %v; want the last %d moved", res, err, n)
 	}
@@ -102,7 +103,7 @@ func TestRedriveInterruptedReceiveHidesNothing(t *testing.T) {
 		}
 		wantCounts(t, f, target, readsTotal-250, 0, 250)
 
-		again, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+		again, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 		if err != nil || !again.Done || again.NotSeen != 0 || again.Moved != readsTotal-250 {
 			t.Fatalf("re-run straight after the interrupt = %+v, %v; want the other %d moved, done", again, err, readsTotal-250)
 		}
@@ -125,7 +126,7 @@ func TestRedriveReceiveWithoutResponseIsBoundedAndReported(t *testing.T) {
 		}
 		wantCounts(t, f, target, readsTotal-260, 10, 250)
 
-		again, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+		again, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 		var ns *NotSeenError
 		if !errors.Is(err, ErrNotAllSeen) || !errors.As(err, &ns) || again.Done || again.NotSeen != 10 || again.Moved != readsTotal-260 {
 			t.Fatalf("re-run = %+v, %v; want %d moved, 10 not seen, not done", again, err, readsTotal-260)
@@ -153,7 +154,7 @@ func TestRedriveLostReceiveResponseIsReported(t *testing.T) {
 		deadLetter(t, f, target, readsTotal, nil, failedWith("boom"))
 		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 10, Times: 2})
 		var last Progress
-		res, err := Redrive(context.Background(), sdkRetry{f}, target, RedriveOptions{Method: MethodManual, Progress: func(p Progress) { last = p }})
+		res, err := Redrive(context.Background(), sdkRetry{f}, target, RedriveOptions{Method: "manual", Progress: func(p Progress) { last = p }})
 		if !errors.Is(err, ErrNotAllSeen) || res.Done || last.Done || res.NotSeen != 20 || res.Moved != readsTotal-20 || res.Total != readsTotal {
 			t.Fatalf("redrive = %+v (last report %+v), %v; want %d moved, 20 not seen, not done", res, last, err, readsTotal-20)
 		}
@@ -174,7 +175,7 @@ func TestRedriveFailedReceiveIsRetriedAndReported(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 30, nil, failedWith("boom"))
 		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 2, Times: 1})
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 		if !errors.Is(err, ErrNotAllSeen) || res.Done || res.Moved != 20 || res.NotSeen != 10 {
 			t.Fatalf("redrive = %+v, %v; want 20 moved, 10 not seen, not done", res, err)
 		}
@@ -212,7 +213,7 @@ func TestInspectReportsWhatItDidNotSee(t *testing.T) {
 			t.Errorf("Inspect Max 5 = %d messages, %v", len(msgs), err)
 		}
 
-		time.Sleep(DefaultHold)
+		time.Sleep(deadletter.DefaultHold)
 		msgs, err = Inspect(context.Background(), f, target.DLQURL, InspectOptions{})
 		if len(msgs) != 30 || err != nil {
 			t.Fatalf("Inspect after the hold = %d messages, %v; want all 30", len(msgs), err)
@@ -279,7 +280,7 @@ func TestWalkArrivalsDoNotHideLostReceive(t *testing.T) {
 				switch walk {
 				case "redrive":
 					var res RedriveResult
-					res, err = Redrive(context.Background(), c, target, RedriveOptions{Method: MethodManual, Rate: -1})
+					res, err = Redrive(context.Background(), c, target, RedriveOptions{Method: "manual", Rate: -1})
 					notSeen = res.NotSeen
 					if res.Done {
 						t.Errorf("redrive = %+v; reported done with messages it hid still hidden", res)

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -110,7 +111,7 @@ func TestRedriveMoveTask(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Redrive: %v", err)
 		}
-		if res.Method != MethodMoveTask || res.TaskHandle == "" || res.Moved != 30 || res.Total != 30 || !res.Done {
+		if res.Method != "move-task" || res.TaskHandle == "" || res.Moved != 30 || res.Total != 30 || !res.Done {
 			t.Errorf("result = %+v", res)
 		}
 		if len(reports) == 0 || !reports[len(reports)-1].Done {
@@ -188,7 +189,7 @@ func TestRedriveFallsBackToManualWithoutMoveTasks(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Redrive: %v", err)
 		}
-		if res.Method != MethodManual || res.Moved != 12 || res.Scanned != 12 || !res.Done {
+		if res.Method != "manual" || res.Moved != 12 || res.Scanned != 12 || !res.Done {
 			t.Errorf("result = %+v", res)
 		}
 		src := f.Messages(target.SourceURL)
@@ -200,8 +201,8 @@ func TestRedriveFallsBackToManualWithoutMoveTasks(t *testing.T) {
 				t.Errorf("redriven message attributes = %v, want the 2 user attributes only", keys(m.Attributes))
 			}
 		}
-		if _, err := Redrive(context.Background(), noMoveTasks{f}, target, RedriveOptions{Method: MethodMoveTask}); err == nil {
-			t.Error("MethodMoveTask without move tasks succeeded")
+		if _, err := Redrive(context.Background(), noMoveTasks{f}, target, RedriveOptions{Method: "move-task"}); err == nil {
+			t.Error("move-task without move tasks succeeded")
 		}
 	})
 }
@@ -214,7 +215,7 @@ func TestRedriveFIFOFallsBackAndKeepsGroups(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Redrive: %v", err)
 		}
-		if res.Method != MethodManual || res.Moved != 9 {
+		if res.Method != "manual" || res.Moved != 9 {
 			t.Errorf("result = %+v", res)
 		}
 		groups := map[string]int{}
@@ -240,15 +241,15 @@ func TestRedriveSharedDLQMovesOnlyThisSource(t *testing.T) {
 		deadLetter(t, f, a, 4, nil, failedWith("a"))
 		deadLetter(t, f, b, 3, nil, failedWith("b"))
 		var others int
-		res, err := Redrive(context.Background(), f, a, RedriveOptions{OnMessage: func(_ Message, act Action, _ error) {
-			if act == ActionOtherSource {
+		res, err := Redrive(context.Background(), f, a, RedriveOptions{OnMessage: func(_ Message, act string, _ error) {
+			if act == "other-source" {
 				others++
 			}
 		}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Method != MethodManual || res.Moved != 4 || res.Skipped != 3 || others != 3 {
+		if res.Method != "manual" || res.Moved != 4 || res.Skipped != 3 || others != 3 {
 			t.Errorf("result = %+v, other-source callbacks %d", res, others)
 		}
 		if n := len(f.Messages(a.SourceURL)); n != 4 {
@@ -279,7 +280,7 @@ func TestRedriveSharedDLQWithDestinationMovesOnlyThisSource(t *testing.T) {
 		deadLetter(t, f, b, 3, nil, failedWith("b"))
 		ctx := context.Background()
 
-		_, err = Redrive(ctx, f, a, RedriveOptions{Method: MethodMoveTask, Destination: archive})
+		_, err = Redrive(ctx, f, a, RedriveOptions{Method: "move-task", Destination: archive})
 		if !errors.Is(err, ErrNoMoveTask) || !strings.Contains(err.Error(), "also serves queue invoices") {
 			t.Errorf("move task with a destination on a shared DLQ: %v; want ErrNoMoveTask", err)
 		}
@@ -291,7 +292,7 @@ func TestRedriveSharedDLQWithDestinationMovesOnlyThisSource(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Method != MethodManual || res.Moved != 4 || res.Skipped != 3 {
+		if res.Method != "manual" || res.Moved != 4 || res.Skipped != 3 {
 			t.Errorf("result = %+v; want orders' 4 moved, invoices' 3 skipped", res)
 		}
 		if n := len(f.Messages(archive)); n != 4 {
@@ -304,7 +305,7 @@ func TestRedriveSharedDLQWithDestinationMovesOnlyThisSource(t *testing.T) {
 		if _, err := Redrive(ctx, f, a, RedriveOptions{AllSources: true}); err == nil || !strings.Contains(err.Error(), "Destination") {
 			t.Errorf("AllSources without a destination: %v; want a refusal naming Destination", err)
 		}
-		res, err = Redrive(ctx, f, a, RedriveOptions{Method: MethodManual, Destination: archive, AllSources: true})
+		res, err = Redrive(ctx, f, a, RedriveOptions{Method: "manual", Destination: archive, AllSources: true})
 		if err != nil || res.Moved != 3 {
 			t.Fatalf("AllSources: %+v, %v", res, err)
 		}
@@ -332,7 +333,7 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 			want   int
 		}{
 			{"error text", Filter{ErrorContains: "timeout"}, 5},
-			{"provenance attribute", Filter{Attributes: map[string]string{AttrHandler: "validate"}}, 5},
+			{"provenance attribute", Filter{Attributes: map[string]string{deadletter.AttrHandler: "validate"}}, 5},
 			{"user attribute", Filter{Attributes: map[string]string{"u0": "value-0"}}, 10},
 			{"user attribute mismatch", Filter{Attributes: map[string]string{"u0": "other"}}, 0},
 			{"older than", Filter{OlderThan: 150 * time.Minute}, 7},
@@ -341,8 +342,8 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 			{"custom", Filter{Match: func(m Message) bool { return m.Body == "job-3" }}, 1},
 		} {
 			var would []string
-			res, err := Redrive(ctx, f, target, RedriveOptions{Filter: tc.filter, DryRun: true, OnMessage: func(m Message, a Action, _ error) {
-				if a == ActionWouldMove {
+			res, err := Redrive(ctx, f, target, RedriveOptions{Filter: tc.filter, DryRun: true, OnMessage: func(m Message, a string, _ error) {
+				if a == "would-move" {
 					would = append(would, m.Body)
 				}
 			}})
@@ -379,7 +380,7 @@ func TestRedriveManualRateLimit(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 30, nil, failedWith("boom"))
 		start := time.Now()
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Rate: 10})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", Rate: 10})
 		if err != nil || res.Moved != 30 {
 			t.Fatalf("Redrive = %+v, %v", res, err)
 		}
@@ -414,7 +415,7 @@ func TestRedriveSlowRateKeepsItsHold(t *testing.T) {
 				time.Sleep(7 * time.Second)
 			}
 		})
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Rate: 0.1})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", Rate: 0.1})
 		close(done)
 		other.Wait()
 		if err != nil || res.Moved != 12 || res.Duplicated != 0 {
@@ -435,7 +436,7 @@ func TestRedriveRefusesARateTooSlowForAnyHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 2, nil, failedWith("boom"))
-		_, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Rate: 0.0001})
+		_, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", Rate: 0.0001})
 		if err == nil || !strings.Contains(err.Error(), "Rate") {
 			t.Fatalf("Redrive at 0.0001/s: %v; want a refusal naming Rate", err)
 		}
@@ -450,7 +451,7 @@ func TestRedriveToAnotherQueueKeepingProvenance(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		archive := f.MustCreateQueue(t, "archive", nil)
 		deadLetter(t, f, target, 3, nil, failedWith("boom"))
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Destination: archive, KeepProvenance: true})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", Destination: archive, KeepProvenance: true})
 		if err != nil || res.Moved != 3 {
 			t.Fatalf("Redrive = %+v, %v", res, err)
 		}
@@ -470,7 +471,7 @@ func TestRedriveSendFailureLeavesMessagesInDLQ(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 5, nil, failedWith("boom"))
 		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError()})
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 		if err == nil || !strings.Contains(err.Error(), "stay in dead-letter queue") {
 			t.Fatalf("Redrive error = %v", err)
 		}
@@ -489,8 +490,8 @@ func TestRedriveDeleteFailureDuplicatesNeverLoses(t *testing.T) {
 		deadLetter(t, f, target, 5, nil, failedWith("boom"))
 		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError()})
 		var dups int
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, OnMessage: func(_ Message, a Action, _ error) {
-			if a == ActionDuplicated {
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", OnMessage: func(_ Message, a string, _ error) {
+			if a == "duplicated" {
 				dups++
 			}
 		}})
@@ -508,8 +509,8 @@ func TestRedriveDeleteFailureDuplicatesNeverLoses(t *testing.T) {
 
 func TestRedriveRejectsFilterWithMoveTask(t *testing.T) {
 	f, target := fakePair(t, "orders")
-	_, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodMoveTask, Filter: Filter{ErrorContains: "x"}})
-	if err == nil || !strings.Contains(err.Error(), "MethodManual") {
+	_, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "move-task", Filter: Filter{ErrorContains: "x"}})
+	if err == nil || !strings.Contains(err.Error(), `"manual"`) {
 		t.Fatalf("Redrive error = %v", err)
 	}
 	if _, err := Redrive(context.Background(), f, Target{}, RedriveOptions{}); err == nil {
@@ -562,7 +563,7 @@ func TestRedriveKeepsMessagesWhoseSendFailed(t *testing.T) {
 				deadLetter(t, f, target, 15, nil, failedWith("boom"))
 				sends := 0
 				f.InjectFault(tc.fault)
-				res, err := Redrive(context.Background(), countSends{f, &sends}, target, RedriveOptions{Method: MethodManual, Rate: -1})
+				res, err := Redrive(context.Background(), countSends{f, &sends}, target, RedriveOptions{Method: "manual", Rate: -1})
 				if err == nil || res.Moved != 0 || res.Failed == 0 {
 					t.Errorf("redrive = %+v, %v; want failures, nothing moved, an error", res, err)
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -47,12 +48,12 @@ func TestLintFindsARedrivePolicyNamingTheQueueItself(t *testing.T) {
 	}
 	var found *Finding
 	for i := range fs {
-		if fs[i].Code == CodeRedrivesToItself {
+		if fs[i].Code == deadletter.CodeRedrivesToItself {
 			found = &fs[i]
 		}
 	}
 	if found == nil || found.Severity != SeverityError || !strings.Contains(found.Fix, "sqsworker setup q2") {
-		t.Fatalf("Lint findings = %+v; want an error %s whose fix names `sqsworker setup q2`", fs, CodeRedrivesToItself)
+		t.Fatalf("Lint findings = %+v; want an error %s whose fix names `sqsworker setup q2`", fs, deadletter.CodeRedrivesToItself)
 	}
 }
 
@@ -85,7 +86,7 @@ func TestRedriveRefusesTheDeadLetterQueueAsDestination(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, dest := range []string{dlqURL, "q2-dlq", f.QueueARN(dlqURL)} {
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Destination: dest, Method: MethodManual})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Destination: dest, Method: "manual"})
 		if !errors.Is(err, ErrRedrivesToItself) || res.Moved != 0 {
 			t.Errorf("Redrive to %s = %+v, %v; want ErrRedrivesToItself and nothing moved", dest, res, err)
 		}

@@ -174,8 +174,8 @@ func TestIntegrationRedriveFanoutDLQ(t *testing.T) {
 	}
 	rctx, interrupt := context.WithCancel(ctx)
 	moved := 0
-	_, err := fanout.Redrive(rctx, queues, res.Subscription, dlq.RedriveOptions{Rate: 50, OnMessage: func(_ dlq.Message, a dlq.Action, _ error) {
-		if a == dlq.ActionMoved {
+	_, err := fanout.Redrive(rctx, queues, res.Subscription, dlq.RedriveOptions{Rate: 50, OnMessage: func(_ dlq.Message, a string, _ error) {
+		if a == "moved" {
 			if moved++; moved == 25 {
 				interrupt()
 			}

@@ -14,8 +14,10 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -94,7 +96,7 @@ type LintOptions struct {
 // Lint needs dlq.Lint's permissions, sns:ListSubscriptions and
 // sns:GetSubscriptionAttributes; without the SNS ones it reports
 // subscriptions-not-checked instead of failing.
-func Lint(ctx context.Context, snsClient API, sqsClient dlq.QueueAPI, queue string, opts LintOptions) ([]dlq.Finding, error) {
+func Lint(ctx context.Context, snsClient API, sqsClient dlq.API, queue string, opts LintOptions) ([]dlq.Finding, error) {
 	queueURL, err := queueref.Resolve(ctx, sqsClient, queue)
 	if err != nil {
 		return nil, err
@@ -114,7 +116,7 @@ func Lint(ctx context.Context, snsClient API, sqsClient dlq.QueueAPI, queue stri
 	}
 
 	// A queue without a RedrivePolicy may be a subscription's DLQ.
-	if attrs["RedrivePolicy"] == "" && hasCode(fs, dlq.CodeNoRedrivePolicy) {
+	if attrs["RedrivePolicy"] == "" && hasCode(fs, deadletter.CodeNoRedrivePolicy) {
 		served, err := ServedBy(ctx, snsClient, queueARN)
 		if err != nil {
 			if isAccessDenied(err) {
@@ -125,7 +127,7 @@ func Lint(ctx context.Context, snsClient API, sqsClient dlq.QueueAPI, queue stri
 			return fs, err
 		}
 		if len(served) > 0 {
-			fs = dropCode(fs, dlq.CodeNoRedrivePolicy)
+			fs = dropCode(fs, deadletter.CodeNoRedrivePolicy)
 			s := served[0]
 			add(dlq.SeverityInfo, codeIsSubscriptionDLQ,
 				fmt.Sprintf("queue %s is the dead-letter queue of the subscription of queue %s to topic %s; a dead-letter queue needs no RedrivePolicy of its own", name, queueref.Name(s.QueueARN), topicName(s.TopicARN)),
@@ -150,7 +152,7 @@ func Lint(ctx context.Context, snsClient API, sqsClient dlq.QueueAPI, queue stri
 	}
 	retention, ok := seconds(attrs, "MessageRetentionPeriod")
 	if !ok {
-		retention = dlq.DefaultRetention
+		retention = sqslimit.DefaultRetention
 	}
 	for _, s := range subs {
 		topic := topicName(s.TopicARN)
@@ -259,7 +261,7 @@ func kmsFindings(what, key string) []dlq.Finding {
 }
 
 // dlqFindings checks a subscription's dead-letter queue.
-func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subscription, queueRetention time.Duration) ([]dlq.Finding, error) {
+func dlqFindings(ctx context.Context, client dlq.API, where string, s Subscription, queueRetention time.Duration) ([]dlq.Finding, error) {
 	var fs []dlq.Finding
 	add := func(sev dlq.Severity, code, msg, fix string) {
 		fs = append(fs, dlq.Finding{Severity: sev, Code: code, Message: msg, Fix: fix})
@@ -313,7 +315,7 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 }
 
 // queueAttributes reads every attribute of a queue.
-func queueAttributes(ctx context.Context, client dlq.QueueAPI, url string) (map[string]string, error) {
+func queueAttributes(ctx context.Context, client dlq.API, url string) (map[string]string, error) {
 	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
 	if err != nil {
 		return nil, fmt.Errorf("reading queue %s: %w", queueref.Name(url), err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
 )
@@ -204,7 +205,7 @@ func TestLintRecognisesASubscriptionDLQ(t *testing.T) {
 func TestLintKeepsTheQueuesOwnFindings(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	setQueue(t, queues, res.Queue.QueueURL, map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + res.Queue.DLQARN + `","maxReceiveCount":2}`})
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), dlq.CodeMaxReceiveCountLow, dlq.SeverityError, "maxReceiveCount")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), deadletter.CodeMaxReceiveCountLow, dlq.SeverityError, "maxReceiveCount")
 }
 
 func grantPolicy(t *testing.T, queueARN, topicARN string) string {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
@@ -88,7 +89,7 @@ func TestSetupFIFOTopicMakesFIFOQueuesThroughout(t *testing.T) {
 	topics := snstest.For(t, queues)
 	res := setupChain(t, topics, queues, "ledger", func(o *fanout.SetupOptions) { o.Topic = "rental-orders.fifo" })
 	if !res.FIFO || !strings.HasSuffix(res.Queue.QueueURL, "/ledger.fifo") || !strings.HasSuffix(res.Queue.DLQURL, "/ledger-dlq.fifo") ||
-		!strings.HasSuffix(res.FanoutDLQURL, "/ledger-fanout-dlq.fifo") || !strings.HasSuffix(res.TopicARN, ":rental-orders.fifo") || res.Queue.MaxReceiveCount != dlq.DefaultFIFOMaxReceiveCount {
+		!strings.HasSuffix(res.FanoutDLQURL, "/ledger-fanout-dlq.fifo") || !strings.HasSuffix(res.TopicARN, ":rental-orders.fifo") || res.Queue.MaxReceiveCount != deadletter.DefaultFIFOMaxReceiveCount {
 		t.Errorf("FIFO chain %+v", res)
 	}
 	if _, err := fanout.Setup(context.Background(), topics, queues, fanout.SetupOptions{Topic: "plain", Queue: dlq.SetupOptions{Name: "x.fifo"}}); err == nil {

@@ -62,7 +62,7 @@ type LintOptions struct {
 // dead-lettered; dynamocounter counts handler starts and takes a snoozed
 // attempt back. A queue without a RedrivePolicy gets dlq.Lint's finding,
 // not these. Lint needs sqs:GetQueueAttributes and sqs:GetQueueUrl.
-func Lint(ctx context.Context, client dlq.QueueAPI, queue string, opts LintOptions) ([]dlq.Finding, error) {
+func Lint(ctx context.Context, client dlq.API, queue string, opts LintOptions) ([]dlq.Finding, error) {
 	if opts.Attempts < 0 || opts.Snoozes < 0 {
 		return nil, errors.New("fleet.Lint: LintOptions.Attempts and Snoozes must not be negative (zero selects the default)")
 	}

@@ -39,7 +39,7 @@ type env struct {
 }
 
 // setupQueue is env.newQueue for any client that dlq.Setup takes.
-func setupQueue(client dlq.SetupAPI, name func(string) string) func(t *testing.T, visibility time.Duration) (string, string) {
+func setupQueue(client dlq.API, name func(string) string) func(t *testing.T, visibility time.Duration) (string, string) {
 	return func(t *testing.T, visibility time.Duration) (string, string) {
 		t.Helper()
 		queues, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: name("idem"), MaxReceiveCount: 100, VisibilityTimeout: visibility})

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/leasehook"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/visibility"
@@ -167,7 +167,7 @@ func (j *job) Copy(*settle.Job) {
 func (j *job) Resend(*settle.Job) { j.r.resends.Add(&j.Entry) }
 
 // DLQ returns the queue's dead-letter Copier (settle.Port).
-func (j *job) DLQ() (*dlq.Copier, error) {
+func (j *job) DLQ() (*deadletter.Copier, error) {
 	if j.r.w.copier == nil {
 		return nil, settle.ErrNoDLQ
 	}

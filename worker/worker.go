@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/queueref"
@@ -57,9 +58,9 @@ type Worker struct {
 	sysAttrs   []types.MessageSystemAttributeName
 	msgAttrs   []string // the message attributes every receive asks for: All
 	fifo       bool
-	queue      settle.Queue // what the schedule of delayed jobs needs
-	target     *dlq.Target  // nil without a DLQ (AllowNoDLQ)
-	copier     *dlq.Copier  // builds dead-letter copies; nil without a DLQ
+	queue      settle.Queue       // what the schedule of delayed jobs needs
+	target     *dlq.Target        // nil without a DLQ (AllowNoDLQ)
+	copier     *deadletter.Copier // builds dead-letter copies; nil without a DLQ
 	warn       *settle.Warner
 	notify     *settle.Notifier
 	engine     settle.Engine // settles every message; each job is its Port
@@ -150,12 +151,12 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 		return nil, fmt.Errorf("sqsworker: %w", err)
 	}
 
-	copier, err := settle.DiscoverDLQ(ctx, w.client, queueURL, o.RetryPolicy, o.Logger, func(mo *dlq.MoverOptions) {
+	copier, err := settle.DiscoverDLQ(ctx, w.client, queueURL, o.RetryPolicy, o.Logger, func(mo *deadletter.Options) {
 		mo.Offloader, mo.OffloadTimeout = o.DeadLetterOffloader, o.CallTimeout
 	})
 	switch {
 	case err == nil:
-		target := copier.Target()
+		target := dlq.Target(copier.Target())
 		w.target, w.copier = &target, copier
 		w.queue.MaxReceiveCount = target.MaxReceiveCount
 	case errors.Is(err, dlq.ErrNoRedrivePolicy) && o.AllowNoDLQ:

@@ -281,7 +281,7 @@ func measure(ctx context.Context, sc scenario, round int, name, endpoint string)
 
 // setupAPI is what the harness needs to make and fill queues.
 type setupAPI interface {
-	dlq.SetupAPI
+	dlq.API
 	DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
 	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 }

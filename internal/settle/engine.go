@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -41,7 +41,7 @@ type Port interface {
 	// Resend sends the fresh copy j.Entry.Send back to the message's queue.
 	Resend(j *Job)
 	// DLQ returns the dead-letter queue's Copier, or why there is none.
-	DLQ() (*dlq.Copier, error)
+	DLQ() (*deadletter.Copier, error)
 	// Queue returns what the schedule of delayed jobs needs to know of the
 	// message's queue; it is asked only for a message that carries a due
 	// time.
@@ -312,7 +312,7 @@ func (e *Engine) deadLetter(j *Job, reason string) {
 		e.retryLater(j, reason, "none", err)
 		return
 	}
-	in, err := c.Input(j.Msg.dlqSource(), dlq.Provenance{
+	in, err := c.Input(j.Msg.dlqSource(), deadletter.Provenance{
 		SourceQueue:   j.Msg.QueueURL,
 		Error:         fmt.Sprintf("%s: %v", reason, j.Err),
 		Attempt:       j.Msg.Attempt,

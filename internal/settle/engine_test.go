@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/retry"
@@ -22,7 +22,7 @@ import (
 type port struct {
 	calls  []string
 	answer func(call string) settle.Outcome
-	copier *dlq.Copier
+	copier *deadletter.Copier
 	final  *settle.Final
 	dlqErr error
 }
@@ -40,7 +40,7 @@ func (p *port) Delete(j *settle.Job) { p.do(j, "delete") }
 func (p *port) Change(j *settle.Job) { p.do(j, fmt.Sprintf("change %d", j.Entry.Timeout)) }
 func (p *port) Copy(j *settle.Job)   { p.do(j, "copy") }
 func (p *port) Resend(j *settle.Job) { p.do(j, "resend") }
-func (p *port) DLQ() (*dlq.Copier, error) {
+func (p *port) DLQ() (*deadletter.Copier, error) {
 	if p.copier == nil {
 		return nil, p.dlqErr
 	}
@@ -56,7 +56,7 @@ func (p *port) Done(_ *settle.Job, f settle.Final) {
 
 func newJob(t *testing.T, e *settle.Engine, p *port) *settle.Job {
 	t.Helper()
-	c, err := dlq.NewCopier(dlq.Target{SourceURL: "https://sqs.example/1/src", DLQURL: "https://sqs.example/1/src-dlq", DLQARN: "arn:aws:sqs:us-east-1:1:src-dlq", MaxReceiveCount: 10})
+	c, err := deadletter.NewCopier(deadletter.Target{SourceURL: "https://sqs.example/1/src", DLQURL: "https://sqs.example/1/src-dlq", DLQARN: "arn:aws:sqs:us-east-1:1:src-dlq", MaxReceiveCount: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@
 // FirstReceivedAt and GroupID parsed from them, ReceivedAt set to the
 // invocation's start, QueueURL resolved from the eventSourceARN (see
 // Options.Client), and Raw the SDK message ReceiveMessage would have
-// returned, which dlq.Mover can move.
+// returned, from which the dead-letter copy is built.
 //
 // # Outcomes
 //

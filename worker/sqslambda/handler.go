@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -377,7 +377,7 @@ func (r *rec) Resend(j *settle.Job) {
 var errNoClient = errors.New("without Options.Client SQS's own redrive moves it after maxReceiveCount receives, without provenance")
 
 // DLQ returns the record's dead-letter Copier (settle.Port).
-func (r *rec) DLQ() (*dlq.Copier, error) {
+func (r *rec) DLQ() (*deadletter.Copier, error) {
 	if r.b.h.opts.Client == nil {
 		return nil, errNoClient
 	}

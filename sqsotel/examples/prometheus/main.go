@@ -53,7 +53,7 @@ func main() {
 // client is what the example asks of SQS.
 type client interface {
 	worker.API
-	dlq.SetupAPI
+	dlq.API
 	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
 }

@@ -1,4 +1,4 @@
-package dlq
+package deadletter
 
 import (
 	"context"
@@ -209,7 +209,7 @@ func TestMoveAttributeLimit(t *testing.T) {
 			f.MustSend(t, target.SourceURL, "x", withAttrs(userAttrs(tc.user)))
 			msg := receiveOne(t, f, target.SourceURL)
 			logger, logs := logBuffer()
-			err := mustMover(t, f, target, func(o *MoverOptions) { o.Logger = logger }).
+			err := mustMover(t, f, target, func(o *Options) { o.Logger = logger }).
 				Move(context.Background(), msg, Provenance{Error: "boom", Handler: "h", Attempt: 2})
 			if err != nil {
 				t.Fatalf("Move: %v", err)
@@ -309,7 +309,7 @@ func TestMoveNearSizeLimit(t *testing.T) {
 			f.MustSend(t, target.SourceURL, body)
 			msg := receiveOne(t, f, target.SourceURL)
 			logger, logs := logBuffer()
-			err := mustMover(t, f, target, func(o *MoverOptions) { o.Logger = logger }).
+			err := mustMover(t, f, target, func(o *Options) { o.Logger = logger }).
 				Move(context.Background(), msg, Provenance{Error: strings.Repeat("e", 1000), Handler: "h"})
 			if err != nil {
 				t.Fatalf("Move: %v", err)
@@ -341,7 +341,7 @@ func keys(m map[string]types.MessageAttributeValue) []string {
 }
 
 // mustMover returns a Mover, failing t on error.
-func mustMover(t testing.TB, client API, target Target, optFns ...func(*MoverOptions)) *Mover {
+func mustMover(t testing.TB, client MoveAPI, target Target, optFns ...func(*Options)) *Mover {
 	t.Helper()
 	m, err := NewMover(client, target, optFns...)
 	if err != nil {

@@ -1,4 +1,4 @@
-package dlq
+package deadletter
 
 import (
 	"strings"
@@ -22,7 +22,7 @@ func FuzzParseRedrivePolicy(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, err := parseRedrivePolicy(s)
+		p, err := ParseRedrivePolicy(s)
 		if err != nil {
 			if !strings.Contains(err.Error(), "RedrivePolicy") {
 				t.Fatalf("error %q does not name the RedrivePolicy", err)

@@ -1,4 +1,4 @@
-package dlq
+package deadletter
 
 import (
 	"context"
@@ -18,12 +18,12 @@ import (
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
-// ErrNotDeleted is wrapped by the error Move returns when the message
+// ErrNotDeleted is wrapped by the error Mover.Move returns when the message
 // reached the dead-letter queue but could not be deleted from the source:
 // the message is in both queues and will be delivered again.
 var ErrNotDeleted = errors.New("dlq: copied to the dead-letter queue but not deleted from the source")
 
-// ErrNotSent is wrapped by the error Move returns when the send to the
+// ErrNotSent is wrapped by the error Mover.Move returns when the send to the
 // dead-letter queue failed: nothing was deleted, the message stays in the
 // source and will be delivered again when its visibility timeout ends.
 var ErrNotSent = errors.New("dlq: not sent to the dead-letter queue")
@@ -37,17 +37,16 @@ var ErrNotSent = errors.New("dlq: not sent to the dead-letter queue")
 // does not.
 var ErrTooLarge = errors.New("dlq: the message is too large for the dead-letter queue")
 
-// defaultMaxErrorBytes is how much error text Move keeps by default.
+// defaultMaxErrorBytes is how much error text a Copier keeps by default.
 const defaultMaxErrorBytes = 1024
 
-// defaultOffloadTimeout is MoverOptions.OffloadTimeout's zero value.
+// defaultOffloadTimeout is Options.OffloadTimeout's zero value.
 const defaultOffloadTimeout = 30 * time.Second
 
 // Offloader stores the body of a dead-letter copy that does not fit the
 // dead-letter queue elsewhere, so the copy carries a pointer to it and its
-// full provenance. s3payload.Store implements it: the copy is then in the
-// format of AWS's SQS extended clients, and a handler behind the Store's
-// middleware reads it after a redrive as it read the original.
+// full provenance. It has dlq.Offloader's method, so the runtimes pass
+// their Options.DeadLetterOffloader (an s3payload.Store) to it.
 type Offloader interface {
 	// OffloadBody stores body and returns the body the copy carries
 	// instead and the message attributes that mark it as offloaded (they
@@ -55,13 +54,14 @@ type Offloader interface {
 	OffloadBody(ctx context.Context, body string) (pointer string, marker map[string]types.MessageAttributeValue, err error)
 }
 
-// MoverOptions configures a Mover. Every field's zero value is usable.
-type MoverOptions struct {
+// Options configures a Copier (and a Mover). Every field's zero value is
+// usable.
+type Options struct {
 	// MaxErrorBytes caps the error text kept in the provenance; longer text
 	// is cut on a character boundary and marked as truncated. Zero value:
 	// defaultMaxErrorBytes (1 KiB).
 	MaxErrorBytes int
-	// Logger receives a warning when a message is moved without its
+	// Logger receives a warning when a message is copied without its
 	// provenance or with it shortened (no attribute or byte left). Zero
 	// value: slog.Default().
 	Logger *slog.Logger
@@ -73,7 +73,7 @@ type MoverOptions struct {
 	// MaximumMessageSize, and the copy carries a pointer instead. Zero
 	// value: none; a message too large for the dead-letter queue is not
 	// copied (ErrTooLarge), and one that fits only without its full
-	// provenance is copied with it shortened (see Move).
+	// provenance is copied with it shortened (see Mover.Move).
 	Offloader Offloader
 	// OffloadTimeout bounds each Offloader call. Zero value:
 	// defaultOffloadTimeout (30 s).
@@ -81,20 +81,20 @@ type MoverOptions struct {
 }
 
 // Copier builds the messages that carry failed messages to a dead-letter
-// queue with their provenance: what Mover sends, for callers that send the
-// copies themselves (the worker sends them in batches of ten). It is safe
-// for concurrent use.
+// queue with their provenance: the settlement engine sends them (the
+// worker in batches of ten), Mover sends them one by one. It is safe for
+// concurrent use.
 type Copier struct {
 	t    Target
-	opts MoverOptions
+	opts Options
 }
 
 // NewCopier returns a Copier for the dead-letter queue t (see Discover).
-func NewCopier(t Target, optFns ...func(*MoverOptions)) (*Copier, error) {
+func NewCopier(t Target, optFns ...func(*Options)) (*Copier, error) {
 	if t.DLQURL == "" || t.SourceURL == "" {
-		return nil, fmt.Errorf("dlq: the Target needs the dead-letter queue's URL and its source queue's URL (got %q and %q); get it from dlq.Discover", t.DLQURL, t.SourceURL)
+		return nil, fmt.Errorf("dlq: the Target needs the dead-letter queue's URL and its source queue's URL (got %q and %q); get it from Discover", t.DLQURL, t.SourceURL)
 	}
-	var o MoverOptions
+	var o Options
 	for _, fn := range optFns {
 		fn(&o)
 	}
@@ -116,7 +116,7 @@ func NewCopier(t Target, optFns ...func(*MoverOptions)) (*Copier, error) {
 		// first dead-letter move).
 		if o.Offloader == nil {
 			o.Logger.Warn(fmt.Sprintf("sqsworker/dlq: dead-letter queue %s takes messages of at most %s but queue %s takes up to %s; a failed message larger than that cannot be copied there with its reason: it is retried until SQS's own redrive moves it, without provenance (its reason is logged at ERROR). Raise the dead-letter queue's MaximumMessageSize to %d, or configure an offloader for dead-letter copies (e.g. an s3payload.Store)",
-				queueref.Name(t.DLQURL), sizeString(t.MaxMessageSize), queueref.Name(t.SourceURL), sizeString(t.SourceMaxMessageSize), t.SourceMaxMessageSize),
+				queueref.Name(t.DLQURL), SizeString(t.MaxMessageSize), queueref.Name(t.SourceURL), SizeString(t.SourceMaxMessageSize), t.SourceMaxMessageSize),
 				"queue", t.SourceURL, "dlq", t.DLQURL, "code", CodeDLQMaxMessageSizeSmaller)
 		} else {
 			o.Logger.Info("sqsworker/dlq: dead-letter queue is smaller than its source; dead-letter copies that do not fit go through the offloader",
@@ -129,15 +129,25 @@ func NewCopier(t Target, optFns ...func(*MoverOptions)) (*Copier, error) {
 // Target returns the dead-letter queue the copies go to.
 func (c *Copier) Target() Target { return c.t }
 
-// Mover moves failed messages from a queue to its dead-letter queue. It is
-// safe for concurrent use.
+// MoveAPI is what a Mover calls: SendMessage to the dead-letter queue,
+// DeleteMessage on the source.
+type MoveAPI interface {
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
+var _ MoveAPI = (*sqs.Client)(nil)
+
+// Mover moves failed messages from a queue to its dead-letter queue, one at
+// a time: what the runtimes do in batches, for tests and tools that
+// dead-letter a message themselves. It is safe for concurrent use.
 type Mover struct {
 	*Copier
-	client API
+	client MoveAPI
 }
 
 // NewMover returns a Mover for the dead-letter queue t (see Discover).
-func NewMover(client API, t Target, optFns ...func(*MoverOptions)) (*Mover, error) {
+func NewMover(client MoveAPI, t Target, optFns ...func(*Options)) (*Mover, error) {
 	if client == nil {
 		return nil, errors.New("dlq: NewMover needs an SQS client (an *sqs.Client or *sqstest.Fake)")
 	}
@@ -157,8 +167,8 @@ func NewMover(client API, t Target, optFns ...func(*MoverOptions)) (*Mover, erro
 // MessageAttributeNames ["All"] and MessageSystemAttributeNames ["All"] (at
 // least MessageGroupId on a FIFO queue): Move can only copy what msg holds.
 //
-// The message's own attributes are always kept. Provenance (see the Attr…
-// constants) goes in one attribute per field when SQS's limit of ten
+// The message's own attributes are always kept. Provenance (see the
+// AttrPrefix constants) goes in one attribute per field when SQS's limit of ten
 // attributes leaves room, else in the single AttrProvenance JSON attribute;
 // with ten user attributes, or a message so close to the size limit that
 // not even the JSON fits, the message is moved without provenance and a
@@ -170,7 +180,7 @@ func NewMover(client API, t Target, optFns ...func(*MoverOptions)) (*Mover, erro
 //
 // A message larger than the dead-letter queue's MaximumMessageSize (a
 // dead-letter queue set smaller than its source) is copied through
-// MoverOptions.Offloader when one is set: the copy carries a pointer to
+// Options.Offloader when one is set: the copy carries a pointer to
 // the stored body and its full provenance. Without one it is not moved:
 // the error wraps ErrTooLarge and carries the reason, which is also logged
 // at ERROR with the message ID.
@@ -192,12 +202,12 @@ func (m *Mover) Move(ctx context.Context, msg types.Message, p Provenance) error
 	}
 	out, err := m.client.SendMessage(ctx, in)
 	if err != nil {
-		return wrap(ErrNotSent, err, "moving message %s from queue %s to dead-letter queue %s: the send failed, so nothing was deleted and the message will be delivered again from %s",
+		return Wrap(ErrNotSent, err, "moving message %s from queue %s to dead-letter queue %s: the send failed, so nothing was deleted and the message will be delivered again from %s",
 			id, src, queueref.Name(m.t.DLQURL), src)
 	}
 	_, err = m.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(m.t.SourceURL), ReceiptHandle: msg.ReceiptHandle})
 	if err != nil {
-		return wrap(ErrNotDeleted, err, "message %s was copied to dead-letter queue %s (as %s) but could not be deleted from queue %s; it stays there and will be delivered again, so the dead-letter queue may hold a duplicate",
+		return Wrap(ErrNotDeleted, err, "message %s was copied to dead-letter queue %s (as %s) but could not be deleted from queue %s; it stays there and will be delivered again, so the dead-letter queue may hold a duplicate",
 			id, queueref.Name(m.t.DLQURL), aws.ToString(out.MessageId), src)
 	}
 	return nil
@@ -208,7 +218,7 @@ func (m *Mover) Move(ctx context.Context, msg types.Message, p Provenance) error
 // see Move for what is kept, how provenance fits SQS's limits and what
 // happens to a message too large for the dead-letter queue. It is
 // InputContext with a background context (an Offloader call still has
-// MoverOptions.OffloadTimeout).
+// Options.OffloadTimeout).
 func (m *Copier) Input(msg types.Message, p Provenance) (*sqs.SendMessageInput, error) {
 	return m.InputContext(context.Background(), msg, p)
 }
@@ -236,7 +246,7 @@ func (m *Copier) InputContext(ctx context.Context, msg types.Message, p Provenan
 	p = m.fillProvenance(msg, p)
 	limit := m.t.MaxMessageSize
 	if limit <= 0 {
-		limit = DefaultMaxMessageSize
+		limit = sqslimit.DefaultMaxMessageSize
 	}
 	user := StripProvenance(msg.MessageAttributes)
 	size := len(body) + attributesSize(user)
@@ -304,7 +314,7 @@ func (m *Copier) offload(ctx context.Context, body string, user map[string]types
 // own redrive will move it without one), and returns the error saying so.
 func (m *Copier) tooLarge(id string, size, limit int, p Provenance, offloadErr error) error {
 	src, dlqName := queueref.Name(m.t.SourceURL), queueref.Name(m.t.DLQURL)
-	how := "no offloader is configured (MoverOptions.Offloader; the runtimes' Options.DeadLetterOffloader)"
+	how := "no offloader is configured (the runtimes' Options.DeadLetterOffloader)"
 	if offloadErr != nil {
 		how = "offloading its body failed: " + offloadErr.Error()
 	}
@@ -321,8 +331,8 @@ func (m *Copier) tooLarge(id string, size, limit int, p Provenance, offloadErr e
 		ErrTooLarge, id, size, dlqName, limit, how, src, redrive, p.Error, fix)
 }
 
-// sizeString formats a message size: "256 KiB", "1 MiB", "1000 bytes".
-func sizeString(n int) string {
+// SizeString formats a message size: "256 KiB", "1 MiB", "1000 bytes".
+func SizeString(n int) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return strconv.Itoa(n>>20) + " MiB"
