@@ -105,7 +105,9 @@ func Invoke[M any](ctx context.Context, log *slog.Logger, id string, h Handler[M
 // CountAttempt sets m.Attempt from counter: the receive count for
 // retry.ReceiveCount (no call, no allocation), else the counter's answer
 // within timeout (the receive count, with a warning, when the counter
-// fails).
+// fails). The receive count adds the attempts spent in earlier copies
+// (m.Earlier); a counter keys them by m.ID, which stays the job's first
+// message ID across copies, so it counts them itself.
 func CountAttempt(ctx context.Context, timeout time.Duration, counter retry.AttemptCounter, m *Message, log *slog.Logger) {
 	if counter == retry.ReceiveCount() {
 		return
@@ -118,7 +120,7 @@ func CountAttempt(ctx context.Context, timeout time.Duration, counter retry.Atte
 	attempt, err := counter.Attempt(ctx, m.ID, m.ReceiveCount)
 	if err != nil {
 		log.Warn("sqsworker: attempt counter failed; using the receive count", "message", m.ID, "err", err)
-		attempt = m.ReceiveCount
+		attempt = m.ReceiveCount + m.Earlier
 	}
 	m.Attempt = max(attempt, 1)
 }
