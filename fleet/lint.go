@@ -41,27 +41,35 @@ type LintOptions struct {
 	ExactAttempts bool
 }
 
-// Lint checks queue (a name, URL or ARN) against the fleet controls'
-// one cost that the library cannot take away: a snooze — a job waiting
-// for a rate-limit token or a cap's slot, behind an open breaker, on a
-// paused queue — is a receive, and SQS dead-letters a message after
-// maxReceiveCount receives, whether its handler failed or not.
+// Lint checks queue (a name, URL or ARN) against the one cost of the
+// fleet controls that the library cannot take away on a FIFO queue: there
+// a snooze — a job waiting for a rate-limit token or a cap's slot, behind
+// an open breaker, on a paused queue — hides the message, which is a
+// receive, and SQS dead-letters a message after maxReceiveCount receives,
+// whether its handler failed or not. (A FIFO message cannot be relayed as
+// a fresh copy: the copy would go to the end of its group.)
 //
-// The rule: maxReceiveCount must leave room for Snoozes receives beyond
-// the policy's Attempts (maxReceiveCount ≥ Attempts + Snoozes, capped at
-// SQS's 1000); otherwise a job that waited that often is dead-lettered by
-// SQS without having failed (finding code "fleet-receive-budget", a
-// warning; an error when maxReceiveCount leaves no room at all). And unless
-// attempts are counted exactly (ExactAttempts), each snooze also raises the
-// ApproximateReceiveCount the worker numbers attempts by, so a snoozed job
-// has fewer tries left when it runs (code
-// "fleet-attempts-from-receive-count", a warning).
-// The fix for both: maxReceiveCount well above the attempts (for example
-// 100, or Attempts + Snoozes) and retry/dynamocounter, so the retry
-// policy, not the receive count, decides when a failing job is
-// dead-lettered; dynamocounter counts handler starts and takes a snoozed
-// attempt back. A queue without a RedrivePolicy gets dlq.Lint's finding,
-// not these. Lint needs sqs:GetQueueAttributes and sqs:GetQueueUrl.
+// On a standard queue Lint reports nothing: waiting never spends the
+// receive budget there, since the runtime relays a snoozed message as a
+// fresh copy that carries the job's ID and the attempts it spent (see
+// retry.Snooze), so a flood of any length dead-letters no job that did not
+// fail, and snoozes do not count as attempts.
+//
+// The rule on a FIFO queue: maxReceiveCount must leave room for Snoozes
+// receives beyond the policy's Attempts (maxReceiveCount ≥ Attempts +
+// Snoozes, capped at SQS's 1000); otherwise a job that waited that often is
+// dead-lettered by SQS without having failed (finding code
+// "fleet-receive-budget", a warning; an error when maxReceiveCount leaves
+// no room at all). And unless attempts are counted exactly
+// (ExactAttempts), each snooze also raises the ApproximateReceiveCount the
+// worker numbers attempts by, so a snoozed job has fewer tries left when
+// it runs (code "fleet-attempts-from-receive-count", a warning). The fix
+// for both: maxReceiveCount well above the attempts (for example 100, or
+// Attempts + Snoozes) and retry/dynamocounter, so the retry policy, not
+// the receive count, decides when a failing job is dead-lettered;
+// dynamocounter counts handler starts and takes a snoozed attempt back. A
+// queue without a RedrivePolicy gets dlq.Lint's finding, not these. Lint
+// needs sqs:GetQueueAttributes and sqs:GetQueueUrl.
 func Lint(ctx context.Context, client dlq.API, queue string, opts LintOptions) ([]dlq.Finding, error) {
 	if opts.Attempts < 0 || opts.Snoozes < 0 {
 		return nil, errors.New("fleet.Lint: LintOptions.Attempts and Snoozes must not be negative (zero selects the default)")
@@ -78,6 +86,9 @@ func Lint(ctx context.Context, client dlq.API, queue string, opts LintOptions) (
 	}
 	if err != nil {
 		return nil, err
+	}
+	if !t.FIFO {
+		return nil, nil // snoozes are relayed: no receive is spent waiting
 	}
 	name := queueref.Name(t.SourceURL)
 	var fs []dlq.Finding

@@ -89,14 +89,21 @@ type SnoozeError struct {
 // a job still in progress elsewhere, a resource that is not ready. The
 // delay is capped like After's.
 //
-// The attempt is given back where the count allows it: an exact counter
-// (such as retry/dynamocounter) forgets the snoozed attempt
-// ([AttemptCounter].Uncount). SQS's
-// ApproximateReceiveCount cannot: each snooze still counts as a receive, so
-// with it later failures reach the policy's limit sooner, and the queue's
-// maxReceiveCount still bounds how often a message can be received at all
-// (SQS then moves it to the dead-letter queue itself). Snooze for long
-// enough that this does not matter, or count attempts exactly.
+// Waiting never spends the queue's receive budget. On a standard queue the
+// runtime relays a snoozed message: it sends a fresh copy, delayed by d
+// (beyond SQS's 15 minutes, as a due time), that carries the job's first
+// message ID (so Message.ID stays the job's across copies) and the attempts
+// spent so far, and deletes the snoozed message once the copy is
+// confirmed. With the default attempt source (ReceiveCount) every snooze
+// is relayed, so the snooze never counts as an attempt; with an exact
+// counter (retry/dynamocounter, which forgets the snoozed attempt through
+// [AttemptCounter].Uncount) the message is hidden for d instead, and
+// relayed only when its next receive would come near the queue's
+// maxReceiveCount. Either way SQS never dead-letters a job for waiting,
+// however long it waits. A FIFO message is always hidden (a copy would go
+// to the end of its group): there each snooze is a receive, so keep
+// maxReceiveCount above the policy's attempts plus the snoozes a job may
+// meet.
 //
 // If an error carries Permanent or After as well as Snooze, those win.
 func Snooze(d time.Duration, reason string) error {
