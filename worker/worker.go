@@ -16,10 +16,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/queueref"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // Errors a Worker reports, as errors or as context causes.
@@ -69,7 +69,7 @@ type Worker struct {
 	stopping atomic.Bool
 	paused   atomic.Bool // Options.ReceiveGate is closed
 	limiter  *rateLimiter
-	hb       atomic.Pointer[visibility.Heartbeat]
+	hb       atomic.Pointer[heartbeat.Heartbeat]
 	flow     atomic.Pointer[flow]
 	signals  *signals // the scaling signals (Stats.Capacity, …)
 }
@@ -173,8 +173,8 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 }
 
 // newHeartbeat returns the heartbeat for one Run.
-func (w *Worker) newHeartbeat() (*visibility.Heartbeat, error) {
-	return visibility.New(w.client, w.queueURL, w.visibility, func(o *visibility.Options) {
+func (w *Worker) newHeartbeat() (*heartbeat.Heartbeat, error) {
+	return heartbeat.New(w.client, w.queueURL, w.visibility, func(o *heartbeat.Options) {
 		o.Logger = w.opts.Logger
 		o.CallTimeout = w.opts.CallTimeout
 	})
@@ -260,7 +260,7 @@ type run struct {
 	flow     *flow
 	gate     *gate // Options.ReceiveGate's state
 	handlers sync.WaitGroup
-	hb       *visibility.Heartbeat
+	hb       *heartbeat.Heartbeat
 	deletes  *settle.Batcher
 	changes  *settle.Batcher
 	sends    *settle.Batcher // dead-letter copies; nil without a DLQ
