@@ -23,7 +23,7 @@ import (
 // to 13,568 (TestJobSize).
 type job struct {
 	settle.Job
-	r      *run              // its Worker is r.w
+	r      *run             // its Worker is r.w
 	lease  *heartbeat.Lease // &leased once the heartbeat tracks the message; nil before
 	leased heartbeat.Lease
 
