@@ -151,8 +151,8 @@
 // billed payload; Stats.Cost prices those calls (Pricing: 64 KiB billing
 // chunks, dollars per million requests) per message and per million
 // messages. Health says whether the worker is live and ready (receiving,
-// not failing, not stuck), HealthHandler serves it to liveness and
-// readiness probes, and StatsHandler serves Stats as JSON for
+// not failing, not stuck), LivenessHandler and ReadinessHandler serve it
+// to probes, and StatsHandler serves Stats as JSON for
 // `sqsworker cost`. Stats also carries the scaling signals: handler slots,
 // runs and busy time, Capacity (Concurrency / mean handler time, messages
 // per second), OldestAge (how long fresh messages waited) and, with

@@ -32,9 +32,9 @@ var (
 	ErrHandlerTimeout = errors.New("sqsworker: handler timeout")
 	// ErrPanic wraps a handler panic turned into a failure.
 	ErrPanic = settle.ErrPanic
-	// ErrAlreadyRunning is returned by Run when the Worker is already running
-	// or has run.
-	ErrAlreadyRunning = errors.New("sqsworker: Run was already called on this Worker; create a new one")
+	// errAlreadyRunning is returned by Run when the Worker is already
+	// running or has run.
+	errAlreadyRunning = errors.New("sqsworker: Run was already called on this Worker; create a new one")
 	// ErrHandlersNotStopped is wrapped by the error Run returns when
 	// handlers were still running half of Options.FlushTimeout after the
 	// shutdown deadline cancelled their contexts: Run returned without them.
@@ -244,15 +244,6 @@ func (w *Worker) Stats() Stats {
 // QueueURL returns the URL of the queue the Worker consumes.
 func (w *Worker) QueueURL() string { return w.queueURL }
 
-// DeadLetterQueue returns the queue's dead-letter queue, and false when it
-// has none (Options.AllowNoDLQ).
-func (w *Worker) DeadLetterQueue() (dlq.Target, bool) {
-	if w.target == nil {
-		return dlq.Target{}, false
-	}
-	return *w.target, true
-}
-
 // run holds what one call of Run shares between its goroutines.
 type run struct {
 	w        *Worker
@@ -415,7 +406,7 @@ func (w *Worker) stuckError(n int) error {
 // fix (the queue was deleted, access was denied), after the same shutdown.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
-		return ErrAlreadyRunning
+		return errAlreadyRunning
 	}
 	w.client.health.running(time.Now())
 	defer func() { w.client.health.stopped(time.Now()) }()
