@@ -53,7 +53,7 @@ func TestStatsAndHealthJSONGolden(t *testing.T) {
 		}
 		for name, handler := range map[string]http.Handler{
 			"stats.json":  h.w.StatsHandler(),
-			"health.json": h.w.HealthHandler(worker.Liveness),
+			"health.json": h.w.LivenessHandler(),
 		} {
 			rec := httptest.NewRecorder()
 			handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))

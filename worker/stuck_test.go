@@ -58,7 +58,7 @@ func TestHandlerIgnoringContextDoesNotHoldRun(t *testing.T) {
 		if !errors.Is(err, worker.ErrHandlersNotStopped) || !strings.Contains(err.Error(), "1 handler") {
 			t.Fatalf("Run: %v; want ErrHandlersNotStopped naming 1 handler", err)
 		}
-		if st := h.w.Health(); st.Ready || st.Live || st.State != worker.StateStopped {
+		if st := h.w.Health(); st.Ready || st.Live || st.State != "stopped" {
 			t.Errorf("health after Run returned: %+v; want stopped, neither ready nor live", st)
 		}
 		// The stubborn handler's message is neither deleted nor released

@@ -149,7 +149,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, s3c *s3.Client)
 		return err
 	}
 	ws := w.Stats()
-	fmt.Fprintf(out, "worker: %d jobs handled (%.2f requests per job)\n", ws.Succeeded, ws.RequestsPerMessage())
+	fmt.Fprintf(out, "worker: %d jobs handled (%.2f requests per job)\n", ws.Succeeded, ws.Cost(worker.Pricing{}).RequestsPerMessage)
 
 	// Check: each due job once, the delayed one still waiting.
 	for job, n := range handled {

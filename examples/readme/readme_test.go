@@ -122,9 +122,9 @@ var typedHandler = worker.JSON(func(ctx context.Context, job Job, m *worker.Mess
 
 func serveHealth(w *worker.Worker) {
 	mux := http.NewServeMux()
-	mux.Handle("GET /livez", w.HealthHandler(worker.Liveness))   // not live: Run returned or stuck, receives failing > 1 min
-	mux.Handle("GET /readyz", w.HealthHandler(worker.Readiness)) // ready: running and receiving
-	mux.Handle("GET /debug/sqsworker/stats", w.StatsHandler())   // for sqsworker cost
+	mux.Handle("GET /livez", w.LivenessHandler())              // not live: Run returned or stuck, receives failing > 1 min
+	mux.Handle("GET /readyz", w.ReadinessHandler())            // ready: running and receiving
+	mux.Handle("GET /debug/sqsworker/stats", w.StatsHandler()) // for sqsworker cost
 	go http.ListenAndServe("127.0.0.1:8080", mux)
 }
 

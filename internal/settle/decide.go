@@ -145,7 +145,7 @@ func Uncount(ctx context.Context, timeout time.Duration, counter retry.AttemptCo
 type deadlineKey struct{}
 
 // Deadliner tells a message's current visibility deadline
-// (*visibility.Lease is one).
+// (*heartbeat.Lease is one).
 type Deadliner interface {
 	Deadline() time.Time
 }

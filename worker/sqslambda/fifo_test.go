@@ -54,7 +54,7 @@ func TestFIFOStopsAtTheFirstFailure(t *testing.T) {
 
 func TestFIFOSkipGroupOnFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ran, failed := fifoRun(t, func(o *sqslambda.Options) { o.FIFO = sqslambda.SkipGroupOnFailure })
+		ran, failed := fifoRun(t, func(o *sqslambda.Options) { o.SkipGroupOnFailure = true })
 		if want := []string{"A1", "B1", "A2", "B2"}; !slices.Equal(ran, want) {
 			t.Errorf("ran %v, want %v", ran, want)
 		}
@@ -68,7 +68,7 @@ func TestFIFOGroupsRunInParallelInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		ran, failed := fifoRun(t, func(o *sqslambda.Options) {
-			o.FIFO = sqslambda.SkipGroupOnFailure
+			o.SkipGroupOnFailure = true
 			o.Concurrency = 4
 		})
 		// A1 ∥ B1, then A2 ∥ B2; A3 is skipped after A2 failed.

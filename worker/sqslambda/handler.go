@@ -230,10 +230,10 @@ func (b *batch) run() {
 				if !r.ok {
 					b.failedAny = true
 				}
-				if b.fifo && (r.ok || b.h.opts.FIFO != StopOnFailure) {
+				if b.fifo && (r.ok || b.h.opts.SkipGroupOnFailure) {
 					// The next record of its group runs only after this one
 					// succeeded; otherwise the rest of the group is not run.
-					// (StopOnFailure: take stops the whole batch.)
+					// (By default take stops the whole batch.)
 					next, ok, rest := b.groups.Settled(r.Msg.GroupID, r, r.ok)
 					if ok {
 						next.waits = false
@@ -266,7 +266,7 @@ func (b *batch) take() *rec {
 		case !b.cutoff.IsZero() && !time.Now().Before(b.cutoff):
 			b.skipRestLocked("not started: the invocation deadline is near")
 			return nil
-		case b.fifo && b.failedAny && b.h.opts.FIFO == StopOnFailure:
+		case b.fifo && b.failedAny && !b.h.opts.SkipGroupOnFailure:
 			b.skipRestLocked("not started: an earlier record of this FIFO batch failed")
 			return nil
 		}

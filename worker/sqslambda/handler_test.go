@@ -315,7 +315,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"negative call timeout": func(o *sqslambda.Options) { o.CallTimeout = -time.Second },
 		"negative concurrency":  func(o *sqslambda.Options) { o.Concurrency = -1 },
 		"negative margin":       func(o *sqslambda.Options) { o.DeadlineMargin = -time.Second },
-		"unknown FIFO mode":     func(o *sqslambda.Options) { o.FIFO = 7 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			if l, err := sqslambda.New(h, fn); err == nil || l != nil {

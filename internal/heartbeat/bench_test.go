@@ -1,4 +1,4 @@
-package visibility_test
+package heartbeat_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/sqstest"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // TestThousandMessagesHundredCallsPerPeriod is the schedule the benchmark
@@ -66,7 +66,7 @@ func TestThousandMessagesHundredCallsPerPeriod(t *testing.T) {
 //     (Extension 1 s, Threshold 500 ms) against the fake; ns/op is mostly
 //     waiting and means nothing; calls/period is the point.
 //
-// Run: go test -run '^$' -bench BenchmarkHeartbeat1000 -benchmem ./visibility/
+// Run: go test -run '^$' -bench BenchmarkHeartbeat1000 -benchmem ./internal/heartbeat/
 func BenchmarkHeartbeat1000(b *testing.B) {
 	const n = 1000
 	b.Run("period/sqstest", func(b *testing.B) {
@@ -114,7 +114,7 @@ func BenchmarkHeartbeat1000(b *testing.B) {
 // due at once; run the heartbeat until every one is extended; stop them.
 func benchPeriods(b *testing.B, c *counter, url string, msgs []msg, receivedAt time.Time) {
 	h := newHB(b, c, url, 30*time.Second)
-	leases := make([]*visibility.Lease, len(msgs))
+	leases := make([]*heartbeat.Lease, len(msgs))
 	b.ReportAllocs()
 	for b.Loop() {
 		due := time.Now().Add(h.Threshold()) // a deadline one threshold away: due now
@@ -143,7 +143,7 @@ func benchPeriods(b *testing.B, c *counter, url string, msgs []msg, receivedAt t
 // counter counts the entries of ChangeMessageVisibilityBatch calls and
 // closes a channel when an expected number has gone through.
 type counter struct {
-	visibility.API
+	heartbeat.API
 	mu      sync.Mutex
 	entries int64
 	want    int64
@@ -207,7 +207,7 @@ func (s *okStub) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Chang
 // SQS's share included. TestSQSInFlightLimitAt20ms checks the same
 // arithmetic in virtual time.
 //
-// Run: go test -run '^$' -bench 'BenchmarkHeartbeat(120000|50000)At20ms' -benchtime 1x -count 1 ./visibility/
+// Run: go test -run '^$' -bench 'BenchmarkHeartbeat(120000|50000)At20ms' -benchtime 1x -count 1 ./internal/heartbeat/
 func BenchmarkHeartbeat120000At20ms(b *testing.B) { benchAtScale(b, 120000) }
 
 // BenchmarkHeartbeat50000At20ms is BenchmarkHeartbeat120000At20ms with
@@ -249,7 +249,7 @@ func benchAtScale(b *testing.B, n int) {
 		h := newHB(b, f, url, 30*time.Second)
 		before := usage()
 		deadline := last.Add(30 * time.Second) // all due at once, 20 s after the last receive
-		leases := make([]*visibility.Lease, n)
+		leases := make([]*heartbeat.Lease, n)
 		for i, m := range msgs {
 			leases[i] = trackUntil(b, h, m.handle, m.at, deadline, nil)
 		}
@@ -300,7 +300,7 @@ func usage() usageNow {
 // message: one Track and one Stop, from parallel goroutines, with 10,000
 // other leases tracked and Run going (none of them due).
 //
-// Run: go test -run '^$' -bench BenchmarkTrackStop -benchmem ./visibility/
+// Run: go test -run '^$' -bench BenchmarkTrackStop -benchmem ./internal/heartbeat/
 func BenchmarkTrackStop(b *testing.B) {
 	h := newHB(b, newOKStub(), "url", 30*time.Second)
 	now := time.Now()

@@ -1,4 +1,4 @@
-package visibility_test
+package heartbeat_test
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/sqstest"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 const cmvb = "ChangeMessageVisibilityBatch"
@@ -26,15 +26,15 @@ func TestExtendsThresholdBeforeEachDeadline(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		vis        int // queue VisibilityTimeout, seconds
-		opts       func(*visibility.Options)
+		opts       func(*heartbeat.Options)
 		wantAt     []time.Duration // call times after the receive
 		wantAsk    int32
 		wantStopAt time.Duration // when the message becomes visible once untracked after the last call
 	}{
 		{"defaults 30s", 30, nil, []time.Duration{20 * time.Second, 40 * time.Second, 60 * time.Second}, 30, 90 * time.Second},
-		{"threshold 5s", 30, func(o *visibility.Options) { o.Threshold = 5 * time.Second },
+		{"threshold 5s", 30, func(o *heartbeat.Options) { o.Threshold = 5 * time.Second },
 			[]time.Duration{25 * time.Second, 50 * time.Second}, 30, 80 * time.Second},
-		{"extension 60s threshold 15s", 30, func(o *visibility.Options) { o.Extension, o.Threshold = time.Minute, 15*time.Second },
+		{"extension 60s threshold 15s", 30, func(o *heartbeat.Options) { o.Extension, o.Threshold = time.Minute, 15*time.Second },
 			[]time.Duration{15 * time.Second, 60 * time.Second}, 60, 120 * time.Second},
 		{"short 2s", 2, nil, // threshold 1 s: every second
 			[]time.Duration{1 * time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second, 5 * time.Second, 6 * time.Second}, 2, 8 * time.Second},
@@ -42,7 +42,7 @@ func TestExtendsThresholdBeforeEachDeadline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, tc.vis)
-				var opts []func(*visibility.Options)
+				var opts []func(*heartbeat.Options)
 				if tc.opts != nil {
 					opts = append(opts, tc.opts)
 				}
@@ -82,7 +82,7 @@ func TestExtendsThresholdBeforeEachDeadline(t *testing.T) {
 				if lost.total() != 0 {
 					t.Errorf("onLost called: %v", lost.of("a"))
 				}
-				want := visibility.Stats{Calls: int64(len(tc.wantAt)), Extended: int64(len(tc.wantAt))}
+				want := heartbeat.Stats{Calls: int64(len(tc.wantAt)), Extended: int64(len(tc.wantAt))}
 				if got := h.Stats(); got != want {
 					t.Errorf("Stats = %+v, want %+v", got, want)
 				}
@@ -288,7 +288,7 @@ func TestLostOwnershipEndsOnlyThatLease(t *testing.T) {
 				t.Errorf("%s: onLost called %d times, want once", name, len(got))
 				continue
 			}
-			if !errors.Is(got[0].cause, visibility.ErrLost) || errors.Is(got[0].cause, visibility.ErrMaxVisibility) {
+			if !errors.Is(got[0].cause, heartbeat.ErrLost) || errors.Is(got[0].cause, heartbeat.ErrMaxVisibility) {
 				t.Errorf("%s: cause %v, want one wrapping ErrLost only", name, got[0].cause)
 			}
 			var api smithy.APIError
@@ -316,7 +316,7 @@ func TestLostOwnershipEndsOnlyThatLease(t *testing.T) {
 		if m := e.state(t, msgs[2].id); m.ReceiveCount != 2 || !m.VisibleAt.Equal(receivedAt.Add(605*time.Second)) {
 			t.Errorf("stolen message %+v: the heartbeat touched the other consumer's receive", m)
 		}
-		want := visibility.Stats{Calls: 3, Extended: 6, FailedEntries: 2, Lost: 2, Tracked: 2}
+		want := heartbeat.Stats{Calls: 3, Extended: 6, FailedEntries: 2, Lost: 2, Tracked: 2}
 		if got := h.Stats(); got != want {
 			t.Errorf("Stats = %+v, want %+v", got, want)
 		}
@@ -355,12 +355,12 @@ func TestEntryFailureCodes(t *testing.T) {
 		senderFault   bool
 		want          error // nil: retried
 	}{
-		{"ReceiptHandleIsInvalid", "The input receipt handle is invalid.", true, visibility.ErrLost},
-		{"AWS.SimpleQueueService.MessageNotInflight", "The message referred to isn't in flight.", true, visibility.ErrLost},
-		{"MessageNotInflight", "The message referred to isn't in flight.", true, visibility.ErrLost},
-		{"InvalidParameterValue", "Value x for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", true, visibility.ErrLost},
-		{"InvalidParameterValue", "Value 43200 for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", true, visibility.ErrMaxVisibility},
-		{"SomethingNew", "a sender fault we do not know", true, visibility.ErrLost},
+		{"ReceiptHandleIsInvalid", "The input receipt handle is invalid.", true, heartbeat.ErrLost},
+		{"AWS.SimpleQueueService.MessageNotInflight", "The message referred to isn't in flight.", true, heartbeat.ErrLost},
+		{"MessageNotInflight", "The message referred to isn't in flight.", true, heartbeat.ErrLost},
+		{"InvalidParameterValue", "Value x for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.", true, heartbeat.ErrLost},
+		{"InvalidParameterValue", "Value 43200 for parameter VisibilityTimeout is invalid. Reason: Total VisibilityTimeout for the message is beyond the limit [43200 seconds]", true, heartbeat.ErrMaxVisibility},
+		{"SomethingNew", "a sender fault we do not know", true, heartbeat.ErrLost},
 		{"InternalError", "We encountered an internal error.", false, nil},
 	} {
 		t.Run(tc.code+" "+tc.message[:10], func(t *testing.T) {
@@ -399,7 +399,7 @@ func TestMalformedHandleIsLost(t *testing.T) {
 		run(t, h)
 		time.Sleep(time.Minute)
 		got := lost.of("bad")
-		if len(got) != 1 || !errors.Is(got[0].cause, visibility.ErrLost) || !strings.Contains(got[0].cause.Error(), "ReceiptHandleIsInvalid") {
+		if len(got) != 1 || !errors.Is(got[0].cause, heartbeat.ErrLost) || !strings.Contains(got[0].cause.Error(), "ReceiptHandleIsInvalid") {
 			t.Fatalf("losses %v, want one ErrLost naming ReceiptHandleIsInvalid", got)
 		}
 	})
@@ -437,7 +437,7 @@ func TestTransientFailureIsRetried(t *testing.T) {
 				if lost.total() != 0 {
 					t.Errorf("%d losses, want none", lost.total())
 				}
-				want := visibility.Stats{Calls: 3, Extended: 3, FailedCalls: 2, Tracked: 3}
+				want := heartbeat.Stats{Calls: 3, Extended: 3, FailedCalls: 2, Tracked: 3}
 				if got := h.Stats(); got != want {
 					t.Errorf("Stats = %+v, want %+v", got, want)
 				}
@@ -474,7 +474,7 @@ func TestGivesUpBeforeDeadline(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, 30)
 				e.f.InjectFault(sqstest.Fault{API: cmvb, Err: sqstest.ServerError()})
-				h := newHB(t, e.rec, e.url, 30*time.Second, func(o *visibility.Options) { o.MaxRetries = tc.maxRetries })
+				h := newHB(t, e.rec, e.url, 30*time.Second, func(o *heartbeat.Options) { o.MaxRetries = tc.maxRetries })
 				msgs, receivedAt := e.receive(t, 1)
 				lost := newLosses()
 				track(t, h, msgs[0].handle, receivedAt, lost.fn("a"))
@@ -490,7 +490,7 @@ func TestGivesUpBeforeDeadline(t *testing.T) {
 				}
 				cause := got[0].cause
 				var api smithy.APIError
-				if !errors.Is(cause, visibility.ErrLost) || !errors.As(cause, &api) || api.ErrorCode() != "InternalError" {
+				if !errors.Is(cause, heartbeat.ErrLost) || !errors.As(cause, &api) || api.ErrorCode() != "InternalError" {
 					t.Errorf("cause %v, want ErrLost carrying the InternalError", cause)
 				}
 				calls := len(e.rec.Calls())
@@ -557,9 +557,9 @@ func TestTwelveHourLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, int(tc.vis/time.Second))
-				h := newHB(t, e.rec, e.url, tc.vis, func(o *visibility.Options) { o.Extension = tc.ext })
+				h := newHB(t, e.rec, e.url, tc.vis, func(o *heartbeat.Options) { o.Extension = tc.ext })
 				msgs, receivedAt := e.receive(t, 1)
-				capAt := receivedAt.Add(visibility.MaxVisibility)
+				capAt := receivedAt.Add(heartbeat.MaxVisibility)
 				lost := newLosses()
 				var seen time.Time
 				var state sqstest.MessageInfo
@@ -591,7 +591,7 @@ func TestTwelveHourLimit(t *testing.T) {
 					lastDeadline = last.at.Add(time.Duration(last.timeout[0]) * time.Second)
 				}
 				got := lost.of("a")
-				if len(got) != 1 || !errors.Is(got[0].cause, visibility.ErrMaxVisibility) || errors.Is(got[0].cause, visibility.ErrLost) {
+				if len(got) != 1 || !errors.Is(got[0].cause, heartbeat.ErrMaxVisibility) || errors.Is(got[0].cause, heartbeat.ErrLost) {
 					t.Fatalf("onLost calls %v, want one with ErrMaxVisibility", got)
 				}
 				if want := lastDeadline.Add(-h.Threshold()); !seen.Equal(want) {
@@ -621,7 +621,7 @@ func TestTwelveHourLimit(t *testing.T) {
 func TestLimitRefusedBySQSIsMaxVisibility(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, 30)
-		h := newHB(t, e.rec, e.url, 30*time.Second, func(o *visibility.Options) { o.Extension = 12 * time.Hour })
+		h := newHB(t, e.rec, e.url, 30*time.Second, func(o *heartbeat.Options) { o.Extension = 12 * time.Hour })
 		msgs, receivedAt := e.receive(t, 1)
 		time.Sleep(10 * time.Second)
 		lost := newLosses()
@@ -629,7 +629,7 @@ func TestLimitRefusedBySQSIsMaxVisibility(t *testing.T) {
 		run(t, h)
 		time.Sleep(time.Minute)
 		got := lost.of("a")
-		if len(got) != 1 || !errors.Is(got[0].cause, visibility.ErrMaxVisibility) || !strings.Contains(got[0].cause.Error(), "beyond the limit") {
+		if len(got) != 1 || !errors.Is(got[0].cause, heartbeat.ErrMaxVisibility) || !strings.Contains(got[0].cause.Error(), "beyond the limit") {
 			t.Fatalf("losses %v, want ErrMaxVisibility carrying SQS's refusal", got)
 		}
 		if s := h.Stats(); s.MaxedOut != 1 || s.FailedEntries != 1 || s.Tracked != 0 {
@@ -665,14 +665,14 @@ func TestOnLostMayStop(t *testing.T) {
 		e := newEnv(t, 30)
 		h := newHB(t, e.rec, e.url, 30*time.Second)
 		ctx, cancel := context.WithCancelCause(context.Background())
-		var l *visibility.Lease
+		var l *heartbeat.Lease
 		l = track(t, h, "bogus", time.Now(), func(cause error) {
 			l.Stop()
 			cancel(cause)
 		})
 		run(t, h) // starts after l is set
 		time.Sleep(time.Minute)
-		if !errors.Is(context.Cause(ctx), visibility.ErrLost) {
+		if !errors.Is(context.Cause(ctx), heartbeat.ErrLost) {
 			t.Fatalf("context cause %v, want ErrLost", context.Cause(ctx))
 		}
 		l.Stop()
@@ -778,24 +778,24 @@ func TestOptionsValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		vis     time.Duration
-		opts    func(*visibility.Options)
+		opts    func(*heartbeat.Options)
 		wantErr string
 	}{
 		{"zero visibility", 0, nil, "between 1s and 12h"},
 		{"sub-second", 500 * time.Millisecond, nil, "between 1s and 12h"},
 		{"too long", 13 * time.Hour, nil, "between 1s and 12h"},
-		{"threshold too long", 30 * time.Second, func(o *visibility.Options) { o.Threshold = 30 * time.Second }, "shorter than the extension"},
-		{"negative threshold", 30 * time.Second, func(o *visibility.Options) { o.Threshold = -time.Second }, "must be positive"},
-		{"zero visibility with extension", 0, func(o *visibility.Options) { o.Extension = time.Minute }, ""},
+		{"threshold too long", 30 * time.Second, func(o *heartbeat.Options) { o.Threshold = 30 * time.Second }, "shorter than the extension"},
+		{"negative threshold", 30 * time.Second, func(o *heartbeat.Options) { o.Threshold = -time.Second }, "must be positive"},
+		{"zero visibility with extension", 0, func(o *heartbeat.Options) { o.Extension = time.Minute }, ""},
 		{"12h", 12 * time.Hour, nil, ""},
-		{"negative MaxCalls", 30 * time.Second, func(o *visibility.Options) { o.MaxCalls = -1 }, "must not be negative"},
+		{"negative MaxCalls", 30 * time.Second, func(o *heartbeat.Options) { o.MaxCalls = -1 }, "must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var opts []func(*visibility.Options)
+			var opts []func(*heartbeat.Options)
 			if tc.opts != nil {
 				opts = append(opts, tc.opts)
 			}
-			h, err := visibility.New(sqstest.For(t), "url", tc.vis, opts...)
+			h, err := heartbeat.New(sqstest.For(t), "url", tc.vis, opts...)
 			if (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Fatalf("New = %v, want %q", err, tc.wantErr)
 			}
@@ -804,7 +804,7 @@ func TestOptionsValidation(t *testing.T) {
 			}
 		})
 	}
-	if _, err := visibility.New(nil, "url", time.Second); err == nil || !strings.Contains(err.Error(), "SQS client") {
+	if _, err := heartbeat.New(nil, "url", time.Second); err == nil || !strings.Contains(err.Error(), "SQS client") {
 		t.Errorf("New(nil client) = %v, want an error naming the client", err)
 	}
 	h := newHB(t, sqstest.For(t), "url", time.Second)

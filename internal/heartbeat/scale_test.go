@@ -1,4 +1,4 @@
-package visibility_test
+package heartbeat_test
 
 import (
 	"errors"
@@ -6,8 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/sqstest"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // TestSQSInFlightLimitAt20ms is BenchmarkHeartbeat120000At20ms scaled down
@@ -24,7 +24,7 @@ func TestSQSInFlightLimitAt20ms(t *testing.T) {
 		e.f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Latency: 20 * time.Millisecond})
 		h := newHB(t, e.f, e.url, 3*time.Second) // Threshold 1 s: due at 2 s, 4 s, 6 s
 		msgs, receivedAt := e.receive(t, n)
-		leases := make([]*visibility.Lease, n)
+		leases := make([]*heartbeat.Lease, n)
 		for i, m := range msgs {
 			leases[i] = track(t, h, m.handle, receivedAt, func(err error) { t.Errorf("lost: %v", err) })
 		}
@@ -62,7 +62,7 @@ func TestTimesFarFromTheHeartbeatsStart(t *testing.T) {
 		old := track(t, h, "received-at-zero", time.Time{}, lost.fn("old"))
 		far := trackUntil(t, h, "far", time.Now(), time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC), lost.fn("far"))
 		time.Sleep(time.Minute)
-		if got := lost.of("old"); len(got) != 1 || !errors.Is(got[0].cause, visibility.ErrMaxVisibility) {
+		if got := lost.of("old"); len(got) != 1 || !errors.Is(got[0].cause, heartbeat.ErrMaxVisibility) {
 			t.Errorf("message received at the zero time: onLost %v; want one ErrMaxVisibility", got)
 		}
 		if got := lost.of("far"); len(got) != 0 {
@@ -74,7 +74,7 @@ func TestTimesFarFromTheHeartbeatsStart(t *testing.T) {
 		if d := far.Deadline(); d.Before(time.Now().Add(100 * 365 * 24 * time.Hour)) {
 			t.Errorf("Deadline = %v; want at least a century away", d)
 		}
-		if err := old.Stop(); !errors.Is(err, visibility.ErrMaxVisibility) {
+		if err := old.Stop(); !errors.Is(err, heartbeat.ErrMaxVisibility) {
 			t.Errorf("Stop = %v; want ErrMaxVisibility", err)
 		}
 		far.Stop()

@@ -1,4 +1,4 @@
-package visibility_test
+package heartbeat_test
 
 import (
 	"errors"
@@ -6,8 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/sqstest"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // A held lease is not extended; released, it is extended at once when an
@@ -72,7 +72,7 @@ func TestHoldReportsLostAndStopped(t *testing.T) {
 		run(t, h)
 		bad := track(t, h, "not-a-receipt-handle", time.Now(), nil)
 		time.Sleep(25 * time.Second)
-		if _, err := bad.Hold(); !errors.Is(err, visibility.ErrLost) {
+		if _, err := bad.Hold(); !errors.Is(err, heartbeat.ErrLost) {
 			t.Fatalf("Hold on a lost lease = %v, want ErrLost", err)
 		}
 		msgs, receivedAt := e.receive(t, 1)
@@ -116,7 +116,7 @@ func TestManyLeasesConcurrentCalls(t *testing.T) {
 		e.f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Latency: 20 * time.Millisecond})
 		h := newHB(t, e.rec, e.url, 30*time.Second)
 		msgs, receivedAt := e.receive(t, n)
-		leases := make([]*visibility.Lease, n)
+		leases := make([]*heartbeat.Lease, n)
 		for i, m := range msgs {
 			leases[i] = track(t, h, m.handle, receivedAt, func(err error) { t.Errorf("lost: %v", err) })
 		}

@@ -1,4 +1,4 @@
-package visibility_test
+package heartbeat_test
 
 import (
 	"context"

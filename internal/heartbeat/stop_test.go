@@ -1,4 +1,4 @@
-package visibility_test
+package heartbeat_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/sqstest"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 type okClient struct{}
@@ -72,7 +72,7 @@ func TestStopReturnsTheCauseOfALoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(25 * time.Second) // past the first extension
-		if err := lost.Stop(); !errors.Is(err, visibility.ErrLost) {
+		if err := lost.Stop(); !errors.Is(err, heartbeat.ErrLost) {
 			t.Fatalf("Stop of the deleted message's lease = %v, want ErrLost", err)
 		}
 		if err := kept.Stop(); err != nil {

@@ -1,4 +1,4 @@
-package visibility
+package heartbeat
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/internal/leasehook"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -76,54 +75,16 @@ var ErrLost = errors.New("visibility: ownership of the message is lost; stop the
 // again.
 var ErrMaxVisibility = errors.New("visibility: the message reached SQS's 12-hour visibility limit counted from its receipt; stop the handler before the limit or the message will be delivered again")
 
-// Options configures a Heartbeat. Every field's zero value is usable.
+// Options configures a Heartbeat. Every field's zero value is usable; each
+// is documented on visibility.Options, which converts to it (keep the two
+// field for field alike).
 type Options struct {
-	// Extension is the visibility timeout each extension asks for, counted
-	// from the call. SQS counts in whole seconds, so it is rounded down to
-	// a whole second; it must be at least 1 s and at most 12 h. Near the
-	// 12-hour limit the heartbeat asks for less (see the package doc).
-	// Zero: the visibilityTimeout passed to New.
-	Extension time.Duration
-
-	// Threshold is how long before a message's visibility deadline the
-	// heartbeat extends it: the time an extension has to succeed, retries
-	// included. It must be shorter than Extension, so a message is extended
-	// every Extension−Threshold.
-	// Zero: a third of Extension; when that is under 1 s, 1 s or half of
-	// Extension, whichever is less (30 s → 10 s, 2 s → 1 s, 1 s → 500 ms).
-	Threshold time.Duration
-
-	// MaxRetries is how many times, at most, a failed extension of one
-	// message is retried (transient failures: throttling, 5xx, network,
-	// timeouts). Retries wait with exponential backoff and jitter (the
-	// library's one rule: 100 ms doubling up to 5 s, the upper half random;
-	// never more than half the time left), and stop
-	// in any case when the message's deadline is too close for another
-	// attempt; the owner then gets ErrLost.
-	// Zero: no limit other than the deadline. Negative: no retries.
-	MaxRetries int
-
-	// MaxCalls is how many ChangeMessageVisibilityBatch calls may be in
-	// flight at once. The heartbeat only has as many in flight as the due
-	// messages fill (ten per call), so this matters when many are due
-	// together: N messages due at once, with calls taking L each, are
-	// extended in ⌈N/10⌉·L/MaxCalls, which must stay well within
-	// Threshold (the default covers SQS's in-flight limit of 120,000
-	// messages due together at 20 ms per call in 3.75 s). Give the SQS
-	// client's HTTP transport as many idle connections.
-	// Zero: 64.
-	MaxCalls int
-
-	// CallTimeout is the longest one ChangeMessageVisibilityBatch call may
-	// take; each call's own timeout is half the time left before the
-	// earliest deadline among its messages, between 1 s and CallTimeout.
-	// Zero: 30 s.
-	CallTimeout time.Duration
-
-	// Logger receives warnings (failed calls, lost messages, late
-	// extensions, the 12-hour limit) and, at debug level, each call.
-	// Zero: logs are discarded.
-	Logger *slog.Logger
+	Extension   time.Duration // zero: the visibilityTimeout passed to New
+	Threshold   time.Duration // zero: a third of Extension (at least 1 s or half of Extension)
+	MaxRetries  int           // zero: until the deadline; negative: none
+	MaxCalls    int           // zero: 64
+	CallTimeout time.Duration // zero: 30 s
+	Logger      *slog.Logger  // zero: discard
 }
 
 // config is the resolved Options.
@@ -326,9 +287,9 @@ func (h *Heartbeat) Track(receiptHandle string, receivedAt time.Time, onLost fun
 // deadline more than 146 years away is kept as 146 years away).
 func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.Time, onLost func(cause error)) (*Lease, error) {
 	l := new(Lease)
-	var owner loser
+	var owner Owner
 	if onLost != nil {
-		owner = funcLoser(onLost)
+		owner = funcOwner(onLost)
 	}
 	if err := h.trackInto(l, receiptHandle, receivedAt, deadline, owner); err != nil {
 		return nil, err
@@ -336,28 +297,40 @@ func (h *Heartbeat) TrackUntil(receiptHandle string, receivedAt, deadline time.T
 	return l, nil
 }
 
-// loser is told when the heartbeat gives a lease up: Track's onLost, or
-// the owner a lease was tracked for through internal/leasehook.
-type loser interface{ OnLost(cause error) }
+// Owner is told when the heartbeat gives a lease up before Stop: the
+// runtime's job, which embeds its Lease (see TrackInto), or Track's onLost.
+// OnLost is called at most once, from a heartbeat goroutine, outside the
+// heartbeat's lock; it must not block, and may call Stop on any lease.
+type Owner interface{ OnLost(cause error) }
 
-// funcLoser is an onLost func as a loser.
-type funcLoser func(cause error)
+// funcOwner is an onLost func as an Owner.
+type funcOwner func(cause error)
 
-func (f funcLoser) OnLost(cause error) { f(cause) }
+func (f funcOwner) OnLost(cause error) { f(cause) }
 
-func init() {
-	leasehook.TrackInto = func(h *Heartbeat, l *Lease, receiptHandle string, receivedAt time.Time, owner interface{ OnLost(cause error) }) error {
-		return h.trackInto(l, receiptHandle, receivedAt, receivedAt.Add(h.vis), owner)
-	}
-	leasehook.Cause = func(l *Lease) error {
-		l.h.mu.Lock()
-		defer l.h.mu.Unlock()
-		return l.cause
-	}
+// TrackInto is Track for a lease its caller allocated, l, with owner told
+// of a loss: a runtime keeps the lease inside its own per-message job, so
+// tracking costs no allocation of its own (no Lease, no onLost closure
+// bound to the job). l must not be copied or reused until the lease has
+// ended (Stop returned).
+func (h *Heartbeat) TrackInto(l *Lease, receiptHandle string, receivedAt time.Time, owner Owner) error {
+	return h.trackInto(l, receiptHandle, receivedAt, receivedAt.Add(h.vis), owner)
+}
+
+// Cause returns why the heartbeat ended l — an error wrapping ErrLost or
+// ErrMaxVisibility — or nil while it has not. The heartbeat ends a call's
+// leases together and only then tells their owners, one after another: a
+// job about to start asks its lease, not only its own record of the
+// notices, so that a message lost together with the one its handler was
+// running is not started in between.
+func (l *Lease) Cause() error {
+	l.h.mu.Lock()
+	defer l.h.mu.Unlock()
+	return l.cause
 }
 
 // trackInto starts tracking the message in l (TrackUntil).
-func (h *Heartbeat) trackInto(l *Lease, receiptHandle string, receivedAt, deadline time.Time, owner loser) error {
+func (h *Heartbeat) trackInto(l *Lease, receiptHandle string, receivedAt, deadline time.Time, owner Owner) error {
 	if receiptHandle == "" {
 		return errors.New("visibility: Track needs the receipt handle the receive returned for the message")
 	}
@@ -387,7 +360,7 @@ type Lease struct {
 	h        *Heartbeat
 	handle   string
 	received tick  // the receive time given to Track
-	owner    loser // nil: nobody to tell
+	owner    Owner // nil: nobody to tell
 
 	// Guarded by h.mu. Ticks count from h.epoch.
 	deadline tick   // when the message becomes visible, as far as known (never later than SQS's)

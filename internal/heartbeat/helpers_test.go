@@ -1,4 +1,4 @@
-package visibility_test
+package heartbeat_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/sqstest"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // call is one recorded ChangeMessageVisibilityBatch call.
@@ -130,7 +130,7 @@ func (e *env) state(t testing.TB, id string) sqstest.MessageInfo {
 }
 
 // run runs h until the test ends.
-func run(t *testing.T, h *visibility.Heartbeat) {
+func run(t *testing.T, h *heartbeat.Heartbeat) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -182,17 +182,17 @@ func (l *losses) total() int {
 }
 
 // newHB returns a heartbeat, failing tb on error.
-func newHB(tb testing.TB, client visibility.API, url string, vis time.Duration, optFns ...func(*visibility.Options)) *visibility.Heartbeat {
+func newHB(tb testing.TB, client heartbeat.API, url string, vis time.Duration, optFns ...func(*heartbeat.Options)) *heartbeat.Heartbeat {
 	tb.Helper()
-	h, err := visibility.New(client, url, vis, optFns...)
+	h, err := heartbeat.New(client, url, vis, optFns...)
 	if err != nil {
-		tb.Fatalf("visibility.New: %v", err)
+		tb.Fatalf("heartbeat.New: %v", err)
 	}
 	return h
 }
 
 // track tracks a message, failing tb on error.
-func track(tb testing.TB, h *visibility.Heartbeat, handle string, receivedAt time.Time, onLost func(error)) *visibility.Lease {
+func track(tb testing.TB, h *heartbeat.Heartbeat, handle string, receivedAt time.Time, onLost func(error)) *heartbeat.Lease {
 	tb.Helper()
 	l, err := h.Track(handle, receivedAt, onLost)
 	if err != nil {
@@ -202,7 +202,7 @@ func track(tb testing.TB, h *visibility.Heartbeat, handle string, receivedAt tim
 }
 
 // trackUntil is track with a deadline.
-func trackUntil(tb testing.TB, h *visibility.Heartbeat, handle string, receivedAt, deadline time.Time, onLost func(error)) *visibility.Lease {
+func trackUntil(tb testing.TB, h *heartbeat.Heartbeat, handle string, receivedAt, deadline time.Time, onLost func(error)) *heartbeat.Lease {
 	tb.Helper()
 	l, err := h.TrackUntil(handle, receivedAt, deadline, onLost)
 	if err != nil {
