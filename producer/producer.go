@@ -176,7 +176,7 @@ func New(client API, queue string, optFns ...func(*Options)) (*Producer, error) 
 // resolve returns the URL of queue, a name, URL or ARN, asking SQS for a
 // name or an ARN within timeout.
 func resolve(client API, queue string, timeout time.Duration) (string, error) {
-	r, ok := client.(queueref.API)
+	r, ok := client.(urlGetter)
 	if !ok {
 		r = noLookup{}
 	}
@@ -187,6 +187,11 @@ func resolve(client API, queue string, timeout time.Duration) (string, error) {
 		return "", fmt.Errorf("producer: %w", err)
 	}
 	return url, nil
+}
+
+// urlGetter is a client that can find a queue's URL.
+type urlGetter interface {
+	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 }
 
 // noLookup stands in for a client without GetQueueUrl: Resolve calls it

@@ -212,17 +212,3 @@ func TestResolveARNAtCustomEndpoint(t *testing.T) {
 		t.Errorf("GetQueueUrl body = %s; want the ARN's name and account", body)
 	}
 }
-
-func TestARNURLPerPartition(t *testing.T) {
-	for arn, want := range map[string]string{
-		"arn:aws:sqs:eu-west-1:123456789012:orders":          "https://sqs.eu-west-1.amazonaws.com/123456789012/orders",
-		"arn:aws:sqs:us-east-2:123456789012:payments.fifo":   "https://sqs.us-east-2.amazonaws.com/123456789012/payments.fifo",
-		"arn:aws-cn:sqs:cn-north-1:123456789012:orders":      "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/orders",
-		"arn:aws-us-gov:sqs:us-gov-west-1:123456789012:jobs": "https://sqs.us-gov-west-1.amazonaws.com/123456789012/jobs",
-	} {
-		a, err := queueref.ParseARN(arn)
-		if err != nil || a.URL() != want {
-			t.Errorf("ParseARN(%s).URL() = %q, %v; want %q", arn, a.URL(), err, want)
-		}
-	}
-}
