@@ -392,6 +392,30 @@ func TestViewerCannotAct(t *testing.T) {
 	})
 }
 
+// A User whose Role is not RoleOperator (the zero value included) is a
+// viewer: shown as one, offered no action, refused every action.
+func TestZeroRoleIsViewer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		x := newFixture(t, withActions, func(o *Options) {
+			o.Authenticate = func(*http.Request) (User, error) { return User{Name: "bob"}, nil }
+		})
+		rec := httptest.NewRecorder()
+		x.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/queues/orders/dlq", nil))
+		if page := rec.Body.String(); strings.Contains(page, "<button") || !strings.Contains(page, "bob (viewer)") {
+			t.Fatalf("zero-Role user: page offers actions or does not say viewer:\n%s", page)
+		}
+		form := url.Values{csrfField: {x.h.csrf.sign("s")}, "scope": {"all"}}
+		req := httptest.NewRequest(http.MethodPost, "/queues/orders/dlq/redrive", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: sessionCookie, Value: "s"})
+		rec = httptest.NewRecorder()
+		x.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "bob is a viewer") {
+			t.Fatalf("zero-Role POST: %d %s; want 403", rec.Code, rec.Body.String())
+		}
+	})
+}
+
 // finish waits for the job the response redirected to and returns its status.
 func (x *fixture) finish(t *testing.T, resp *http.Response) jobStatus {
 	t.Helper()
