@@ -129,8 +129,8 @@ func TestSetupValidatesOptions(t *testing.T) {
 			t.Errorf("Setup(%+v) accepted", o)
 		}
 	}
-	if n := queues.TotalRequests(); n != 0 {
-		t.Errorf("invalid options made %d SQS calls", n)
+	if n := queues.Requests(); len(n) != 0 {
+		t.Errorf("invalid options made SQS calls: %v", n)
 	}
 }
 

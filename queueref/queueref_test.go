@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -117,7 +118,7 @@ func TestResolveEveryFormToOneURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := f.MustCreateQueue(t, "orders", nil)
-	arn := f.QueueARN(url)
+	arn := sqsfake.ARN(url)
 	for _, ref := range []string{"orders", url, arn} {
 		got, err := queueref.Resolve(context.Background(), f, ref)
 		if err != nil || got != url {

@@ -64,7 +64,7 @@ func Example() {
 			client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: m.ReceiptHandle})
 		}
 	}
-	visible, inflight, _ := client.Count(queueURL)
+	visible, inflight := len(client.Messages(queueURL, "visible")), len(client.Messages(queueURL, "inflight"))
 	s := hb.Stats()
 	fmt.Println("extended:", s.Extended > 0, "- lost:", s.Lost, "- left in queue:", visible+inflight)
 	// Output:

@@ -615,7 +615,8 @@ func (f *Fake) SetSubscriptionAttributes(ctx context.Context, params *sns.SetSub
 // message, or is lost without one, as SNS discards it.
 //
 // A delivery that fails with a server error or throttling (sqstest's
-// InjectFault with ServerError or Throttled, a timeout) is retried on SNS's
+// InjectFault with Fault.Code "InternalError" or "RequestThrottled", a
+// timeout) is retried on SNS's
 // delivery policy for SQS endpoints, which cannot be changed: 3 retries at
 // once (before Publish returns), 2 after 1 s, 10 from 1 s to 20 s
 // (exponential), then 100,000 every 20 s — 100,015 retries over 23 days —
