@@ -19,9 +19,9 @@
 //     (fanout.Lint with Options.SNS) and the SNS fan-out chain.
 //   - Dead-letter queue: the messages grouped by failure reason (source
 //     queue, handler and error, from the provenance the runtime wrote when
-//     it dead-lettered the message), with
-//     counts, first and last failure, attempts and a sample; each message
-//     with its body (JSON indented), attributes and provenance.
+//     it dead-lettered the message), with counts, first and last failure,
+//     attempts and a sample; each message with its body (JSON indented),
+//     attributes and provenance.
 //   - Workers: the statistics of workers whose StatsHandler you list in
 //     Options.Workers: receiving or paused (worker.Stats.Paused), rates,
 //     outcomes, in flight, cost per million.
