@@ -31,30 +31,23 @@ type API interface {
 
 var _ API = (*sqs.Client)(nil)
 
-// Role is what a user may do in the console.
-type Role int
+// Role is what a user may do in the console: RoleViewer or RoleOperator.
+// Any other value, the zero value "" included, is a viewer.
+type Role string
 
 const (
 	// RoleViewer may look at every page and act on nothing.
-	RoleViewer Role = iota
+	RoleViewer Role = "viewer"
 	// RoleOperator may also act (redrive, delete, send, purge) when the
 	// console's actions are switched on (Options.Actions).
-	RoleOperator
+	RoleOperator Role = "operator"
 )
-
-// String returns "viewer" or "operator".
-func (r Role) String() string {
-	if r == RoleOperator {
-		return "operator"
-	}
-	return "viewer"
-}
 
 // User is who makes a request, as Options.Authenticate says.
 type User struct {
 	// Name identifies the user in the audit log.
 	Name string
-	// Role is what the user may do.
+	// Role is what the user may do. Zero value: RoleViewer.
 	Role Role
 }
 
@@ -255,6 +248,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "no-referrer")
 	hdr.Set("Cache-Control", "no-store")
+	if u.Role != RoleOperator {
+		u.Role = RoleViewer
+	}
 	r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
 	h.mux.ServeHTTP(w, r)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/sqsworker/sqsworker/internal/deadletter"
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -19,7 +20,7 @@ func TestDiscoverResolvesTheDLQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Target{SourceURL: src, SourceARN: f.QueueARN(src), DLQURL: dlq, DLQARN: f.QueueARN(dlq), MaxReceiveCount: 7, MaxMessageSize: 1 << 20, SourceMaxMessageSize: 1 << 20}
+	want := Target{SourceURL: src, SourceARN: sqsfake.ARN(src), DLQURL: dlq, DLQARN: sqsfake.ARN(dlq), MaxReceiveCount: 7, MaxMessageSize: 1 << 20, SourceMaxMessageSize: 1 << 20}
 	if got != want {
 		t.Errorf("Discover = %+v\nwant       %+v", got, want)
 	}

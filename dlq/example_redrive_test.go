@@ -64,7 +64,7 @@ func ExampleInspect() {
 	for _, m := range msgs {
 		fmt.Printf("%s from %s, attempt %d: %s\n", m.Body, queueref.Name(m.Provenance.SourceQueue), m.Provenance.Attempt, m.Provenance.Error)
 	}
-	visible, _, _ := client.Count(target.DLQURL)
+	visible := len(client.Messages(target.DLQURL, "visible"))
 	fmt.Println("still in orders-dlq:", visible)
 	// Output:
 	// {"order":1} from orders, attempt 1: charge card: card declined

@@ -70,7 +70,7 @@ func interruptedRedrive(t *testing.T, fault sqstest.Fault) (f *sqstest.Fake, tar
 // wantCounts checks the DLQ's and the source's messages.
 func wantCounts(t *testing.T, f *sqstest.Fake, target Target, visible, inFlight, moved int) {
 	t.Helper()
-	v, inflight, _ := f.Count(target.DLQURL)
+	v, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight"))
 	if v != visible || inflight != inFlight {
 		t.Errorf("DLQ: %d visible, %d in flight; want %d and %d", v, inflight, visible, inFlight)
 	}
@@ -152,7 +152,7 @@ func TestRedriveLostReceiveResponseIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, readsTotal, nil, failedWith("boom"))
-		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 10, Times: 2})
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Code: "InternalError", Every: 10, Times: 2})
 		var last Progress
 		res, err := Redrive(context.Background(), sdkRetry{f}, target, RedriveOptions{Method: "manual", Progress: func(p Progress) { last = p }})
 		if !errors.Is(err, ErrNotAllSeen) || res.Done || last.Done || res.NotSeen != 20 || res.Moved != readsTotal-20 || res.Total != readsTotal {
@@ -174,7 +174,7 @@ func TestRedriveFailedReceiveIsRetriedAndReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 30, nil, failedWith("boom"))
-		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 2, Times: 1})
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Code: "InternalError", Every: 2, Times: 1})
 		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 		if !errors.Is(err, ErrNotAllSeen) || res.Done || res.Moved != 20 || res.NotSeen != 10 {
 			t.Fatalf("redrive = %+v, %v; want 20 moved, 10 not seen, not done", res, err)
@@ -191,14 +191,14 @@ func TestInspectReportsWhatItDidNotSee(t *testing.T) {
 		deadLetter(t, f, target, 30, nil, failedWith("boom"))
 
 		// A lost response, hidden by the SDK's retry.
-		remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 2, Times: 1})
+		remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Code: "InternalError", Every: 2, Times: 1})
 		msgs, err := Inspect(context.Background(), sdkRetry{f}, target.DLQURL, InspectOptions{})
 		remove()
 		var ns *NotSeenError
 		if len(msgs) != 20 || !errors.As(err, &ns) || ns.NotSeen() != 10 || ns.Expected != 30 || ns.InFlight != 0 {
 			t.Fatalf("Inspect = %d messages, %v (%+v); want 20 and 10 not seen", len(msgs), err, ns)
 		}
-		if v, inflight, _ := f.Count(target.DLQURL); v != 20 || inflight != 10 {
+		if v, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); v != 20 || inflight != 10 {
 			t.Errorf("after Inspect: %d visible, %d in flight; want the 20 seen released", v, inflight)
 		}
 
@@ -233,7 +233,7 @@ func TestInspectInterruptedReleasesEverything(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || len(msgs) != 10 {
 			t.Fatalf("Inspect = %d messages, %v; want the first 10 and context.Canceled", len(msgs), err)
 		}
-		if v, inflight, _ := f.Count(target.DLQURL); v != 30 || inflight != 0 {
+		if v, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); v != 30 || inflight != 0 {
 			t.Errorf("after the interrupted Inspect: %d visible, %d in flight; want all 30 released", v, inflight)
 		}
 	})
@@ -273,7 +273,7 @@ func TestWalkArrivalsDoNotHideLostReceive(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f, target := fakePair(t, "orders")
 				deadLetter(t, f, target, 100, nil, failedWith("boom"))
-				f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 3, Times: 1})
+				f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Code: "InternalError", Every: 3, Times: 1})
 				c := &sdkClient{Fake: f, t: t, url: target.DLQURL, arriveAt: 5, arrivals: 10}
 				var notSeen int
 				var err error
@@ -292,7 +292,7 @@ func TestWalkArrivalsDoNotHideLostReceive(t *testing.T) {
 						notSeen = ns.NotSeen()
 					}
 				}
-				_, inFlight, _ := f.Count(target.DLQURL)
+				inFlight := len(f.Messages(target.DLQURL, "inflight"))
 				if inFlight != 10 {
 					t.Fatalf("%d messages in flight after the walk; the scenario wants the lost receive's 10", inFlight)
 				}

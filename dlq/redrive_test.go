@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/sqsworker/sqsworker/internal/deadletter"
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -27,7 +28,7 @@ func deadLetter(t *testing.T, f *sqstest.Fake, target Target, n int, attrs map[s
 	for i := range n {
 		opts := []func(*sqs.SendMessageInput){withAttrs(attrs)}
 		if target.FIFO {
-			opts = append(opts, sqstest.SendGroup(fmt.Sprintf("g%d", i%3), fmt.Sprintf("d%d", i)))
+			opts = append(opts, sqsfake.Group(fmt.Sprintf("g%d", i%3), fmt.Sprintf("d%d", i)))
 		}
 		f.MustSend(t, target.SourceURL, fmt.Sprintf("job-%d", i), opts...)
 		msg := receiveOne(t, f, target.SourceURL)
@@ -84,7 +85,7 @@ func TestInspectListsWithoutConsuming(t *testing.T) {
 		if withProv != 23 {
 			t.Errorf("%d messages with provenance, want 23", withProv)
 		}
-		if visible, inflight, _ := f.Count(target.DLQURL); visible != 24 || inflight != 0 {
+		if visible, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); visible != 24 || inflight != 0 {
 			t.Errorf("after Inspect: %d visible, %d in flight; want all 24 released", visible, inflight)
 		}
 
@@ -92,7 +93,7 @@ func TestInspectListsWithoutConsuming(t *testing.T) {
 		if err != nil || len(few) != 5 {
 			t.Fatalf("Inspect Max 5 = %d messages, %v", len(few), err)
 		}
-		if visible, _, _ := f.Count(target.DLQURL); visible != 24 {
+		if visible := len(f.Messages(target.DLQURL, "visible")); visible != 24 {
 			t.Errorf("after Inspect Max 5: %d visible, want 24", visible)
 		}
 		c, err := Count(context.Background(), f, target.DLQURL)
@@ -255,7 +256,7 @@ func TestRedriveSharedDLQMovesOnlyThisSource(t *testing.T) {
 		if n := len(f.Messages(a.SourceURL)); n != 4 {
 			t.Errorf("orders got %d", n)
 		}
-		if visible, inflight, _ := f.Count(a.DLQURL); visible != 3 || inflight != 0 {
+		if visible, inflight := len(f.Messages(a.DLQURL, "visible")), len(f.Messages(a.DLQURL, "inflight")); visible != 3 || inflight != 0 {
 			t.Errorf("DLQ: %d visible, %d in flight; want invoices' 3 released", visible, inflight)
 		}
 	})
@@ -298,7 +299,7 @@ func TestRedriveSharedDLQWithDestinationMovesOnlyThisSource(t *testing.T) {
 		if n := len(f.Messages(archive)); n != 4 {
 			t.Errorf("archive holds %d; want orders' 4", n)
 		}
-		if visible, _, _ := f.Count(a.DLQURL); visible != 3 {
+		if visible := len(f.Messages(a.DLQURL, "visible")); visible != 3 {
 			t.Errorf("DLQ keeps %d; want invoices' 3", visible)
 		}
 
@@ -354,7 +355,7 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 				t.Errorf("%s: result %+v, would move %v; want %d", tc.name, res, would, tc.want)
 			}
 		}
-		if visible, _, _ := f.Count(target.DLQURL); visible != 10 || len(f.Messages(target.SourceURL)) != 0 {
+		if visible := len(f.Messages(target.DLQURL, "visible")); visible != 10 || len(f.Messages(target.SourceURL)) != 0 {
 			t.Fatalf("dry runs moved something: DLQ %d visible, source %d", visible, len(f.Messages(target.SourceURL)))
 		}
 
@@ -369,7 +370,7 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 				t.Errorf("moved %s, which did not match", m.Body)
 			}
 		}
-		if visible, inflight, _ := f.Count(target.DLQURL); visible != 7 || inflight != 0 {
+		if visible, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); visible != 7 || inflight != 0 {
 			t.Errorf("DLQ after Max 3: %d visible, %d in flight", visible, inflight)
 		}
 	})
@@ -421,8 +422,8 @@ func TestRedriveSlowRateKeepsItsHold(t *testing.T) {
 		if err != nil || res.Moved != 12 || res.Duplicated != 0 {
 			t.Fatalf("Redrive at 0.1/s = %+v, %v", res, err)
 		}
-		if visible, inflight, _ := f.Count(target.DLQURL); visible+inflight != 0 {
-			t.Errorf("the DLQ still holds %d messages counted as moved", visible+inflight)
+		if n := len(f.Messages(target.DLQURL, "visible", "inflight")); n != 0 {
+			t.Errorf("the DLQ still holds %d messages counted as moved", n)
 		}
 		if n := len(f.Messages(target.SourceURL)); n != 12 {
 			t.Errorf("source got %d", n)
@@ -440,7 +441,7 @@ func TestRedriveRefusesARateTooSlowForAnyHold(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "Rate") {
 			t.Fatalf("Redrive at 0.0001/s: %v; want a refusal naming Rate", err)
 		}
-		if visible, _, _ := f.Count(target.DLQURL); visible != 2 {
+		if visible := len(f.Messages(target.DLQURL, "visible")); visible != 2 {
 			t.Errorf("the DLQ has %d visible; want both untouched", visible)
 		}
 	})
@@ -470,15 +471,15 @@ func TestRedriveSendFailureLeavesMessagesInDLQ(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 5, nil, failedWith("boom"))
-		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError()})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "InternalError"})
 		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 		if err == nil || !strings.Contains(err.Error(), "stay in dead-letter queue") {
 			t.Fatalf("Redrive error = %v", err)
 		}
-		if res.Moved != 0 || f.RequestCount("DeleteMessageBatch") != 0 {
-			t.Errorf("result %+v, %d deletes", res, f.RequestCount("DeleteMessageBatch"))
+		if res.Moved != 0 || f.Requests()["DeleteMessageBatch"] != 0 {
+			t.Errorf("result %+v, %d deletes", res, f.Requests()["DeleteMessageBatch"])
 		}
-		if visible, _, _ := f.Count(target.DLQURL); visible != 5 {
+		if visible := len(f.Messages(target.DLQURL, "visible")); visible != 5 {
 			t.Errorf("DLQ has %d visible, want all 5 released", visible)
 		}
 	})
@@ -488,7 +489,7 @@ func TestRedriveDeleteFailureDuplicatesNeverLoses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 5, nil, failedWith("boom"))
-		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError()})
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Code: "InternalError"})
 		var dups int
 		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", OnMessage: func(_ Message, a string, _ error) {
 			if a == "duplicated" {
@@ -553,9 +554,9 @@ func TestRedriveKeepsMessagesWhoseSendFailed(t *testing.T) {
 		fault sqstest.Fault
 	}{
 		{"entries permanent", sqstest.Fault{API: "SendMessageBatch", Err: denied, Entries: true}},
-		{"entries retried until exhausted", sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), Entries: true}},
+		{"entries retried until exhausted", sqstest.Fault{API: "SendMessageBatch", Code: "InternalError", Entries: true}},
 		{"call permanent", sqstest.Fault{API: "SendMessageBatch", Err: denied}},
-		{"call retried until exhausted", sqstest.Fault{API: "SendMessageBatch", Err: sqstest.Throttled()}},
+		{"call retried until exhausted", sqstest.Fault{API: "SendMessageBatch", Code: "RequestThrottled"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -567,7 +568,7 @@ func TestRedriveKeepsMessagesWhoseSendFailed(t *testing.T) {
 				if err == nil || res.Moved != 0 || res.Failed == 0 {
 					t.Errorf("redrive = %+v, %v; want failures, nothing moved, an error", res, err)
 				}
-				if v, inFlight, _ := f.Count(target.DLQURL); v != 15 || inFlight != 0 {
+				if v, inFlight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); v != 15 || inFlight != 0 {
 					t.Errorf("DLQ: %d visible, %d in flight; want all 15 back, visible", v, inFlight)
 				}
 				if n := len(f.Messages(target.SourceURL)); n != 0 {

@@ -40,7 +40,7 @@ func TestSetupCreatesOnceThenChangesNothing(t *testing.T) {
 	if first.Retention != 7*24*time.Hour || first.DLQRetention != sqslimit.MaxRetention || first.MaxReceiveCount != 60 || first.VisibilityTimeout != 30*time.Second {
 		t.Errorf("settings %+v", first)
 	}
-	before := f.RequestCount("SetQueueAttributes") + f.RequestCount("CreateQueue")
+	before := f.Requests()["SetQueueAttributes"] + f.Requests()["CreateQueue"]
 	again, err := Setup(ctx, f, SetupOptions{Name: "orders"})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestSetupCreatesOnceThenChangesNothing(t *testing.T) {
 	if len(again.Changes) != 0 || again.MaxReceiveCount != 60 || again.Retention != 7*24*time.Hour {
 		t.Errorf("second setup %+v: want no change, the first settings kept", again)
 	}
-	if n := f.RequestCount("SetQueueAttributes") + f.RequestCount("CreateQueue"); n != before {
+	if n := f.Requests()["SetQueueAttributes"] + f.Requests()["CreateQueue"]; n != before {
 		t.Errorf("a setup with nothing to change made %d CreateQueue/SetQueueAttributes calls", n-before)
 	}
 }

@@ -35,19 +35,24 @@
 // RateLimitOptions.MaxWait (1 s), which keeps snoozes rare while the
 // fleet runs at its limit.
 //
-// One thing the library cannot change: each snooze is a receive, and
-// SQS's own redrive moves a message to the dead-letter queue after the
-// queue's maxReceiveCount receives, whatever the worker decides. With
-// fleet controls, set maxReceiveCount well above the retries the policy
-// allows (for example 100) and count attempts exactly with
+// Waiting never spends the queue's receive budget: on a standard queue the
+// runtime relays a snoozed message as a fresh copy (delayed by the snooze,
+// carrying the job's ID and the attempts it spent; see retry.Snooze), so
+// SQS's own redrive, which moves a message after maxReceiveCount receives,
+// never dead-letters a job for waiting, however long a flood lasts, and a
+// snooze never counts as an attempt. The queue keeps the maxReceiveCount
+// its retry policy needs (dlq.Setup's default is fine).
+//
+// A FIFO message cannot be relayed (the copy would go to the end of its
+// group): there each snooze hides the message and is a receive. On FIFO
+// queues with fleet controls, set maxReceiveCount well above the retries
+// the policy allows (for example 100) and count attempts exactly with
 // retry/dynamocounter, so that the retry policy, not SQS's receive count,
-// decides when a failing job is dead-lettered; snoozes then cost nothing
-// (dynamocounter also takes the snoozed attempt back). With the default
-// ApproximateReceiveCount counter, each snooze also brings a failing job
-// closer to its last retry. Lint (`sqsworker doctor --fleet`) checks a queue
-// against this rule: maxReceiveCount at least the policy's attempts plus
-// the snoozes a job may meet (LintOptions.Snoozes, 50 by default), and
-// attempts counted exactly.
+// decides when a failing job is dead-lettered (dynamocounter also takes
+// the snoozed attempt back). Lint (`sqsworker doctor --fleet`) checks a
+// FIFO queue against this rule: maxReceiveCount at least the policy's
+// attempts plus the snoozes a job may meet (LintOptions.Snoozes, 50 by
+// default), and attempts counted exactly.
 //
 // # Rate limits
 //

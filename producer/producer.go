@@ -214,7 +214,7 @@ func newProducer(sender *sqsbatch.Queue, target, name string, topic, fifo bool, 
 // resolve returns the URL of queue, a name, URL or ARN, asking SQS for a
 // name or an ARN within timeout.
 func resolve(client API, queue string, timeout time.Duration) (string, error) {
-	r, ok := client.(queueref.API)
+	r, ok := client.(urlGetter)
 	if !ok {
 		r = noLookup{}
 	}
@@ -225,6 +225,11 @@ func resolve(client API, queue string, timeout time.Duration) (string, error) {
 		return "", fmt.Errorf("producer: %w", err)
 	}
 	return url, nil
+}
+
+// urlGetter is a client that can find a queue's URL.
+type urlGetter interface {
+	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
 }
 
 // noLookup stands in for a client without GetQueueUrl: Resolve calls it

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -19,7 +20,7 @@ import (
 func TestNewTakesANameOrARN(t *testing.T) {
 	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "orders", nil)
-	for _, ref := range []string{"orders", f.QueueARN(url), url} {
+	for _, ref := range []string{"orders", sqsfake.ARN(url), url} {
 		p, err := producer.New(f, ref)
 		if err != nil {
 			t.Fatalf("New(%s): %v", ref, err)

@@ -69,8 +69,8 @@ func Example() {
 			client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: m.ReceiptHandle})
 		}
 	}
-	visible, inflight, _ := client.Count(queueURL)
-	extended := client.RequestCount("ChangeMessageVisibilityBatch") > 0
+	visible, inflight := len(client.Messages(queueURL, "visible")), len(client.Messages(queueURL, "inflight"))
+	extended := client.Requests()["ChangeMessageVisibilityBatch"] > 0
 	fmt.Println("extended:", extended, "- lost:", lost, "- left in queue:", visible+inflight)
 	// Output:
 	// job: <nil> - other consumer received: 0

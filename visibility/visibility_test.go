@@ -84,7 +84,7 @@ func TestHeartbeatFront(t *testing.T) {
 		if c := stops["kept"](); c != nil {
 			t.Errorf("kept message: second stop = %v, want nil (idempotent)", c)
 		}
-		if visible, inflight, _ := f.Count(url); visible != 0 || inflight != 1 {
+		if visible, inflight := len(f.Messages(url, "visible")), len(f.Messages(url, "inflight")); visible != 0 || inflight != 1 {
 			t.Errorf("queue: %d visible, %d in flight; want the kept message in flight", visible, inflight)
 		}
 	})

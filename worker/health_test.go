@@ -96,7 +96,7 @@ func TestHealthFollowsRun(t *testing.T) {
 func TestHealthReceiveFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newQueue(t, 5, "30")
-		remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: sqstest.ServerError()})
+		remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Code: "InternalError"})
 		h := start(t, f, src, noop)
 		time.Sleep(5 * time.Second)
 		st := h.w.Health()
@@ -118,7 +118,7 @@ func TestHealthReceiveFailures(t *testing.T) {
 			t.Errorf("after recovery: %+v; want live and ready", st)
 		}
 		// A short streak after a success leaves the worker ready.
-		remove = f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: sqstest.Throttled()})
+		remove = f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Code: "RequestThrottled"})
 		time.Sleep(21 * time.Second)
 		if st := h.w.Health(); !st.Live || !st.Ready || st.FailingSince.IsZero() {
 			t.Errorf("short streak: %+v; want live and ready, failing noted", st)

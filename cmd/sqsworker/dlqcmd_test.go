@@ -97,7 +97,7 @@ func TestDLQPeek(t *testing.T) {
 				t.Errorf("peek output lacks %q:\n%s", want, out)
 			}
 		}
-		if visible, inflight, _ := h.fake.Count(target.DLQURL); visible != 3 || inflight != 0 {
+		if visible, inflight := len(h.fake.Messages(target.DLQURL, "visible")), len(h.fake.Messages(target.DLQURL, "inflight")); visible != 3 || inflight != 0 {
 			t.Errorf("after peek: %d visible, %d in flight", visible, inflight)
 		}
 
@@ -393,8 +393,8 @@ func TestEveryCommandRejectsUnknownOutput(t *testing.T) {
 				t.Errorf("%v %v: exit %d, stdout %q, stderr %q; want exit %d and the accepted formats", args, o, code, out, errOut, exitUsage)
 			}
 		}
-		if n := h.fake.TotalRequests(); n != 0 {
-			t.Errorf("%s with a bad -o made %d SQS calls", c.path, n)
+		if n := h.fake.Requests(); len(n) != 0 {
+			t.Errorf("%s with a bad -o made SQS calls: %v", c.path, n)
 		}
 	}
 }

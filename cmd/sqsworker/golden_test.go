@@ -248,11 +248,11 @@ func TestGoldenJSON(t *testing.T) {
 
 	t.Run("doctor-fleet", func(t *testing.T) {
 		h := newHarness(t)
-		_, dlqURL := h.fake.MustCreateQueueWithDLQ(t, "payments", 8, nil)
+		_, dlqURL := h.fake.MustCreateQueueWithDLQ(t, "payments.fifo", 8, nil)
 		if _, err := h.fake.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(dlqURL), Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}}); err != nil {
 			t.Fatal(err)
 		}
-		g.run(t, h, "doctor-fleet", "doctor", "--no-subscriptions", "--attempts", "4", "--fleet", "payments", "-o", "json")
+		g.run(t, h, "doctor-fleet", "doctor", "--no-subscriptions", "--attempts", "4", "--fleet", "payments.fifo", "-o", "json")
 	})
 
 	t.Run("doctor-subscriptions", func(t *testing.T) {

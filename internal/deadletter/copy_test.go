@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -82,7 +83,7 @@ func TestMoveSendFailsDeletesNothing(t *testing.T) {
 	f, target := fakePair(t, "orders")
 	f.MustSend(t, target.SourceURL, "x")
 	msg := receiveOne(t, f, target.SourceURL)
-	f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.ServerError(), Times: 1})
+	f.InjectFault(sqstest.Fault{API: "SendMessage", Code: "InternalError", Times: 1})
 
 	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "boom"})
 	if !errors.Is(err, ErrNotSent) {
@@ -91,7 +92,7 @@ func TestMoveSendFailsDeletesNothing(t *testing.T) {
 	if !strings.Contains(err.Error(), "nothing was deleted") {
 		t.Errorf("error does not say the message stays: %v", err)
 	}
-	if n := f.RequestCount("DeleteMessage"); n != 0 {
+	if n := f.Requests()["DeleteMessage"]; n != 0 {
 		t.Errorf("DeleteMessage called %d times after a failed send", n)
 	}
 	if got := f.Messages(target.SourceURL); len(got) != 1 {
@@ -106,7 +107,7 @@ func TestMoveDeleteFailsKeepsSourceAndSaysSo(t *testing.T) {
 	f, target := fakePair(t, "orders")
 	f.MustSend(t, target.SourceURL, "x")
 	msg := receiveOne(t, f, target.SourceURL)
-	f.InjectFault(sqstest.Fault{API: "DeleteMessage", Err: sqstest.ServerError(), Times: 1})
+	f.InjectFault(sqstest.Fault{API: "DeleteMessage", Code: "InternalError", Times: 1})
 
 	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "boom"})
 	if !errors.Is(err, ErrNotDeleted) {
@@ -131,7 +132,7 @@ func TestMoveWithoutReceiptHandleSendsNothing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "receipt handle") {
 		t.Fatalf("Move error = %v, want a receipt-handle error", err)
 	}
-	if n := f.RequestCount("SendMessage"); n != 0 {
+	if n := f.Requests()["SendMessage"]; n != 0 {
 		t.Errorf("SendMessage called %d times", n)
 	}
 }
@@ -141,13 +142,13 @@ func TestMoveFIFOKeepsGroupAndDeduplicatesRetries(t *testing.T) {
 	if !target.FIFO {
 		t.Fatal("Target.FIFO = false for a FIFO queue")
 	}
-	f.MustSend(t, target.SourceURL, "x", sqstest.SendGroup("customer-7", "d1"))
+	f.MustSend(t, target.SourceURL, "x", sqsfake.Group("customer-7", "d1"))
 	msg := receiveOne(t, f, target.SourceURL)
 	mover := mustMover(t, f, target)
 
 	// The first move sends but cannot delete; the retry sends the same
 	// message again, which SQS must deduplicate.
-	f.InjectFault(sqstest.Fault{API: "DeleteMessage", Err: sqstest.ServerError(), Times: 1})
+	f.InjectFault(sqstest.Fault{API: "DeleteMessage", Code: "InternalError", Times: 1})
 	if err := mover.Move(context.Background(), msg, Provenance{Error: "boom"}); !errors.Is(err, ErrNotDeleted) {
 		t.Fatalf("first Move error = %v, want ErrNotDeleted", err)
 	}
@@ -179,7 +180,7 @@ func TestMoveFIFOKeepsGroupAndDeduplicatesRetries(t *testing.T) {
 
 func TestMoveFIFOWithoutGroupIDFails(t *testing.T) {
 	f, target := fakePair(t, "orders.fifo")
-	f.MustSend(t, target.SourceURL, "x", sqstest.SendGroup("g", "d"))
+	f.MustSend(t, target.SourceURL, "x", sqsfake.Group("g", "d"))
 	msg := receiveOne(t, f, target.SourceURL)
 	delete(msg.Attributes, "MessageGroupId")
 	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{})

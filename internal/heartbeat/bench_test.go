@@ -48,7 +48,7 @@ func TestThousandMessagesHundredCallsPerPeriod(t *testing.T) {
 				t.Errorf("period %d: %d calls, want %d", p, perPeriod[p], n/10)
 			}
 		}
-		if _, inflight, _ := e.f.Count(e.url); inflight != n {
+		if inflight := len(e.f.Messages(e.url, "inflight")); inflight != n {
 			t.Errorf("%d of %d messages in flight", inflight, n)
 		}
 	})
@@ -98,7 +98,7 @@ func BenchmarkHeartbeat1000(b *testing.B) {
 			time.Sleep(receivedAt.Add(periods*500*time.Millisecond + 250*time.Millisecond).Sub(time.Now()))
 			cancel()
 			<-done
-			if _, inflight, _ := e.f.Count(e.url); inflight != n {
+			if inflight := len(e.f.Messages(e.url, "inflight")); inflight != n {
 				b.Fatalf("%d of %d messages in flight after %d periods", inflight, n, periods)
 			}
 			s := h.Stats()
@@ -266,7 +266,7 @@ func benchAtScale(b *testing.B, n int) {
 		cpu += after.cpu - before.cpu
 		mallocs += int64(after.mallocs - before.mallocs)
 		s := h.Stats()
-		if _, inflight, _ := f.Count(url); inflight != n || s.Late != 0 || s.Lost != 0 {
+		if inflight := len(f.Messages(url, "inflight")); inflight != n || s.Late != 0 || s.Lost != 0 {
 			b.Errorf("%d of %d messages in flight after %d periods, Stats %+v (CPU %v, %d allocations); want all, none late or lost", inflight, n, periods, s, after.cpu-before.cpu, after.mallocs-before.mallocs)
 		}
 		calls += s.Calls

@@ -64,7 +64,7 @@ func TestExtendsThresholdBeforeEachDeadline(t *testing.T) {
 					}
 				}
 				m := e.state(t, msgs[0].id)
-				if m.State != sqstest.InFlight || m.VisibleAt.Sub(receivedAt) != tc.wantStopAt {
+				if m.State != "inflight" || m.VisibleAt.Sub(receivedAt) != tc.wantStopAt {
 					t.Errorf("message %s until %v, want inflight until %v", m.State, m.VisibleAt.Sub(receivedAt), tc.wantStopAt)
 				}
 				if want := receivedAt.Add(tc.wantStopAt); !lease.Deadline().Equal(want) {
@@ -76,7 +76,7 @@ func TestExtendsThresholdBeforeEachDeadline(t *testing.T) {
 				if n := len(e.rec.Calls()); n != len(tc.wantAt) {
 					t.Errorf("%d calls after Stop, want none", n-len(tc.wantAt))
 				}
-				if m := e.state(t, msgs[0].id); m.State != sqstest.Visible {
+				if m := e.state(t, msgs[0].id); m.State != "visible" {
 					t.Errorf("message %s an hour after Stop, want visible", m.State)
 				}
 				if lost.total() != 0 {
@@ -115,10 +115,10 @@ func TestBatchesDueMessagesTenPerCall(t *testing.T) {
 		if fmt.Sprint(sizes) != "[5 10 10 5 10 10]" {
 			t.Errorf("batch sizes %v, want two periods of 10, 10 and 5 (3 calls per period)", sizes)
 		}
-		if got := e.f.RequestCount(cmvb); got != 6 {
+		if got := e.f.Requests()[cmvb]; got != 6 {
 			t.Errorf("fake counted %d calls, want 6", got)
 		}
-		if _, inflight, _ := e.f.Count(e.url); inflight != 25 {
+		if inflight := len(e.f.Messages(e.url, "inflight")); inflight != 25 {
 			t.Errorf("%d messages in flight, want 25", inflight)
 		}
 		if s := h.Stats(); s.Calls != 6 || s.Extended != 50 || s.Tracked != 25 || s.Failures() != 0 {
@@ -153,7 +153,7 @@ func TestCoalescesMessagesDueSoon(t *testing.T) {
 				t.Errorf("period %d: %d calls, want 10 (100 messages, 10 per call)", p, perPeriod[p])
 			}
 		}
-		if _, inflight, _ := e.f.Count(e.url); inflight != 100 {
+		if inflight := len(e.f.Messages(e.url, "inflight")); inflight != 100 {
 			t.Errorf("%d in flight, want 100", inflight)
 		}
 	})
@@ -177,7 +177,7 @@ func TestStoppedMessageIsNeverExtended(t *testing.T) {
 		if got := e.rec.CallsWith(msgs[1].handle); len(got) != 5 {
 			t.Errorf("tracked message extended %d times in 105 s, want 5", len(got))
 		}
-		if m := e.state(t, msgs[0].id); m.State != sqstest.Visible {
+		if m := e.state(t, msgs[0].id); m.State != "visible" {
 			t.Errorf("stopped message is %s, want visible after its 30 s", m.State)
 		}
 	})
@@ -215,7 +215,7 @@ func TestStopWaitsForCallInFlight(t *testing.T) {
 			t.Fatalf("ChangeMessageVisibility after Stop: %v", err)
 		}
 		time.Sleep(61 * time.Second) // past the call sent at 80 s, landing at 82 s
-		if m := e.state(t, msgs[0].id); m.State != sqstest.Visible {
+		if m := e.state(t, msgs[0].id); m.State != "visible" {
 			t.Errorf("released message is %s, want visible (a late extension overwrote the release)", m.State)
 		}
 		if got := len(e.rec.CallsWith(msgs[0].handle)); got != 1 {
@@ -232,7 +232,7 @@ func TestStopWaitsForCallInFlight(t *testing.T) {
 func TestStopDuringRetryBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t, 30)
-		e.f.InjectFault(sqstest.Fault{API: cmvb, Err: sqstest.Throttled(), Times: 1})
+		e.f.InjectFault(sqstest.Fault{API: cmvb, Code: "RequestThrottled", Times: 1})
 		h := newHB(t, e.rec, e.url, 30*time.Second)
 		msgs, receivedAt := e.receive(t, 1)
 		lost := newLosses()
@@ -309,7 +309,7 @@ func TestLostOwnershipEndsOnlyThatLease(t *testing.T) {
 			if n := len(e.rec.CallsWith(msgs[i].handle)); n != 3 {
 				t.Errorf("%s extended %d times by 65 s, want 3", names[i], n)
 			}
-			if m := e.state(t, msgs[i].id); m.State != sqstest.InFlight {
+			if m := e.state(t, msgs[i].id); m.State != "inflight" {
 				t.Errorf("%s is %s, want inflight", names[i], m.State)
 			}
 		}
@@ -408,12 +408,12 @@ func TestMalformedHandleIsLost(t *testing.T) {
 func TestTransientFailureIsRetried(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		err  error
-	}{{"throttled", sqstest.Throttled()}, {"server error", sqstest.ServerError()}} {
+		code string
+	}{{"throttled", "RequestThrottled"}, {"server error", "InternalError"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, 30)
-				e.f.InjectFault(sqstest.Fault{API: cmvb, Err: tc.err, Times: 2})
+				e.f.InjectFault(sqstest.Fault{API: cmvb, Code: tc.code, Times: 2})
 				h := newHB(t, e.rec, e.url, 30*time.Second)
 				msgs, receivedAt := e.receive(t, 3)
 				lost := newLosses()
@@ -447,7 +447,7 @@ func TestTransientFailureIsRetried(t *testing.T) {
 					t.Errorf("next extension not 20 s after the successful one: %d calls", len(calls))
 				}
 				for _, m := range msgs {
-					if s := e.state(t, m.id); s.State != sqstest.InFlight {
+					if s := e.state(t, m.id); s.State != "inflight" {
 						t.Errorf("message %s is %s, want inflight", m.id, s.State)
 					}
 				}
@@ -473,7 +473,7 @@ func TestGivesUpBeforeDeadline(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				e := newEnv(t, 30)
-				e.f.InjectFault(sqstest.Fault{API: cmvb, Err: sqstest.ServerError()})
+				e.f.InjectFault(sqstest.Fault{API: cmvb, Code: "InternalError"})
 				h := newHB(t, e.rec, e.url, 30*time.Second, func(o *heartbeat.Options) { o.MaxRetries = tc.maxRetries })
 				msgs, receivedAt := e.receive(t, 1)
 				lost := newLosses()
@@ -530,7 +530,7 @@ func TestHungCallTimesOutAndIsRetried(t *testing.T) {
 		if at := calls[1].at.Sub(receivedAt); at < 25*time.Second || at > 26*time.Second {
 			t.Errorf("retry at %v, want after the 5 s call timeout (half the 10 s left)", at)
 		}
-		if lost.total() != 0 || e.state(t, msgs[0].id).State != sqstest.InFlight {
+		if lost.total() != 0 || e.state(t, msgs[0].id).State != "inflight" {
 			t.Errorf("message lost or visible after a successful retry")
 		}
 	})
@@ -597,13 +597,13 @@ func TestTwelveHourLimit(t *testing.T) {
 				if want := lastDeadline.Add(-h.Threshold()); !seen.Equal(want) {
 					t.Errorf("told at %v after receipt, want %v (Threshold before the last deadline)", seen.Sub(receivedAt), want.Sub(receivedAt))
 				}
-				if state.State != sqstest.InFlight || !state.VisibleAt.Equal(lastDeadline) {
+				if state.State != "inflight" || !state.VisibleAt.Equal(lastDeadline) {
 					t.Errorf("when told, message was %s until %v; want inflight until %v", state.State, state.VisibleAt.Sub(receivedAt), lastDeadline.Sub(receivedAt))
 				}
 				if !strings.Contains(got[0].cause.Error(), lastDeadline.Format(time.RFC3339Nano)) {
 					t.Errorf("cause %q does not say until when the message stays invisible", got[0].cause)
 				}
-				if m := e.state(t, msgs[0].id); m.State != sqstest.Visible {
+				if m := e.state(t, msgs[0].id); m.State != "visible" {
 					t.Errorf("after 13 h the message is %s, want visible", m.State)
 				}
 				s := h.Stats()
@@ -765,7 +765,7 @@ func TestConcurrentTrackAndStop(t *testing.T) {
 		}
 		wg.Wait()
 		time.Sleep(time.Minute)
-		if visible, inflight, _ := e.f.Count(e.url); visible != 200 || inflight != 0 {
+		if visible, inflight := len(e.f.Messages(e.url, "visible")), len(e.f.Messages(e.url, "inflight")); visible != 200 || inflight != 0 {
 			t.Errorf("%d visible, %d in flight; want all 200 visible", visible, inflight)
 		}
 		if s := h.Stats(); s.Tracked != 0 || s.Failures() != 0 || s.Calls == 0 {

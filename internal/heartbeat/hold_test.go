@@ -92,7 +92,7 @@ func TestLateExtensionIsReported(t *testing.T) {
 		// Every call takes 900 ms and the first one fails: the retry goes out
 		// 50 ms before the deadline with a 1 s timeout, and SQS confirms it
 		// after the deadline.
-		e.f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Err: sqstest.ServerError(), Times: 1})
+		e.f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Code: "InternalError", Times: 1})
 		e.f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Latency: 900 * time.Millisecond})
 		h := newHB(t, e.rec, e.url, 3*time.Second)
 		msgs, receivedAt := e.receive(t, 1)

@@ -34,7 +34,7 @@ func TestSQSInFlightLimitAt20ms(t *testing.T) {
 		if s.Late != 0 || s.Lost != 0 || s.Failures() != 0 || s.Extended != periods*n || s.Calls != periods*n/10 {
 			t.Errorf("Stats = %+v; want %d extensions in %d calls, none late, failed or lost", s, periods*n, periods*n/10)
 		}
-		if _, inflight, _ := e.f.Count(e.url); inflight != n {
+		if inflight := len(e.f.Messages(e.url, "inflight")); inflight != n {
 			t.Errorf("%d of %d messages in flight after %d periods; want all", inflight, n, periods)
 		}
 		for _, l := range leases {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/deadletter"
+	"github.com/sqsworker/sqsworker/internal/queueurl"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/queueref"
 )
@@ -71,7 +72,7 @@ func (h *Handler) queue(ctx context.Context, arn string) *queueState {
 	if !ok {
 		q = &queueState{arn: arn}
 		if a, err := queueref.ParseARN(arn); err == nil {
-			q.url, q.fifo = a.URL(), a.FIFO()
+			q.url, q.fifo = queueurl.FromARN(a), queueref.FIFO(a.Name)
 			q.resolved = h.opts.Client == nil
 		} else {
 			q.resolved = true
