@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/awscall"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -293,7 +294,7 @@ func (h *handler) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.start(w, r, "edit-and-send", t, "message "+id, func(ctx context.Context, j *job) error {
-		copier, err := dlq.NewCopier(dlq.Target{DLQURL: t.SourceURL, SourceURL: t.SourceURL, SourceARN: t.SourceARN, FIFO: t.FIFO}, func(o *dlq.MoverOptions) { o.Logger = h.opts.Logger })
+		copier, err := deadletter.NewCopier(deadletter.Target{DLQURL: t.SourceURL, SourceURL: t.SourceURL, SourceARN: t.SourceARN, FIFO: t.FIFO}, func(o *deadletter.Options) { o.Logger = h.opts.Logger })
 		if err != nil {
 			return err
 		}
@@ -301,7 +302,7 @@ func (h *handler) send(w http.ResponseWriter, r *http.Request) {
 		if m.GroupID != "" {
 			raw.Attributes = map[string]string{string(types.MessageSystemAttributeNameMessageGroupId): m.GroupID}
 		}
-		in, err := copier.Input(raw, m.Provenance)
+		in, err := copier.Input(raw, deadletter.Provenance(m.Provenance))
 		if err != nil {
 			return err
 		}

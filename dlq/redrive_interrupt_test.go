@@ -30,7 +30,7 @@ func TestRedriveInterruptAfterSendFinishesTheMove(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 5, nil, failedWith("boom"))
 		ctx, cancel := context.WithCancel(context.Background())
-		res, _ := Redrive(ctx, cancelAfterSend{f, cancel}, target, RedriveOptions{Method: MethodManual})
+		res, _ := Redrive(ctx, cancelAfterSend{f, cancel}, target, RedriveOptions{Method: "manual"})
 		if res.Duplicated != 0 {
 			t.Errorf("%d messages left in both queues by an interrupt after a confirmed send", res.Duplicated)
 		}

@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -58,7 +57,7 @@ func TestHandlerIgnoringContextDoesNotHoldRun(t *testing.T) {
 		if !errors.Is(err, worker.ErrHandlersNotStopped) || !strings.Contains(err.Error(), "1 handler") {
 			t.Fatalf("Run: %v; want ErrHandlersNotStopped naming 1 handler", err)
 		}
-		if st := h.w.Health(); st.Ready || st.Live || st.State != worker.StateStopped {
+		if st := h.w.Health(); st.Ready || st.Live || st.State != "stopped" {
 			t.Errorf("health after Run returned: %+v; want stopped, neither ready nor live", st)
 		}
 		// The stubborn handler's message is neither deleted nor released
@@ -66,11 +65,11 @@ func TestHandlerIgnoringContextDoesNotHoldRun(t *testing.T) {
 		for _, m := range f.Messages(src) {
 			switch m.Body {
 			case "stubborn":
-				if m.State != sqstest.InFlight {
+				if m.State != "inflight" {
 					t.Errorf("stubborn message is %v; want still in flight (not released under a running handler)", m.State)
 				}
 			case "polite":
-				if m.State != sqstest.Visible {
+				if m.State != "visible" {
 					t.Errorf("polite message is %v; want released", m.State)
 				}
 			}
@@ -101,7 +100,7 @@ func TestHandlerIgnoringContextDoesNotHoldRun(t *testing.T) {
 			t.Errorf("after the late return: Deleted %d, Abandoned %d; want 0, 1 (nothing applied, nothing counted twice)", s.Deleted, s.Abandoned)
 		}
 		time.Sleep(12 * time.Second)
-		visible, _, _ := f.Count(src)
+		visible := len(f.Messages(src, "visible"))
 		if visible != 2 {
 			t.Errorf("%d messages visible once the lease ended, want both back in the queue", visible)
 		}

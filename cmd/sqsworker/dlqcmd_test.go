@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -27,7 +28,7 @@ func deadLetter(t *testing.T, h *harness, name string, n int, errText func(i int
 		t.Fatal(err)
 	}
 	target := setup.Target()
-	mover, err := dlq.NewMover(h.fake, target)
+	mover, err := deadletter.NewMover(h.fake, deadletter.Target(target))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func deadLetter(t *testing.T, h *harness, name string, n int, errText func(i int
 		if err != nil || len(out.Messages) != 1 {
 			t.Fatalf("receive: %v", err)
 		}
-		p := dlq.Provenance{Error: errText(i), Attempt: 4, Handler: "billing.Charge", FailedAt: h.now.Add(-time.Duration(i+1) * time.Hour)}
+		p := deadletter.Provenance{Error: errText(i), Attempt: 4, Handler: "billing.Charge", FailedAt: h.now.Add(-time.Duration(i+1) * time.Hour)}
 		if err := mover.Move(ctx, out.Messages[0], p); err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +97,7 @@ func TestDLQPeek(t *testing.T) {
 				t.Errorf("peek output lacks %q:\n%s", want, out)
 			}
 		}
-		if visible, inflight, _ := h.fake.Count(target.DLQURL); visible != 3 || inflight != 0 {
+		if visible, inflight := len(h.fake.Messages(target.DLQURL, "visible")), len(h.fake.Messages(target.DLQURL, "inflight")); visible != 3 || inflight != 0 {
 			t.Errorf("after peek: %d visible, %d in flight", visible, inflight)
 		}
 
@@ -168,7 +169,7 @@ func TestDLQRedriveSharedDLQToAnotherQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mover, err := dlq.NewMover(h.fake, refunds)
+		mover, err := deadletter.NewMover(h.fake, deadletter.Target(refunds))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +179,7 @@ func TestDLQRedriveSharedDLQToAnotherQueue(t *testing.T) {
 			if err != nil || len(out.Messages) != 1 {
 				t.Fatalf("receive: %v", err)
 			}
-			if err := mover.Move(context.Background(), out.Messages[0], dlq.Provenance{Error: "refund failed"}); err != nil {
+			if err := mover.Move(context.Background(), out.Messages[0], deadletter.Provenance{Error: "refund failed"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -392,8 +393,8 @@ func TestEveryCommandRejectsUnknownOutput(t *testing.T) {
 				t.Errorf("%v %v: exit %d, stdout %q, stderr %q; want exit %d and the accepted formats", args, o, code, out, errOut, exitUsage)
 			}
 		}
-		if n := h.fake.TotalRequests(); n != 0 {
-			t.Errorf("%s with a bad -o made %d SQS calls", c.path, n)
+		if n := h.fake.Requests(); len(n) != 0 {
+			t.Errorf("%s with a bad -o made SQS calls: %v", c.path, n)
 		}
 	}
 }
