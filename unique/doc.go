@@ -1,0 +1,101 @@
+// Package unique keeps one job per key across a fleet of producers: a send
+// that carries a key already held by a job is refused before anything
+// reaches the queue, and the key is freed exactly when its job is done.
+//
+// # Where it lives
+//
+// A Store is one DynamoDB table of keys (CreateTable makes it; New checks
+// it), shared by every process that sends or runs the jobs. Producers send
+// a unique job with Store.Send, which wraps producer.Producer.Send:
+//
+//	res, err := keys.Send(ctx, p, unique.Key{Name: "report/acct-42"}, producer.Message{Body: b})
+//	if errors.Is(err, unique.ErrDuplicate) {
+//		// a job with the key is waiting, retrying or running: res.MessageID is its ID
+//	}
+//
+// Consumers free the keys through the settlement hook both runtimes
+// already have: pass Store.Settled as worker.Options.OnSettled (or
+// sqslambda.Options.OnSettled), or call it from your own hook. Both
+// runtimes report a message's fate from the settlement engine once SQS has
+// confirmed it, so a key is released on exactly the fates that end a job.
+// The worker calls its hook on one goroutine, so each release (one
+// DeleteItem) is made in turn: at 5 ms a call that is some 200 releases a
+// second per worker before the hook falls behind (and, past 4,096 events,
+// drops some: those keys then end at their expiry). The Lambda adapter
+// reports a succeeded record before Lambda deletes it, once Handle returns.
+//
+// # Modes
+//
+// Key.For selects the mode:
+//
+//   - Zero: until settled. The key is held while its job is waiting
+//     (including a delay), retrying, snoozed or running, and freed when the
+//     job is deleted after success or moved to the dead-letter queue (by
+//     the worker or the Lambda adapter). A retry, a snooze and a release
+//     keep it. A send while it is held is refused with ErrDuplicate; the
+//     Result carries the holding job's message ID (the job's first ID: a
+//     snooze relayed as a fresh copy keeps it), so the caller chooses to
+//     treat the refusal as an error or as "already enqueued".
+//   - Positive: for a period. At most one job per key per window of that
+//     length, counted from the accepted send; the job's fate does not free
+//     the key, the window's end does.
+//
+// Debounce (collapsing sends within a window into one job with the last
+// body) is not implemented yet.
+//
+// # How a key travels and is released
+//
+// An accepted send claims the key with one conditional PutItem (the item
+// is absent, or its expiry has passed), then sends the message with the
+// message attribute "sqsworker.unique" (mode, a random claim token, and
+// the key), then records the message ID on the item with one conditional
+// UpdateItem (Options.SkipJobID leaves it out: a refused send then gets no
+// ID). The attribute travels with the message through retries, snoozes
+// relayed as fresh copies and long delays re-sent by the runtime. When the
+// runtime settles the job as Deleted or DeadLettered, Settled deletes the
+// item with one DeleteItem conditional on the claim token, so a late or
+// repeated release (a dead-letter copy redriven and run again, say) never
+// frees a newer claim of the same key. On the happy path a unique job
+// costs two DynamoDB writes, three with its message ID (see BENCHMARKS.md).
+//
+// A send that SQS refuses frees its claim at once and returns the send's
+// error. (If the send's response was lost and SQS did enqueue the message,
+// one duplicate job may follow; producer.Result.Err documents when that
+// happens.)
+//
+// # Keys whose job was lost
+//
+// A job can end without a settlement the Store hears of: the queue was
+// purged, the message's retention expired, SQS's own redrive moved it to
+// the dead-letter queue after maxReceiveCount receives (a consumer killed
+// again and again), the settlement hook dropped the event, or the release
+// call failed. Such a key is never held forever: every claim carries an
+// expiry of the send time + the message's delay + Options.Retention (zero:
+// 14 days, the longest SQS retention; set the queue's
+// MessageRetentionPeriod for a shorter bound) + one hour, after which any
+// send may take the key over (counted in Stats.Recovered). A snoozed job
+// restarts the retention clock when it is relayed as a fresh copy, so
+// each Snoozed settlement pushes the expiry to now + the snooze +
+// Retention + one hour. DynamoDB's time-to-live on expiresAt removes
+// expired items later; correctness never depends on it. Store.Release
+// frees a key at once (after a purge).
+//
+// # Faults
+//
+// Every DynamoDB call is bounded by Options.CallTimeout and counted in
+// Stats.Requests. When the claim cannot be made (DynamoDB throttled, down,
+// or refusing), Send fails closed by default: it returns the error and
+// sends nothing. With Options.FailOpen it sends the job without a key
+// (counted in Stats.FailedOpen): a duplicate job is then possible, a lost
+// one is not. A release that fails is logged and counted
+// (Stats.ReleaseErrors); the key then ends at its expiry. A send reported
+// refused never reaches the queue.
+//
+// # The table
+//
+// Partition key "key" (type S), time-to-live on "expiresAt" (epoch
+// seconds). Items: "token", "mode", "until" (expiry in epoch
+// milliseconds), "job" (the message ID). The senders need
+// dynamodb:PutItem, UpdateItem and DeleteItem; the consumers UpdateItem
+// and DeleteItem; New needs dynamodb:DescribeTable; Held needs dynamodb:Scan.
+package unique

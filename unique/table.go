@@ -1,0 +1,184 @@
+package unique
+
+// Every DynamoDB call of the Store is in this file, made through call (one
+// timeout, counted once), so that they move onto the library's shared
+// retry rule in one place.
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The attributes of the keys table.
+const (
+	attrKey   = "key"       // partition key (S)
+	attrTTL   = "expiresAt" // time-to-live, epoch seconds (N)
+	attrUntil = "until"     // expiry, epoch milliseconds (N): what claims compare
+	attrToken = "token"     // the claim's token (S)
+	attrMode  = "mode"      // modeSettled or modePeriod (S)
+	attrJob   = "job"       // the job's message ID (S)
+)
+
+// call runs one DynamoDB call with the Store's timeout, counting it.
+func call[T any](s *Store, ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.CallTimeout)
+	defer cancel()
+	s.st.requests.Add(1)
+	out, err := fn(ctx)
+	if err != nil && !conditionFailed(err) {
+		s.st.requestErrors.Add(1)
+	}
+	return out, err
+}
+
+func conditionFailed(err error) bool {
+	var cf *types.ConditionalCheckFailedException
+	return errors.As(err, &cf)
+}
+
+func (s *Store) explain(err error, what string) error {
+	return keysTable(s.table).Explain(err, "unique: "+what+" in table "+strconv.Quote(s.table), "dynamodb:PutItem, dynamodb:UpdateItem and dynamodb:DeleteItem")
+}
+
+func key(k string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrKey: &types.AttributeValueMemberS{Value: k}}
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// claim takes c's key at now with one conditional PutItem: the key is
+// free, or its expiry has passed (took reports that case). A key held
+// returns ErrDuplicate with its job's message ID, if recorded.
+func (s *Store) claim(ctx context.Context, c claim, now time.Time) (holder string, took bool, err error) {
+	out, err := call(s, ctx, func(ctx context.Context) (*dynamodb.PutItemOutput, error) {
+		return s.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.table),
+			Item: map[string]types.AttributeValue{
+				attrKey: str(c.key), attrToken: str(c.token), attrMode: str(c.mode),
+				attrUntil: num(c.until.UnixMilli()), attrTTL: num(c.until.Add(time.Second).Unix()),
+			},
+			ConditionExpression:                 aws.String("attribute_not_exists(#k) OR #u < :now"),
+			ExpressionAttributeNames:            map[string]string{"#k": attrKey, "#u": attrUntil},
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.UnixMilli())},
+			ReturnValues:                        types.ReturnValueAllOld,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+	})
+	if err != nil {
+		var cf *types.ConditionalCheckFailedException
+		if errors.As(err, &cf) {
+			if j, ok := cf.Item[attrJob].(*types.AttributeValueMemberS); ok {
+				holder = j.Value
+			}
+			return holder, false, ErrDuplicate
+		}
+		return "", false, s.explain(err, "claiming key "+strconv.Quote(c.key))
+	}
+	return "", len(out.Attributes) > 0, nil
+}
+
+// recordJob records the message ID of c's job on its key, if c still
+// holds it.
+func (s *Store) recordJob(ctx context.Context, c claim, id string) error {
+	_, err := call(s, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+		return s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       key(c.key),
+			UpdateExpression:          aws.String("SET #j = :j"),
+			ConditionExpression:       aws.String("#t = :t"),
+			ExpressionAttributeNames:  map[string]string{"#j": attrJob, "#t": attrToken},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":j": str(id), ":t": str(c.token)},
+		})
+	})
+	if err != nil && !conditionFailed(err) { // released already: the job is done
+		return s.explain(err, "recording the job of key "+strconv.Quote(c.key))
+	}
+	return nil
+}
+
+// release deletes key if token still holds it (otherwise it was released,
+// or taken over after its expiry: nothing to do).
+func (s *Store) release(ctx context.Context, k, token string) error {
+	_, err := call(s, ctx, func(ctx context.Context) (*dynamodb.DeleteItemOutput, error) {
+		return s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       key(k),
+			ConditionExpression:       aws.String("#t = :t"),
+			ExpressionAttributeNames:  map[string]string{"#t": attrToken},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":t": str(token)},
+		})
+	})
+	if err != nil && !conditionFailed(err) {
+		return s.explain(err, "releasing key "+strconv.Quote(k))
+	}
+	return nil
+}
+
+// refresh pushes key's expiry to until, if token still holds it and it
+// expires earlier.
+func (s *Store) refresh(ctx context.Context, k, token string, until time.Time) error {
+	_, err := call(s, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+		return s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(s.table),
+			Key:                       key(k),
+			UpdateExpression:          aws.String("SET #u = :u, #e = :e"),
+			ConditionExpression:       aws.String("#t = :t AND #u < :u"),
+			ExpressionAttributeNames:  map[string]string{"#u": attrUntil, "#e": attrTTL, "#t": attrToken},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":u": num(until.UnixMilli()), ":e": num(until.Add(time.Second).Unix()), ":t": str(token)},
+		})
+	})
+	if err != nil && !conditionFailed(err) {
+		return s.explain(err, "refreshing key "+strconv.Quote(k))
+	}
+	return nil
+}
+
+// forget deletes key unconditionally, reporting whether it was there.
+func (s *Store) forget(ctx context.Context, k string) (bool, error) {
+	out, err := call(s, ctx, func(ctx context.Context) (*dynamodb.DeleteItemOutput, error) {
+		return s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(s.table), Key: key(k), ReturnValues: types.ReturnValueAllOld,
+		})
+	})
+	if err != nil {
+		return false, s.explain(err, "releasing key "+strconv.Quote(k))
+	}
+	return len(out.Attributes) > 0, nil
+}
+
+// countHeld counts the items whose expiry is after now, page by page.
+func (s *Store) countHeld(ctx context.Context, now time.Time) (int, error) {
+	n := 0
+	var start map[string]types.AttributeValue
+	for {
+		out, err := call(s, ctx, func(ctx context.Context) (*dynamodb.ScanOutput, error) {
+			return s.client.Scan(ctx, &dynamodb.ScanInput{
+				TableName:                 aws.String(s.table),
+				Select:                    types.SelectCount,
+				FilterExpression:          aws.String("#u > :now"),
+				ExpressionAttributeNames:  map[string]string{"#u": attrUntil},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.UnixMilli())},
+				ExclusiveStartKey:         start,
+				ConsistentRead:            aws.Bool(true),
+			})
+		})
+		if err != nil {
+			return n, s.explain(err, "counting held keys")
+		}
+		n += int(out.Count)
+		if len(out.LastEvaluatedKey) == 0 {
+			return n, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}

@@ -1,0 +1,369 @@
+package unique
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/dynamo"
+	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/worker"
+)
+
+// attribute is the message attribute a unique job carries:
+// "<mode>:<token>:<key>".
+const attribute = "sqsworker.unique"
+
+// The modes in the attribute.
+const (
+	modeSettled = "s" // until settled
+	modePeriod  = "p" // for a period
+)
+
+// margin is added to a claim's expiry beyond the message's retention.
+const margin = time.Hour
+
+// maxRetention is SQS's longest message retention, the default bound.
+const maxRetention = 14 * 24 * time.Hour
+
+// ErrDuplicate is the error of a send refused because a job already holds
+// its key (Store.Send); the Result then carries that job's message ID when
+// the Store knows it.
+var ErrDuplicate = errors.New("unique: a job with this key is already enqueued")
+
+// The errors caused by a missing table and by throttling match these.
+var (
+	errTableNotFound = errors.New("unique: table not found")
+	errThrottled     = errors.New("unique: throttled")
+)
+
+// API is the part of the DynamoDB client a Store uses: the claims and
+// releases (PutItem, UpdateItem, DeleteItem), Held (Scan), New's check of
+// the table (DescribeTable) and CreateTable (CreateTable, DescribeTable,
+// DescribeTimeToLive, UpdateTimeToLive). *dynamodb.Client satisfies it.
+type API interface {
+	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	CreateTable(ctx context.Context, params *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, params *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, params *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// Options configures a Store. Every field's zero value selects the
+// documented default.
+type Options struct {
+	// Retention bounds how long a key whose job was lost for good (a purged
+	// queue, an expired message) stays held: a claim expires after the
+	// message's delay + Retention + one hour. Set it to the queue's
+	// MessageRetentionPeriod; never lower, or a job still waiting could
+	// lose its key. Zero value: 14 days, the longest SQS allows.
+	Retention time.Duration
+	// FailOpen sends a job without its key when the claim cannot be made
+	// (DynamoDB throttled or down): a duplicate becomes possible, a lost
+	// send does not. Zero value: false, fail closed — Send returns the
+	// error and sends nothing.
+	FailOpen bool
+	// SkipJobID leaves out the write that records an accepted job's
+	// message ID on its key (one DynamoDB write per job less); a refused
+	// send's Result then has no MessageID. Zero value: false, recorded.
+	SkipJobID bool
+	// CallTimeout bounds every DynamoDB call. Zero value: 5 s.
+	CallTimeout time.Duration
+	// Logger receives the Store's warnings (failed releases). Zero value:
+	// slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Zero value: time.Now. The processes sharing a
+	// table compare the expiries they wrote, so keep their clocks close.
+	Now func() time.Time
+}
+
+// Key is the unique key of one send, and its mode.
+type Key struct {
+	// Name is the key (at most 1,024 bytes): one job at a time per Name.
+	Name string
+	// For is the mode. Zero: until settled — the key is held until the
+	// job is deleted after success or dead-lettered. Positive: for a
+	// period — at most one job per key in a window of For from the
+	// accepted send, whatever becomes of it.
+	For time.Duration
+}
+
+// Stats are a Store's counters since New.
+type Stats struct {
+	// Claimed: sends that took their key (and were enqueued, or are
+	// being sent).
+	Claimed int64
+	// Refused: sends refused as duplicates (ErrDuplicate).
+	Refused int64
+	// Recovered: claims that took over a key whose expiry had passed (its
+	// job was lost, or its release failed).
+	Recovered int64
+	// Released: keys freed by a settled job (Settled) or by Release.
+	Released int64
+	// Refreshed: expiries pushed later by a snoozed job.
+	Refreshed int64
+	// FailedOpen: jobs sent without their key because the claim failed
+	// (Options.FailOpen).
+	FailedOpen int64
+	// SendErrors: claims freed again because the send failed.
+	SendErrors int64
+	// ReleaseErrors: releases and refreshes that failed (the key then ends
+	// at its expiry).
+	ReleaseErrors int64
+	// Requests and RequestErrors count DynamoDB calls (a condition that
+	// did not hold is not an error).
+	Requests, RequestErrors int64
+}
+
+// Store is the table of unique keys. It is safe for concurrent use.
+type Store struct {
+	client API
+	table  string
+	o      Options
+	st     struct {
+		claimed, refused, recovered, released, refreshed, failedOpen, sendErrors, releaseErrors, requests, requestErrors atomic.Int64
+	}
+}
+
+// New returns the Store on table, after checking with one DescribeTable
+// call that the table exists with the right key (see CreateTable).
+func New(client API, table string, optFns ...func(*Options)) (*Store, error) {
+	if client == nil {
+		return nil, errors.New("unique.New: client is nil; pass a *dynamodb.Client")
+	}
+	if table == "" {
+		return nil, errors.New("unique.New: table name is empty; pass the name of the keys table (see unique.CreateTable)")
+	}
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	if o.Retention < 0 || o.CallTimeout < 0 {
+		return nil, errors.New("unique.New: Options.Retention and CallTimeout must not be negative (zero selects the default)")
+	}
+	if o.Retention == 0 {
+		o.Retention = maxRetention
+	}
+	if o.CallTimeout == 0 {
+		o.CallTimeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Store{client: client, table: table, o: o}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*o.CallTimeout)
+	defer cancel()
+	s.st.requests.Add(1)
+	if err := keysTable(table).Check(ctx, client); err != nil {
+		s.st.requestErrors.Add(1)
+		return nil, err
+	}
+	return s, nil
+}
+
+// CreateTable makes table ready for a Store: it creates it if it does not
+// exist (partition key "key" of type S, on-demand capacity), waits until
+// it is ACTIVE (at most maxWait; 0 means 5 minutes), and enables
+// time-to-live on expiresAt. It is idempotent and changes nothing that is
+// already right. It needs dynamodb:CreateTable, DescribeTable,
+// DescribeTimeToLive and UpdateTimeToLive.
+func CreateTable(ctx context.Context, client API, table string, maxWait time.Duration) error {
+	return keysTable(table).Create(ctx, client, maxWait)
+}
+
+// keysTable describes the keys table to package dynamo.
+func keysTable(name string) dynamo.Table {
+	return dynamo.Table{
+		Name: name, Key: attrKey, TTL: attrTTL,
+		Pkg: "unique", Items: "unique keys", Use: "the unique keys",
+		NotFound: errTableNotFound, Throttled: errThrottled,
+	}
+}
+
+// Stats returns the Store's counters.
+func (s *Store) Stats() Stats {
+	return Stats{
+		Claimed: s.st.claimed.Load(), Refused: s.st.refused.Load(), Recovered: s.st.recovered.Load(),
+		Released: s.st.released.Load(), Refreshed: s.st.refreshed.Load(), FailedOpen: s.st.failedOpen.Load(),
+		SendErrors: s.st.sendErrors.Load(), ReleaseErrors: s.st.releaseErrors.Load(),
+		Requests: s.st.requests.Load(), RequestErrors: s.st.requestErrors.Load(),
+	}
+}
+
+// Send sends m through p as the one job of key k: it claims the key, then
+// sends. A key held by another job refuses the send (nothing is sent):
+// the error matches ErrDuplicate and the Result's MessageID is the holding
+// job's (unless Options.SkipJobID, or its send is still in flight). A send
+// that fails frees the claim again. Send fails closed when the claim
+// cannot be made, unless Options.FailOpen. m must leave room for one more
+// message attribute (SQS allows 10).
+func (s *Store) Send(ctx context.Context, p *producer.Producer, k Key, m producer.Message) (producer.Result, error) {
+	if p == nil {
+		return producer.Result{}, errors.New("unique: Send: producer is nil")
+	}
+	if k.Name == "" || len(k.Name) > 1024 {
+		return producer.Result{}, fmt.Errorf("unique: Send: the key must have 1 to 1,024 bytes, not %d", len(k.Name))
+	}
+	if k.For < 0 {
+		return producer.Result{}, errors.New("unique: Send: Key.For must not be negative (zero: until settled)")
+	}
+	now := s.o.Now()
+	c := claim{key: k.Name, token: newToken(), mode: modeSettled}
+	if k.For > 0 {
+		c.mode, c.until = modePeriod, now.Add(k.For)
+	} else {
+		c.until = now.Add(max(m.Delay, 0) + s.o.Retention + margin)
+	}
+	holder, took, err := s.claim(ctx, c, now)
+	switch {
+	case errors.Is(err, ErrDuplicate):
+		s.st.refused.Add(1)
+		return producer.Result{MessageID: holder}, err
+	case err != nil && s.o.FailOpen:
+		s.st.failedOpen.Add(1)
+		s.o.Logger.Warn("unique: the key could not be claimed; sending the job without it (Options.FailOpen)", "key", k.Name, "err", err)
+		return p.Send(ctx, m)
+	case err != nil:
+		return producer.Result{}, err
+	}
+	s.st.claimed.Add(1)
+	if took {
+		s.st.recovered.Add(1)
+	}
+	m.Attributes = cloneAttributes(m.Attributes)
+	if !m.SetAttribute(attribute, types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(c.value())}) {
+		s.free(context.WithoutCancel(ctx), c.key, c.token)
+		return producer.Result{}, errors.New("unique: Send: the message has no room for the unique key's attribute (SQS allows 10 message attributes, counting those the producer adds)")
+	}
+	res, err := p.Send(ctx, m)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		s.st.sendErrors.Add(1)
+		s.free(context.WithoutCancel(ctx), c.key, c.token)
+		return res, err
+	}
+	if !s.o.SkipJobID {
+		if err := s.recordJob(context.WithoutCancel(ctx), c, res.MessageID); err != nil {
+			s.o.Logger.Warn("unique: the job was sent but its message ID could not be recorded on its key; refused sends will not learn it", "key", k.Name, "message", res.MessageID, "err", err)
+		}
+	}
+	return res, nil
+}
+
+// free deletes a claim of this Store's own after a failed send.
+func (s *Store) free(ctx context.Context, key, token string) {
+	if err := s.release(ctx, key, token); err != nil {
+		s.st.releaseErrors.Add(1)
+		s.o.Logger.Warn("unique: a failed send's claim could not be freed; the key is held until its expiry", "key", key, "err", err)
+	}
+}
+
+// Settled frees or keeps the key of a settled job, from the settlement the
+// runtime reports: pass it as worker.Options.OnSettled or
+// sqslambda.Options.OnSettled, or call it from your own hook. A job held
+// until settled frees its key when it was Deleted or DeadLettered; a
+// Snoozed one pushes its key's expiry later (its message may have been
+// relayed as a fresh copy, whose retention starts anew); every other
+// outcome (retrying, released, lost, abandoned, delayed) keeps the key.
+// Messages without a unique key are ignored. Each call is bounded by
+// Options.CallTimeout; a failure is logged and counted, and the key then
+// ends at its expiry.
+func (s *Store) Settled(st worker.Settlement) {
+	if st.Message == nil {
+		return
+	}
+	c, ok := parse(st.Message.MessageAttributes)
+	if !ok || c.mode != modeSettled {
+		return
+	}
+	ctx := context.Background()
+	switch st.Outcome {
+	case worker.Deleted, worker.DeadLettered:
+		if err := s.release(ctx, c.key, c.token); err != nil {
+			s.st.releaseErrors.Add(1)
+			s.o.Logger.Warn("unique: a settled job's key could not be freed; it is held until its expiry", "key", c.key, "message", st.Message.ID, "outcome", st.Outcome.String(), "err", err)
+			return
+		}
+		s.st.released.Add(1)
+	case worker.Snoozed:
+		until := s.o.Now().Add(st.Delay + s.o.Retention + margin)
+		if err := s.refresh(ctx, c.key, c.token, until); err != nil {
+			s.st.releaseErrors.Add(1)
+			s.o.Logger.Warn("unique: a snoozed job's key expiry could not be pushed later", "key", c.key, "message", st.Message.ID, "err", err)
+			return
+		}
+		s.st.refreshed.Add(1)
+	}
+}
+
+// Release frees key at once, whoever holds it: for an operator whose
+// queue was purged, or whose jobs were deleted by hand. It reports
+// whether the key was held.
+func (s *Store) Release(ctx context.Context, key string) (bool, error) {
+	held, err := s.forget(ctx, key)
+	if err == nil && held {
+		s.st.released.Add(1)
+	}
+	return held, err
+}
+
+// Held counts the keys held now (their expiry not passed), with a Scan of
+// the whole table: for operators and tests, not for a hot path.
+func (s *Store) Held(ctx context.Context) (int, error) { return s.countHeld(ctx, s.o.Now()) }
+
+// claim is one send's claim on a key.
+type claim struct {
+	key, token, mode string
+	until            time.Time
+}
+
+// value is the claim's message attribute value.
+func (c claim) value() string { return c.mode + ":" + c.token + ":" + c.key }
+
+// parse reads a message's claim from its attributes.
+func parse(attrs map[string]types.MessageAttributeValue) (claim, bool) {
+	v, ok := attrs[attribute]
+	if !ok || v.StringValue == nil {
+		return claim{}, false
+	}
+	mode, rest, ok1 := strings.Cut(*v.StringValue, ":")
+	token, key, ok2 := strings.Cut(rest, ":")
+	if !ok1 || !ok2 || key == "" || token == "" {
+		return claim{}, false
+	}
+	return claim{key: key, token: token, mode: mode}, true
+}
+
+func newToken() string {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func cloneAttributes(a map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
+	out := make(map[string]types.MessageAttributeValue, len(a)+1)
+	for k, v := range a {
+		out[k] = v
+	}
+	return out
+}
