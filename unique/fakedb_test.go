@@ -33,6 +33,7 @@ type fakeDB struct {
 	mu    sync.Mutex
 	items map[string]map[string]types.AttributeValue
 	fail  func(op string) error // when set and non-nil for op, the call fails
+	lose  func(op string) error // when set and non-nil for op, the call takes effect and its answer is this error
 	calls map[string]int
 }
 
@@ -86,6 +87,11 @@ func (f *fakeDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func
 		return nil, err
 	}
 	f.items[key] = maps.Clone(in.Item)
+	if f.lose != nil {
+		if err := f.lose("PutItem"); err != nil {
+			return nil, err
+		}
+	}
 	out := &dynamodb.PutItemOutput{}
 	if in.ReturnValues == types.ReturnValueAllOld {
 		out.Attributes = old

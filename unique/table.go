@@ -1,8 +1,8 @@
 package unique
 
-// Every DynamoDB call of the Store is in this file, made through call (one
-// timeout, counted once), so that they move onto the library's shared
-// retry rule in one place.
+// Every DynamoDB call of the Store is in this file, made through call: the
+// library's one retry rule (internal/awscall), the SDK's retryer off, each
+// request counted once.
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sqsworker/sqsworker/internal/awscall"
 )
 
 // The attributes of the keys table.
@@ -25,16 +27,18 @@ const (
 	attrJob   = "job"       // the job's message ID (S)
 )
 
-// call runs one DynamoDB call with the Store's timeout, counting it.
+// call makes one DynamoDB call by the library's retry rule: each request
+// bounded by the Store's CallTimeout, the SDK's retryer off (fn passes
+// awscall.DynamoDBOff), every request counted once. A lost condition is an
+// answer, not an error of the table.
 func call[T any](s *Store, ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.o.CallTimeout)
-	defer cancel()
-	s.st.requests.Add(1)
-	out, err := fn(ctx)
-	if err != nil && !conditionFailed(err) {
-		s.st.requestErrors.Add(1)
-	}
-	return out, err
+	rule := awscall.Rule{Timeout: s.o.CallTimeout, OnRequest: func(r awscall.Request) {
+		s.st.requests.Add(1)
+		if r.Err != nil && !conditionFailed(r.Err) {
+			s.st.requestErrors.Add(1)
+		}
+	}}
+	return awscall.Do(ctx, rule, "DynamoDB", awscall.Op[T](), fn)
 }
 
 func conditionFailed(err error) bool {
@@ -72,11 +76,16 @@ func (s *Store) claim(ctx context.Context, c claim, now time.Time) (holder strin
 			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.UnixMilli())},
 			ReturnValues:                        types.ReturnValueAllOld,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		}, awscall.DynamoDBOff)
 	})
 	if err != nil {
 		var cf *types.ConditionalCheckFailedException
 		if errors.As(err, &cf) {
+			if t, ok := cf.Item[attrToken].(*types.AttributeValueMemberS); ok && t.Value == c.token {
+				// This claim's own item: an earlier request of this call
+				// took the key and its answer was lost (the rule retried).
+				return "", false, nil
+			}
 			if j, ok := cf.Item[attrJob].(*types.AttributeValueMemberS); ok {
 				holder = j.Value
 			}
@@ -98,7 +107,7 @@ func (s *Store) recordJob(ctx context.Context, c claim, id string) error {
 			ConditionExpression:       aws.String("#t = :t"),
 			ExpressionAttributeNames:  map[string]string{"#j": attrJob, "#t": attrToken},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":j": str(id), ":t": str(c.token)},
-		})
+		}, awscall.DynamoDBOff)
 	})
 	if err != nil && !conditionFailed(err) { // released already: the job is done
 		return s.explain(err, "recording the job of key "+strconv.Quote(c.key))
@@ -116,7 +125,7 @@ func (s *Store) release(ctx context.Context, k, token string) error {
 			ConditionExpression:       aws.String("#t = :t"),
 			ExpressionAttributeNames:  map[string]string{"#t": attrToken},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":t": str(token)},
-		})
+		}, awscall.DynamoDBOff)
 	})
 	if err != nil && !conditionFailed(err) {
 		return s.explain(err, "releasing key "+strconv.Quote(k))
@@ -135,7 +144,7 @@ func (s *Store) refresh(ctx context.Context, k, token string, until time.Time) e
 			ConditionExpression:       aws.String("#t = :t AND #u < :u"),
 			ExpressionAttributeNames:  map[string]string{"#u": attrUntil, "#e": attrTTL, "#t": attrToken},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":u": num(until.UnixMilli()), ":e": num(until.Add(time.Second).Unix()), ":t": str(token)},
-		})
+		}, awscall.DynamoDBOff)
 	})
 	if err != nil && !conditionFailed(err) {
 		return s.explain(err, "refreshing key "+strconv.Quote(k))
@@ -148,7 +157,7 @@ func (s *Store) forget(ctx context.Context, k string) (bool, error) {
 	out, err := call(s, ctx, func(ctx context.Context) (*dynamodb.DeleteItemOutput, error) {
 		return s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(s.table), Key: key(k), ReturnValues: types.ReturnValueAllOld,
-		})
+		}, awscall.DynamoDBOff)
 	})
 	if err != nil {
 		return false, s.explain(err, "releasing key "+strconv.Quote(k))
@@ -170,7 +179,7 @@ func (s *Store) countHeld(ctx context.Context, now time.Time) (int, error) {
 				ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(now.UnixMilli())},
 				ExclusiveStartKey:         start,
 				ConsistentRead:            aws.Bool(true),
-			})
+			}, awscall.DynamoDBOff)
 		})
 		if err != nil {
 			return n, s.explain(err, "counting held keys")

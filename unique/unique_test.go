@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/smithy-go"
+
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/unique"
@@ -229,6 +231,31 @@ func TestFailedSendFreesClaim(t *testing.T) {
 	remove()
 	if _, err := e.send(t, unique.Key{Name: "k"}, "b"); err != nil {
 		t.Fatalf("the failed send kept its key: %v", err)
+	}
+}
+
+// A claim whose answer was lost (the PutItem took the key, then the
+// connection failed) is retried by the library's rule; the retry finds the
+// claim's own token and goes on: the job is sent, not refused as a
+// duplicate of itself.
+func TestClaimWithLostAnswerIsOwn(t *testing.T) {
+	e := newEnv(t)
+	lost := 0
+	e.db.lose = func(op string) error {
+		if op == "PutItem" && lost == 0 {
+			lost++
+			return &smithy.GenericAPIError{Code: "InternalServerError", Message: "connection reset"}
+		}
+		return nil
+	}
+	if _, err := e.send(t, unique.Key{Name: "k"}, "a"); err != nil {
+		t.Fatalf("send after a lost claim answer: %v (want the job sent)", err)
+	}
+	if n := len(e.sqs.Messages(e.url)); n != 1 || lost != 1 {
+		t.Fatalf("%d messages sent, %d answers lost; want 1 and 1", n, lost)
+	}
+	if _, err := e.send(t, unique.Key{Name: "k"}, "b"); !errors.Is(err, unique.ErrDuplicate) {
+		t.Fatalf("second send: %v, want ErrDuplicate", err)
 	}
 }
 
