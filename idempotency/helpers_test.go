@@ -170,13 +170,6 @@ func (r *running) outcomes() map[worker.Outcome]int {
 	return n
 }
 
-// settlements returns a copy of the settlements so far.
-func (r *running) settlements() []worker.Settlement {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]worker.Settlement(nil), r.settled...)
-}
-
 // waitFor polls cond every 100 ms (virtual time under synctest, real time
 // against the emulators) until it holds; it fails t after timeout.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {

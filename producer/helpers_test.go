@@ -53,12 +53,6 @@ func (c *entryFaults) SendMessageBatch(ctx context.Context, in *sqs.SendMessageB
 	return out, nil
 }
 
-func (c *entryFaults) triesOf(body string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.tries[body]
-}
-
 func serverFault(code string) *types.BatchResultErrorEntry {
 	return &types.BatchResultErrorEntry{Code: aws.String(code), Message: aws.String("injected"), SenderFault: false}
 }

@@ -23,7 +23,7 @@ func TestPermanent(t *testing.T) {
 	if !errors.Is(err, base) {
 		t.Error("errors.Is(Permanent(e), e) = false")
 	}
-	if !errors.Is(err, retry.ErrPermanent) || !errors.Is(err, retry.ErrPermanent) {
+	if !errors.Is(err, retry.ErrPermanent) {
 		t.Error("Permanent(e) is not permanent")
 	}
 	if errors.Unwrap(err) != base {

@@ -72,7 +72,6 @@ type Fake struct {
 	faults   []*faultRule         // injected faults, in order of injection
 	tasks    map[string]*moveTask // message move tasks by handle
 	taskSeq  int
-	idSeq    uint64
 }
 
 // New returns an empty Fake. It returns an error when an option is out of

@@ -396,10 +396,12 @@ func TestReceiveReturnsTheSystemAttributesNamed(t *testing.T) {
 		{"two by name", sqs.ReceiveMessageInput{MessageSystemAttributeNames: []types.MessageSystemAttributeName{
 			types.MessageSystemAttributeNameApproximateReceiveCount, types.MessageSystemAttributeNameSentTimestamp,
 		}}, []string{"ApproximateReceiveCount", "SentTimestamp"}, "2"},
+		//lint:ignore SA1019 the fake must honour the deprecated field, as SQS does
 		{"the deprecated field", sqs.ReceiveMessageInput{AttributeNames: []types.QueueAttributeName{"ApproximateReceiveCount"}},
 			[]string{"ApproximateReceiveCount"}, "3"},
 		{"All", sqs.ReceiveMessageInput{MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll}},
 			[]string{"ApproximateFirstReceiveTimestamp", "ApproximateReceiveCount", "SenderId", "SentTimestamp"}, "4"},
+		//lint:ignore SA1019 the deprecated field, as older callers send it
 		{"a name SQS does not know", sqs.ReceiveMessageInput{AttributeNames: []types.QueueAttributeName{"NoSuchAttribute"}}, nil, ""},
 	} {
 		in := tc.in

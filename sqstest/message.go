@@ -270,6 +270,7 @@ func wantedSysAttrs(params *sqs.ReceiveMessageInput) sysAttrSet {
 	for _, n := range params.MessageSystemAttributeNames {
 		add(string(n))
 	}
+	//lint:ignore SA1019 SQS still honours the deprecated AttributeNames, and so does the fake
 	for _, n := range params.AttributeNames {
 		add(string(n))
 	}

@@ -50,13 +50,6 @@ func (f *fakeDB) setFail(fn func(op string) error) {
 	f.mu.Unlock()
 }
 
-// item returns a copy of the item under key, or nil.
-func (f *fakeDB) item(key string) map[string]types.AttributeValue {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return maps.Clone(f.items[key])
-}
-
 func (f *fakeDB) count(op string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -98,6 +98,9 @@ func TestDoctorChecksTheSubscriptions(t *testing.T) {
 		t.Errorf("--delivery json: exit %d", code)
 	}
 	code, out, _ = h.run(t, "doctor", "fulfilment", "--attempts", "4", "-o", "json")
+	if code != exitProblems {
+		t.Errorf("-o json: exit %d, want %d", code, exitProblems)
+	}
 	var reports []doctorReport
 	if err := json.Unmarshal([]byte(out), &reports); err != nil || len(reports) != 1 {
 		t.Fatalf("json: %v\n%s", err, out)

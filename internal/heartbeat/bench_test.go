@@ -35,7 +35,7 @@ func TestThousandMessagesHundredCallsPerPeriod(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(e.t0.Add(periods*20*time.Second + 15*time.Second).Sub(time.Now()))
+		time.Sleep(time.Until(e.t0.Add(periods*20*time.Second + 15*time.Second)))
 		perPeriod := make([]int, periods+1)
 		for _, c := range e.rec.Calls() {
 			perPeriod[int(c.at.Sub(e.t0)/(20*time.Second))]++
@@ -95,7 +95,7 @@ func BenchmarkHeartbeat1000(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error)
 			go func() { done <- h.Run(ctx) }()
-			time.Sleep(receivedAt.Add(periods*500*time.Millisecond + 250*time.Millisecond).Sub(time.Now()))
+			time.Sleep(time.Until(receivedAt.Add(periods*500*time.Millisecond + 250*time.Millisecond)))
 			cancel()
 			<-done
 			if inflight := len(e.f.Messages(e.url, "inflight")); inflight != n {
@@ -256,7 +256,7 @@ func benchAtScale(b *testing.B, n int) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- h.Run(ctx) }()
-		time.Sleep(last.Add(periods*20*time.Second + 9*time.Second).Sub(time.Now()))
+		time.Sleep(time.Until(last.Add(periods*20*time.Second + 9*time.Second)))
 		cancel()
 		<-done
 		for _, l := range leases {

@@ -140,7 +140,7 @@ func TestCoalescesMessagesDueSoon(t *testing.T) {
 			track(t, h, msgs[0].handle, receivedAt, nil)
 			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(t0.Add(100 * time.Second).Sub(time.Now()))
+		time.Sleep(time.Until(t0.Add(100 * time.Second)))
 		perPeriod := map[int]int{} // 20 s periods after t0 → calls
 		for _, c := range e.rec.Calls() {
 			perPeriod[int(c.at.Sub(t0)/(20*time.Second))]++

@@ -29,7 +29,7 @@ func TestSQSInFlightLimitAt20ms(t *testing.T) {
 			leases[i] = track(t, h, m.handle, receivedAt, func(err error) { t.Errorf("lost: %v", err) })
 		}
 		run(t, h)
-		time.Sleep(receivedAt.Add(periods*2*time.Second + 900*time.Millisecond).Sub(time.Now()))
+		time.Sleep(time.Until(receivedAt.Add(periods*2*time.Second + 900*time.Millisecond)))
 		s := h.Stats()
 		if s.Late != 0 || s.Lost != 0 || s.Failures() != 0 || s.Extended != periods*n || s.Calls != periods*n/10 {
 			t.Errorf("Stats = %+v; want %d extensions in %d calls, none late, failed or lost", s, periods*n, periods*n/10)

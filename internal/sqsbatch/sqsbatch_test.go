@@ -374,8 +374,8 @@ func TestContextEndsRetries(t *testing.T) {
 		ctx, cancel2 := context.WithCancel(t.Context())
 		go func() { time.Sleep(time.Second); cancel2() }()
 		res = NewDeleter(hung, "q").Run(ctx, handles(1), Policy{Detach: true, CallTimeout: 5 * time.Second})
-		if hung.ended != 5*time.Second {
-			t.Errorf("detached call ended after %v; want its own timeout (5s), not ctx's end", hung.ended)
+		if hung.ended != 5*time.Second || res[0].OK {
+			t.Errorf("detached call ended after %v (%+v); want its own timeout (5s), not ctx's end, and not done", hung.ended, res[0])
 		}
 		ctx, cancel3 := context.WithCancel(t.Context())
 		go func() { time.Sleep(time.Second); cancel3() }()

@@ -96,7 +96,7 @@ var (
 // 12-digit account ID. The error starts with the field at fault.
 func CheckIdentity(region, account string) error {
 	if !regionRE.MatchString(region) {
-		return fmt.Errorf("Region %q is not an AWS region name (such as us-east-1)", region)
+		return fmt.Errorf("region %q is not an AWS region name (such as us-east-1)", region)
 	}
 	if !accountRE.MatchString(account) {
 		return fmt.Errorf("AccountID %q is not a 12-digit AWS account ID", account)

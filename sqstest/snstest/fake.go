@@ -714,10 +714,10 @@ func (f *Fake) PublishBatch(ctx context.Context, params *sns.PublishBatchInput, 
 func (f *Fake) publish(ctx context.Context, params *sns.PublishInput) (string, string, error) {
 	msg := aws.ToString(params.Message)
 	if msg == "" {
-		return "", "", errors.New("Message: empty message")
+		return "", "", &types.InvalidParameterException{Message: aws.String("Message: empty message")}
 	}
 	if sqslimit.PublishSize(msg, params.MessageAttributes) > sqslimit.MaxPublishSize {
-		return "", "", errors.New("Message too long")
+		return "", "", &types.InvalidParameterException{Message: aws.String("Message too long")}
 	}
 	f.mu.Lock()
 	t, ok := f.topics[aws.ToString(params.TopicArn)]
@@ -727,13 +727,13 @@ func (f *Fake) publish(ctx context.Context, params *sns.PublishInput) (string, s
 	}
 	if t.fifo && aws.ToString(params.MessageGroupId) == "" {
 		f.mu.Unlock()
-		return "", "", errors.New("The MessageGroupId parameter is required for FIFO topics")
+		return "", "", &types.InvalidParameterException{Message: aws.String("The MessageGroupId parameter is required for FIFO topics")}
 	}
 	dedup := aws.ToString(params.MessageDeduplicationId)
 	if t.fifo && dedup == "" {
 		if t.attrs["ContentBasedDeduplication"] != "true" {
 			f.mu.Unlock()
-			return "", "", errors.New("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+			return "", "", &types.InvalidParameterException{Message: aws.String("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")}
 		}
 		dedup = contentHash(msg)
 	}
