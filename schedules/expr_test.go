@@ -10,22 +10,22 @@ import (
 func TestCronDocumentedExamples(t *testing.T) {
 	from := time.Date(2026, 3, 4, 9, 7, 0, 0, time.UTC) // a Wednesday
 	cases := []struct{ expr, want string }{
-		{"cron(0 10 * * ? *)", "2026-03-04T10:00:00Z"},              // 10:00 every day
-		{"cron(15 12 * * ? *)", "2026-03-04T12:15:00Z"},             // 12:15 every day
-		{"cron(0 18 ? * MON-FRI *)", "2026-03-04T18:00:00Z"},        // 18:00 on weekdays
-		{"cron(0 8 1 * ? *)", "2026-04-01T08:00:00Z"},               // 8:00 on the first of the month
-		{"cron(0/15 * * * ? *)", "2026-03-04T09:15:00Z"},            // every 15 minutes
-		{"cron(0/10 * ? * MON-FRI *)", "2026-03-04T09:10:00Z"},      // every 10 minutes on weekdays
-		{"cron(0/5 8-17 ? * MON-FRI *)", "2026-03-04T09:10:00Z"},    // every 5 minutes, 8:00-17:55, weekdays
-		{"cron(0 9 ? * 2#1 *)", "2026-04-06T09:00:00Z"},             // first Monday of the month
-		{"cron(0 9 L * ? *)", "2026-03-31T09:00:00Z"},               // last day of the month
-		{"cron(0 9 ? * 6L *)", "2026-03-27T09:00:00Z"},              // last Friday
-		{"cron(0 9 1W * ? *)", "2026-04-01T09:00:00Z"},              // weekday nearest the 1st (Wed)
-		{"cron(0 9 LW * ? *)", "2026-03-31T09:00:00Z"},              // last weekday of the month (Tue)
-		{"cron(0 9 15W * ? *)", "2026-03-16T09:00:00Z"},             // 15th is a Sunday: Monday 16th
-		{"cron(0 0 1 JAN ? 2027)", "2027-01-01T00:00:00Z"},          // once, in a given year
-		{"cron(0 0 29 FEB ? 2027-2030)", "2028-02-29T00:00:00Z"},    // leap day
-		{"cron(30 9,21 ? * SUN,SAT *)", "2026-03-07T09:30:00Z"},     // weekends
+		{"cron(0 10 * * ? *)", "2026-03-04T10:00:00Z"},           // 10:00 every day
+		{"cron(15 12 * * ? *)", "2026-03-04T12:15:00Z"},          // 12:15 every day
+		{"cron(0 18 ? * MON-FRI *)", "2026-03-04T18:00:00Z"},     // 18:00 on weekdays
+		{"cron(0 8 1 * ? *)", "2026-04-01T08:00:00Z"},            // 8:00 on the first of the month
+		{"cron(0/15 * * * ? *)", "2026-03-04T09:15:00Z"},         // every 15 minutes
+		{"cron(0/10 * ? * MON-FRI *)", "2026-03-04T09:10:00Z"},   // every 10 minutes on weekdays
+		{"cron(0/5 8-17 ? * MON-FRI *)", "2026-03-04T09:10:00Z"}, // every 5 minutes, 8:00-17:55, weekdays
+		{"cron(0 9 ? * 2#1 *)", "2026-04-06T09:00:00Z"},          // first Monday of the month
+		{"cron(0 9 L * ? *)", "2026-03-31T09:00:00Z"},            // last day of the month
+		{"cron(0 9 ? * 6L *)", "2026-03-27T09:00:00Z"},           // last Friday
+		{"cron(0 9 1W * ? *)", "2026-04-01T09:00:00Z"},           // weekday nearest the 1st (Wed)
+		{"cron(0 9 LW * ? *)", "2026-03-31T09:00:00Z"},           // last weekday of the month (Tue)
+		{"cron(0 9 15W * ? *)", "2026-03-16T09:00:00Z"},          // 15th is a Sunday: Monday 16th
+		{"cron(0 0 1 JAN ? 2027)", "2027-01-01T00:00:00Z"},       // once, in a given year
+		{"cron(0 0 29 FEB ? 2027-2030)", "2028-02-29T00:00:00Z"}, // leap day
+		{"cron(30 9,21 ? * SUN,SAT *)", "2026-03-07T09:30:00Z"},  // weekends
 	}
 	for _, c := range cases {
 		e, err := parseExpr(c.expr)

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/queueref"
 )
@@ -213,8 +213,8 @@ func (s Schedule) next(e expr, loc *time.Location, t time.Time) (time.Time, erro
 // the group: the fields of CreateScheduleInput it sets, in canonical form.
 type spec struct {
 	Expression, TimeZone, Target, Role, Input, GroupID, DLQ, Description, State string
-	MaxRetries, MaxAge, Window                                                     int32
-	Start, End                                                                     string
+	MaxRetries, MaxAge, Window                                                  int32
+	Start, End                                                                  string
 }
 
 var specFields = []string{"expression", "timeZone", "queue", "roleArn", "input", "groupId", "dlq", "description", "state", "maxRetries", "maxEventAge", "flexibleWindow", "start", "end"}
