@@ -13,7 +13,7 @@ import (
 	"github.com/sqsworker/sqsworker/producer"
 )
 
-// CancelMargin is how long before a job's due time Cancel and Reschedule
+// cancelMargin is how long before a job's due time Cancel and Reschedule
 // stop acting: from then on the fire wins (Scheduler invokes anywhere in
 // the due minute, and the clocks of two machines differ).
 const cancelMargin = time.Minute

@@ -23,7 +23,7 @@ import (
 // before any call to EventBridge Scheduler: the message says what to change.
 var ErrInvalid = errors.New("schedules: invalid input")
 
-// MaxInput is EventBridge Scheduler's limit on a schedule's payload (the
+// maxInput is EventBridge Scheduler's limit on a schedule's payload (the
 // target input), which holds the job's envelope.
 const maxInput = 256 * 1024
 

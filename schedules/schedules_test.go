@@ -292,10 +292,14 @@ func TestOverlapSkip(t *testing.T) {
 	started := make(chan struct{}, 1)
 	var skips []string
 	h := schedules.Unwrap(func(o *schedules.UnwrapOptions) {
-		o.OnSkip = func(_ context.Context, tk schedules.Tick, reason string) { skips = append(skips, reason+" "+tk.Schedule) }
+		o.OnSkip = func(_ context.Context, tk schedules.Tick, reason string) {
+			skips = append(skips, reason+" "+tk.Schedule)
+		}
 	})(worker.HandlerFunc(func(context.Context, *worker.Message) error { started <- struct{}{}; <-release; return nil }))
 	done := make(chan error)
-	go func() { done <- h.Handle(context.Background(), &worker.Message{ID: "1", Body: body("2026-01-01T00:00:00Z")}) }()
+	go func() {
+		done <- h.Handle(context.Background(), &worker.Message{ID: "1", Body: body("2026-01-01T00:00:00Z")})
+	}()
 	<-started
 	if err := h.Handle(context.Background(), &worker.Message{ID: "2", Body: body("2026-01-01T00:01:00Z")}); err != nil {
 		t.Fatal(err)

@@ -212,7 +212,9 @@ func isAny(e ast.Expr) bool {
 // exported names and the methods of exported types). A capability that needs
 // more names than its package has left is a design question, not a bump.
 var budget = map[string]int{
-	"":       400,
+	// 430: the v1 API (385) plus schedules (29, issue 39) and room for
+	// the unique-jobs branch (13).
+	"":       430,
 	"dlq":    60,
 	"retry":  40,
 	"fanout": 45,
