@@ -216,6 +216,7 @@ func TestConcurrentApply(t *testing.T) {
 			t.Errorf("gone deleted by %d processes, want 1", deleted)
 		}
 		// Nothing duplicated: in three hours, a fires 3 times and b 3 times.
+		synctest.Wait() // the ticks due at creation are sent
 		e.drain(t, nil)
 		time.Sleep(3*time.Hour + 10*time.Minute)
 		synctest.Wait()
