@@ -31,6 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/cenkalti/backoff/v4"
@@ -208,6 +209,10 @@ func SNSOff(o *sns.Options) { o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 
 
 // DynamoDBOff turns the SDK's retryer off for one DynamoDB call.
 func DynamoDBOff(o *dynamodb.Options) { o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 1 }
+
+// SchedulerOff turns the SDK's retryer off for one EventBridge Scheduler
+// call.
+func SchedulerOff(o *scheduler.Options) { o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 1 }
 
 // S3Off turns the SDK's retryer off for one S3 call.
 func S3Off(o *s3.Options) { o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 1 }
