@@ -375,6 +375,9 @@ func fmtValue(v float64) string {
 	if v >= 10_000 {
 		return fmt.Sprintf("%.0fk", v/1000)
 	}
+	if v != math.Trunc(v) {
+		return fmt.Sprintf("%.1f", v)
+	}
 	return fmt.Sprintf("%.0f", v)
 }
 
