@@ -341,3 +341,13 @@ func TestWorkersPageShowsScalingSignals(t *testing.T) {
 		}
 	}
 }
+
+func TestSearchEscapesTheQuery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		x := newFixture(t)
+		_, _, page := x.open(t, "/queues/orders/dlq/search?"+url.Values{"text": {`<script>alert(1)</script>`}, "attr": {`"><img src=x>`}}.Encode())
+		if strings.Contains(page, "<script>alert") || strings.Contains(page, "<img src=x>") {
+			t.Fatal("the search page echoes the query unescaped")
+		}
+	})
+}
