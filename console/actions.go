@@ -75,6 +75,8 @@ func (h *handler) selection(r *http.Request, dlqURL string) (selection, error) {
 		sel.Fields.Set("error", text)
 		sel.Filter.ErrorContains = text
 		sel.Desc = fmt.Sprintf("the messages whose error contains %q", text)
+	case "search":
+		return h.searchSelection(sel, f, dlqURL)
 	case "all":
 		sel.Desc = "every message"
 	default:
@@ -258,6 +260,7 @@ func (h *handler) purge(w http.ResponseWriter, r *http.Request) {
 	counts, _ := dlq.Count(r.Context(), h.client, t.DLQURL)
 	_, err = awscall.SQS(r.Context(), awscall.Rule{}, h.client.PurgeQueue, &sqs.PurgeQueueInput{QueueUrl: aws.String(t.DLQURL)})
 	h.opts.Logger.Info("sqsworker/console: purge", "user", user(r).Name, "queue", queue, "dlq", name, "approximately_purged", counts.Total(), "error", errString(err))
+	h.rememberPurge(r, t, counts.Total(), err)
 	if err != nil {
 		h.fail(w, r, http.StatusBadGateway, fmt.Errorf("purging %s: %w", name, err))
 		return

@@ -123,6 +123,14 @@ type Options struct {
 	CSRFKey []byte
 	// Now is the clock. Zero value: time.Now.
 	Now func() time.Time
+	// SampleEvery, if set, makes the console sample every shown queue's
+	// counts (and its dead-letter queue's) at this interval while it runs:
+	// one GetQueueAttributes per queue per sample (plus ListQueues without
+	// Queues). Each queue's History page charts them over 1 hour, 24 hours
+	// or 14 days; the samples are kept in memory only, at most 20,160 per
+	// queue (14 days at one a minute). The sampling ends when the handler
+	// is no longer referenced. Zero value: no sampling, no history.
+	SampleEvery time.Duration
 }
 
 //go:embed ui
@@ -142,6 +150,8 @@ type handler struct {
 	jobs      map[string]*job
 	jobOrder  []string
 	samples   map[string]workerSample // by stats URL
+	hist      *history                // the sampled counts (Options.SampleEvery)
+	retention sync.Map                // dead-letter queue URL → retentionEntry
 }
 
 // New returns the console as an http.Handler, to serve on its own or mount
@@ -228,6 +238,8 @@ func New(client API, optFns ...func(*Options)) (http.Handler, error) {
 		mux.HandleFunc("POST "+p+"/queues/{queue}/pause", h.action(h.setPause(true)))
 		mux.HandleFunc("POST "+p+"/queues/{queue}/resume", h.action(h.setPause(false)))
 	}
+	h.moreRoutes(mux, p)
+	h.startSampling()
 	h.mux = mux
 	return h, nil
 }

@@ -16,14 +16,30 @@
 //   - Queues: each queue's visible, in-flight and delayed counts, its
 //     dead-letter queue and maxReceiveCount, the dead-letter queue's depth,
 //     the oldest failure seen by the last read, the findings of dlq.Lint
-//     (fanout.Lint with Options.SNS) and the SNS fan-out chain.
+//     (fanout.Lint with Options.SNS) and the SNS fan-out chain; a warning
+//     when the last read of a dead-letter queue found messages that expire
+//     within 24 hours. It reloads itself every 30 seconds (counts only).
 //   - Dead-letter queue: the messages grouped by failure reason (source
 //     queue, handler and error, from the provenance the runtimes wrote), with
 //     counts, first and last failure, attempts and a sample; each message
-//     with its body (JSON indented), attributes and provenance.
+//     with its body (JSON indented), attributes and provenance. It says
+//     when the messages expire: a message expires the dead-letter queue's
+//     MessageRetentionPeriod after its SentTimestamp, which SQS's redrive
+//     from a standard queue keeps (the original enqueue time).
+//   - Search, over the last read of a dead-letter queue: by message ID,
+//     text in the body, attribute, error, handler and failure time, 100
+//     results a page. Its Redrive and Delete take what it lists: the same
+//     conditions, at most as many messages, none enqueued after the read.
+//   - History, with Options.SampleEvery: each queue's visible, in-flight
+//     and delayed counts and its dead-letter queue's depth over 1 hour, 24
+//     hours or 14 days, as SVG charts with axis values and a text summary,
+//     from the console's own sampling (GetQueueAttributes) while it runs.
+//   - Actions: the redrives, deletes, edits and purges the console ran
+//     since it started (the last 100), with their results.
 //   - Workers: the statistics of workers whose StatsHandler you list in
 //     Options.Workers: receiving or paused (worker.Stats.Paused), rates,
-//     outcomes, in flight, cost per million.
+//     outcomes, in flight, cost per million, and the scaling signals
+//     (Capacity, Backlog, OldestAge).
 //   - Fleet, with Options.Fleet: each queue's pause switch (since when, by
 //     whom, why), the shared circuit breakers and the cap slots in use, per
 //     cap and key, with the processes holding them (package fleet). The

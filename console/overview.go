@@ -40,6 +40,9 @@ type queueRow struct {
 	// Pause is the queue's pause switch (Options.Fleet).
 	Pause fleet.PauseState
 	Err   string
+	// Expiry is when the dead-letter queue's messages expire, from the
+	// console's last read of it.
+	Expiry expiry
 }
 
 // Worst returns the most severe finding's severity, for the row's badge.
@@ -149,6 +152,7 @@ func (h *handler) fillRow(ctx context.Context, r *queueRow) {
 			if len(s.Messages) > 0 {
 				r.OldestFailure = s.Messages[0].FailedAt()
 			}
+			r.Expiry = expiryOf(s.Messages, h.retentionOf(ctx, t.DLQURL), h.opts.Now())
 		}
 	case !errors.Is(err, dlq.ErrNoRedrivePolicy):
 		errs = append(errs, err)
@@ -193,7 +197,7 @@ func (h *handler) fillRow(ctx context.Context, r *queueRow) {
 // overview serves the queues overview.
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	rows, err := h.queueRows(r.Context())
-	h.render(w, r, http.StatusOK, "overview", "Queues", map[string]any{"Rows": rows, "Err": errString(err), "HasSNS": h.opts.SNS != nil})
+	h.render(w, r, http.StatusOK, "overview", "Queues", map[string]any{"Rows": rows, "Err": errString(err), "HasSNS": h.opts.SNS != nil, "Refresh": overviewRefresh})
 }
 
 func errString(err error) string {

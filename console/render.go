@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,7 +15,7 @@ import (
 )
 
 // pageNames are the pages, each ui/NAME.html rendered inside ui/layout.html.
-var pageNames = []string{"overview", "triage", "message", "confirm", "job", "workers", "fleet", "error"}
+var pageNames = []string{"overview", "triage", "message", "confirm", "job", "workers", "fleet", "error", "search", "history", "actions"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -38,6 +39,7 @@ func (h *handler) parseTemplates() error {
 		},
 		"severity": func(s dlq.Severity) string { return s.String() },
 	}
+	maps.Copy(funcs, h.moreFuncs())
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(uiFS, "ui/layout.html")
 	if err != nil {
 		return fmt.Errorf("console: parsing the layout: %w", err)

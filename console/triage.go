@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -50,9 +51,10 @@ func (h *handler) triage(w http.ResponseWriter, r *http.Request) {
 	}
 	s := h.read(r.Context(), t.DLQURL)
 	gs := groups(s.Messages)
+	retention := h.retentionOf(r.Context(), t.DLQURL)
 	views := make([]groupView, len(gs))
 	for i, g := range gs {
-		views[i] = groupView{group: g, SampleBody: h.preview(t.DLQURL, g.Sample)}
+		views[i] = groupView{group: g, SampleBody: h.sample(t.DLQURL, g.Sample), Expires: expiryOf(g.Messages, retention, h.opts.Now()).Soonest}
 		if len(g.Messages) > 100 {
 			views[i].More = len(g.Messages) - 100
 			g.Messages = g.Messages[:100]
@@ -61,6 +63,7 @@ func (h *handler) triage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "triage", "Dead-letter queue of "+queue, map[string]any{
 		"Queue": queue, "Target": t, "Snapshot": s, "Groups": views, "HoldNote": s.describeHold(),
 		"Err": errString(s.Err), "Notice": r.URL.Query().Get("notice"),
+		"Expiry": expiryOf(s.Messages, retention, h.opts.Now()),
 	})
 }
 
@@ -69,6 +72,8 @@ type groupView struct {
 	*group
 	SampleBody string
 	More       int // messages not listed
+	// Expires is the soonest expiry of the group's messages.
+	Expires time.Time
 }
 
 // body returns the body to show for m (through Options.Redact).

@@ -45,6 +45,13 @@ type workerView struct {
 	// (worker.Stats.Cost at standard pricing).
 	USDPerMillion      float64 `json:"usdPerMillion"`
 	RequestsPerMessage float64 `json:"requestsPerMessage"`
+	// The scaling signals (worker.Stats): messages per second the worker
+	// can take with every slot busy, the age at receipt of the oldest
+	// fresh message lately, and the queue's depth as the worker last read it.
+	Capacity         float64 `json:"capacityPerSecond"`
+	OldestAgeSeconds float64 `json:"oldestAgeSeconds"`
+	Backlog          int64   `json:"backlog"`
+	BacklogInFlight  int64   `json:"backlogInFlight"`
 }
 
 // workersPage serves the Workers page; its script polls workersStats.
@@ -89,6 +96,8 @@ func (h *handler) pollWorker(ctx context.Context, wk Worker) workerView {
 	}
 	v.Received, v.Succeeded, v.Failed, v.Retried, v.DeadLettered = s.Received, s.Succeeded, s.Failed, s.Retried, s.DeadLettered
 	v.Lost, v.Abandoned, v.InFlight, v.Prefetched = s.Lost, s.Abandoned, s.InFlight, s.Prefetched
+	v.Capacity, v.OldestAgeSeconds = s.Capacity, s.OldestAge.Seconds()
+	v.Backlog, v.BacklogInFlight = s.Backlog.Visible, s.Backlog.InFlight
 	v.State = "receiving"
 	if s.Paused {
 		v.State = "paused"

@@ -67,6 +67,8 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.Var(&workers, "worker", "NAME=URL of a running worker's StatsHandler to show live (repeatable)")
 	var hold time.Duration
 	fs.Var(durationValue{&hold}, "hold", "the longest a dead-letter queue read keeps its messages hidden (default 30s)")
+	sampleEvery := 30 * time.Second
+	fs.Var(durationValue{&sampleEvery}, "sample-every", "how often the console samples the queues' counts for its History pages (0: no sampling)")
 	table := fs.String("table", os.Getenv(tableEnv), "the fleet table whose controls to show (default: "+tableEnv+"; none: no Fleet page)")
 	if _, code, ok := a.parseWithOutput(cmd, fs, args, 0, 0, out); !ok {
 		return code
@@ -112,6 +114,7 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 		o.Workers = ws
 		o.Fleet = fl
 		o.Hold = hold
+		o.SampleEvery = sampleEvery
 		o.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
 		o.Now = a.now
 	})
