@@ -56,10 +56,13 @@
 // (256 KiB, or the dead-letter queue's MaximumMessageSize). The message's
 // own attributes always stay; provenance takes what is left:
 //
-//   - up to 4 attributes of the user's: one attribute per field (up to 6);
+//   - up to 4 attributes of the user's: one attribute per field (up to 6),
+//     and, with an attribute left, message-id (the message's ID in the
+//     queue it failed in, by which [Redrive] tells a message it moved that
+//     came back);
 //   - 5 to 9: everything in the single JSON attribute
 //     "sqsworker.dlq.provenance" ({"source":…,"error":…,"attempt":…,
-//     "firstReceived":…,"failedAt":…,"handler":…});
+//     "firstReceived":…,"failedAt":…,"handler":…,"messageId":…});
 //   - 10: no provenance. The move still happens, and Move logs the
 //     provenance as a warning instead.
 //

@@ -3,10 +3,12 @@ package dlq
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -47,6 +50,7 @@ const (
 	ActionSkipped     Action = "skipped"      // it does not match the filter; left in the DLQ
 	ActionOtherSource Action = "other-source" // it came from another source queue; left in the DLQ
 	ActionFailed      Action = "failed"       // it could not be sent; left in the DLQ
+	ActionCameBack    Action = "came-back"    // this redrive moved it, it failed again and was dead-lettered anew; left in the DLQ
 )
 
 // DefaultRate is the manual redrive's rate limit, in messages per second,
@@ -158,6 +162,12 @@ type Progress struct {
 	Skipped int `json:"skipped"`
 	// Failed is how many could not be sent and stay in the dead-letter queue.
 	Failed int `json:"failed"`
+	// CameBack is how many messages this redrive moved came back to the
+	// dead-letter queue while it ran: they failed again. The manual move
+	// tells them by their message IDs, not by time, and leaves them in the
+	// dead-letter queue (they are not in Scanned's other counts); a
+	// redrive moves only the messages that were there when it started.
+	CameBack int `json:"cameBack,omitempty"`
 	// Done reports the last report of a redrive that ran to its end: it
 	// went through the whole dead-letter queue (or up to Max) and saw every
 	// message it expected. It stays false when the redrive was interrupted,
@@ -268,6 +278,27 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 // failure in between may leave a message in both queues, never in neither.
 // Messages it does not move are released at the end.
 //
+// A redrive moves the messages that were in the dead-letter queue when it
+// began, once. A job that fails again while the redrive runs comes back to
+// the dead-letter queue as a new receive; the manual move tells these
+// exactly, by message ID, not by time: SQS's own redrive keeps a message's
+// ID, and the library's dead-letter copy (worker, Lambda adapter, Move)
+// records the ID the message had in its queue, which is the ID
+// SendMessageBatch gave the copy this redrive sent. (A copy whose message
+// has SQS's ten attributes of its own has no room for that ID; it is told
+// by its body, group and attributes instead.) It leaves them in the
+// dead-letter queue, counts them in Progress.CameBack and reports them as
+// ActionCameBack: a redrive of jobs that still fail ends, each job having
+// run once more. A message move task is SQS's own: AWS documents that it
+// counts the messages to move when it starts
+// (ApproximateNumberOfMessagesToMove) and that a redriven message is a new
+// message in the destination, with a new message ID and enqueue time; it
+// does not document whether a message dead-lettered again while the task
+// runs is moved again by the same task. Redrive reports the task's own
+// counts (Total is that start count) and cannot tell the messages that came
+// back: after a move task, what the dead-letter queue holds failed again or
+// is new. Use MethodManual to have them counted and left.
+//
 // A dead-letter queue may serve several queues. Redrive moves only the
 // messages that came from t's source queue (by their provenance or their
 // DeadLetterQueueSourceArn) or whose origin is unknown, with or without a
@@ -353,6 +384,88 @@ type redriver struct {
 	opts   RedriveOptions
 	dest   string
 	res    RedriveResult
+
+	// What the manual move sent, to tell its copies when they come back.
+	sent    map[string]contentKey // message ID of each copy sent → its content
+	back    map[string]bool       // the copies that came back
+	pending map[contentKey]int    // copies sent and not back, by content
+}
+
+// contentKey identifies a message's content: body, group and own
+// attributes (provenance left out).
+type contentKey [sha256.Size]byte
+
+func keyOf(m Message) contentKey {
+	h := sha256.New()
+	write := func(s string) { // length-prefixed, so fields cannot run into each other
+		h.Write(binary.AppendUvarint(nil, uint64(len(s))))
+		h.Write([]byte(s))
+	}
+	write(m.Body)
+	write(m.GroupID)
+	attrs := StripProvenance(m.raw.MessageAttributes)
+	names := make([]string, 0, len(attrs))
+	for k := range attrs {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		v := attrs[k]
+		write(k)
+		write(aws.ToString(v.DataType))
+		write(aws.ToString(v.StringValue))
+		write(string(v.BinaryValue))
+	}
+	var k contentKey
+	h.Sum(k[:0])
+	return k
+}
+
+// sentCopy records that m was sent to the destination as message id.
+func (r *redriver) sentCopy(m Message, id string) {
+	if id == "" {
+		return
+	}
+	if r.sent == nil {
+		r.sent, r.back, r.pending = map[string]contentKey{}, map[string]bool{}, map[contentKey]int{}
+	}
+	k := keyOf(m)
+	r.sent[id] = k
+	r.pending[k]++
+}
+
+// cameBack reports whether m, received from the dead-letter queue, is a
+// copy this redrive sent that failed again and was dead-lettered anew. It
+// tells exactly, by message ID: SQS's own redrive keeps the message ID, and
+// the library's dead-letter copy names the ID the message had in its
+// queue (attrMessageID). Only a copy that had no attribute left for that
+// ID (the message has SQS's ten) is told by its content instead: it came
+// back if this redrive sent a message with the same body, group and
+// attributes whose return it has not seen yet.
+func (r *redriver) cameBack(m Message) bool {
+	if len(r.sent) == 0 {
+		return false
+	}
+	src := sourceMessageID(m.raw.MessageAttributes)
+	for _, id := range []string{m.ID, src} {
+		if k, ok := r.sent[id]; ok && id != "" {
+			if !r.back[id] {
+				r.back[id] = true
+				if r.pending[k] > 0 {
+					r.pending[k]--
+				}
+			}
+			return true
+		}
+	}
+	if src != "" || len(m.raw.MessageAttributes) < sqslimit.MaxMessageAttributes {
+		return false
+	}
+	if k := keyOf(m); r.pending[k] > 0 {
+		r.pending[k]--
+		return true
+	}
+	return false
 }
 
 func (r *redriver) report() {
@@ -563,6 +676,13 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 			m := newMessage(raw)
 			r.res.Scanned++
 			switch {
+			case r.cameBack(m):
+				// A copy this redrive sent, dead-lettered again: it
+				// was not in the queue when the redrive started.
+				s.hold(raw)
+				s.extra++
+				r.res.CameBack++
+				r.on(m, ActionCameBack, nil)
 			case !r.opts.AllSources && m.Origin() != "" && queueref.Name(m.Origin()) != queueref.Name(r.t.SourceURL):
 				s.hold(raw)
 				r.res.Skipped++
@@ -661,6 +781,7 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 		m := ready[i]
 		switch {
 		case res.OK:
+			r.sentCopy(m, res.MessageID)
 			del = append(del, sqsbatch.Entry{Handle: s.handle(m.ID, m.raw)})
 			delMsgs = append(delMsgs, m)
 		case res.Class == sqserr.Canceled && ctx.Err() != nil:
