@@ -597,6 +597,16 @@ func TestConsoleRedriveWhileJobsFailAgain(t *testing.T) {
 	if got := b.text("tbody.group .count"); got != "3" {
 		t.Fatalf("the group holds %q messages; want 3", got)
 	}
+	// The group's message list, expanded, lines up with the table.
+	b.do(chromedp.Click(chromedp.CSS("tbody.group tr.members summary")), chromedp.WaitVisible(chromedp.CSS("tbody.group table.messages td")))
+	offset := run(b, chromedp.Evaluate[float64](`(() => {
+		const left = el => el.getBoundingClientRect().left + parseFloat(getComputedStyle(el).paddingLeft);
+		return left(document.querySelector("tbody.group table.messages td")) - left(document.querySelector("tbody.group td.reason"));
+	})()`))
+	if offset < -1 || offset > 1 {
+		t.Errorf("the expanded message list starts %.1f px right of the table's first column; want it lined up", offset)
+	}
+	b.shot("triage-members")
 	b.do(chromedp.Click(chromedp.CSS("tbody.group button.redrive-group")))
 	if state := b.waitJob(); state != "done" {
 		t.Fatalf("redrive job %s: %s", state, b.text("#job-error"))
