@@ -136,6 +136,19 @@ var mutations = []Mutation{
 		Packages: []string{"./dlq/"}, Run: "TestInspect|TestRedriveInterrupt",
 		Why: "messages a listing or an interrupted redrive did not move stay hidden instead of being released at once",
 	},
+	// The worker's shutdown: a handler that ignores its context.
+	{
+		Name: "worker/held-over-result-dropped", File: "worker/process.go",
+		Original: "if !ran {", Mutant: "if !ran || r.holdover.Load() != nil {",
+		Packages: []string{"./worker/"}, Run: "TestHandlerIgnoringContextDoesNotHoldRun",
+		Why: "what a handler Run returned without returns is dropped: its message comes back and runs again (issue 37)",
+	},
+	{
+		Name: "worker/held-over-lease-ends", File: "worker/holdover.go",
+		Original: "_ = hb.Run(ctx)", Mutant: "_ = ctx",
+		Packages: []string{"./worker/"}, Run: "TestHandlerIgnoringContextDoesNotHoldRun",
+		Why: "the lease of a message whose handler Run returned without ends with Run: another consumer runs it while the handler still does (issue 37)",
+	},
 	// The Lambda adapter (worker/sqslambda): the partial batch response.
 	{
 		Name: "sqslambda/failed-record-deleted", File: "worker/sqslambda/handler.go",
