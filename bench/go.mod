@@ -2,7 +2,7 @@ module github.com/sqsworker/sqsworker/bench
 
 go 1.26.0
 
-require github.com/sqsworker/sqsworker v0.0.0
+require github.com/sqsworker/sqsworker v1.0.0
 
 require (
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.26 // indirect
@@ -55,4 +55,3 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/sqsworker/sqsworker => ../

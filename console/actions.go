@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -296,7 +297,7 @@ func (h *handler) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.start(w, r, "edit-and-send", t, "message "+id, func(ctx context.Context, j *job) error {
-		copier, err := dlq.NewCopier(dlq.Target{DLQURL: t.SourceURL, SourceURL: t.SourceURL, SourceARN: t.SourceARN, FIFO: t.FIFO}, func(o *dlq.MoverOptions) { o.Logger = h.opts.Logger })
+		copier, err := deadletter.NewCopier(deadletter.Target{DLQURL: t.SourceURL, SourceURL: t.SourceURL, SourceARN: t.SourceARN, FIFO: t.FIFO}, func(o *deadletter.Options) { o.Logger = h.opts.Logger })
 		if err != nil {
 			return err
 		}
@@ -304,7 +305,7 @@ func (h *handler) send(w http.ResponseWriter, r *http.Request) {
 		if m.GroupID != "" {
 			raw.Attributes = map[string]string{string(types.MessageSystemAttributeNameMessageGroupId): m.GroupID}
 		}
-		in, err := copier.Input(raw, m.Provenance)
+		in, err := copier.Input(raw, deadletter.Provenance(m.Provenance))
 		if err != nil {
 			return err
 		}

@@ -24,37 +24,30 @@ import (
 // API is every SQS call the console makes, with the AWS SDK for Go v2's
 // exact method signatures. *sqs.Client and sqstest's Fake satisfy it.
 type API interface {
-	dlq.RedriveAPI
-	ListQueues(ctx context.Context, params *sqs.ListQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error)
+	dlq.API
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error)
 }
 
 var _ API = (*sqs.Client)(nil)
 
-// Role is what a user may do in the console.
-type Role int
+// Role is what a user may do in the console: RoleViewer or RoleOperator.
+// Any other value, the zero value "" included, is a viewer.
+type Role string
 
 const (
 	// RoleViewer may look at every page and act on nothing.
-	RoleViewer Role = iota
+	RoleViewer Role = "viewer"
 	// RoleOperator may also act (redrive, delete, send, purge) when the
 	// console's actions are switched on (Options.Actions).
-	RoleOperator
+	RoleOperator Role = "operator"
 )
-
-// String returns "viewer" or "operator".
-func (r Role) String() string {
-	if r == RoleOperator {
-		return "operator"
-	}
-	return "viewer"
-}
 
 // User is who makes a request, as Options.Authenticate says.
 type User struct {
 	// Name identifies the user in the audit log.
 	Name string
-	// Role is what the user may do.
+	// Role is what the user may do. Zero value: RoleViewer.
 	Role Role
 }
 
@@ -75,7 +68,7 @@ type Options struct {
 	// SNS, if set, lets the overview show each queue's SNS subscriptions
 	// (topic → subscription DLQ → queue → DLQ) and lint them with
 	// fanout.Lint. Zero value: dlq.Lint only, no fan-out chain.
-	SNS fanout.SubscriptionsAPI
+	SNS fanout.API
 	// Actions switches on the actions (redrive, delete, edit and send,
 	// purge). Zero value: the console is read-only: it renders no action
 	// control and refuses every action request.
@@ -109,7 +102,7 @@ type Options struct {
 	// Readers is how many receives a read runs in parallel. Zero value: 16.
 	Readers int
 	// RedriveRate is the manual redrive's rate in messages per second.
-	// Zero value: dlq.DefaultRate.
+	// Zero value: dlq.Redrive's (100).
 	RedriveRate float64
 	// Workers lists workers whose statistics the Workers page polls.
 	Workers []Worker
@@ -181,9 +174,6 @@ func New(client API, optFns ...func(*Options)) (http.Handler, error) {
 	}
 	if o.Readers <= 0 {
 		o.Readers = 16
-	}
-	if o.RedriveRate == 0 {
-		o.RedriveRate = dlq.DefaultRate
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -258,6 +248,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("Referrer-Policy", "no-referrer")
 	hdr.Set("Cache-Control", "no-store")
+	if u.Role != RoleOperator {
+		u.Role = RoleViewer
+	}
 	r = r.WithContext(context.WithValue(r.Context(), userKey{}, u))
 	h.mux.ServeHTTP(w, r)
 }

@@ -18,7 +18,7 @@
 //     the oldest failure seen by the last read, the findings of dlq.Lint
 //     (fanout.Lint with Options.SNS) and the SNS fan-out chain.
 //   - Dead-letter queue: the messages grouped by failure reason (source
-//     queue, handler and error, from the provenance dlq.Mover wrote), with
+//     queue, handler and error, from the provenance the runtimes wrote), with
 //     counts, first and last failure, attempts and a sample; each message
 //     with its body (JSON indented), attributes and provenance.
 //   - Workers: the statistics of workers whose StatsHandler you list in

@@ -75,7 +75,7 @@ func (h *handler) fleetPage(w http.ResponseWriter, r *http.Request) {
 // setPause serves Pause (pause) and Resume: it sets the queue's switch in
 // the fleet table and goes back to the Fleet page. The reason stored says
 // which console user paused the queue (fleet.PauseState.By is the
-// console's Fleet.Holder).
+// console's fleet.Options.Holder).
 func (h *handler) setPause(pause bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		queue := r.PathValue("queue")

@@ -99,7 +99,7 @@ func (h *handler) read(ctx context.Context, url string) *snapshot {
 	barrier.Add(n)
 	for range n {
 		wg.Go(func() {
-			c := &barrierClient{InspectAPI: h.client, barrier: &barrier}
+			c := &barrierClient{API: h.client, barrier: &barrier}
 			msgs, err := dlq.Inspect(ctx, c, url, dlq.InspectOptions{Max: perReader, Hold: h.opts.Hold})
 			c.arrive() // a reader that received nothing never releases
 			mu.Lock()
@@ -143,7 +143,7 @@ type readInFlight struct {
 // (ChangeMessageVisibilityBatch, which dlq.Inspect calls only at its end)
 // marks it done receiving and waits until every reader is.
 type barrierClient struct {
-	dlq.InspectAPI
+	dlq.API
 	barrier *sync.WaitGroup
 	once    sync.Once
 }
@@ -153,7 +153,7 @@ func (c *barrierClient) arrive() { c.once.Do(c.barrier.Done) }
 func (c *barrierClient) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, o ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
 	c.arrive()
 	c.barrier.Wait()
-	return c.InspectAPI.ChangeMessageVisibilityBatch(ctx, in, o...)
+	return c.API.ChangeMessageVisibilityBatch(ctx, in, o...)
 }
 
 // snapshotOf returns the last read of the queue at url, or nil.

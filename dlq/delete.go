@@ -6,19 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/queueref"
 )
-
-// DeleteAPI is what Delete uses: Inspect's calls and DeleteMessageBatch.
-type DeleteAPI interface {
-	InspectAPI
-	DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
-}
-
-var _ DeleteAPI = (*sqs.Client)(nil)
 
 // DeleteOptions configures Delete. Filter is required; every other field's
 // zero value is usable.
@@ -29,8 +19,8 @@ type DeleteOptions struct {
 	// Max is the most messages to delete. Zero value: no limit.
 	Max int
 	// Hold is how long the messages received and not deleted stay hidden
-	// while Delete works; they are released at its end. Zero value:
-	// DefaultHold.
+	// while Delete works; they are released at its end. Zero value: one
+	// minute.
 	Hold time.Duration
 	// OnDelete, if set, is called for each message SQS confirmed deleted.
 	OnDelete func(Message)
@@ -71,7 +61,7 @@ type DeleteResult struct {
 //
 // Delete needs sqs:GetQueueAttributes, sqs:ReceiveMessage,
 // sqs:ChangeMessageVisibility and sqs:DeleteMessage.
-func Delete(ctx context.Context, client DeleteAPI, queue string, opts DeleteOptions) (res DeleteResult, err error) {
+func Delete(ctx context.Context, client API, queue string, opts DeleteOptions) (res DeleteResult, err error) {
 	if opts.Filter.IsZero() {
 		return res, fmt.Errorf("delete: refusing to delete every message of queue %s without a filter; select the messages (Filter), or empty the queue with PurgeQueue", queueref.Name(queue))
 	}

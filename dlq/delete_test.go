@@ -28,7 +28,7 @@ func TestDeleteRemovesOnlyMatchingAndReleasesTheRest(t *testing.T) {
 		if res.Scanned != 30 || res.Matched != 10 || res.Deleted != 10 || res.Failed != 0 || len(deleted) != 10 {
 			t.Fatalf("result %+v, OnDelete saw %d; want 30 scanned, 10 matched and deleted", res, len(deleted))
 		}
-		visible, inflight, _ := f.Count(target.DLQURL)
+		visible, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight"))
 		if visible != 20 || inflight != 0 {
 			t.Fatalf("DLQ has %d visible, %d in flight; want the 20 others visible at once", visible, inflight)
 		}
@@ -49,7 +49,7 @@ func TestDeleteRefusesTheZeroFilter(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "PurgeQueue") {
 		t.Fatalf("Delete with no filter: err = %v; want a refusal pointing at PurgeQueue", err)
 	}
-	if v, _, _ := f.Count(target.DLQURL); v != 2 {
+	if v := len(f.Messages(target.DLQURL, "visible")); v != 2 {
 		t.Fatalf("DLQ holds %d visible messages; want both kept", v)
 	}
 }
@@ -65,7 +65,7 @@ func TestDeleteStopsAtMax(t *testing.T) {
 		if res.Deleted != 7 {
 			t.Fatalf("deleted %d; want 7", res.Deleted)
 		}
-		if v, inflight, _ := f.Count(target.DLQURL); v != 18 || inflight != 0 {
+		if v, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); v != 18 || inflight != 0 {
 			t.Fatalf("DLQ has %d visible, %d in flight; want 18 visible", v, inflight)
 		}
 	})
@@ -77,7 +77,7 @@ func TestDeleteRetriesFailedEntriesAndKeepsWhatItCannotDelete(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 6, nil, failedWith("boom"))
-		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Entries: true, Err: sqstest.ServerError(), Times: 2})
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Entries: true, Code: "InternalError", Times: 2})
 		res, err := Delete(context.Background(), f, target.DLQURL, DeleteOptions{Filter: Filter{ErrorContains: "boom"}})
 		if err != nil || res.Deleted != 6 || res.Failed != 0 {
 			t.Fatalf("transient entry failures: %+v, %v; want all 6 deleted after retries", res, err)
@@ -90,7 +90,7 @@ func TestDeleteRetriesFailedEntriesAndKeepsWhatItCannotDelete(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "stays in the queue") || res.Deleted != 0 || res.Failed != 4 {
 			t.Fatalf("lasting entry failures: %+v, %v; want all 4 reported failed and kept", res, err)
 		}
-		if v, inflight, _ := f.Count(target.DLQURL); v != 4 || inflight != 0 {
+		if v, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); v != 4 || inflight != 0 {
 			t.Fatalf("DLQ: %d visible, %d in flight; want the 4 not deleted visible again", v, inflight)
 		}
 	})

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -19,7 +20,7 @@ func TestDiscoverResolvesTheDLQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Target{SourceURL: src, SourceARN: f.QueueARN(src), DLQURL: dlq, DLQARN: f.QueueARN(dlq), MaxReceiveCount: 7, MaxMessageSize: 1 << 20, SourceMaxMessageSize: 1 << 20}
+	want := Target{SourceURL: src, SourceARN: sqsfake.ARN(src), DLQURL: dlq, DLQARN: sqsfake.ARN(dlq), MaxReceiveCount: 7, MaxMessageSize: 1 << 20, SourceMaxMessageSize: 1 << 20}
 	if got != want {
 		t.Errorf("Discover = %+v\nwant       %+v", got, want)
 	}
@@ -45,8 +46,8 @@ func TestDiscoverMissingDLQ(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Discover(context.Background(), f, src)
-	if !errors.Is(err, ErrDLQNotFound) {
-		t.Fatalf("Discover error = %v, want ErrDLQNotFound", err)
+	if !errors.Is(err, deadletter.ErrDLQNotFound) {
+		t.Fatalf("Discover error = %v, want deadletter.ErrDLQNotFound", err)
 	}
 	if !strings.Contains(err.Error(), "orders-dlq") || !strings.Contains(err.Error(), "create it") {
 		t.Errorf("error does not name the queue and the fix: %v", err)
@@ -58,27 +59,5 @@ func TestDiscoverMissingQueue(t *testing.T) {
 	_, err := Discover(context.Background(), f, "https://sqs.us-east-1.amazonaws.com/000000000000/nope")
 	if err == nil || !strings.Contains(err.Error(), "queue nope does not exist") {
 		t.Fatalf("Discover error = %v", err)
-	}
-}
-
-func TestParseRedrivePolicyAcceptsStringCount(t *testing.T) {
-	p, err := parseRedrivePolicy(`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:1:q","maxReceiveCount":"4"}`)
-	if err != nil || p.MaxReceiveCount != 4 || p.TargetARN != "arn:aws:sqs:us-east-1:1:q" {
-		t.Errorf("parseRedrivePolicy = %+v, %v", p, err)
-	}
-	if _, err := parseRedrivePolicy(`{"maxReceiveCount":4}`); err == nil {
-		t.Error("a policy without deadLetterTargetArn parsed")
-	}
-}
-
-func TestHumanDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		0: "0s", 4 * 24 * time.Hour: "4 days", 24 * time.Hour: "1 day", time.Hour: "1 hour", 6 * time.Hour: "6 hours",
-		10 * time.Minute: "10m", 90 * time.Second: "1m30s", 150 * time.Minute: "2h30m", 3 * time.Second: "3s",
-		500 * time.Millisecond: "500ms", time.Hour + 19*time.Minute + 45670*time.Millisecond: "1h19m46s",
-	} {
-		if got := humanDuration(d); got != want {
-			t.Errorf("humanDuration(%v) = %q, want %q", d, got, want)
-		}
 	}
 }

@@ -11,12 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
 // deadLettered sets up orders and orders-dlq on a fake and dead-letters one
-// message per reason, as the worker does with retry.Permanent.
+// message per reason with its provenance, as the worker does with
+// retry.Permanent.
 func deadLettered(ctx context.Context, reasons ...string) (*sqstest.Fake, dlq.Target) {
 	client, err := sqstest.New()
 	if err != nil {
@@ -27,7 +29,7 @@ func deadLettered(ctx context.Context, reasons ...string) (*sqstest.Fake, dlq.Ta
 		log.Fatal(err)
 	}
 	target := setup.Target()
-	mover, err := dlq.NewMover(client, target)
+	mover, err := deadletter.NewMover(client, deadletter.Target(target))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,7 +43,7 @@ func deadLettered(ctx context.Context, reasons ...string) (*sqstest.Fake, dlq.Ta
 		if err != nil || len(out.Messages) != 1 {
 			log.Fatal(err)
 		}
-		err = mover.Move(ctx, out.Messages[0], dlq.Provenance{Error: reason, Attempt: 1, Handler: "billing.Charge", FailedAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)})
+		err = mover.Move(ctx, out.Messages[0], deadletter.Provenance{Error: reason, Attempt: 1, Handler: "billing.Charge", FailedAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -62,7 +64,7 @@ func ExampleInspect() {
 	for _, m := range msgs {
 		fmt.Printf("%s from %s, attempt %d: %s\n", m.Body, queueref.Name(m.Provenance.SourceQueue), m.Provenance.Attempt, m.Provenance.Error)
 	}
-	visible, _, _ := client.Count(target.DLQURL)
+	visible := len(client.Messages(target.DLQURL, "visible"))
 	fmt.Println("still in orders-dlq:", visible)
 	// Output:
 	// {"order":1} from orders, attempt 1: charge card: card declined

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -42,55 +41,33 @@ func ExampleDiscover() {
 	// true
 }
 
-func ExampleMover_Move() {
+// ParseProvenance reads why and from where a message was dead-lettered,
+// here from a message received from the dead-letter queue directly
+// (Inspect parses it into Message.Provenance).
+func ExampleParseProvenance() {
 	ctx := context.Background()
-	client, err := sqstest.New()
-	if err != nil {
-		panic(err)
-	}
-	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "orders"})
-	if err != nil {
-		panic(err)
-	}
-	target := setup.Target()
-	_, _ = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(`{"order":42}`)})
+	client, target := deadLettered(ctx, "charge card: card declined")
 
-	// Receive as the worker does: with every attribute, so that the move
-	// keeps them all.
-	out, _ := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-		QueueUrl:                    aws.String(target.SourceURL),
-		MessageAttributeNames:       []string{"All"},
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:              aws.String(target.DLQURL),
+		MessageAttributeNames: []string{"All"},
 	})
-	msg := out.Messages[0]
-
-	mover, err := dlq.NewMover(client, target)
-	if err != nil {
+	if err != nil || len(out.Messages) != 1 {
 		panic(err)
 	}
-	err = mover.Move(ctx, msg, dlq.Provenance{
-		Error:    "charge card: card declined",
-		Attempt:  4,
-		Handler:  "billing.Charge",
-		FailedAt: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC),
-	})
-	if err != nil {
-		panic(err)
-	}
-
-	fmt.Println("left in orders:", len(client.Messages(target.SourceURL)))
-	dead := client.Messages(target.DLQURL)[0]
-	p, _ := dlq.ParseProvenance(dead.Attributes)
-	fmt.Println("body:", dead.Body)
+	dead := out.Messages[0]
+	p, ok := dlq.ParseProvenance(dead.MessageAttributes)
+	fmt.Println("provenance:", ok)
+	fmt.Println("body:", aws.ToString(dead.Body))
 	fmt.Println("error:", p.Error)
 	fmt.Println("attempt:", p.Attempt, "handler:", p.Handler)
 	fmt.Println("failed at:", p.FailedAt.Format(time.RFC3339))
 	fmt.Println("from:", queueref.Name(p.SourceQueue))
 	// Output:
-	// left in orders: 0
-	// body: {"order":42}
+	// provenance: true
+	// body: {"order":1}
 	// error: charge card: card declined
-	// attempt: 4 handler: billing.Charge
+	// attempt: 1 handler: billing.Charge
 	// failed at: 2025-03-01T12:00:00Z
 	// from: orders
 }

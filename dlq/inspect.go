@@ -11,8 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -24,8 +26,8 @@ type Message struct {
 	Body string
 	// Attributes are the message's own attributes, provenance removed.
 	Attributes map[string]types.MessageAttributeValue
-	// Provenance is parsed from the provenance attributes Move wrote;
-	// HasProvenance reports whether there were any.
+	// Provenance is parsed from the provenance attributes the runtimes
+	// wrote; HasProvenance reports whether there were any.
 	Provenance    Provenance
 	HasProvenance bool
 	// SentAt is the message's SentTimestamp. SQS's own redrive from a
@@ -68,7 +70,7 @@ func newMessage(raw types.Message) Message {
 	m := Message{
 		ID:                  aws.ToString(raw.MessageId),
 		Body:                aws.ToString(raw.Body),
-		Attributes:          StripProvenance(raw.MessageAttributes),
+		Attributes:          deadletter.StripProvenance(raw.MessageAttributes),
 		GroupID:             raw.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)],
 		DeadLetterSourceARN: raw.Attributes[string(types.MessageSystemAttributeNameDeadLetterQueueSourceArn)],
 		raw:                 raw,
@@ -94,7 +96,9 @@ func (c Counts) Total() int { return c.Visible + c.InFlight + c.Delayed }
 // Count returns the approximate message counts of queue (a name, URL or
 // ARN, resolved on each call with queueref.Resolve) without receiving any
 // message.
-func Count(ctx context.Context, client QueueAPI, queue string) (Counts, error) {
+//
+// Count needs sqs:GetQueueAttributes.
+func Count(ctx context.Context, client API, queue string) (Counts, error) {
 	queueURL, err := queueref.Resolve(ctx, client, queue)
 	if err != nil {
 		return Counts{}, err
@@ -102,17 +106,13 @@ func Count(ctx context.Context, client QueueAPI, queue string) (Counts, error) {
 	return count(ctx, client, queueURL)
 }
 
-func count(ctx context.Context, client attributeReader, queueURL string) (Counts, error) {
-	a, err := getAttributes(ctx, client, queueURL, attrVisible, attrNotVisible, attrDelayed)
+func count(ctx context.Context, client deadletter.AttributeReader, queueURL string) (Counts, error) {
+	a, err := deadletter.GetAttributes(ctx, client, queueURL, deadletter.AttrVisible, deadletter.AttrNotVisible, deadletter.AttrDelayed)
 	if err != nil {
 		return Counts{}, fmt.Errorf("counting the messages of queue %s: %w", queueref.Name(queueURL), err)
 	}
-	return Counts{Visible: intAttr(a, attrVisible), InFlight: intAttr(a, attrNotVisible), Delayed: intAttr(a, attrDelayed)}, nil
+	return Counts{Visible: deadletter.IntAttr(a, deadletter.AttrVisible), InFlight: deadletter.IntAttr(a, deadletter.AttrNotVisible), Delayed: deadletter.IntAttr(a, deadletter.AttrDelayed)}, nil
 }
-
-// DefaultHold is how long Inspect and Redrive keep the messages they
-// received hidden, by default, before they release or delete them.
-const DefaultHold = time.Minute
 
 // InspectOptions configures Inspect. Every field's zero value is usable.
 type InspectOptions struct {
@@ -123,7 +123,7 @@ type InspectOptions struct {
 	// runs. All are released (made visible) as soon as it ends. A listing
 	// that takes longer than Hold sees its first messages again and may end
 	// before it has seen every message; raise Hold for large queues. Zero
-	// value: DefaultHold.
+	// value: one minute.
 	Hold time.Duration
 	// Wait is how long each receive waits for messages (long polling, which
 	// also makes SQS look at all its servers). Zero value: one second.
@@ -151,7 +151,7 @@ type InspectOptions struct {
 //
 // Inspect needs sqs:GetQueueAttributes, sqs:ReceiveMessage and
 // sqs:ChangeMessageVisibility.
-func Inspect(ctx context.Context, client InspectAPI, queue string, opts InspectOptions) (msgs []Message, err error) {
+func Inspect(ctx context.Context, client API, queue string, opts InspectOptions) (msgs []Message, err error) {
 	queueURL, err := queueref.Resolve(ctx, client, queue)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
@@ -180,6 +180,9 @@ func Inspect(ctx context.Context, client InspectAPI, queue string, opts InspectO
 	return msgs, nil
 }
 
+// maxBatch is the most entries a receive or batch call carries.
+const maxBatch = sqslimit.MaxBatchEntries
+
 // receiveGrace is how long a receive may take beyond its long-poll wait
 // before the scanner gives up on its response.
 const receiveGrace = 10 * time.Second
@@ -191,7 +194,7 @@ const callTimeout = 30 * time.Second
 // scanner walks a queue by receiving its messages once each, holding them
 // hidden until it releases them.
 type scanner struct {
-	client InspectAPI
+	client API
 	url    string
 	start  Counts        // the queue's messages when the walk began
 	hide   time.Duration // the receives' visibility timeout
@@ -204,9 +207,9 @@ type scanner struct {
 	extra  int               // messages seen that were not in the queue at the start (a redrive's own copies, back)
 }
 
-func newScanner(client InspectAPI, url string, start Counts, hold, wait time.Duration) *scanner {
+func newScanner(client API, url string, start Counts, hold, wait time.Duration) *scanner {
 	if hold <= 0 {
-		hold = DefaultHold
+		hold = deadletter.DefaultHold
 	}
 	if wait <= 0 {
 		wait = time.Second
@@ -267,7 +270,7 @@ func (s *scanner) next(ctx context.Context, n int) ([]types.Message, error) {
 			}
 		}
 		err = fmt.Errorf("receiving from queue %s failed; if the receive took effect before its response was lost, up to %d messages stay hidden until the %s hold ends: %w",
-			queueref.Name(s.url), n, humanDuration(s.hide), err)
+			queueref.Name(s.url), n, deadletter.HumanDuration(s.hide), err)
 		if ctx.Err() != nil {
 			return nil, errors.Join(interrupted(ctx), err)
 		}

@@ -105,7 +105,7 @@ func TestIntegrationRedriveWhileJobsFailAgain(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Redrive: %v (%+v)", err, res)
 	}
-	if res.Method != dlq.MethodManual || res.Moved != 3 || res.CameBack != 3 || !res.Done {
+	if res.Method != "manual" || res.Moved != 3 || res.CameBack != 3 || !res.Done {
 		t.Errorf("result = %+v; want 3 moved and 3 came back, done", res)
 	}
 	if last.CameBack != 3 || !last.Done {

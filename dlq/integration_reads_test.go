@@ -121,7 +121,7 @@ func TestIntegrationRedriveInterruptedReceiveHidesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(integrationContext(t))
 	defer cancel()
 	armed := false
-	first, err := Redrive(ctx, c, target, RedriveOptions{Method: MethodManual, Rate: -1, Progress: func(p Progress) {
+	first, err := Redrive(ctx, c, target, RedriveOptions{Method: "manual", Rate: -1, Progress: func(p Progress) {
 		if armed || p.Moved < 250 {
 			return
 		}
@@ -144,7 +144,7 @@ func TestIntegrationRedriveInterruptedReceiveHidesNothing(t *testing.T) {
 	}
 	wantQueues(t, c, target, readsTotal-250, 0, 250)
 
-	again, err := Redrive(integrationContext(t), c, target, RedriveOptions{Method: MethodManual, Rate: -1})
+	again, err := Redrive(integrationContext(t), c, target, RedriveOptions{Method: "manual", Rate: -1})
 	if err != nil || !again.Done || again.NotSeen != 0 || again.Moved != readsTotal-250 {
 		t.Fatalf("re-run straight after the interrupt = %+v, %v; want the other %d moved, done", again, err, readsTotal-250)
 	}
@@ -161,7 +161,7 @@ func TestIntegrationRedriveLostReceiveResponseIsReported(t *testing.T) {
 	// cannot reappear (after the hold) before the redrive ends.
 	const hold = 5 * time.Second
 	armed := false
-	res, err := Redrive(integrationContext(t), c, target, RedriveOptions{Method: MethodManual, Rate: -1, Hold: hold, Progress: func(p Progress) {
+	res, err := Redrive(integrationContext(t), c, target, RedriveOptions{Method: "manual", Rate: -1, Hold: hold, Progress: func(p Progress) {
 		if !armed && p.Moved >= readsTotal-maxBatch {
 			armed = true
 			spoil.arm(loseResponse)
@@ -178,7 +178,7 @@ func TestIntegrationRedriveLostReceiveResponseIsReported(t *testing.T) {
 	// messages as in flight until a receive, see
 	// conformance.QuirkCountsIgnoreVisibilityExpiry.)
 	time.Sleep(time.Until(heldUntil))
-	again, err := Redrive(integrationContext(t), c, target, RedriveOptions{Method: MethodManual, Rate: -1})
+	again, err := Redrive(integrationContext(t), c, target, RedriveOptions{Method: "manual", Rate: -1})
 	if err != nil || !again.Done || again.Moved != res.NotSeen {
 		t.Fatalf("run after the hold = %+v, %v; want the last %d moved", again, err, res.NotSeen)
 	}

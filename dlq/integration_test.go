@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/sqsworker/sqsworker/harness/testenv"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -42,10 +44,10 @@ func TestIntegrationSetup(t *testing.T) {
 	attrs := func() (src, dlq map[string]string) {
 		t.Helper()
 		var err error
-		if src, err = getAttributes(ctx, c, first.QueueURL, string(types.QueueAttributeNameAll)); err != nil {
+		if src, err = deadletter.GetAttributes(ctx, c, first.QueueURL, string(types.QueueAttributeNameAll)); err != nil {
 			t.Fatal(err)
 		}
-		if dlq, err = getAttributes(ctx, c, first.DLQURL, string(types.QueueAttributeNameAll)); err != nil {
+		if dlq, err = deadletter.GetAttributes(ctx, c, first.DLQURL, string(types.QueueAttributeNameAll)); err != nil {
 			t.Fatal(err)
 		}
 		return src, dlq
@@ -58,25 +60,25 @@ func TestIntegrationSetup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second Setup: %v", err)
 	}
-	if len(again.Changes) != 0 || again.MaxReceiveCount != 60 || again.Retention != 7*24*time.Hour || again.DLQRetention != MaxRetention {
+	if len(again.Changes) != 0 || again.MaxReceiveCount != 60 || again.Retention != 7*24*time.Hour || again.DLQRetention != sqslimit.MaxRetention {
 		t.Errorf("second Setup = %+v, want no changes and the first settings", again)
 	}
 	src2, dlq2 := attrs()
-	for _, k := range []string{attrRedrivePolicy, attrRetention, attrVisibilityTimeout} {
+	for _, k := range []string{deadletter.AttrRedrivePolicy, deadletter.AttrRetention, deadletter.AttrVisibilityTimeout} {
 		if src1[k] != src2[k] {
 			t.Errorf("queue %s changed from %q to %q", k, src1[k], src2[k])
 		}
 	}
-	if dlq1[attrRetention] != dlq2[attrRetention] {
-		t.Errorf("DLQ retention changed from %s to %s", dlq1[attrRetention], dlq2[attrRetention])
+	if dlq1[deadletter.AttrRetention] != dlq2[deadletter.AttrRetention] {
+		t.Errorf("DLQ retention changed from %s to %s", dlq1[deadletter.AttrRetention], dlq2[deadletter.AttrRetention])
 	}
 
 	// Lowering is refused and changes nothing.
 	if _, err := Setup(ctx, c, SetupOptions{Name: name, MaxReceiveCount: 5}); !errors.Is(err, ErrWouldLower) {
 		t.Errorf("lowering maxReceiveCount: err = %v, want ErrWouldLower", err)
 	}
-	if src3, _ := attrs(); src3[attrRedrivePolicy] != src1[attrRedrivePolicy] {
-		t.Errorf("refused Setup changed the RedrivePolicy to %s", src3[attrRedrivePolicy])
+	if src3, _ := attrs(); src3[deadletter.AttrRedrivePolicy] != src1[deadletter.AttrRedrivePolicy] {
+		t.Errorf("refused Setup changed the RedrivePolicy to %s", src3[deadletter.AttrRedrivePolicy])
 	}
 	// Raising is a change, reported.
 	raised, err := Setup(ctx, c, SetupOptions{Name: name, MaxReceiveCount: 80})
@@ -91,70 +93,8 @@ func TestIntegrationSetup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FIFO Setup: %v", err)
 	}
-	if !fifo.FIFO || !strings.HasSuffix(fifo.QueueURL, ".fifo") || !strings.HasSuffix(fifo.DLQURL, "-dlq.fifo") || fifo.MaxReceiveCount != DefaultFIFOMaxReceiveCount {
+	if !fifo.FIFO || !strings.HasSuffix(fifo.QueueURL, ".fifo") || !strings.HasSuffix(fifo.DLQURL, "-dlq.fifo") || fifo.MaxReceiveCount != deadletter.DefaultFIFOMaxReceiveCount {
 		t.Errorf("FIFO Setup = %+v", fifo)
-	}
-}
-
-func TestIntegrationMove(t *testing.T) {
-	c := testenv.SQS(t)
-	ctx := integrationContext(t)
-	setup, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-move")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := setup.Target()
-	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("pay 42"), MessageAttributes: userAttrs(3)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := receiveOne(t, c, target.SourceURL)
-	if err := mustMover(t, c, target).Move(ctx, msg, Provenance{Error: "card declined", Handler: "billing", Attempt: 4}); err != nil {
-		t.Fatalf("Move: %v", err)
-	}
-
-	dead := receiveOne(t, c, target.DLQURL)
-	if aws.ToString(dead.Body) != "pay 42" {
-		t.Errorf("body = %q", aws.ToString(dead.Body))
-	}
-	p, ok := ParseProvenance(dead.MessageAttributes)
-	if !ok || p.Error != "card declined" || p.Handler != "billing" || p.Attempt != 4 || p.SourceQueue != target.SourceURL || p.FailedAt.IsZero() || p.FirstReceived.IsZero() {
-		t.Errorf("provenance = %+v (found %v)", p, ok)
-	}
-	for name := range userAttrs(3) {
-		if _, ok := dead.MessageAttributes[name]; !ok {
-			t.Errorf("user attribute %s lost", name)
-		}
-	}
-	c0, err := Count(ctx, c, target.SourceURL)
-	if err != nil || c0.Total() != 0 {
-		t.Errorf("source counts = %+v, %v; want empty", c0, err)
-	}
-}
-
-func TestIntegrationMoveFIFO(t *testing.T) {
-	c := testenv.SQS(t)
-	ctx := integrationContext(t)
-	setup, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-move"), FIFO: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := setup.Target()
-	_, err = c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("x"),
-		MessageGroupId: aws.String("customer-1"), MessageDeduplicationId: aws.String("d1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg := receiveOne(t, c, target.SourceURL)
-	if err := mustMover(t, c, target).Move(ctx, msg, Provenance{Error: "boom"}); err != nil {
-		t.Fatalf("Move: %v", err)
-	}
-	dead := receiveOne(t, c, target.DLQURL)
-	if g := dead.Attributes["MessageGroupId"]; g != "customer-1" {
-		t.Errorf("group = %q", g)
-	}
-	if d := dead.Attributes["MessageDeduplicationId"]; d != moveDeduplicationID(target.SourceARN, aws.ToString(msg.MessageId)) {
-		t.Errorf("deduplication ID = %q", d)
 	}
 }
 
@@ -226,7 +166,7 @@ func TestIntegrationRedriveManual(t *testing.T) {
 	if err != nil || dry.Matched != 7 || dry.Moved != 0 {
 		t.Fatalf("dry run = %+v, %v", dry, err)
 	}
-	// Only the timeouts first, then the rest (MethodAuto: fauxqs has no
+	// Only the timeouts first, then the rest ("auto": fauxqs has no
 	// move tasks, so both are manual).
 	first, err := Redrive(ctx, c, target, RedriveOptions{Filter: Filter{ErrorContains: "timeout"}})
 	if err != nil || first.Moved != 7 || first.Skipped != 7 {
@@ -236,7 +176,7 @@ func TestIntegrationRedriveManual(t *testing.T) {
 	if err != nil {
 		t.Fatalf("redrive: %v", err)
 	}
-	if rest.Method != MethodManual || rest.Moved != 7 {
+	if rest.Method != "manual" || rest.Moved != 7 {
 		t.Errorf("redrive = %+v", rest)
 	}
 	if counts, err := Count(ctx, c, target.DLQURL); err != nil || counts.Total() != 0 {
@@ -253,54 +193,5 @@ func TestIntegrationRedriveManual(t *testing.T) {
 		if _, ok := m.Attributes["n"]; !ok {
 			t.Errorf("redriven message %s lost its attribute", m.ID)
 		}
-	}
-}
-
-// On the emulator, a DLQ of 256 KiB behind a queue of 1 MiB: Move of a
-// 300 KiB message refuses with ErrTooLarge and keeps it; with an offloader
-// the pointer copy and its reason reach the DLQ.
-func TestIntegrationMoveTooLargeForTheDLQ(t *testing.T) {
-	c := testenv.SQS(t)
-	ctx := integrationContext(t)
-	res, err := Setup(ctx, c, SetupOptions{Name: testenv.UniqueName("dlq-size")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range []string{res.QueueURL, res.DLQURL} {
-		t.Cleanup(func() { _, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(u)}) })
-	}
-	if _, err := c.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(res.QueueURL), Attributes: map[string]string{attrMaxMessageSize: "1048576"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(res.DLQURL), Attributes: map[string]string{attrMaxMessageSize: "262144"}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(res.QueueURL), MessageBody: aws.String(strings.Repeat("x", 300<<10))}); err != nil {
-		t.Fatalf("sending 300 KiB to the 1 MiB queue: %v", err)
-	}
-	target, err := Discover(ctx, c, res.QueueURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if target.MaxMessageSize != 256<<10 || target.SourceMaxMessageSize != 1<<20 {
-		t.Fatalf("Discover sizes %d / %d", target.MaxMessageSize, target.SourceMaxMessageSize)
-	}
-	msg := receiveOne(t, c, res.QueueURL)
-	log, _ := logBuffer()
-	m, err := NewMover(c, target, func(o *MoverOptions) { o.Logger = log })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Move(ctx, msg, permanent); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("Move without an offloader: %v; want ErrTooLarge", err)
-	}
-	off := &memOffloader{}
-	m, _ = NewMover(c, target, func(o *MoverOptions) { o.Logger = log; o.Offloader = off })
-	if err := m.Move(ctx, msg, permanent); err != nil {
-		t.Fatalf("Move with an offloader: %v", err)
-	}
-	dead := receiveOne(t, c, res.DLQURL)
-	if p, ok := ParseProvenance(dead.MessageAttributes); aws.ToString(dead.Body) != "pointer:obj0" || !ok || p.Error != permanent.Error {
-		t.Errorf("DLQ copy %q with provenance %+v", aws.ToString(dead.Body), p)
 	}
 }

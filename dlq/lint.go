@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
@@ -56,7 +57,9 @@ func (s *Severity) UnmarshalText(text []byte) error {
 // Finding is one problem (or remark) Lint found in a queue's setup.
 type Finding struct {
 	Severity Severity `json:"severity"`
-	// Code identifies the kind of finding (one of the Code… constants).
+	// Code identifies the kind of finding: one of the codes in the table
+	// of the package doc ("no-redrive-policy", …); fanout and fleet add
+	// their own.
 	Code string `json:"code"`
 	// Message says what is wrong and what it does to jobs.
 	Message string `json:"message"`
@@ -64,48 +67,20 @@ type Finding struct {
 	Fix string `json:"fix"`
 }
 
-// The finding codes Lint reports.
-const (
-	CodeNoRedrivePolicy       = "no-redrive-policy"        // error: failed jobs are retried until retention, then lost
-	CodeInvalidRedrivePolicy  = "invalid-redrive-policy"   // error: the RedrivePolicy cannot be read
-	CodeDLQMissing            = "dlq-missing"              // error: the RedrivePolicy names a queue that does not exist
-	CodeDLQWrongType          = "dlq-wrong-type"           // error: FIFO queue with a standard DLQ or the reverse
-	CodeMaxReceiveCountLow    = "max-receive-count-low"    // error: SQS dead-letters before the retry policy is done
-	CodeRetentionShort        = "retention-short"          // error: messages expire before the retry schedule ends
-	CodeDLQRetentionNotLonger = "dlq-retention-not-longer" // warning: dead-lettered messages expire early
-	CodeVisibilityShort       = "visibility-too-short"     // warning: the heartbeat cannot keep messages hidden
-	CodeLambdaVisibility      = "lambda-visibility"        // warning: visibility under 6 × the Lambda timeout
-	CodeLambdaMaxReceiveCount = "lambda-max-receive-count" // warning: maxReceiveCount under 5 with Lambda
-	CodeDLQNotEmpty           = "dlq-not-empty"            // info: the dead-letter queue holds messages
-	CodeFIFOMaxReceiveCount   = "fifo-max-receive-count"   // warning: a FIFO queue's maxReceiveCount under RecommendedMaxReceiveCount
-	CodeHandlerTimeoutOver12h = "handler-timeout-over-12h" // warning: SQS cannot keep a message invisible that long
-	CodeIsDeadLetterQueue     = "is-dead-letter-queue"     // info: the queue is another queue's DLQ and needs no RedrivePolicy
-	// CodeDLQMaxMessageSizeSmaller (warning): the dead-letter queue's
-	// MaximumMessageSize is below its source's, so a large failed message
-	// cannot be copied there with its reason.
-	CodeDLQMaxMessageSizeSmaller = "dlq-max-message-size-smaller"
-	CodeRedrivesToItself         = "redrives-to-itself" // error: the RedrivePolicy names the queue itself as its DLQ
-)
-
 // minVisibilityTimeout is the shortest visibility timeout Lint accepts: below
 // it, one slow SQS call lets a message reappear before the heartbeat can
 // extend it.
 const minVisibilityTimeout = 5 * time.Second
 
-// Schedule is a retry schedule: the delay before each retry, in order (so a
-// schedule with n delays allows n+1 deliveries). retry.DeliveryPolicy
-// implements it.
-type Schedule interface {
-	Delays() []time.Duration
-}
-
 // LintOptions describes how the queue is consumed, for the checks that
 // depend on it. Every field's zero value is usable: a check whose input is
 // zero is skipped.
 type LintOptions struct {
-	// Schedule is the retry schedule; it supplies Attempts and ScheduleTotal
+	// Schedule is the retry schedule: the delay before each retry, in
+	// order (so a schedule with n delays allows n+1 deliveries);
+	// retry.DeliveryPolicy is one. It supplies Attempts and ScheduleTotal
 	// when those are zero.
-	Schedule Schedule
+	Schedule interface{ Delays() []time.Duration }
 	// Attempts is how many deliveries the retry policy allows (numRetries+1).
 	// Checked against maxReceiveCount.
 	Attempts int
@@ -133,18 +108,17 @@ type LintOptions struct {
 // not exist), not for findings.
 //
 // A queue without a RedrivePolicy that is the dead-letter queue of other
-// queues gets an info finding (CodeIsDeadLetterQueue) instead of an error,
-// when client also implements SourcesAPI (*sqs.Client and sqstest's Fake do).
+// queues gets an info finding (is-dead-letter-queue) instead of an error.
 //
 // Lint needs sqs:GetQueueAttributes on both queues and sqs:GetQueueUrl
 // (and, for a queue without a RedrivePolicy, what SourcesOf needs).
-func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) ([]Finding, error) {
+func Lint(ctx context.Context, client API, queue string, opts LintOptions) ([]Finding, error) {
 	queueURL, err := queueref.Resolve(ctx, client, queue)
 	if err != nil {
 		return nil, err
 	}
 	name := queueref.Name(queueURL)
-	src, err := getAttributes(ctx, client, queueURL, attrRedrivePolicy, attrQueueArn, attrFifoQueue, attrRetention, attrVisibilityTimeout, attrMaxMessageSize)
+	src, err := deadletter.GetAttributes(ctx, client, queueURL, deadletter.AttrRedrivePolicy, deadletter.AttrQueueArn, deadletter.AttrFifoQueue, deadletter.AttrRetention, deadletter.AttrVisibilityTimeout, deadletter.AttrMaxMessageSize)
 	if err != nil {
 		if sqserr.NotExist(err) {
 			return nil, fmt.Errorf("queue %s does not exist (%s); check the name, region and account: %w", name, queueURL, err)
@@ -166,11 +140,11 @@ func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) 
 	add := func(sev Severity, code, msg, fix string) {
 		fs = append(fs, Finding{Severity: sev, Code: code, Message: msg, Fix: fix})
 	}
-	retention, ok := secondsAttr(src, attrRetention)
+	retention, ok := deadletter.SecondsAttr(src, deadletter.AttrRetention)
 	if !ok {
-		retention = DefaultRetention
+		retention = sqslimit.DefaultRetention
 	}
-	visibility, _ := secondsAttr(src, attrVisibilityTimeout)
+	visibility, _ := deadletter.SecondsAttr(src, deadletter.AttrVisibilityTimeout)
 	visWhere := fmt.Sprintf("queue %s's VisibilityTimeout", name)
 	visFix := fmt.Sprintf("set queue %s's VisibilityTimeout to at least %%d seconds", name)
 	if opts.Visibility > 0 {
@@ -178,18 +152,18 @@ func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) 
 		visWhere = fmt.Sprintf("the visibility timeout the consumer asks for on queue %s", name)
 		visFix = "ask for a visibility timeout of at least %d seconds on ReceiveMessage"
 	}
-	fifo := src[attrFifoQueue] == "true"
+	fifo := src[deadletter.AttrFifoQueue] == "true"
 
 	// The queue's own settings.
 	if need := opts.ScheduleTotal + time.Duration(opts.Attempts)*opts.HandlerTimeout; need > 0 && retention <= need {
 		fix := fmt.Sprintf("set queue %s's MessageRetentionPeriod to at least %d (%s); the most SQS allows is 1209600 (14 days)",
-			name, int64(suggestRetention(need)/time.Second), humanDuration(suggestRetention(need)))
-		if need >= MaxRetention {
-			fix = fmt.Sprintf("shorten the retry policy so that its delays and attempts take well under 14 days (now %s), the longest retention SQS allows", humanDuration(need))
+			name, int64(suggestRetention(need)/time.Second), deadletter.HumanDuration(suggestRetention(need)))
+		if need >= sqslimit.MaxRetention {
+			fix = fmt.Sprintf("shorten the retry policy so that its delays and attempts take well under 14 days (now %s), the longest retention SQS allows", deadletter.HumanDuration(need))
 		}
-		add(SeverityError, CodeRetentionShort,
+		add(SeverityError, deadletter.CodeRetentionShort,
 			fmt.Sprintf("queue %s keeps messages for %s (MessageRetentionPeriod), but the retry schedule takes %s: messages expire before their last retries and are lost, not dead-lettered",
-				name, humanDuration(retention), humanDuration(need)), fix)
+				name, deadletter.HumanDuration(retention), deadletter.HumanDuration(need)), fix)
 	}
 	if visibility < minVisibilityTimeout || (opts.HeartbeatThreshold > 0 && visibility <= opts.HeartbeatThreshold) {
 		floor := minVisibilityTimeout
@@ -198,91 +172,89 @@ func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) 
 		}
 		why := fmt.Sprintf("under %s a slow SQS call lets a running job's message reappear before the heartbeat extends it", minVisibilityTimeout)
 		if opts.HeartbeatThreshold > 0 && visibility <= opts.HeartbeatThreshold {
-			why = fmt.Sprintf("the heartbeat extends a message %s before its deadline, so with this timeout it is always late", humanDuration(opts.HeartbeatThreshold))
+			why = fmt.Sprintf("the heartbeat extends a message %s before its deadline, so with this timeout it is always late", deadletter.HumanDuration(opts.HeartbeatThreshold))
 		}
-		add(SeverityWarning, CodeVisibilityShort,
-			fmt.Sprintf("%s is %s: %s, and another consumer runs the job at the same time", visWhere, humanDuration(visibility), why),
+		add(SeverityWarning, deadletter.CodeVisibilityShort,
+			fmt.Sprintf("%s is %s: %s, and another consumer runs the job at the same time", visWhere, deadletter.HumanDuration(visibility), why),
 			fmt.Sprintf(visFix, int64(floor/time.Second)))
 	}
 	if opts.HandlerTimeout > sqslimit.MaxVisibility {
-		add(SeverityWarning, CodeHandlerTimeoutOver12h,
+		add(SeverityWarning, deadletter.CodeHandlerTimeoutOver12h,
 			fmt.Sprintf("the handler timeout of %s is longer than 12 hours, the longest SQS keeps a received message invisible (counted from the receive): the heartbeat cannot extend it further, so a handler still running then is cancelled and its message retried",
-				humanDuration(opts.HandlerTimeout)),
+				deadletter.HumanDuration(opts.HandlerTimeout)),
 			"keep each attempt under 12 hours: lower the handler timeout, or split the job into steps that each send the next one")
 	}
 	if opts.LambdaTimeout > 0 && visibility < 6*opts.LambdaTimeout {
 		want := min(6*opts.LambdaTimeout, 12*time.Hour)
-		add(SeverityWarning, CodeLambdaVisibility,
+		add(SeverityWarning, deadletter.CodeLambdaVisibility,
 			fmt.Sprintf("%s is %s, less than 6 × the Lambda function timeout of %s, which AWS recommends: a batch still retrying or throttled reappears and is processed twice",
-				visWhere, humanDuration(visibility), humanDuration(opts.LambdaTimeout)),
-			fmt.Sprintf("set queue %s's VisibilityTimeout to at least %d seconds (6 × %s)", name, int64(want/time.Second), humanDuration(opts.LambdaTimeout)))
+				visWhere, deadletter.HumanDuration(visibility), deadletter.HumanDuration(opts.LambdaTimeout)),
+			fmt.Sprintf("set queue %s's VisibilityTimeout to at least %d seconds (6 × %s)", name, int64(want/time.Second), deadletter.HumanDuration(opts.LambdaTimeout)))
 	}
 
 	// The RedrivePolicy.
-	raw := src[attrRedrivePolicy]
-	suggested := fmt.Sprintf(`{"deadLetterTargetArn":%s,"maxReceiveCount":%d}`, strconv.Quote(suggestDLQARN(src[attrQueueArn], name, fifo)), suggestMaxReceive(opts, fifo))
+	raw := src[deadletter.AttrRedrivePolicy]
+	suggested := fmt.Sprintf(`{"deadLetterTargetArn":%s,"maxReceiveCount":%d}`, strconv.Quote(suggestDLQARN(src[deadletter.AttrQueueArn], name, fifo)), suggestMaxReceive(opts, fifo))
 	if raw == "" {
-		if sc, ok := client.(SourcesAPI); ok {
-			sources, err := SourcesOf(ctx, sc, queueURL)
-			if err != nil {
-				return fs, err
-			}
-			if len(sources) > 0 {
-				names := make([]string, len(sources))
-				for i, s := range sources {
-					names[i] = queueref.Name(s)
-				}
-				add(SeverityInfo, CodeIsDeadLetterQueue,
-					fmt.Sprintf("queue %s is the dead-letter queue of %s; a dead-letter queue needs no RedrivePolicy of its own", name, strings.Join(names, ", ")),
-					fmt.Sprintf("nothing to change here; check the queue it serves with `sqsworker doctor %s`", names[0]))
-				if n, err := Count(ctx, client, queueURL); err == nil && n.Visible > 0 {
-					add(SeverityInfo, CodeDLQNotEmpty,
-						fmt.Sprintf("dead-letter queue %s holds about %s", name, plural(n.Visible, "message")),
-						fmt.Sprintf("look at them with `sqsworker dlq peek %s`, then move them back with `sqsworker dlq redrive %s` once the cause is fixed, or drop them with `sqsworker dlq purge %s`", name, name, name))
-				}
-				return fs, nil
-			}
+		sources, err := SourcesOf(ctx, client, queueURL)
+		if err != nil {
+			return fs, err
 		}
-		add(SeverityError, CodeNoRedrivePolicy,
-			fmt.Sprintf("queue %s has no RedrivePolicy: a job that keeps failing is retried until retention expires (%s) and then lost", name, humanDuration(retention)),
+		if len(sources) > 0 {
+			names := make([]string, len(sources))
+			for i, s := range sources {
+				names[i] = queueref.Name(s)
+			}
+			add(SeverityInfo, deadletter.CodeIsDeadLetterQueue,
+				fmt.Sprintf("queue %s is the dead-letter queue of %s; a dead-letter queue needs no RedrivePolicy of its own", name, strings.Join(names, ", ")),
+				fmt.Sprintf("nothing to change here; check the queue it serves with `sqsworker doctor %s`", names[0]))
+			if n, err := Count(ctx, client, queueURL); err == nil && n.Visible > 0 {
+				add(SeverityInfo, deadletter.CodeDLQNotEmpty,
+					fmt.Sprintf("dead-letter queue %s holds about %s", name, plural(n.Visible, "message")),
+					fmt.Sprintf("look at them with `sqsworker dlq peek %s`, then move them back with `sqsworker dlq redrive %s` once the cause is fixed, or drop them with `sqsworker dlq purge %s`", name, name, name))
+			}
+			return fs, nil
+		}
+		add(SeverityError, deadletter.CodeNoRedrivePolicy,
+			fmt.Sprintf("queue %s has no RedrivePolicy: a job that keeps failing is retried until retention expires (%s) and then lost", name, deadletter.HumanDuration(retention)),
 			fmt.Sprintf("create a dead-letter queue and set the RedrivePolicy, e.g. `sqsworker setup %s --max-receive-count %d`, or set RedrivePolicy to %s",
 				name, suggestMaxReceive(opts, fifo), suggested))
 		return fs, nil
 	}
-	p, err := parseRedrivePolicy(raw)
+	p, err := deadletter.ParseRedrivePolicy(raw)
 	if err != nil {
-		add(SeverityError, CodeInvalidRedrivePolicy, fmt.Sprintf("queue %s: %v", name, err),
+		add(SeverityError, deadletter.CodeInvalidRedrivePolicy, fmt.Sprintf("queue %s: %v", name, err),
 			fmt.Sprintf("set queue %s's RedrivePolicy to %s (with your dead-letter queue's ARN)", name, suggested))
 		return fs, nil
 	}
-	if p.TargetARN == src[attrQueueArn] {
-		add(SeverityError, CodeRedrivesToItself,
+	if p.TargetARN == src[deadletter.AttrQueueArn] {
+		add(SeverityError, deadletter.CodeRedrivesToItself,
 			fmt.Sprintf("queue %s's RedrivePolicy names the queue itself (%s) as its dead-letter queue: SQS and the worker \"dead-letter\" a failing job back into the queue it failed in, so it runs again and again and is counted as dead-lettered each time", name, p.TargetARN),
 			fmt.Sprintf("point the RedrivePolicy at a dead-letter queue of its own: `sqsworker setup %s` creates %s and sets it, or set RedrivePolicy to %s",
-				name, defaultDLQName(name), suggested))
+				name, deadletter.DefaultDLQName(name), suggested))
 		return fs, nil
 	}
 	policy := func(count int) string {
 		return fmt.Sprintf(`{"deadLetterTargetArn":%s,"maxReceiveCount":%d}`, strconv.Quote(p.TargetARN), count)
 	}
 	if opts.Attempts > 0 && p.MaxReceiveCount < opts.Attempts {
-		want := RecommendedMaxReceiveCount(opts.Attempts, fifo)
+		want := deadletter.RecommendedMaxReceiveCount(opts.Attempts, fifo)
 		why := fmt.Sprintf("maxReceiveCount at least the attempts, %d", opts.Attempts)
 		if fifo {
-			why = fmt.Sprintf("on a FIFO queue %d × the attempts, see fifo-max-receive-count", fifoReceiveFactor)
+			why = fmt.Sprintf("on a FIFO queue %d × the attempts, see fifo-max-receive-count", deadletter.FIFOReceiveFactor)
 		}
-		add(SeverityError, CodeMaxReceiveCountLow,
+		add(SeverityError, deadletter.CodeMaxReceiveCountLow,
 			fmt.Sprintf("queue %s's maxReceiveCount is %d but the retry policy makes %d attempts: SQS moves a message to the dead-letter queue after %d receives, cutting its last %s",
 				name, p.MaxReceiveCount, opts.Attempts, p.MaxReceiveCount, lastRetries(opts.Attempts-p.MaxReceiveCount)),
 			fmt.Sprintf("set queue %s's RedrivePolicy to %s (%s)", name, policy(want), why))
-	} else if want := RecommendedMaxReceiveCount(opts.Attempts, true); fifo && opts.Attempts > 0 && p.MaxReceiveCount < want {
-		add(SeverityWarning, CodeFIFOMaxReceiveCount,
+	} else if want := deadletter.RecommendedMaxReceiveCount(opts.Attempts, true); fifo && opts.Attempts > 0 && p.MaxReceiveCount < want {
+		add(SeverityWarning, deadletter.CodeFIFOMaxReceiveCount,
 			fmt.Sprintf("FIFO queue %s's maxReceiveCount is %d for a retry policy of %d attempts: when a message of a group fails, the ones received behind it are released unprocessed to keep the order, and each release counts as a receive, so SQS can dead-letter a message that never ran (without provenance)",
 				name, p.MaxReceiveCount, opts.Attempts),
-			fmt.Sprintf("set queue %s's RedrivePolicy to %s (%d × the attempts, at most %d), e.g. `sqsworker setup %s --max-receive-count %d`", name, policy(want), fifoReceiveFactor, MaxMaxReceiveCount, name, want))
+			fmt.Sprintf("set queue %s's RedrivePolicy to %s (%d × the attempts, at most %d), e.g. `sqsworker setup %s --max-receive-count %d`", name, policy(want), deadletter.FIFOReceiveFactor, sqslimit.MaxReceiveCount, name, want))
 	}
 	if opts.LambdaTimeout > 0 && p.MaxReceiveCount < 5 {
-		add(SeverityWarning, CodeLambdaMaxReceiveCount,
+		add(SeverityWarning, deadletter.CodeLambdaMaxReceiveCount,
 			fmt.Sprintf("queue %s's maxReceiveCount is %d; with a Lambda consumer AWS recommends at least 5, so that throttled or failed invocations do not send messages to the dead-letter queue early", name, p.MaxReceiveCount),
 			fmt.Sprintf("set queue %s's RedrivePolicy to %s", name, policy(max(5, opts.Attempts))))
 	}
@@ -291,7 +263,7 @@ func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) 
 	dlqName := queueref.Name(p.TargetARN)
 	url, err := queueref.Resolve(ctx, client, p.TargetARN)
 	if errors.Is(err, queueref.ErrInvalid) {
-		add(SeverityError, CodeInvalidRedrivePolicy, fmt.Sprintf("queue %s's RedrivePolicy names dead-letter queue %q: %v", name, p.TargetARN, err),
+		add(SeverityError, deadletter.CodeInvalidRedrivePolicy, fmt.Sprintf("queue %s's RedrivePolicy names dead-letter queue %q: %v", name, p.TargetARN, err),
 			fmt.Sprintf("set queue %s's RedrivePolicy to %s (with your dead-letter queue's ARN)", name, suggested))
 		return fs, nil
 	}
@@ -299,48 +271,48 @@ func Lint(ctx context.Context, client QueueAPI, queue string, opts LintOptions) 
 		if !sqserr.NotExist(err) {
 			return fs, fmt.Errorf("finding dead-letter queue %s of queue %s: %w", p.TargetARN, name, err)
 		}
-		add(SeverityError, CodeDLQMissing,
+		add(SeverityError, deadletter.CodeDLQMissing,
 			fmt.Sprintf("queue %s's RedrivePolicy names dead-letter queue %s, which does not exist: SQS cannot dead-letter, and the worker cannot move failed jobs", name, p.TargetARN),
 			fmt.Sprintf("create queue %s (`sqsworker setup %s` does), with MessageRetentionPeriod 1209600 (14 days)%s", dlqName, name, fifoHint(fifo)))
 		return fs, nil
 	}
-	dlq, err := getAttributes(ctx, client, url, attrFifoQueue, attrRetention, attrVisible, attrMaxMessageSize)
+	dlq, err := deadletter.GetAttributes(ctx, client, url, deadletter.AttrFifoQueue, deadletter.AttrRetention, deadletter.AttrVisible, deadletter.AttrMaxMessageSize)
 	if err != nil {
 		if sqserr.NotExist(err) {
-			add(SeverityError, CodeDLQMissing,
+			add(SeverityError, deadletter.CodeDLQMissing,
 				fmt.Sprintf("dead-letter queue %s of queue %s does not exist", dlqName, name),
 				fmt.Sprintf("create queue %s (`sqsworker setup %s` does)%s", dlqName, name, fifoHint(fifo)))
 			return fs, nil
 		}
 		return fs, fmt.Errorf("reading dead-letter queue %s of queue %s: %w", dlqName, name, err)
 	}
-	if dlqFIFO := dlq[attrFifoQueue] == "true"; dlqFIFO != fifo {
-		add(SeverityError, CodeDLQWrongType,
-			fmt.Sprintf("queue %s is %s but its dead-letter queue %s is %s: SQS cannot move messages between them, and explicit moves fail", name, queueKind(fifo), dlqName, queueKind(dlqFIFO)),
-			fmt.Sprintf("point queue %s's RedrivePolicy at %s (create one with `sqsworker setup %s`)", name, queueKind(fifo), name))
+	if dlqFIFO := dlq[deadletter.AttrFifoQueue] == "true"; dlqFIFO != fifo {
+		add(SeverityError, deadletter.CodeDLQWrongType,
+			fmt.Sprintf("queue %s is %s but its dead-letter queue %s is %s: SQS cannot move messages between them, and explicit moves fail", name, deadletter.QueueKind(fifo), dlqName, deadletter.QueueKind(dlqFIFO)),
+			fmt.Sprintf("point queue %s's RedrivePolicy at %s (create one with `sqsworker setup %s`)", name, deadletter.QueueKind(fifo), name))
 	}
-	if srcMax, dlqMax := intAttr(src, attrMaxMessageSize), intAttr(dlq, attrMaxMessageSize); dlqMax > 0 && srcMax > dlqMax {
-		add(SeverityWarning, CodeDLQMaxMessageSizeSmaller,
+	if srcMax, dlqMax := deadletter.IntAttr(src, deadletter.AttrMaxMessageSize), deadletter.IntAttr(dlq, deadletter.AttrMaxMessageSize); dlqMax > 0 && srcMax > dlqMax {
+		add(SeverityWarning, deadletter.CodeDLQMaxMessageSizeSmaller,
 			fmt.Sprintf("dead-letter queue %s takes messages of at most %s (MaximumMessageSize) but queue %s takes up to %s: a failed message larger than %s cannot be copied there with its reason, so it is retried until SQS's own redrive moves it after maxReceiveCount receives, without provenance (the worker logs the reason at ERROR)",
-				dlqName, sizeString(dlqMax), name, sizeString(srcMax), sizeString(dlqMax)),
+				dlqName, deadletter.SizeString(dlqMax), name, deadletter.SizeString(srcMax), deadletter.SizeString(dlqMax)),
 			fmt.Sprintf("set dead-letter queue %s's MaximumMessageSize to %d, as queue %s's, or configure an offloader for dead-letter copies (worker.Options.DeadLetterOffloader, e.g. an s3payload.Store)",
 				dlqName, srcMax, name))
 	}
-	dlqRetention, ok := secondsAttr(dlq, attrRetention)
+	dlqRetention, ok := deadletter.SecondsAttr(dlq, deadletter.AttrRetention)
 	if !ok {
-		dlqRetention = DefaultRetention
+		dlqRetention = sqslimit.DefaultRetention
 	}
 	if dlqRetention <= retention {
 		fix := fmt.Sprintf("set dead-letter queue %s's MessageRetentionPeriod to 1209600 (14 days, the maximum)", dlqName)
-		if retention >= MaxRetention {
+		if retention >= sqslimit.MaxRetention {
 			fix = fmt.Sprintf("lower queue %s's MessageRetentionPeriod below 14 days (for example 345600, 4 days) and keep dead-letter queue %s at 1209600 (14 days)", name, dlqName)
 		}
-		add(SeverityWarning, CodeDLQRetentionNotLonger,
+		add(SeverityWarning, deadletter.CodeDLQRetentionNotLonger,
 			fmt.Sprintf("dead-letter queue %s keeps messages for %s, not longer than queue %s's %s: SQS keeps a message's original enqueue time when it dead-letters it, so a message that spent long retrying expires soon after reaching the dead-letter queue",
-				dlqName, humanDuration(dlqRetention), name, humanDuration(retention)), fix)
+				dlqName, deadletter.HumanDuration(dlqRetention), name, deadletter.HumanDuration(retention)), fix)
 	}
-	if n := intAttr(dlq, attrVisible); n > 0 {
-		add(SeverityInfo, CodeDLQNotEmpty,
+	if n := deadletter.IntAttr(dlq, deadletter.AttrVisible); n > 0 {
+		add(SeverityInfo, deadletter.CodeDLQNotEmpty,
 			fmt.Sprintf("dead-letter queue %s holds about %s", dlqName, plural(n, "message")),
 			fmt.Sprintf("look at them with `sqsworker dlq peek %s`, then move them back with `sqsworker dlq redrive %s` once the cause is fixed, or drop them with `sqsworker dlq purge %s`", name, name, name))
 	}
@@ -357,7 +329,7 @@ func fifoHint(fifo bool) string {
 // suggestDLQARN proposes the ARN of a dead-letter queue for the queue
 // with the given ARN: Setup's name, NAME-dlq, in the same account and region.
 func suggestDLQARN(queueARN, name string, fifo bool) string {
-	dlqName := defaultDLQName(name)
+	dlqName := deadletter.DefaultDLQName(name)
 	if fifo && !strings.HasSuffix(dlqName, ".fifo") {
 		dlqName += ".fifo"
 	}
@@ -372,9 +344,9 @@ func suggestDLQARN(queueARN, name string, fifo bool) string {
 // without a RedrivePolicy: Setup's default, or more for the policy.
 func suggestMaxReceive(opts LintOptions, fifo bool) int {
 	if fifo {
-		return max(RecommendedMaxReceiveCount(opts.Attempts, true), DefaultFIFOMaxReceiveCount)
+		return max(deadletter.RecommendedMaxReceiveCount(opts.Attempts, true), deadletter.DefaultFIFOMaxReceiveCount)
 	}
-	return max(opts.Attempts, DefaultMaxReceiveCount)
+	return max(opts.Attempts, deadletter.DefaultMaxReceiveCount)
 }
 
 // suggestRetention proposes a retention comfortably above need: twice it,
@@ -382,7 +354,7 @@ func suggestMaxReceive(opts LintOptions, fifo bool) int {
 func suggestRetention(need time.Duration) time.Duration {
 	const day = 24 * time.Hour
 	s := ((2*need + day - 1) / day) * day
-	return min(max(s, DefaultRetention), MaxRetention)
+	return min(max(s, sqslimit.DefaultRetention), sqslimit.MaxRetention)
 }
 
 // lastRetries says how many retries are cut: "retry", "2 retries".

@@ -8,11 +8,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
 // lintFindings runs Lint and returns the findings by code.
-func lintFindings(t *testing.T, client QueueAPI, url string, opts LintOptions) map[string]Finding {
+func lintFindings(t *testing.T, client API, url string, opts LintOptions) map[string]Finding {
 	t.Helper()
 	fs, err := Lint(context.Background(), client, url, opts)
 	if err != nil {
@@ -80,7 +81,7 @@ func TestLintCleanSetup(t *testing.T) {
 func TestLintNoRedrivePolicy(t *testing.T) {
 	f := sqstest.For(t)
 	src := f.MustCreateQueue(t, "orders", nil)
-	expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeNoRedrivePolicy, SeverityError, "sqsworker setup orders",
+	expectOnly(t, lintFindings(t, f, src, LintOptions{}), deadletter.CodeNoRedrivePolicy, SeverityError, "sqsworker setup orders",
 		`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:orders-dlq","maxReceiveCount":5}`)
 }
 
@@ -90,7 +91,7 @@ func TestLintDLQMissing(t *testing.T) {
 	if _, err := f.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(dlq)}); err != nil {
 		t.Fatal(err)
 	}
-	expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeDLQMissing, SeverityError, "create queue orders-dlq")
+	expectOnly(t, lintFindings(t, f, src, LintOptions{}), deadletter.CodeDLQMissing, SeverityError, "create queue orders-dlq")
 }
 
 // wrongTypeClient reports the dead-letter queue as a FIFO queue: SQS (and
@@ -113,7 +114,7 @@ func TestLintDLQWrongType(t *testing.T) {
 	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	got := lintFindings(t, wrongTypeClient{f, dlq}, src, LintOptions{})
-	fd := expectOnly(t, got, CodeDLQWrongType, SeverityError, "a standard queue")
+	fd := expectOnly(t, got, deadletter.CodeDLQWrongType, SeverityError, "a standard queue")
 	if !strings.Contains(fd.Message, "a FIFO queue") {
 		t.Errorf("message %q does not name the DLQ's type", fd.Message)
 	}
@@ -122,7 +123,7 @@ func TestLintDLQWrongType(t *testing.T) {
 func TestLintMaxReceiveCountBelowAttempts(t *testing.T) {
 	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", nil)
-	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{Attempts: 8}), CodeMaxReceiveCountLow, SeverityError, `"maxReceiveCount":8`)
+	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{Attempts: 8}), deadletter.CodeMaxReceiveCountLow, SeverityError, `"maxReceiveCount":8`)
 	if !strings.Contains(fd.Message, "last 3 retries") {
 		t.Errorf("message %q does not count the lost retries", fd.Message)
 	}
@@ -137,13 +138,13 @@ func TestLintScheduleSuppliesAttempts(t *testing.T) {
 	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", nil)
 	s := schedule{time.Second, time.Second, time.Second, time.Second, time.Second, time.Second}
-	expectOnly(t, lintFindings(t, f, src, LintOptions{Schedule: s}), CodeMaxReceiveCountLow, SeverityError, `"maxReceiveCount":7`)
+	expectOnly(t, lintFindings(t, f, src, LintOptions{Schedule: s}), deadletter.CodeMaxReceiveCountLow, SeverityError, `"maxReceiveCount":7`)
 }
 
 func TestLintRetentionShorterThanSchedule(t *testing.T) {
 	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", map[string]string{"MessageRetentionPeriod": "3600"})
-	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{ScheduleTotal: 2 * time.Hour}), CodeRetentionShort, SeverityError, "MessageRetentionPeriod to at least 345600")
+	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{ScheduleTotal: 2 * time.Hour}), deadletter.CodeRetentionShort, SeverityError, "MessageRetentionPeriod to at least 345600")
 	if !strings.Contains(fd.Message, "1 hour") || !strings.Contains(fd.Message, "2 hours") {
 		t.Errorf("message %q does not compare the two durations", fd.Message)
 	}
@@ -153,14 +154,14 @@ func TestLintScheduleLongerThanSQSAllows(t *testing.T) {
 	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	setAttrs(t, f, dlq, map[string]string{"MessageRetentionPeriod": "1209600"})
-	expectOnly(t, lintFindings(t, f, src, LintOptions{ScheduleTotal: 15 * 24 * time.Hour}), CodeRetentionShort, SeverityError, "shorten the retry policy")
+	expectOnly(t, lintFindings(t, f, src, LintOptions{ScheduleTotal: 15 * 24 * time.Hour}), deadletter.CodeRetentionShort, SeverityError, "shorten the retry policy")
 }
 
 func TestLintDLQRetentionNotLonger(t *testing.T) {
 	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	setAttrs(t, f, dlq, map[string]string{"MessageRetentionPeriod": "345600"})
-	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeDLQRetentionNotLonger, SeverityWarning, "orders-dlq's MessageRetentionPeriod to 1209600")
+	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{}), deadletter.CodeDLQRetentionNotLonger, SeverityWarning, "orders-dlq's MessageRetentionPeriod to 1209600")
 	if !strings.Contains(fd.Message, "enqueue time") {
 		t.Errorf("message %q does not explain why", fd.Message)
 	}
@@ -168,16 +169,16 @@ func TestLintDLQRetentionNotLonger(t *testing.T) {
 	// Both at 14 days: the source has to give.
 	setAttrs(t, f, src, map[string]string{"MessageRetentionPeriod": "1209600"})
 	setAttrs(t, f, dlq, map[string]string{"MessageRetentionPeriod": "1209600"})
-	expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeDLQRetentionNotLonger, SeverityWarning, "lower queue orders's MessageRetentionPeriod")
+	expectOnly(t, lintFindings(t, f, src, LintOptions{}), deadletter.CodeDLQRetentionNotLonger, SeverityWarning, "lower queue orders's MessageRetentionPeriod")
 }
 
 func TestLintVisibilityTooShortForHeartbeat(t *testing.T) {
 	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", map[string]string{"VisibilityTimeout": "2"})
-	expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeVisibilityShort, SeverityWarning, "at least 5 seconds")
+	expectOnly(t, lintFindings(t, f, src, LintOptions{}), deadletter.CodeVisibilityShort, SeverityWarning, "at least 5 seconds")
 
 	setAttrs(t, f, src, map[string]string{"VisibilityTimeout": "10"})
-	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{HeartbeatThreshold: 10 * time.Second}), CodeVisibilityShort, SeverityWarning, "at least 20 seconds")
+	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{HeartbeatThreshold: 10 * time.Second}), deadletter.CodeVisibilityShort, SeverityWarning, "at least 20 seconds")
 	if !strings.Contains(fd.Message, "always late") {
 		t.Errorf("message %q does not explain the heartbeat", fd.Message)
 	}
@@ -189,7 +190,7 @@ func TestLintVisibilityTooShortForHeartbeat(t *testing.T) {
 func TestLintLambdaVisibility(t *testing.T) {
 	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", map[string]string{"VisibilityTimeout": "60"})
-	expectOnly(t, lintFindings(t, f, src, LintOptions{LambdaTimeout: 30 * time.Second}), CodeLambdaVisibility, SeverityWarning, "at least 180 seconds")
+	expectOnly(t, lintFindings(t, f, src, LintOptions{LambdaTimeout: 30 * time.Second}), deadletter.CodeLambdaVisibility, SeverityWarning, "at least 180 seconds")
 	setAttrs(t, f, src, map[string]string{"VisibilityTimeout": "180"})
 	if got := lintFindings(t, f, src, LintOptions{LambdaTimeout: 30 * time.Second}); len(got) != 0 {
 		t.Errorf("visibility 6 × timeout: %v", got)
@@ -200,14 +201,14 @@ func TestLintLambdaMaxReceiveCount(t *testing.T) {
 	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "orders", 2, map[string]string{"VisibilityTimeout": "600"})
 	setAttrs(t, f, dlq, map[string]string{"MessageRetentionPeriod": "1209600"})
-	expectOnly(t, lintFindings(t, f, src, LintOptions{LambdaTimeout: time.Minute}), CodeLambdaMaxReceiveCount, SeverityWarning, `"maxReceiveCount":5`)
+	expectOnly(t, lintFindings(t, f, src, LintOptions{LambdaTimeout: time.Minute}), deadletter.CodeLambdaMaxReceiveCount, SeverityWarning, `"maxReceiveCount":5`)
 }
 
 func TestLintDLQNotEmpty(t *testing.T) {
 	f := sqstest.For(t)
 	src, dlq := goodPair(t, f, "orders", nil)
 	f.MustSend(t, dlq, "dead")
-	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{}), CodeDLQNotEmpty, SeverityInfo, "sqsworker dlq peek orders")
+	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{}), deadletter.CodeDLQNotEmpty, SeverityInfo, "sqsworker dlq peek orders")
 	if !strings.Contains(fd.Message, "about 1 message") {
 		t.Errorf("message = %q", fd.Message)
 	}
@@ -254,7 +255,7 @@ func (c garbledPolicyClient) GetQueueAttributes(ctx context.Context, in *sqs.Get
 func TestLintInvalidRedrivePolicy(t *testing.T) {
 	f := sqstest.For(t)
 	src, _ := goodPair(t, f, "orders", nil)
-	fd := expectOnly(t, lintFindings(t, garbledPolicyClient{f}, src, LintOptions{}), CodeInvalidRedrivePolicy, SeverityError,
+	fd := expectOnly(t, lintFindings(t, garbledPolicyClient{f}, src, LintOptions{}), deadletter.CodeInvalidRedrivePolicy, SeverityError,
 		`{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:orders-dlq","maxReceiveCount":5}`)
 	if !strings.Contains(fd.Message, "no deadLetterTargetArn") {
 		t.Errorf("message = %q", fd.Message)

@@ -6,14 +6,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
 // ErrNotAllSeen is what a *NotSeenError matches with errors.Is: Inspect or
-// Redrive went through a queue and received fewer messages than it held.
+// Delete or Redrive went through a queue and received fewer messages than
+// it held.
 var ErrNotAllSeen = errors.New("not every message of the queue was seen")
 
-// NotSeenError reports that Inspect or Redrive went through a queue and
+// NotSeenError reports that Inspect, Delete or Redrive went through a queue and
 // received fewer distinct messages than the queue held when it began
 // (ApproximateNumberOfMessages plus ApproximateNumberOfMessagesNotVisible),
 // or that receives of its own lost their responses.
@@ -71,7 +73,7 @@ func (e *NotSeenError) Error() string {
 	if queueref.FIFO(e.Queue) {
 		b.WriteString(" (on a FIFO queue, also behind a held message of their group)")
 	}
-	fmt.Fprintf(&b, ", they stay in the queue and reappear when their visibility timeout ends — within the %s hold for this run's own receives; run again after that", humanDuration(e.Hold))
+	fmt.Fprintf(&b, ", they stay in the queue and reappear when their visibility timeout ends — within the %s hold for this run's own receives; run again after that", deadletter.HumanDuration(e.Hold))
 	return b.String()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -16,7 +17,7 @@ func TestEntryPointsTakeANameURLOrARN(t *testing.T) {
 	f := sqstest.For(t)
 	src, dlqURL := f.MustCreateQueueWithDLQ(t, "orders", 5, nil)
 	f.MustSend(t, dlqURL, "dead")
-	for _, ref := range []string{"orders", src, f.QueueARN(src)} {
+	for _, ref := range []string{"orders", src, sqsfake.ARN(src)} {
 		got, err := Discover(ctx, f, ref)
 		if err != nil || got.SourceURL != src || got.DLQURL != dlqURL {
 			t.Errorf("Discover(%s) = %+v, %v", ref, got, err)
@@ -25,7 +26,7 @@ func TestEntryPointsTakeANameURLOrARN(t *testing.T) {
 			t.Errorf("Lint(%s): %v", ref, err)
 		}
 	}
-	for _, ref := range []string{"orders-dlq", dlqURL, f.QueueARN(dlqURL)} {
+	for _, ref := range []string{"orders-dlq", dlqURL, sqsfake.ARN(dlqURL)} {
 		if c, err := Count(ctx, f, ref); err != nil || c.Visible != 1 {
 			t.Errorf("Count(%s) = %+v, %v; want 1 visible", ref, c, err)
 		}
@@ -37,12 +38,12 @@ func TestEntryPointsTakeANameURLOrARN(t *testing.T) {
 			t.Errorf("SourcesOf(%s) = %v, %v", ref, s, err)
 		}
 	}
-	for _, ref := range []string{"orders-dlq", dlqURL, f.QueueARN(dlqURL)} {
+	for _, ref := range []string{"orders-dlq", dlqURL, sqsfake.ARN(dlqURL)} {
 		if res, err := Delete(ctx, f, ref, DeleteOptions{Filter: Filter{ErrorContains: "no such error"}}); err != nil || res.Scanned != 1 || res.Deleted != 0 {
 			t.Errorf("Delete(%s) = %+v, %v; want the one message looked at and kept", ref, res, err)
 		}
 	}
-	res, err := Setup(ctx, f, SetupOptions{Name: f.QueueARN(src)})
+	res, err := Setup(ctx, f, SetupOptions{Name: sqsfake.ARN(src)})
 	if err != nil || res.QueueURL != src || res.DLQURL != dlqURL || len(res.Changes) != 0 {
 		t.Errorf("Setup by ARN = %+v, %v; want the existing pair unchanged", res, err)
 	}

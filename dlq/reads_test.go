@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/harness/sdkretry"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -49,7 +50,7 @@ func interruptedRedrive(t *testing.T, fault sqstest.Fault) (f *sqstest.Fake, tar
 	defer cancel()
 	var cancelledAt time.Time
 	injected := false
-	res, err := Redrive(ctx, f, target, RedriveOptions{Method: MethodManual, Rate: -1, Progress: func(p Progress) {
+	res, err := Redrive(ctx, f, target, RedriveOptions{Method: "manual", Rate: -1, Progress: func(p Progress) {
 		if injected || p.Moved < 250 {
 			return
 		}
@@ -69,7 +70,7 @@ func interruptedRedrive(t *testing.T, fault sqstest.Fault) (f *sqstest.Fake, tar
 // wantCounts checks the DLQ's and the source's messages.
 func wantCounts(t *testing.T, f *sqstest.Fake, target Target, visible, inFlight, moved int) {
 	t.Helper()
-	v, inflight, _ := f.Count(target.DLQURL)
+	v, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight"))
 	if v != visible || inflight != inFlight {
 		t.Errorf("DLQ: %d visible, %d in flight; want %d and %d", v, inflight, visible, inFlight)
 	}
@@ -82,8 +83,8 @@ func wantCounts(t *testing.T, f *sqstest.Fake, target Target, visible, inFlight,
 // and checks that a run then moves the last n, leaving the DLQ empty.
 func finishAfterHold(t *testing.T, f *sqstest.Fake, target Target, n int) {
 	t.Helper()
-	time.Sleep(DefaultHold)
-	res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+	time.Sleep(deadletter.DefaultHold)
+	res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 	if err != nil || !res.Done || res.Moved != n {
 		t.Fatalf("run after the hold = %+v, %v; want the last %d moved", res, err, n)
 	}
@@ -102,7 +103,7 @@ func TestRedriveInterruptedReceiveHidesNothing(t *testing.T) {
 		}
 		wantCounts(t, f, target, readsTotal-250, 0, 250)
 
-		again, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+		again, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 		if err != nil || !again.Done || again.NotSeen != 0 || again.Moved != readsTotal-250 {
 			t.Fatalf("re-run straight after the interrupt = %+v, %v; want the other %d moved, done", again, err, readsTotal-250)
 		}
@@ -125,7 +126,7 @@ func TestRedriveReceiveWithoutResponseIsBoundedAndReported(t *testing.T) {
 		}
 		wantCounts(t, f, target, readsTotal-260, 10, 250)
 
-		again, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+		again, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 		var ns *NotSeenError
 		if !errors.Is(err, ErrNotAllSeen) || !errors.As(err, &ns) || again.Done || again.NotSeen != 10 || again.Moved != readsTotal-260 {
 			t.Fatalf("re-run = %+v, %v; want %d moved, 10 not seen, not done", again, err, readsTotal-260)
@@ -151,9 +152,9 @@ func TestRedriveLostReceiveResponseIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, readsTotal, nil, failedWith("boom"))
-		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 10, Times: 2})
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Code: "InternalError", Every: 10, Times: 2})
 		var last Progress
-		res, err := Redrive(context.Background(), sdkRetry{f}, target, RedriveOptions{Method: MethodManual, Progress: func(p Progress) { last = p }})
+		res, err := Redrive(context.Background(), sdkRetry{f}, target, RedriveOptions{Method: "manual", Progress: func(p Progress) { last = p }})
 		if !errors.Is(err, ErrNotAllSeen) || res.Done || last.Done || res.NotSeen != 20 || res.Moved != readsTotal-20 || res.Total != readsTotal {
 			t.Fatalf("redrive = %+v (last report %+v), %v; want %d moved, 20 not seen, not done", res, last, err, readsTotal-20)
 		}
@@ -173,8 +174,8 @@ func TestRedriveFailedReceiveIsRetriedAndReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 30, nil, failedWith("boom"))
-		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 2, Times: 1})
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Code: "InternalError", Every: 2, Times: 1})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 		if !errors.Is(err, ErrNotAllSeen) || res.Done || res.Moved != 20 || res.NotSeen != 10 {
 			t.Fatalf("redrive = %+v, %v; want 20 moved, 10 not seen, not done", res, err)
 		}
@@ -190,14 +191,14 @@ func TestInspectReportsWhatItDidNotSee(t *testing.T) {
 		deadLetter(t, f, target, 30, nil, failedWith("boom"))
 
 		// A lost response, hidden by the SDK's retry.
-		remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 2, Times: 1})
+		remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Code: "InternalError", Every: 2, Times: 1})
 		msgs, err := Inspect(context.Background(), sdkRetry{f}, target.DLQURL, InspectOptions{})
 		remove()
 		var ns *NotSeenError
 		if len(msgs) != 20 || !errors.As(err, &ns) || ns.NotSeen() != 10 || ns.Expected != 30 || ns.InFlight != 0 {
 			t.Fatalf("Inspect = %d messages, %v (%+v); want 20 and 10 not seen", len(msgs), err, ns)
 		}
-		if v, inflight, _ := f.Count(target.DLQURL); v != 20 || inflight != 10 {
+		if v, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); v != 20 || inflight != 10 {
 			t.Errorf("after Inspect: %d visible, %d in flight; want the 20 seen released", v, inflight)
 		}
 
@@ -212,7 +213,7 @@ func TestInspectReportsWhatItDidNotSee(t *testing.T) {
 			t.Errorf("Inspect Max 5 = %d messages, %v", len(msgs), err)
 		}
 
-		time.Sleep(DefaultHold)
+		time.Sleep(deadletter.DefaultHold)
 		msgs, err = Inspect(context.Background(), f, target.DLQURL, InspectOptions{})
 		if len(msgs) != 30 || err != nil {
 			t.Fatalf("Inspect after the hold = %d messages, %v; want all 30", len(msgs), err)
@@ -232,7 +233,7 @@ func TestInspectInterruptedReleasesEverything(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || len(msgs) != 10 {
 			t.Fatalf("Inspect = %d messages, %v; want the first 10 and context.Canceled", len(msgs), err)
 		}
-		if v, inflight, _ := f.Count(target.DLQURL); v != 30 || inflight != 0 {
+		if v, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); v != 30 || inflight != 0 {
 			t.Errorf("after the interrupted Inspect: %d visible, %d in flight; want all 30 released", v, inflight)
 		}
 	})
@@ -272,14 +273,14 @@ func TestWalkArrivalsDoNotHideLostReceive(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f, target := fakePair(t, "orders")
 				deadLetter(t, f, target, 100, nil, failedWith("boom"))
-				f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Err: sqstest.ServerError(), Every: 3, Times: 1})
+				f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, Code: "InternalError", Every: 3, Times: 1})
 				c := &sdkClient{Fake: f, t: t, url: target.DLQURL, arriveAt: 5, arrivals: 10}
 				var notSeen int
 				var err error
 				switch walk {
 				case "redrive":
 					var res RedriveResult
-					res, err = Redrive(context.Background(), c, target, RedriveOptions{Method: MethodManual, Rate: -1})
+					res, err = Redrive(context.Background(), c, target, RedriveOptions{Method: "manual", Rate: -1})
 					notSeen = res.NotSeen
 					if res.Done {
 						t.Errorf("redrive = %+v; reported done with messages it hid still hidden", res)
@@ -291,7 +292,7 @@ func TestWalkArrivalsDoNotHideLostReceive(t *testing.T) {
 						notSeen = ns.NotSeen()
 					}
 				}
-				_, inFlight, _ := f.Count(target.DLQURL)
+				inFlight := len(f.Messages(target.DLQURL, "inflight"))
 				if inFlight != 10 {
 					t.Fatalf("%d messages in flight after the walk; the scenario wants the lost receive's 10", inFlight)
 				}

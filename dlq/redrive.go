@@ -17,52 +17,39 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
-// Method is how Redrive moves messages.
-type Method string
-
+// The methods of RedriveOptions.Method (see there).
 const (
-	// MethodAuto uses a message move task when it can (no filter, no
-	// limit, no dry run, a dead-letter queue fed by this source only, and
-	// an endpoint that offers move tasks for the queue), else the manual move.
-	MethodAuto Method = "auto"
-	// MethodMoveTask uses SQS's StartMessageMoveTask only. SQS moves the
-	// messages server-side, as they are: provenance attributes stay on them.
-	MethodMoveTask Method = "move-task"
-	// MethodManual receives, sends and deletes the messages itself,
-	// rate-limited, filtered, and with provenance removed.
-	MethodManual Method = "manual"
+	methodAuto     = "auto"
+	methodMoveTask = "move-task"
+	methodManual   = "manual"
 )
 
-// Action is what Redrive did with one message.
-type Action string
-
-// The actions RedriveOptions.OnMessage reports.
+// The actions RedriveOptions.OnMessage reports (see there).
 const (
-	ActionMoved       Action = "moved"        // sent to the destination and deleted from the DLQ
-	ActionDuplicated  Action = "duplicated"   // sent, but the delete from the DLQ failed: in both queues
-	ActionWouldMove   Action = "would-move"   // dry run: it matches and would be moved
-	ActionSkipped     Action = "skipped"      // it does not match the filter; left in the DLQ
-	ActionOtherSource Action = "other-source" // it came from another source queue; left in the DLQ
-	ActionFailed      Action = "failed"       // it could not be sent; left in the DLQ
-	ActionCameBack    Action = "came-back"    // this redrive moved it, it failed again and was dead-lettered anew; left in the DLQ
+	actionMoved       = "moved"
+	actionDuplicated  = "duplicated"
+	actionWouldMove   = "would-move"
+	actionSkipped     = "skipped"
+	actionOtherSource = "other-source"
+	actionFailed      = "failed"
+	actionCameBack    = "came-back"
 )
-
-// DefaultRate is the manual redrive's rate limit, in messages per second,
-// when RedriveOptions.Rate is zero.
-const DefaultRate = 100
 
 // Filter selects the messages a manual redrive moves. A message must meet
 // every condition set; the zero Filter selects every message.
 type Filter struct {
 	// Attributes maps message attribute names to the exact string value
 	// the message must have. Names can be the message's own attributes or
-	// the provenance attributes (AttrHandler, AttrAttempt, …).
+	// the provenance attributes ("sqsworker.dlq.handler",
+	// "sqsworker.dlq.attempt", …: see the package doc), whichever form the
+	// provenance is stored in.
 	Attributes map[string]string
 	// ErrorContains selects messages whose provenance error text contains
 	// this text.
@@ -122,17 +109,17 @@ func (m Message) attribute(name string) (string, bool) {
 	}
 	p := m.Provenance
 	switch name {
-	case AttrSourceQueue:
+	case deadletter.AttrSourceQueue:
 		return p.SourceQueue, p.SourceQueue != ""
-	case AttrError:
+	case deadletter.AttrError:
 		return p.Error, p.Error != ""
-	case AttrAttempt:
+	case deadletter.AttrAttempt:
 		return strconv.Itoa(p.Attempt), p.Attempt > 0
-	case AttrFirstReceived:
-		return formatTime(p.FirstReceived), !p.FirstReceived.IsZero()
-	case AttrFailedAt:
-		return formatTime(p.FailedAt), !p.FailedAt.IsZero()
-	case AttrHandler:
+	case deadletter.AttrFirstReceived:
+		return deadletter.FormatTime(p.FirstReceived), !p.FirstReceived.IsZero()
+	case deadletter.AttrFailedAt:
+		return deadletter.FormatTime(p.FailedAt), !p.FailedAt.IsZero()
+	case deadletter.AttrHandler:
 		return p.Handler, p.Handler != ""
 	}
 	return "", false
@@ -140,8 +127,8 @@ func (m Message) attribute(name string) (string, bool) {
 
 // Progress is how far a redrive has got.
 type Progress struct {
-	// Method is the method in use (MethodMoveTask or MethodManual).
-	Method Method `json:"method"`
+	// Method is the method in use: "move-task" or "manual".
+	Method string `json:"method"`
 	// Total is the approximate number of messages to go through: the
 	// dead-letter queue's visible messages at the start, or the move task's
 	// ApproximateNumberOfMessagesToMove.
@@ -180,7 +167,7 @@ type RedriveResult struct {
 	Progress
 	// DryRun reports that nothing was moved.
 	DryRun bool `json:"dryRun,omitempty"`
-	// TaskHandle is the message move task's handle (MethodMoveTask).
+	// TaskHandle is the message move task's handle (method "move-task").
 	TaskHandle string `json:"taskHandle,omitempty"`
 	// NotSeen is how many of the messages the dead-letter queue held at the
 	// start (visible or in flight) the manual move went through the queue
@@ -204,8 +191,20 @@ type RedriveOptions struct {
 	// Destination, whatever queue it came from; it needs a Destination.
 	// Zero value: only Target's source queue's messages move.
 	AllSources bool
-	// Method chooses how to move. Zero value: MethodAuto.
-	Method Method
+	// Method chooses how to move:
+	//
+	//   - "auto" uses a message move task when it can (no filter, no limit,
+	//     no dry run, a dead-letter queue fed by this source only, and an
+	//     endpoint that offers move tasks for the queue), else the manual
+	//     move;
+	//   - "move-task" uses SQS's StartMessageMoveTask only: SQS moves the
+	//     messages server-side, as they are (provenance attributes stay on
+	//     them);
+	//   - "manual" receives, sends and deletes the messages itself,
+	//     rate-limited, filtered, and with provenance removed.
+	//
+	// Zero value: "auto".
+	Method string
 	// Filter selects the messages to move (manual move only). Zero value:
 	// every message.
 	Filter Filter
@@ -215,8 +214,8 @@ type RedriveOptions struct {
 	// Max is the most messages to move (manual move only). Zero value: no
 	// limit.
 	Max int
-	// Rate is the most messages moved per second. Zero value: DefaultRate
-	// for the manual move, SQS's own pace for a move task. Negative: no limit
+	// Rate is the most messages moved per second. Zero value: 100 for the
+	// manual move, SQS's own pace for a move task. Negative: no limit
 	// (manual move).
 	Rate float64
 	// KeepProvenance keeps the provenance attributes on the moved messages.
@@ -227,8 +226,8 @@ type RedriveOptions struct {
 	// it works; the ones it does not move are released at the end. It is
 	// raised to at least the time a batch of 10 takes at Rate plus 30
 	// seconds, so that no message's hold ends while it is being moved (a
-	// Rate too slow for SQS's 12-hour limit is refused). Zero value:
-	// DefaultHold.
+	// Rate too slow for SQS's 12-hour limit is refused). Zero value: one
+	// minute.
 	Hold time.Duration
 	// PollInterval is how often a move task's progress is read. Zero value:
 	// one second.
@@ -237,16 +236,26 @@ type RedriveOptions struct {
 	// read (move task), and once with Done set at the end.
 	Progress func(Progress)
 	// OnMessage, if set, is called for each message the manual move looks
-	// at, with what it did; err is set for ActionFailed and ActionDuplicated.
-	OnMessage func(m Message, a Action, err error)
+	// at, with what it did (action):
+	//
+	//   - "moved": sent to the destination and deleted from the DLQ;
+	//   - "duplicated": sent, but the delete from the DLQ failed, so both
+	//     queues hold it (err says why);
+	//   - "would-move": a dry run's message that matches and would be moved;
+	//   - "skipped": it does not match the filter; left in the DLQ;
+	//   - "other-source": it came from another source queue; left in the DLQ;
+	//   - "failed": it could not be sent; left in the DLQ (err says why);
+	//   - "came-back": this redrive moved it, it failed again and was
+	//     dead-lettered anew; left in the DLQ (Progress.CameBack).
+	OnMessage func(m Message, action string, err error)
 	// Now is the clock for Filter's age conditions. Zero value: time.Now.
 	Now func() time.Time
 }
 
-// ErrNoMoveTask is wrapped by the error Redrive returns for MethodMoveTask
-// when a message move task cannot do the redrive: the endpoint does not
-// offer move tasks (local emulators), the queue is a FIFO queue, or the
-// dead-letter queue serves other queues too. MethodManual can.
+// ErrNoMoveTask is wrapped by the error Redrive returns for the method
+// "move-task" when a message move task cannot do the redrive: the endpoint
+// does not offer move tasks (local emulators), the queue is a FIFO queue,
+// or the dead-letter queue serves other queues too. The manual move can.
 var ErrNoMoveTask = errors.New("dlq: a message move task cannot do this redrive")
 
 // errNoMoveTask says why a move task cannot do this redrive.
@@ -268,8 +277,8 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 // server-side, at up to 500 per second, as they are; Redrive waits for the
 // task, reporting progress, and cancels it if ctx ends first. Endpoints that
 // do not offer move tasks (answering InvalidAction or UnsupportedOperation,
-// as local emulators and FIFO queues may) make MethodAuto fall back to the
-// manual move.
+// as local emulators and FIFO queues may) make the method "auto" fall back
+// to the manual move.
 //
 // The manual move receives up to ten messages at a time, sends the ones to
 // move with SendMessageBatch (FIFO: same message group, a deduplication ID
@@ -282,13 +291,13 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 // began, once. A job that fails again while the redrive runs comes back to
 // the dead-letter queue as a new receive; the manual move tells these
 // exactly, by message ID, not by time: SQS's own redrive keeps a message's
-// ID, and the library's dead-letter copy (worker, Lambda adapter, Move)
+// ID, and the library's dead-letter copy (worker, Lambda adapter)
 // records the ID the message had in its queue, which is the ID
 // SendMessageBatch gave the copy this redrive sent. (A copy whose message
 // has SQS's ten attributes of its own has no room for that ID; it is told
 // by its body, group and attributes instead.) It leaves them in the
 // dead-letter queue, counts them in Progress.CameBack and reports them as
-// ActionCameBack: a redrive of jobs that still fail ends, each job having
+// "came-back": a redrive of jobs that still fail ends, each job having
 // run once more. A message move task is SQS's own: AWS documents that it
 // counts the messages to move when it starts
 // (ApproximateNumberOfMessagesToMove) and that a redriven message is a new
@@ -297,14 +306,14 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 // runs is moved again by the same task. Redrive reports the task's own
 // counts (Total is that start count) and cannot tell the messages that came
 // back: after a move task, what the dead-letter queue holds failed again or
-// is new. Use MethodManual to have them counted and left.
+// is new. Use the method "manual" to have them counted and left.
 //
 // A dead-letter queue may serve several queues. Redrive moves only the
 // messages that came from t's source queue (by their provenance or their
 // DeadLetterQueueSourceArn) or whose origin is unknown, with or without a
-// Destination; the others stay (ActionOtherSource). A move task cannot tell
+// Destination; the others stay ("other-source"). A move task cannot tell
 // them apart, so it is used only when the dead-letter queue serves t's
-// source alone (MethodMoveTask is refused otherwise, and MethodAuto moves
+// source alone ("move-task" is refused otherwise, and "auto" moves
 // manually). opts.AllSources, with a Destination, moves every message.
 //
 // The manual move never ends short without saying so. It counts the
@@ -324,7 +333,7 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 // and sqs:SendMessage on the destination; for a move task
 // sqs:ListDeadLetterSourceQueues, sqs:StartMessageMoveTask,
 // sqs:ListMessageMoveTasks and sqs:CancelMessageMoveTask.
-func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptions) (RedriveResult, error) {
+func Redrive(ctx context.Context, client API, t Target, opts RedriveOptions) (RedriveResult, error) {
 	if t.DLQURL == "" || t.SourceURL == "" {
 		return RedriveResult{}, errors.New("redrive: the Target has no dead-letter queue or source URL; get it from Discover")
 	}
@@ -332,7 +341,7 @@ func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptio
 		return RedriveResult{}, errors.New("redrive: AllSources moves the messages of every queue the dead-letter queue serves; set Destination to the queue they all go to (or leave AllSources off to move this source's messages back to it)")
 	}
 	if t.SourceURL == t.DLQURL || (t.SourceARN != "" && t.SourceARN == t.DLQARN) {
-		return RedriveResult{}, wrap(ErrRedrivesToItself, nil, "redrive: queue %s is its own dead-letter queue, so its messages would be sent back into the queue they are taken from, for ever; "+
+		return RedriveResult{}, deadletter.Wrap(ErrRedrivesToItself, nil, "redrive: queue %s is its own dead-letter queue, so its messages would be sent back into the queue they are taken from, for ever; "+
 			"give queue %s a dead-letter queue of its own (`sqsworker setup %s`)", queueref.Name(t.SourceURL), queueref.Name(t.SourceURL), queueref.Name(t.SourceURL))
 	}
 	if opts.Destination != "" {
@@ -341,7 +350,7 @@ func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptio
 			return RedriveResult{}, fmt.Errorf("redrive: destination: %w", err)
 		}
 		if dest == t.DLQURL {
-			return RedriveResult{}, wrap(ErrRedrivesToItself, nil, "redrive: the destination %s is the dead-letter queue the messages are taken from, so they would be received and sent back into it for ever; "+
+			return RedriveResult{}, deadletter.Wrap(ErrRedrivesToItself, nil, "redrive: the destination %s is the dead-letter queue the messages are taken from, so they would be received and sent back into it for ever; "+
 				"leave the destination out to move them back to queue %s, or name another queue", opts.Destination, queueref.Name(t.SourceURL))
 		}
 		opts.Destination = dest
@@ -358,7 +367,7 @@ func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptio
 	}
 	manualOnly := !opts.Filter.IsZero() || opts.DryRun || opts.Max > 0
 	switch opts.Method {
-	case "", MethodAuto:
+	case "", methodAuto:
 		if !manualOnly {
 			res, err := r.moveTask(ctx)
 			var no *errNoMoveTask
@@ -367,19 +376,19 @@ func Redrive(ctx context.Context, client RedriveAPI, t Target, opts RedriveOptio
 			}
 		}
 		return r.manual(ctx)
-	case MethodMoveTask:
+	case methodMoveTask:
 		if manualOnly {
-			return RedriveResult{}, errors.New("redrive: a message move task cannot filter, limit or dry-run; use MethodManual (or MethodAuto)")
+			return RedriveResult{}, errors.New("redrive: a message move task cannot filter, limit or dry-run; use the method \"manual\" (or \"auto\")")
 		}
 		return r.moveTask(ctx)
-	case MethodManual:
+	case methodManual:
 		return r.manual(ctx)
 	}
-	return RedriveResult{}, fmt.Errorf("redrive: unknown method %q; use %q, %q or %q", opts.Method, MethodAuto, MethodMoveTask, MethodManual)
+	return RedriveResult{}, fmt.Errorf("redrive: unknown method %q; use %q, %q or %q", opts.Method, methodAuto, methodMoveTask, methodManual)
 }
 
 type redriver struct {
-	client RedriveAPI
+	client API
 	t      Target
 	opts   RedriveOptions
 	dest   string
@@ -403,7 +412,7 @@ func keyOf(m Message) contentKey {
 	}
 	write(m.Body)
 	write(m.GroupID)
-	attrs := StripProvenance(m.raw.MessageAttributes)
+	attrs := deadletter.StripProvenance(m.raw.MessageAttributes)
 	names := make([]string, 0, len(attrs))
 	for k := range attrs {
 		names = append(names, k)
@@ -438,7 +447,7 @@ func (r *redriver) sentCopy(m Message, id string) {
 // copy this redrive sent that failed again and was dead-lettered anew. It
 // tells exactly, by message ID: SQS's own redrive keeps the message ID, and
 // the library's dead-letter copy names the ID the message had in its
-// queue (attrMessageID). Only a copy that had no attribute left for that
+// queue (deadletter.AttrMessageID). Only a copy that had no attribute left for that
 // ID (the message has SQS's ten) is told by its content instead: it came
 // back if this redrive sent a message with the same body, group and
 // attributes whose return it has not seen yet.
@@ -446,7 +455,7 @@ func (r *redriver) cameBack(m Message) bool {
 	if len(r.sent) == 0 {
 		return false
 	}
-	src := sourceMessageID(m.raw.MessageAttributes)
+	src := deadletter.SourceMessageID(m.raw.MessageAttributes)
 	for _, id := range []string{m.ID, src} {
 		if k, ok := r.sent[id]; ok && id != "" {
 			if !r.back[id] {
@@ -474,7 +483,7 @@ func (r *redriver) report() {
 	}
 }
 
-func (r *redriver) on(m Message, a Action, err error) {
+func (r *redriver) on(m Message, a string, err error) {
 	if r.opts.OnMessage != nil {
 		r.opts.OnMessage(m, a, err)
 	}
@@ -483,14 +492,14 @@ func (r *redriver) on(m Message, a Action, err error) {
 // moveTask redrives with StartMessageMoveTask. An error of type
 // *errNoMoveTask means nothing was started.
 func (r *redriver) moveTask(ctx context.Context) (RedriveResult, error) {
-	r.res = RedriveResult{Progress: Progress{Method: MethodMoveTask}}
+	r.res = RedriveResult{Progress: Progress{Method: methodMoveTask}}
 	destARN := r.t.SourceARN
 	if r.opts.Destination != "" {
-		a, err := getAttributes(ctx, r.client, r.opts.Destination, attrQueueArn)
+		a, err := deadletter.GetAttributes(ctx, r.client, r.opts.Destination, deadletter.AttrQueueArn)
 		if err != nil {
 			return r.res, fmt.Errorf("redrive: reading destination queue %s: %w", queueref.Name(r.opts.Destination), err)
 		}
-		destARN = a[attrQueueArn]
+		destARN = a[deadletter.AttrQueueArn]
 	}
 	if !r.opts.AllSources {
 		// A move task moves every message of the DLQ to one destination
@@ -608,14 +617,14 @@ const holdMargin = 30 * time.Second
 const maxHold = 12 * time.Hour
 
 // manualHold returns the hold of a manual move at rate messages per second:
-// hold (DefaultHold when zero), raised so that a batch's wait for the rate
+// hold (one minute when zero), raised so that a batch's wait for the rate
 // limit and its calls fit in it — a message whose hold ran out could be
 // received by another reader, and deleting it with this move's old receipt
 // handle would then succeed without deleting it. It fails when no hold SQS
 // allows is long enough.
 func manualHold(hold time.Duration, rate float64) (time.Duration, error) {
 	if hold <= 0 {
-		hold = DefaultHold
+		hold = deadletter.DefaultHold
 	}
 	if rate <= 0 { // no limit
 		return hold, nil
@@ -624,17 +633,17 @@ func manualHold(hold time.Duration, rate float64) (time.Duration, error) {
 	if batch+holdMargin > maxHold {
 		least := math.Ceil(float64(maxBatch)/(maxHold-holdMargin).Seconds()*1e5) / 1e5
 		return 0, fmt.Errorf("redrive: Rate %g messages per second is too slow: a batch of %d would take %s, and SQS keeps received messages hidden for 12 hours at most; use a Rate of at least %g (about %.0f a day)",
-			rate, maxBatch, humanDuration(batch), least, math.Ceil(least*24*time.Hour.Seconds()))
+			rate, maxBatch, deadletter.HumanDuration(batch), least, math.Ceil(least*24*time.Hour.Seconds()))
 	}
 	return max(hold, batch+holdMargin), nil
 }
 
 // manual redrives by receiving, sending and deleting.
 func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
-	r.res = RedriveResult{Progress: Progress{Method: MethodManual}, DryRun: r.opts.DryRun}
+	r.res = RedriveResult{Progress: Progress{Method: methodManual}, DryRun: r.opts.DryRun}
 	rate := r.opts.Rate
 	if rate == 0 {
-		rate = DefaultRate
+		rate = deadletter.DefaultRate
 	}
 	hold, err := manualHold(r.opts.Hold, rate)
 	if err != nil {
@@ -682,21 +691,21 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 				s.hold(raw)
 				s.extra++
 				r.res.CameBack++
-				r.on(m, ActionCameBack, nil)
+				r.on(m, actionCameBack, nil)
 			case !r.opts.AllSources && m.Origin() != "" && queueref.Name(m.Origin()) != queueref.Name(r.t.SourceURL):
 				s.hold(raw)
 				r.res.Skipped++
-				r.on(m, ActionOtherSource, nil)
+				r.on(m, actionOtherSource, nil)
 			case !r.opts.Filter.Matches(m, r.opts.Now()):
 				s.hold(raw)
 				r.res.Skipped++
-				r.on(m, ActionSkipped, nil)
+				r.on(m, actionSkipped, nil)
 			case r.opts.Max > 0 && r.res.Matched >= r.opts.Max:
 				s.hold(raw) // beyond the limit: released untouched
 			case r.opts.DryRun:
 				s.hold(raw)
 				r.res.Matched++
-				r.on(m, ActionWouldMove, nil)
+				r.on(m, actionWouldMove, nil)
 			default:
 				r.res.Matched++
 				move = append(move, m)
@@ -740,7 +749,7 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 	fail := func(m Message, err error) {
 		s.hold(m.raw)
 		r.res.Failed++
-		r.on(m, ActionFailed, err)
+		r.on(m, actionFailed, err)
 		if failure == nil {
 			failure = err
 		}
@@ -807,14 +816,14 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 			if res.OK {
 				s.forget(m.ID)
 				r.res.Moved++
-				r.on(m, ActionMoved, nil)
+				r.on(m, actionMoved, nil)
 				continue
 			}
 			s.hold(m.raw)
 			r.res.Duplicated++
 			dup++
 			err := fmt.Errorf("deleting message %s from %s after sending it to %s: %w", m.ID, queueref.Name(r.t.DLQURL), queueref.Name(r.dest), res.Err)
-			r.on(m, ActionDuplicated, err)
+			r.on(m, actionDuplicated, err)
 			if res.Whole && delWhole == nil {
 				delWhole = res.Err
 			} else if failure == nil {
@@ -840,7 +849,7 @@ func (r *redriver) entry(m Message, destFIFO bool) (types.SendMessageBatchReques
 	e := types.SendMessageBatchRequestEntry{MessageBody: aws.String(m.Body)}
 	attrs := m.raw.MessageAttributes
 	if !r.opts.KeepProvenance {
-		attrs = StripProvenance(attrs)
+		attrs = deadletter.StripProvenance(attrs)
 	}
 	if len(attrs) > 0 {
 		e.MessageAttributes = attrs

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -105,7 +107,7 @@ func TestRedriveLeavesWhatComesBack(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 				defer cancel()
 				res, err := Redrive(ctx, f, tgt, RedriveOptions{
-					Method: MethodManual, Rate: -1,
+					Method: "manual", Rate: -1,
 					Progress: func(p Progress) {
 						progress = append(progress, p)
 						if p.Scanned > 60 { // going round: the jobs it moves come back and are moved again
@@ -147,7 +149,7 @@ func TestRedriveMovesWhatArrivesIndependently(t *testing.T) {
 		deadLetter(t, f, tgt, 2, userAttrs(1), failedWith("boom"))
 		sent := false
 		res, err := Redrive(context.Background(), f, tgt, RedriveOptions{
-			Method: MethodManual, Rate: -1,
+			Method: "manual", Rate: -1,
 			Progress: func(p Progress) {
 				if sent {
 					return
@@ -192,7 +194,7 @@ func TestSourceMessageIDOnCopies(t *testing.T) {
 				t.Fatal(err)
 			}
 			attrs := f.Messages(tgt.DLQURL)[0].Attributes
-			got := sourceMessageID(attrs)
+			got := deadletter.SourceMessageID(attrs)
 			switch {
 			case n == 4 || n == 10: // separate provenance, or nothing, fills the ten
 				if got != "" {
@@ -204,7 +206,7 @@ func TestSourceMessageIDOnCopies(t *testing.T) {
 			if len(attrs) > 10 {
 				t.Errorf("%d attributes", len(attrs))
 			}
-			if s := StripProvenance(attrs); len(s) != n {
+			if s := deadletter.StripProvenance(attrs); len(s) != n {
 				t.Errorf("StripProvenance left %d attributes, want the user's %d", len(s), n)
 			}
 		})

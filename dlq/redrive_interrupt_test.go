@@ -32,7 +32,7 @@ func TestRedriveInterruptAfterSendFinishesTheMove(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 5, nil, failedWith("boom"))
 		ctx, cancel := context.WithCancel(context.Background())
-		res, _ := Redrive(ctx, cancelAfterSend{f, cancel}, target, RedriveOptions{Method: MethodManual})
+		res, _ := Redrive(ctx, cancelAfterSend{f, cancel}, target, RedriveOptions{Method: "manual"})
 		if res.Duplicated != 0 {
 			t.Errorf("%d messages left in both queues by an interrupt after a confirmed send", res.Duplicated)
 		}
@@ -66,9 +66,9 @@ func TestRedriveInterruptInRetryWaitMovesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 5, nil, failedWith("boom"))
-		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.Throttled()})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "RequestThrottled"})
 		ctx, cancel := context.WithCancel(context.Background())
-		res, err := Redrive(ctx, cancelInRetryWait{f, cancel}, target, RedriveOptions{Method: MethodManual})
+		res, err := Redrive(ctx, cancelInRetryWait{f, cancel}, target, RedriveOptions{Method: "manual"})
 		if err == nil || !errors.Is(err, context.Canceled) {
 			t.Errorf("Redrive = %v; want it interrupted", err)
 		}
@@ -78,7 +78,7 @@ func TestRedriveInterruptInRetryWaitMovesNothing(t *testing.T) {
 		if src, dlq := len(f.Messages(target.SourceURL)), len(f.Messages(target.DLQURL)); src != 0 || dlq != 5 {
 			t.Errorf("source %d, DLQ %d; want the 5 messages left in the DLQ", src, dlq)
 		}
-		if visible, inflight, _ := f.Count(target.DLQURL); visible != 5 || inflight != 0 {
+		if visible, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); visible != 5 || inflight != 0 {
 			t.Errorf("DLQ: %d visible, %d in flight; want the 5 released at once", visible, inflight)
 		}
 	})

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -26,7 +28,7 @@ func deadLetter(t *testing.T, f *sqstest.Fake, target Target, n int, attrs map[s
 	for i := range n {
 		opts := []func(*sqs.SendMessageInput){withAttrs(attrs)}
 		if target.FIFO {
-			opts = append(opts, sqstest.SendGroup(fmt.Sprintf("g%d", i%3), fmt.Sprintf("d%d", i)))
+			opts = append(opts, sqsfake.Group(fmt.Sprintf("g%d", i%3), fmt.Sprintf("d%d", i)))
 		}
 		f.MustSend(t, target.SourceURL, fmt.Sprintf("job-%d", i), opts...)
 		msg := receiveOne(t, f, target.SourceURL)
@@ -83,7 +85,7 @@ func TestInspectListsWithoutConsuming(t *testing.T) {
 		if withProv != 23 {
 			t.Errorf("%d messages with provenance, want 23", withProv)
 		}
-		if visible, inflight, _ := f.Count(target.DLQURL); visible != 24 || inflight != 0 {
+		if visible, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); visible != 24 || inflight != 0 {
 			t.Errorf("after Inspect: %d visible, %d in flight; want all 24 released", visible, inflight)
 		}
 
@@ -91,7 +93,7 @@ func TestInspectListsWithoutConsuming(t *testing.T) {
 		if err != nil || len(few) != 5 {
 			t.Fatalf("Inspect Max 5 = %d messages, %v", len(few), err)
 		}
-		if visible, _, _ := f.Count(target.DLQURL); visible != 24 {
+		if visible := len(f.Messages(target.DLQURL, "visible")); visible != 24 {
 			t.Errorf("after Inspect Max 5: %d visible, want 24", visible)
 		}
 		c, err := Count(context.Background(), f, target.DLQURL)
@@ -110,7 +112,7 @@ func TestRedriveMoveTask(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Redrive: %v", err)
 		}
-		if res.Method != MethodMoveTask || res.TaskHandle == "" || res.Moved != 30 || res.Total != 30 || !res.Done {
+		if res.Method != "move-task" || res.TaskHandle == "" || res.Moved != 30 || res.Total != 30 || !res.Done {
 			t.Errorf("result = %+v", res)
 		}
 		if len(reports) == 0 || !reports[len(reports)-1].Done {
@@ -188,7 +190,7 @@ func TestRedriveFallsBackToManualWithoutMoveTasks(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Redrive: %v", err)
 		}
-		if res.Method != MethodManual || res.Moved != 12 || res.Scanned != 12 || !res.Done {
+		if res.Method != "manual" || res.Moved != 12 || res.Scanned != 12 || !res.Done {
 			t.Errorf("result = %+v", res)
 		}
 		src := f.Messages(target.SourceURL)
@@ -200,8 +202,8 @@ func TestRedriveFallsBackToManualWithoutMoveTasks(t *testing.T) {
 				t.Errorf("redriven message attributes = %v, want the 2 user attributes only", keys(m.Attributes))
 			}
 		}
-		if _, err := Redrive(context.Background(), noMoveTasks{f}, target, RedriveOptions{Method: MethodMoveTask}); err == nil {
-			t.Error("MethodMoveTask without move tasks succeeded")
+		if _, err := Redrive(context.Background(), noMoveTasks{f}, target, RedriveOptions{Method: "move-task"}); err == nil {
+			t.Error("move-task without move tasks succeeded")
 		}
 	})
 }
@@ -214,7 +216,7 @@ func TestRedriveFIFOFallsBackAndKeepsGroups(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Redrive: %v", err)
 		}
-		if res.Method != MethodManual || res.Moved != 9 {
+		if res.Method != "manual" || res.Moved != 9 {
 			t.Errorf("result = %+v", res)
 		}
 		groups := map[string]int{}
@@ -240,21 +242,21 @@ func TestRedriveSharedDLQMovesOnlyThisSource(t *testing.T) {
 		deadLetter(t, f, a, 4, nil, failedWith("a"))
 		deadLetter(t, f, b, 3, nil, failedWith("b"))
 		var others int
-		res, err := Redrive(context.Background(), f, a, RedriveOptions{OnMessage: func(_ Message, act Action, _ error) {
-			if act == ActionOtherSource {
+		res, err := Redrive(context.Background(), f, a, RedriveOptions{OnMessage: func(_ Message, act string, _ error) {
+			if act == "other-source" {
 				others++
 			}
 		}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Method != MethodManual || res.Moved != 4 || res.Skipped != 3 || others != 3 {
+		if res.Method != "manual" || res.Moved != 4 || res.Skipped != 3 || others != 3 {
 			t.Errorf("result = %+v, other-source callbacks %d", res, others)
 		}
 		if n := len(f.Messages(a.SourceURL)); n != 4 {
 			t.Errorf("orders got %d", n)
 		}
-		if visible, inflight, _ := f.Count(a.DLQURL); visible != 3 || inflight != 0 {
+		if visible, inflight := len(f.Messages(a.DLQURL, "visible")), len(f.Messages(a.DLQURL, "inflight")); visible != 3 || inflight != 0 {
 			t.Errorf("DLQ: %d visible, %d in flight; want invoices' 3 released", visible, inflight)
 		}
 	})
@@ -279,7 +281,7 @@ func TestRedriveSharedDLQWithDestinationMovesOnlyThisSource(t *testing.T) {
 		deadLetter(t, f, b, 3, nil, failedWith("b"))
 		ctx := context.Background()
 
-		_, err = Redrive(ctx, f, a, RedriveOptions{Method: MethodMoveTask, Destination: archive})
+		_, err = Redrive(ctx, f, a, RedriveOptions{Method: "move-task", Destination: archive})
 		if !errors.Is(err, ErrNoMoveTask) || !strings.Contains(err.Error(), "also serves queue invoices") {
 			t.Errorf("move task with a destination on a shared DLQ: %v; want ErrNoMoveTask", err)
 		}
@@ -291,20 +293,20 @@ func TestRedriveSharedDLQWithDestinationMovesOnlyThisSource(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Method != MethodManual || res.Moved != 4 || res.Skipped != 3 {
+		if res.Method != "manual" || res.Moved != 4 || res.Skipped != 3 {
 			t.Errorf("result = %+v; want orders' 4 moved, invoices' 3 skipped", res)
 		}
 		if n := len(f.Messages(archive)); n != 4 {
 			t.Errorf("archive holds %d; want orders' 4", n)
 		}
-		if visible, _, _ := f.Count(a.DLQURL); visible != 3 {
+		if visible := len(f.Messages(a.DLQURL, "visible")); visible != 3 {
 			t.Errorf("DLQ keeps %d; want invoices' 3", visible)
 		}
 
 		if _, err := Redrive(ctx, f, a, RedriveOptions{AllSources: true}); err == nil || !strings.Contains(err.Error(), "Destination") {
 			t.Errorf("AllSources without a destination: %v; want a refusal naming Destination", err)
 		}
-		res, err = Redrive(ctx, f, a, RedriveOptions{Method: MethodManual, Destination: archive, AllSources: true})
+		res, err = Redrive(ctx, f, a, RedriveOptions{Method: "manual", Destination: archive, AllSources: true})
 		if err != nil || res.Moved != 3 {
 			t.Fatalf("AllSources: %+v, %v", res, err)
 		}
@@ -332,7 +334,7 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 			want   int
 		}{
 			{"error text", Filter{ErrorContains: "timeout"}, 5},
-			{"provenance attribute", Filter{Attributes: map[string]string{AttrHandler: "validate"}}, 5},
+			{"provenance attribute", Filter{Attributes: map[string]string{deadletter.AttrHandler: "validate"}}, 5},
 			{"user attribute", Filter{Attributes: map[string]string{"u0": "value-0"}}, 10},
 			{"user attribute mismatch", Filter{Attributes: map[string]string{"u0": "other"}}, 0},
 			{"older than", Filter{OlderThan: 150 * time.Minute}, 7},
@@ -341,8 +343,8 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 			{"custom", Filter{Match: func(m Message) bool { return m.Body == "job-3" }}, 1},
 		} {
 			var would []string
-			res, err := Redrive(ctx, f, target, RedriveOptions{Filter: tc.filter, DryRun: true, OnMessage: func(m Message, a Action, _ error) {
-				if a == ActionWouldMove {
+			res, err := Redrive(ctx, f, target, RedriveOptions{Filter: tc.filter, DryRun: true, OnMessage: func(m Message, a string, _ error) {
+				if a == "would-move" {
 					would = append(would, m.Body)
 				}
 			}})
@@ -353,7 +355,7 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 				t.Errorf("%s: result %+v, would move %v; want %d", tc.name, res, would, tc.want)
 			}
 		}
-		if visible, _, _ := f.Count(target.DLQURL); visible != 10 || len(f.Messages(target.SourceURL)) != 0 {
+		if visible := len(f.Messages(target.DLQURL, "visible")); visible != 10 || len(f.Messages(target.SourceURL)) != 0 {
 			t.Fatalf("dry runs moved something: DLQ %d visible, source %d", visible, len(f.Messages(target.SourceURL)))
 		}
 
@@ -368,7 +370,7 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 				t.Errorf("moved %s, which did not match", m.Body)
 			}
 		}
-		if visible, inflight, _ := f.Count(target.DLQURL); visible != 7 || inflight != 0 {
+		if visible, inflight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); visible != 7 || inflight != 0 {
 			t.Errorf("DLQ after Max 3: %d visible, %d in flight", visible, inflight)
 		}
 	})
@@ -379,7 +381,7 @@ func TestRedriveManualRateLimit(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 30, nil, failedWith("boom"))
 		start := time.Now()
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Rate: 10})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", Rate: 10})
 		if err != nil || res.Moved != 30 {
 			t.Fatalf("Redrive = %+v, %v", res, err)
 		}
@@ -414,14 +416,14 @@ func TestRedriveSlowRateKeepsItsHold(t *testing.T) {
 				time.Sleep(7 * time.Second)
 			}
 		})
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Rate: 0.1})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", Rate: 0.1})
 		close(done)
 		other.Wait()
 		if err != nil || res.Moved != 12 || res.Duplicated != 0 {
 			t.Fatalf("Redrive at 0.1/s = %+v, %v", res, err)
 		}
-		if visible, inflight, _ := f.Count(target.DLQURL); visible+inflight != 0 {
-			t.Errorf("the DLQ still holds %d messages counted as moved", visible+inflight)
+		if n := len(f.Messages(target.DLQURL, "visible", "inflight")); n != 0 {
+			t.Errorf("the DLQ still holds %d messages counted as moved", n)
 		}
 		if n := len(f.Messages(target.SourceURL)); n != 12 {
 			t.Errorf("source got %d", n)
@@ -435,11 +437,11 @@ func TestRedriveRefusesARateTooSlowForAnyHold(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 2, nil, failedWith("boom"))
-		_, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Rate: 0.0001})
+		_, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", Rate: 0.0001})
 		if err == nil || !strings.Contains(err.Error(), "Rate") {
 			t.Fatalf("Redrive at 0.0001/s: %v; want a refusal naming Rate", err)
 		}
-		if visible, _, _ := f.Count(target.DLQURL); visible != 2 {
+		if visible := len(f.Messages(target.DLQURL, "visible")); visible != 2 {
 			t.Errorf("the DLQ has %d visible; want both untouched", visible)
 		}
 	})
@@ -450,7 +452,7 @@ func TestRedriveToAnotherQueueKeepingProvenance(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		archive := f.MustCreateQueue(t, "archive", nil)
 		deadLetter(t, f, target, 3, nil, failedWith("boom"))
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, Destination: archive, KeepProvenance: true})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", Destination: archive, KeepProvenance: true})
 		if err != nil || res.Moved != 3 {
 			t.Fatalf("Redrive = %+v, %v", res, err)
 		}
@@ -469,15 +471,15 @@ func TestRedriveSendFailureLeavesMessagesInDLQ(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 5, nil, failedWith("boom"))
-		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError()})
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "InternalError"})
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual"})
 		if err == nil || !strings.Contains(err.Error(), "stay in dead-letter queue") {
 			t.Fatalf("Redrive error = %v", err)
 		}
-		if res.Moved != 0 || f.RequestCount("DeleteMessageBatch") != 0 {
-			t.Errorf("result %+v, %d deletes", res, f.RequestCount("DeleteMessageBatch"))
+		if res.Moved != 0 || f.Requests()["DeleteMessageBatch"] != 0 {
+			t.Errorf("result %+v, %d deletes", res, f.Requests()["DeleteMessageBatch"])
 		}
-		if visible, _, _ := f.Count(target.DLQURL); visible != 5 {
+		if visible := len(f.Messages(target.DLQURL, "visible")); visible != 5 {
 			t.Errorf("DLQ has %d visible, want all 5 released", visible)
 		}
 	})
@@ -487,10 +489,10 @@ func TestRedriveDeleteFailureDuplicatesNeverLoses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		deadLetter(t, f, target, 5, nil, failedWith("boom"))
-		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError()})
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Code: "InternalError"})
 		var dups int
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodManual, OnMessage: func(_ Message, a Action, _ error) {
-			if a == ActionDuplicated {
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "manual", OnMessage: func(_ Message, a string, _ error) {
+			if a == "duplicated" {
 				dups++
 			}
 		}})
@@ -508,8 +510,8 @@ func TestRedriveDeleteFailureDuplicatesNeverLoses(t *testing.T) {
 
 func TestRedriveRejectsFilterWithMoveTask(t *testing.T) {
 	f, target := fakePair(t, "orders")
-	_, err := Redrive(context.Background(), f, target, RedriveOptions{Method: MethodMoveTask, Filter: Filter{ErrorContains: "x"}})
-	if err == nil || !strings.Contains(err.Error(), "MethodManual") {
+	_, err := Redrive(context.Background(), f, target, RedriveOptions{Method: "move-task", Filter: Filter{ErrorContains: "x"}})
+	if err == nil || !strings.Contains(err.Error(), `"manual"`) {
 		t.Fatalf("Redrive error = %v", err)
 	}
 	if _, err := Redrive(context.Background(), f, Target{}, RedriveOptions{}); err == nil {
@@ -552,9 +554,9 @@ func TestRedriveKeepsMessagesWhoseSendFailed(t *testing.T) {
 		fault sqstest.Fault
 	}{
 		{"entries permanent", sqstest.Fault{API: "SendMessageBatch", Err: denied, Entries: true}},
-		{"entries retried until exhausted", sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), Entries: true}},
+		{"entries retried until exhausted", sqstest.Fault{API: "SendMessageBatch", Code: "InternalError", Entries: true}},
 		{"call permanent", sqstest.Fault{API: "SendMessageBatch", Err: denied}},
-		{"call retried until exhausted", sqstest.Fault{API: "SendMessageBatch", Err: sqstest.Throttled()}},
+		{"call retried until exhausted", sqstest.Fault{API: "SendMessageBatch", Code: "RequestThrottled"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -562,11 +564,11 @@ func TestRedriveKeepsMessagesWhoseSendFailed(t *testing.T) {
 				deadLetter(t, f, target, 15, nil, failedWith("boom"))
 				sends := 0
 				f.InjectFault(tc.fault)
-				res, err := Redrive(context.Background(), countSends{f, &sends}, target, RedriveOptions{Method: MethodManual, Rate: -1})
+				res, err := Redrive(context.Background(), countSends{f, &sends}, target, RedriveOptions{Method: "manual", Rate: -1})
 				if err == nil || res.Moved != 0 || res.Failed == 0 {
 					t.Errorf("redrive = %+v, %v; want failures, nothing moved, an error", res, err)
 				}
-				if v, inFlight, _ := f.Count(target.DLQURL); v != 15 || inFlight != 0 {
+				if v, inFlight := len(f.Messages(target.DLQURL, "visible")), len(f.Messages(target.DLQURL, "inflight")); v != 15 || inFlight != 0 {
 					t.Errorf("DLQ: %d visible, %d in flight; want all 15 back, visible", v, inFlight)
 				}
 				if n := len(f.Messages(target.SourceURL)); n != 0 {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -15,7 +17,7 @@ import (
 func selfRedriving(t *testing.T, f *sqstest.Fake, name string) string {
 	t.Helper()
 	url := f.MustCreateQueue(t, name, nil)
-	policy := `{"deadLetterTargetArn":"` + f.QueueARN(url) + `","maxReceiveCount":3}`
+	policy := `{"deadLetterTargetArn":"` + sqsfake.ARN(url) + `","maxReceiveCount":3}`
 	if _, err := f.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{"RedrivePolicy": policy}}); err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +49,12 @@ func TestLintFindsARedrivePolicyNamingTheQueueItself(t *testing.T) {
 	}
 	var found *Finding
 	for i := range fs {
-		if fs[i].Code == CodeRedrivesToItself {
+		if fs[i].Code == deadletter.CodeRedrivesToItself {
 			found = &fs[i]
 		}
 	}
 	if found == nil || found.Severity != SeverityError || !strings.Contains(found.Fix, "sqsworker setup q2") {
-		t.Fatalf("Lint findings = %+v; want an error %s whose fix names `sqsworker setup q2`", fs, CodeRedrivesToItself)
+		t.Fatalf("Lint findings = %+v; want an error %s whose fix names `sqsworker setup q2`", fs, deadletter.CodeRedrivesToItself)
 	}
 }
 
@@ -84,13 +86,13 @@ func TestRedriveRefusesTheDeadLetterQueueAsDestination(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dest := range []string{dlqURL, "q2-dlq", f.QueueARN(dlqURL)} {
-		res, err := Redrive(context.Background(), f, target, RedriveOptions{Destination: dest, Method: MethodManual})
+	for _, dest := range []string{dlqURL, "q2-dlq", sqsfake.ARN(dlqURL)} {
+		res, err := Redrive(context.Background(), f, target, RedriveOptions{Destination: dest, Method: "manual"})
 		if !errors.Is(err, ErrRedrivesToItself) || res.Moved != 0 {
 			t.Errorf("Redrive to %s = %+v, %v; want ErrRedrivesToItself and nothing moved", dest, res, err)
 		}
 	}
-	self := Target{SourceURL: src, SourceARN: f.QueueARN(src), DLQURL: src, DLQARN: f.QueueARN(src)}
+	self := Target{SourceURL: src, SourceARN: sqsfake.ARN(src), DLQURL: src, DLQARN: sqsfake.ARN(src)}
 	if _, err := Redrive(context.Background(), f, self, RedriveOptions{}); !errors.Is(err, ErrRedrivesToItself) {
 		t.Errorf("Redrive of a queue that is its own DLQ = %v, want ErrRedrivesToItself", err)
 	}

@@ -4,65 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
-	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/internal/validate"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
-// DefaultMaxReceiveCount is Setup's maxReceiveCount for a new standard
-// queue when none is given. It leaves room above SNS's default delivery
-// policy (3 retries, so 4 deliveries) and meets AWS's advice of at least 5
-// for Lambda consumers.
-const DefaultMaxReceiveCount = 5
-
-// DefaultFIFOMaxReceiveCount is Setup's maxReceiveCount for a new FIFO
-// queue when none is given: RecommendedMaxReceiveCount for SNS's default
-// delivery policy (4 deliveries) on a FIFO queue.
-const DefaultFIFOMaxReceiveCount = fifoReceiveFactor * defaultPolicyDeliveries
-
-// defaultPolicyDeliveries is how many deliveries SNS's default delivery
-// policy makes (3 retries after the first delivery).
-const defaultPolicyDeliveries = 4
-
-// fifoReceiveFactor is how many receives per policy attempt a FIFO queue's
-// maxReceiveCount should allow. When a message of a group fails, the
-// messages received behind it in the same batch (up to 9) are released
-// unprocessed to keep the group's order, and each release counts as a
-// receive for them; so a message can be received up to ten times per
-// attempt of its own.
-const fifoReceiveFactor = 10
-
-// MaxMaxReceiveCount is the largest maxReceiveCount SQS accepts.
-const MaxMaxReceiveCount = 1000
-
-// RecommendedMaxReceiveCount is the rule for a queue's maxReceiveCount given
-// how many deliveries (attempts) the retry policy makes: at least attempts on
-// a standard queue, so that SQS does not dead-letter a message before the
-// policy gives up; fifoReceiveFactor × attempts on a FIFO queue (see
-// fifoReceiveFactor), at most MaxMaxReceiveCount. Setup, Lint (and so
-// `sqsworker doctor`) and the worker's start-up check all apply this rule.
+// RecommendedMaxReceiveCount is the rule for a queue's maxReceiveCount
+// given how many deliveries (attempts) the retry policy makes: at least
+// attempts on a standard queue, so that SQS does not dead-letter a message
+// before the policy gives up; ten times attempts on a FIFO queue (see
+// "maxReceiveCount" in the package doc); at most 1000, SQS's limit. Setup,
+// Lint (and so `sqsworker doctor`) and the runtimes' start-up check all
+// apply this rule.
 func RecommendedMaxReceiveCount(attempts int, fifo bool) int {
-	attempts = max(attempts, 1)
-	if fifo {
-		return min(MaxMaxReceiveCount, fifoReceiveFactor*attempts)
-	}
-	return min(MaxMaxReceiveCount, attempts)
+	return deadletter.RecommendedMaxReceiveCount(attempts, fifo)
 }
 
 // ErrWouldLower is wrapped by the error Setup returns when the options would
 // lower an existing queue's maxReceiveCount or retention and
-// SetupOptions.AllowLowering is not set. Nothing was changed.
-var ErrWouldLower = errors.New("dlq: setup would lower an existing setting")
+// SetupOptions.AllowLowering is not set (and by fanout.Setup's for its
+// subscription's dead-letter queue). Nothing was changed.
+var ErrWouldLower = deadletter.ErrWouldLower
 
 // SetupOptions describes a queue and its dead-letter queue for Setup.
 //
@@ -82,21 +49,23 @@ type SetupOptions struct {
 	// queue itself: Setup then replaces it), else Name + "-dlq" (before the
 	// ".fifo" suffix of a FIFO queue).
 	DLQName string
-	// MaxReceiveCount is the RedrivePolicy's maxReceiveCount: see
-	// RecommendedMaxReceiveCount. Zero value: the current one, else
-	// DefaultMaxReceiveCount (DefaultFIFOMaxReceiveCount for FIFO queues).
+	// MaxReceiveCount is the RedrivePolicy's maxReceiveCount, 1 to 1000:
+	// see RecommendedMaxReceiveCount. Zero value: the current one, else 5
+	// (SNS's default delivery policy makes 4 deliveries, and AWS advises at
+	// least 5 for Lambda consumers), or 40 for FIFO queues (the FIFO rule
+	// for those 4 deliveries).
 	MaxReceiveCount int
 	// VisibilityTimeout is the queue's VisibilityTimeout. Zero value: left
 	// as it is (a new queue gets SQS's default, 30 seconds).
 	VisibilityTimeout time.Duration
-	// Retention is the queue's MessageRetentionPeriod: long enough for the
-	// whole retry schedule. Zero value: the current one, else
-	// DefaultRetention (4 days, SQS's default).
+	// Retention is the queue's MessageRetentionPeriod, 1 minute to 14 days
+	// in whole seconds: long enough for the whole retry schedule. Zero
+	// value: the current one, else 4 days (SQS's default).
 	Retention time.Duration
 	// DLQRetention is the dead-letter queue's MessageRetentionPeriod. It
 	// should be longer than Retention: SQS keeps a message's original enqueue
 	// time when it moves it to the dead-letter queue. Zero value: the
-	// current one, else MaxRetention (14 days).
+	// current one, else 14 days (the most SQS allows).
 	DLQRetention time.Duration
 	// ContentBasedDeduplication turns on content-based deduplication for a
 	// FIFO queue (not its dead-letter queue, which gets explicit IDs). Zero
@@ -167,14 +136,8 @@ type SetupResult struct {
 }
 
 // Target returns the queue's dead-letter Target (as Discover returns it),
-// for NewMover and Redrive.
+// for Redrive.
 func (r SetupResult) Target() Target { return r.target }
-
-// existing is a queue as Setup found it.
-type existing struct {
-	url   string
-	attrs map[string]string
-}
 
 // Setup creates a queue and its dead-letter queue with a RedrivePolicy
 // linking them, creating only what is missing and changing only what opts
@@ -186,7 +149,7 @@ type existing struct {
 //
 // Setup needs sqs:CreateQueue, sqs:SetQueueAttributes,
 // sqs:GetQueueAttributes and sqs:GetQueueUrl.
-func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult, error) {
+func Setup(ctx context.Context, client API, opts SetupOptions) (SetupResult, error) {
 	if opts.Name == "" {
 		return SetupResult{}, errors.New("setup: no queue name given; set SetupOptions.Name")
 	}
@@ -213,14 +176,14 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 			return SetupResult{}, fmt.Errorf("setup: the dead-letter queue: %w", err)
 		}
 	}
-	if m := opts.MaxReceiveCount; m < 0 || m > MaxMaxReceiveCount {
-		return SetupResult{}, fmt.Errorf("setup: MaxReceiveCount %d is out of range; SQS allows 1 to %d", m, MaxMaxReceiveCount)
+	if m := opts.MaxReceiveCount; m < 0 || m > sqslimit.MaxReceiveCount {
+		return SetupResult{}, fmt.Errorf("setup: MaxReceiveCount %d is out of range; SQS allows 1 to %d", m, sqslimit.MaxReceiveCount)
 	}
 	for _, r := range []struct {
 		what string
 		d    time.Duration
 	}{{"Retention", opts.Retention}, {"DLQRetention", opts.DLQRetention}} {
-		if r.d != 0 && (r.d < time.Minute || r.d > MaxRetention || r.d%time.Second != 0) {
+		if r.d != 0 && (r.d < time.Minute || r.d > sqslimit.MaxRetention || r.d%time.Second != 0) {
 			return SetupResult{}, fmt.Errorf("setup: %s %v is out of range; SQS allows whole seconds from 1 minute to 14 days", r.what, r.d)
 		}
 	}
@@ -229,20 +192,20 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 	}
 
 	// Look first, change afterwards: a refusal changes nothing.
-	src, err := findQueue(ctx, client, name)
+	src, err := deadletter.FindQueue(ctx, client, name)
 	if err != nil {
 		return SetupResult{}, err
 	}
-	var current *redrivePolicy
-	if src != nil && src.attrs[attrRedrivePolicy] != "" {
-		if p, err := parseRedrivePolicy(src.attrs[attrRedrivePolicy]); err == nil {
+	var current *deadletter.RedrivePolicy
+	if src != nil && src.Attrs[deadletter.AttrRedrivePolicy] != "" {
+		if p, err := deadletter.ParseRedrivePolicy(src.Attrs[deadletter.AttrRedrivePolicy]); err == nil {
 			current = &p
 		}
 	}
 	dlqName := opts.DLQName
 	switch {
 	case dlqName != "":
-	case current != nil && current.TargetARN != src.attrs[attrQueueArn]:
+	case current != nil && current.TargetARN != src.Attrs[deadletter.AttrQueueArn]:
 		dlqName = queueref.Name(current.TargetARN)
 	default:
 		dlqName = base + "-dlq"
@@ -251,43 +214,43 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 		dlqName += ".fifo"
 	}
 	if dlqName == name {
-		return SetupResult{}, fmt.Errorf("setup: DLQName %s is the queue itself; a queue cannot be its own dead-letter queue: name another queue, or leave DLQName empty for %s", dlqName, defaultDLQName(name))
+		return SetupResult{}, fmt.Errorf("setup: DLQName %s is the queue itself; a queue cannot be its own dead-letter queue: name another queue, or leave DLQName empty for %s", dlqName, deadletter.DefaultDLQName(name))
 	}
 	if err := validate.QueueName(dlqName, fifo); err != nil {
 		return SetupResult{}, fmt.Errorf("setup: the dead-letter queue (named after the queue): %w; name it with SetupOptions.DLQName (`sqsworker setup --dlq-name`)", err)
 	}
-	dq, err := findQueue(ctx, client, dlqName)
+	dq, err := deadletter.FindQueue(ctx, client, dlqName)
 	if err != nil {
 		return SetupResult{}, err
 	}
 	for _, q := range []struct {
 		name string
-		e    *existing
+		e    *deadletter.Queue
 	}{{name, src}, {dlqName, dq}} {
-		if q.e != nil && (q.e.attrs[attrFifoQueue] == "true") != fifo {
+		if q.e != nil && (q.e.Attrs[deadletter.AttrFifoQueue] == "true") != fifo {
 			return SetupResult{}, fmt.Errorf("setup: queue %s exists and is %s, but %s was asked for; SQS cannot change a queue's type: use another name, or delete the queue first",
-				q.name, queueKind(!fifo), queueKind(fifo))
+				q.name, deadletter.QueueKind(!fifo), deadletter.QueueKind(fifo))
 		}
 	}
 
 	// What each queue should have.
 	dlqWant := map[string]string{}
 	if opts.DLQRetention != 0 {
-		dlqWant[attrRetention] = secondsString(opts.DLQRetention)
+		dlqWant[deadletter.AttrRetention] = deadletter.SecondsString(opts.DLQRetention)
 	} else if dq == nil {
-		dlqWant[attrRetention] = secondsString(MaxRetention)
+		dlqWant[deadletter.AttrRetention] = deadletter.SecondsString(sqslimit.MaxRetention)
 	}
 	srcWant := map[string]string{}
 	if opts.Retention != 0 {
-		srcWant[attrRetention] = secondsString(opts.Retention)
+		srcWant[deadletter.AttrRetention] = deadletter.SecondsString(opts.Retention)
 	} else if src == nil {
-		srcWant[attrRetention] = secondsString(DefaultRetention)
+		srcWant[deadletter.AttrRetention] = deadletter.SecondsString(sqslimit.DefaultRetention)
 	}
 	if opts.VisibilityTimeout > 0 {
-		srcWant[attrVisibilityTimeout] = secondsString(opts.VisibilityTimeout)
+		srcWant[deadletter.AttrVisibilityTimeout] = deadletter.SecondsString(opts.VisibilityTimeout)
 	}
 	if fifo && (opts.ContentBasedDeduplication || src == nil) {
-		srcWant[attrContentDedup] = strconv.FormatBool(opts.ContentBasedDeduplication)
+		srcWant[deadletter.AttrContentDedup] = strconv.FormatBool(opts.ContentBasedDeduplication)
 	}
 	for k, v := range opts.Attributes {
 		srcWant[k] = v
@@ -298,9 +261,9 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 	case current != nil && current.MaxReceiveCount > 0:
 		mrc = current.MaxReceiveCount
 	case fifo:
-		mrc = DefaultFIFOMaxReceiveCount
+		mrc = deadletter.DefaultFIFOMaxReceiveCount
 	default:
-		mrc = DefaultMaxReceiveCount
+		mrc = deadletter.DefaultMaxReceiveCount
 	}
 
 	// Refuse to lower, before changing anything.
@@ -311,63 +274,69 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 		}
 		for _, q := range []struct {
 			what string
-			e    *existing
+			e    *deadletter.Queue
 			want map[string]string
 		}{{"queue " + name, src, srcWant}, {"dead-letter queue " + dlqName, dq, dlqWant}} {
-			if q.e == nil || q.want[attrRetention] == "" {
+			if q.e == nil || q.want[deadletter.AttrRetention] == "" {
 				continue
 			}
-			have, ok1 := secondsAttr(q.e.attrs, attrRetention)
-			want, ok2 := secondsAttr(q.want, attrRetention)
+			have, ok1 := deadletter.SecondsAttr(q.e.Attrs, deadletter.AttrRetention)
+			want, ok2 := deadletter.SecondsAttr(q.want, deadletter.AttrRetention)
 			if ok1 && ok2 && want < have {
-				lower = append(lower, fmt.Sprintf("%s's MessageRetentionPeriod from %s to %s", q.what, humanDuration(have), humanDuration(want)))
+				lower = append(lower, fmt.Sprintf("%s's MessageRetentionPeriod from %s to %s", q.what, deadletter.HumanDuration(have), deadletter.HumanDuration(want)))
 			}
 		}
 		if len(lower) > 0 {
-			return SetupResult{}, wrap(ErrWouldLower, nil, "setup: refusing to lower %s: a lower maxReceiveCount makes SQS dead-letter jobs before their retry policy gives up (without provenance), "+
+			return SetupResult{}, deadletter.Wrap(ErrWouldLower, nil, "setup: refusing to lower %s: a lower maxReceiveCount makes SQS dead-letter jobs before their retry policy gives up (without provenance), "+
 				"and a shorter retention deletes messages still waiting for a retry; nothing was changed. Leave the option out to keep the current value, or allow it explicitly (SetupOptions.AllowLowering, `sqsworker setup --force`)",
 				strings.Join(lower, " and "))
 		}
 	}
 
 	// The dead-letter queue first: the queue's RedrivePolicy names it.
-	var res SetupResult
-	dlqURL, err := ensureQueue(ctx, client, "dead-letter queue", dlqName, fifo, dq, dlqWant, &res.Changes)
+	var (
+		res     SetupResult
+		changes []deadletter.Change
+	)
+	dlqURL, err := deadletter.Ensure(ctx, client, "dead-letter queue", dlqName, fifo, dq, dlqWant, &changes)
 	if err != nil {
 		return SetupResult{}, err
 	}
 	dlqARN := ""
 	if dq != nil {
-		dlqARN = dq.attrs[attrQueueArn]
+		dlqARN = dq.Attrs[deadletter.AttrQueueArn]
 	}
 	if dlqARN == "" {
-		a, err := getAttributes(ctx, client, dlqURL, attrQueueArn)
+		a, err := deadletter.GetAttributes(ctx, client, dlqURL, deadletter.AttrQueueArn)
 		if err != nil {
 			return SetupResult{}, fmt.Errorf("setup: reading the ARN of %s: %w", dlqName, err)
 		}
-		dlqARN = a[attrQueueArn]
+		dlqARN = a[deadletter.AttrQueueArn]
 	}
 	policy := fmt.Sprintf(`{"deadLetterTargetArn":%s,"maxReceiveCount":%d}`, strconv.Quote(dlqARN), mrc)
 	if current == nil || current.TargetARN != dlqARN || current.MaxReceiveCount != mrc {
-		srcWant[attrRedrivePolicy] = policy
+		srcWant[deadletter.AttrRedrivePolicy] = policy
 	}
-	url, err := ensureQueue(ctx, client, "queue", name, fifo, src, srcWant, &res.Changes)
+	url, err := deadletter.Ensure(ctx, client, "queue", name, fifo, src, srcWant, &changes)
 	if err != nil {
 		return SetupResult{}, err
 	}
-	t, attrs, err := discover(ctx, client, url)
+	for _, c := range changes {
+		res.Changes = append(res.Changes, Change(c))
+	}
+	t, attrs, err := deadletter.DiscoverURL(ctx, client, url)
 	if err != nil {
 		return SetupResult{}, fmt.Errorf("setup: %w", err)
 	}
-	da, err := getAttributes(ctx, client, t.DLQURL, attrRetention)
+	da, err := deadletter.GetAttributes(ctx, client, t.DLQURL, deadletter.AttrRetention)
 	if err != nil {
 		return SetupResult{}, fmt.Errorf("setup: reading dead-letter queue %s: %w", dlqName, err)
 	}
 	res.QueueURL, res.QueueARN, res.DLQURL, res.DLQARN = t.SourceURL, t.SourceARN, t.DLQURL, t.DLQARN
-	res.MaxReceiveCount, res.FIFO, res.target = t.MaxReceiveCount, t.FIFO, t
-	res.Retention, _ = secondsAttr(attrs, attrRetention)
-	res.VisibilityTimeout, _ = secondsAttr(attrs, attrVisibilityTimeout)
-	res.DLQRetention, _ = secondsAttr(da, attrRetention)
+	res.MaxReceiveCount, res.FIFO, res.target = t.MaxReceiveCount, t.FIFO, Target(t)
+	res.Retention, _ = deadletter.SecondsAttr(attrs, deadletter.AttrRetention)
+	res.VisibilityTimeout, _ = deadletter.SecondsAttr(attrs, deadletter.AttrVisibilityTimeout)
+	res.DLQRetention, _ = deadletter.SecondsAttr(da, deadletter.AttrRetention)
 	return res, nil
 }
 
@@ -375,7 +344,7 @@ func Setup(ctx context.Context, client SetupAPI, opts SetupOptions) (SetupResult
 // name; for a URL or an ARN, the name of that queue, which must exist and
 // be the queue of that name in the client's region and account, where
 // Setup creates and looks up queues.
-func setupName(ctx context.Context, client SetupAPI, ref string) (string, error) {
+func setupName(ctx context.Context, client API, ref string) (string, error) {
 	if err := queueref.Check(ref); err != nil {
 		return "", fmt.Errorf("setup: %w", err)
 	}
@@ -387,162 +356,12 @@ func setupName(ctx context.Context, client SetupAPI, ref string) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("setup: %w", err)
 	}
-	e, err := findQueue(ctx, client, name)
+	e, err := deadletter.FindQueue(ctx, client, name)
 	if err != nil {
 		return "", err
 	}
-	if e == nil || e.url != url {
+	if e == nil || e.URL != url {
 		return "", fmt.Errorf("setup: queue %s is not in the client's region and account (%s); Setup creates and configures queues only there: use a client for the queue's region and account, or pass a name to create one here", ref, url)
 	}
 	return name, nil
-}
-
-// findQueue returns the queue called name with all its attributes, or nil
-// when there is none.
-func findQueue(ctx context.Context, client SetupAPI, name string) (*existing, error) {
-	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
-	if err != nil {
-		if sqserr.NotExist(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("setup: looking up queue %s: %w", name, err)
-	}
-	url := aws.ToString(out.QueueUrl)
-	attrs, err := getAttributes(ctx, client, url, string(types.QueueAttributeNameAll))
-	if err != nil {
-		return nil, fmt.Errorf("setup: reading queue %s: %w", name, err)
-	}
-	return &existing{url: url, attrs: attrs}, nil
-}
-
-// ensureQueue creates the queue with want when e is nil, or sets on the
-// existing queue e the attributes of want that differ, recording each change.
-func ensureQueue(ctx context.Context, client SetupAPI, resource, name string, fifo bool, e *existing, want map[string]string, changes *[]Change) (string, error) {
-	if e == nil {
-		attrs := map[string]string{}
-		for k, v := range want {
-			attrs[k] = v
-		}
-		if fifo {
-			attrs[attrFifoQueue] = "true"
-		}
-		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
-		if err != nil {
-			return "", fmt.Errorf("setup: creating %s %s: %w", resource, name, err)
-		}
-		*changes = append(*changes, Change{Resource: resource, Name: name})
-		return aws.ToString(out.QueueUrl), nil
-	}
-	set := map[string]string{}
-	for _, k := range sortedKeys(want) {
-		if v := want[k]; !sameAttribute(k, e.attrs[k], v) {
-			set[k] = v
-			*changes = append(*changes, attributeChanges(resource, name, k, e.attrs[k], v)...)
-		}
-	}
-	if len(set) > 0 {
-		if _, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(e.url), Attributes: set}); err != nil {
-			return "", fmt.Errorf("setup: configuring %s %s: %w", resource, name, err)
-		}
-	}
-	return e.url, nil
-}
-
-// sameAttribute compares a queue attribute's current value with the wanted
-// one: RedrivePolicies by their fields, the rest as text.
-func sameAttribute(name, have, want string) bool {
-	if name == attrRedrivePolicy && have != "" {
-		a, err1 := parseRedrivePolicy(have)
-		b, err2 := parseRedrivePolicy(want)
-		return err1 == nil && err2 == nil && a == b
-	}
-	return have == want
-}
-
-// attributeChanges describes setting attribute name from have to want; a
-// RedrivePolicy change is described by its fields.
-func attributeChanges(resource, queue, name, have, want string) []Change {
-	if name == attrRedrivePolicy && have != "" {
-		a, err1 := parseRedrivePolicy(have)
-		b, err2 := parseRedrivePolicy(want)
-		if err1 == nil && err2 == nil {
-			var cs []Change
-			if a.TargetARN != b.TargetARN {
-				cs = append(cs, Change{Resource: resource, Name: queue, Attribute: "deadLetterTargetArn", From: a.TargetARN, To: b.TargetARN})
-			}
-			if a.MaxReceiveCount != b.MaxReceiveCount {
-				cs = append(cs, Change{Resource: resource, Name: queue, Attribute: "maxReceiveCount", From: strconv.Itoa(a.MaxReceiveCount), To: strconv.Itoa(b.MaxReceiveCount)})
-			}
-			return cs
-		}
-	}
-	return []Change{{Resource: resource, Name: queue, Attribute: name, From: have, To: want}}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// QueueSpec describes one queue for EnsureQueue.
-type QueueSpec struct {
-	// Resource names the queue's role in Changes, such as "queue" or
-	// "dead-letter queue".
-	Resource string
-	// Name is the queue's name (with ".fifo" for a FIFO queue).
-	Name string
-	// FIFO makes a FIFO queue; an existing queue of the other type is an
-	// error.
-	FIFO bool
-	// Set are attributes the queue must have: set when they differ.
-	Set map[string]string
-	// Initial are attributes a new queue gets, and an existing one keeps.
-	Initial map[string]string
-	// AllowLowering lets Set lower an existing MessageRetentionPeriod; zero
-	// value: EnsureQueue refuses (ErrWouldLower) and changes nothing.
-	AllowLowering bool
-}
-
-// EnsureQueue creates the queue spec describes if it does not exist, or
-// sets on the existing queue the attributes of spec.Set that differ, with
-// Setup's rules: nothing else changes, and a lower retention needs
-// AllowLowering. It returns the queue's URL, its attributes as they are now
-// and what it changed. fanout.Setup uses it for a subscription's
-// dead-letter queue.
-func EnsureQueue(ctx context.Context, client SetupAPI, spec QueueSpec) (string, map[string]string, []Change, error) {
-	e, err := findQueue(ctx, client, spec.Name)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	if e != nil && (e.attrs[attrFifoQueue] == "true") != spec.FIFO {
-		return "", nil, nil, fmt.Errorf("setup: queue %s exists and is %s, but %s was asked for; SQS cannot change a queue's type: use another name, or delete the queue first",
-			spec.Name, queueKind(!spec.FIFO), queueKind(spec.FIFO))
-	}
-	want := map[string]string{}
-	if e == nil {
-		maps.Copy(want, spec.Initial)
-	}
-	maps.Copy(want, spec.Set)
-	if e != nil && !spec.AllowLowering && want[attrRetention] != "" {
-		have, ok1 := secondsAttr(e.attrs, attrRetention)
-		w, ok2 := secondsAttr(want, attrRetention)
-		if ok1 && ok2 && w < have {
-			return "", nil, nil, wrap(ErrWouldLower, nil, "setup: refusing to lower %s %s's MessageRetentionPeriod from %s to %s: it deletes messages sooner; nothing was changed. Leave the option out to keep the current value, or allow it explicitly (`sqsworker setup --force`)",
-				spec.Resource, spec.Name, humanDuration(have), humanDuration(w))
-		}
-	}
-	var changes []Change
-	url, err := ensureQueue(ctx, client, spec.Resource, spec.Name, spec.FIFO, e, want, &changes)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	attrs, err := getAttributes(ctx, client, url, string(types.QueueAttributeNameAll))
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("setup: reading %s %s: %w", spec.Resource, spec.Name, err)
-	}
-	return url, attrs, changes, nil
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
+	"github.com/sqsworker/sqsworker/internal/deadletter"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -35,10 +37,10 @@ func TestSetupCreatesOnceThenChangesNothing(t *testing.T) {
 	if queueref.Name(first.QueueURL) != "orders" || queueref.Name(first.DLQURL) != "orders-dlq" || first.Target().SourceURL != first.QueueURL || first.Target().DLQURL != first.DLQURL {
 		t.Errorf("result %+v, target %+v", first, first.Target())
 	}
-	if first.Retention != 7*24*time.Hour || first.DLQRetention != MaxRetention || first.MaxReceiveCount != 60 || first.VisibilityTimeout != 30*time.Second {
+	if first.Retention != 7*24*time.Hour || first.DLQRetention != sqslimit.MaxRetention || first.MaxReceiveCount != 60 || first.VisibilityTimeout != 30*time.Second {
 		t.Errorf("settings %+v", first)
 	}
-	before := f.RequestCount("SetQueueAttributes") + f.RequestCount("CreateQueue")
+	before := f.Requests()["SetQueueAttributes"] + f.Requests()["CreateQueue"]
 	again, err := Setup(ctx, f, SetupOptions{Name: "orders"})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +48,7 @@ func TestSetupCreatesOnceThenChangesNothing(t *testing.T) {
 	if len(again.Changes) != 0 || again.MaxReceiveCount != 60 || again.Retention != 7*24*time.Hour {
 		t.Errorf("second setup %+v: want no change, the first settings kept", again)
 	}
-	if n := f.RequestCount("SetQueueAttributes") + f.RequestCount("CreateQueue"); n != before {
+	if n := f.Requests()["SetQueueAttributes"] + f.Requests()["CreateQueue"]; n != before {
 		t.Errorf("a setup with nothing to change made %d CreateQueue/SetQueueAttributes calls", n-before)
 	}
 }
@@ -87,7 +89,7 @@ func TestSetupRefusesToLowerUnlessAllowed(t *testing.T) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
 	}
-	if res, _ := Setup(ctx, f, SetupOptions{Name: "orders"}); res.MaxReceiveCount != 60 || res.Retention != 7*24*time.Hour || res.DLQRetention != MaxRetention {
+	if res, _ := Setup(ctx, f, SetupOptions{Name: "orders"}); res.MaxReceiveCount != 60 || res.Retention != 7*24*time.Hour || res.DLQRetention != sqslimit.MaxRetention {
 		t.Errorf("a refused setup changed something: %+v", res)
 	}
 	res, err := Setup(ctx, f, SetupOptions{Name: "orders", MaxReceiveCount: 5, AllowLowering: true})
@@ -125,7 +127,7 @@ func TestSetupFIFOUsesTheFIFORule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.FIFO || res.MaxReceiveCount != RecommendedMaxReceiveCount(4, true) || res.MaxReceiveCount != DefaultFIFOMaxReceiveCount {
+	if !res.FIFO || res.MaxReceiveCount != RecommendedMaxReceiveCount(4, true) || res.MaxReceiveCount != deadletter.DefaultFIFOMaxReceiveCount {
 		t.Errorf("FIFO setup %+v", res)
 	}
 	// A FIFO queue set up with the default passes Lint for SNS's default policy.
@@ -158,7 +160,7 @@ func TestSourcesOf(t *testing.T) {
 	a, dlqURL := f.MustCreateQueueWithDLQ(t, "a", 5, nil)
 	b := f.MustCreateQueue(t, "b", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:a-dlq","maxReceiveCount":3}`})
 	f.MustCreateQueue(t, "c", nil)
-	for name, c := range map[string]SourcesAPI{"ListDeadLetterSourceQueues": f, "scan": noDLQAdmin{f}} {
+	for name, c := range map[string]API{"ListDeadLetterSourceQueues": f, "scan": noDLQAdmin{f}} {
 		got, err := SourcesOf(context.Background(), c, dlqURL)
 		if err != nil || strings.Join(got, " ") != a+" "+b {
 			t.Errorf("%s: SourcesOf = %v, %v; want %s and %s", name, got, err, a, b)
@@ -172,28 +174,28 @@ func TestSourcesOf(t *testing.T) {
 func TestLintDeadLetterQueueItself(t *testing.T) {
 	f := sqstest.For(t)
 	_, dlqURL := goodPair(t, f, "orders", nil)
-	for _, c := range []QueueAPI{f, noDLQAdmin{f}} {
+	for _, c := range []API{f, noDLQAdmin{f}} {
 		got := lintFindings(t, c, dlqURL, LintOptions{Attempts: 4})
-		fd := expectOnly(t, got, CodeIsDeadLetterQueue, SeverityInfo, "sqsworker doctor orders")
+		fd := expectOnly(t, got, deadletter.CodeIsDeadLetterQueue, SeverityInfo, "sqsworker doctor orders")
 		if strings.Contains(fd.Fix+fd.Message, "orders-dlq-dlq") {
 			t.Errorf("finding suggests a DLQ for the DLQ: %+v", fd)
 		}
 	}
 	// A queue nobody dead-letters to still lacks its RedrivePolicy.
 	plain := f.MustCreateQueue(t, "plain", nil)
-	expectOnly(t, lintFindings(t, f, plain, LintOptions{}), CodeNoRedrivePolicy, SeverityError)
+	expectOnly(t, lintFindings(t, f, plain, LintOptions{}), deadletter.CodeNoRedrivePolicy, SeverityError)
 }
 
 func TestLintFIFOMaxReceiveCount(t *testing.T) {
 	f := sqstest.For(t)
 	src, dlqURL := f.MustCreateQueueWithDLQ(t, "events.fifo", 5, map[string]string{"FifoQueue": "true"})
 	setAttrs(t, f, dlqURL, map[string]string{"MessageRetentionPeriod": "1209600"})
-	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{Attempts: 4}), CodeFIFOMaxReceiveCount, SeverityWarning, `"maxReceiveCount":40`, "--max-receive-count 40")
+	fd := expectOnly(t, lintFindings(t, f, src, LintOptions{Attempts: 4}), deadletter.CodeFIFOMaxReceiveCount, SeverityWarning, `"maxReceiveCount":40`, "--max-receive-count 40")
 	if !strings.Contains(fd.Message, "never ran") {
 		t.Errorf("message %q does not say why", fd.Message)
 	}
 	// Below the attempts it is the error, with the FIFO suggestion.
-	expectOnly(t, lintFindings(t, f, src, LintOptions{Attempts: 6}), CodeMaxReceiveCountLow, SeverityError, `"maxReceiveCount":60`)
+	expectOnly(t, lintFindings(t, f, src, LintOptions{Attempts: 6}), deadletter.CodeMaxReceiveCountLow, SeverityError, `"maxReceiveCount":60`)
 }
 
 func TestLintHandlerTimeoutOver12h(t *testing.T) {
@@ -201,7 +203,7 @@ func TestLintHandlerTimeoutOver12h(t *testing.T) {
 	src, _ := goodPair(t, f, "orders", map[string]string{"MessageRetentionPeriod": "1209600"})
 	setAttrs(t, f, src, map[string]string{"MessageRetentionPeriod": "1209599"})
 	got := lintFindings(t, f, src, LintOptions{HandlerTimeout: 13 * time.Hour})
-	fd := expectOnly(t, got, CodeHandlerTimeoutOver12h, SeverityWarning, "under 12 hours")
+	fd := expectOnly(t, got, deadletter.CodeHandlerTimeoutOver12h, SeverityWarning, "under 12 hours")
 	if !strings.Contains(fd.Message, "13 hours") {
 		t.Errorf("message %q", fd.Message)
 	}

@@ -7,19 +7,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/queueref"
 )
-
-// SourcesAPI is what SourcesOf uses: ListDeadLetterSourceQueues where the
-// endpoint offers it, else ListQueues and each queue's RedrivePolicy.
-type SourcesAPI interface {
-	QueueAPI
-	ListDeadLetterSourceQueues(ctx context.Context, params *sqs.ListDeadLetterSourceQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListDeadLetterSourceQueuesOutput, error)
-	ListQueues(ctx context.Context, params *sqs.ListQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error)
-}
-
-var _ SourcesAPI = (*sqs.Client)(nil)
 
 // SourcesOf returns the URLs of the queues whose RedrivePolicy names the
 // queue dlq (a name, URL or ARN, resolved on each call with
@@ -30,7 +21,7 @@ var _ SourcesAPI = (*sqs.Client)(nil)
 //
 // SourcesOf needs sqs:ListDeadLetterSourceQueues on the dead-letter queue,
 // or sqs:ListQueues and sqs:GetQueueAttributes on every queue.
-func SourcesOf(ctx context.Context, client SourcesAPI, dlq string) ([]string, error) {
+func SourcesOf(ctx context.Context, client API, dlq string) ([]string, error) {
 	dlqURL, err := queueref.Resolve(ctx, client, dlq)
 	if err != nil {
 		return nil, err
@@ -54,12 +45,12 @@ func SourcesOf(ctx context.Context, client SourcesAPI, dlq string) ([]string, er
 }
 
 // scanSources is SourcesOf without ListDeadLetterSourceQueues.
-func scanSources(ctx context.Context, client SourcesAPI, dlqURL string) ([]string, error) {
-	a, err := getAttributes(ctx, client, dlqURL, attrQueueArn)
+func scanSources(ctx context.Context, client API, dlqURL string) ([]string, error) {
+	a, err := deadletter.GetAttributes(ctx, client, dlqURL, deadletter.AttrQueueArn)
 	if err != nil {
 		return nil, fmt.Errorf("reading queue %s: %w", queueref.Name(dlqURL), err)
 	}
-	arn := a[attrQueueArn]
+	arn := a[deadletter.AttrQueueArn]
 	var sources []string
 	in := &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)}
 	for {
@@ -68,14 +59,14 @@ func scanSources(ctx context.Context, client SourcesAPI, dlqURL string) ([]strin
 			return nil, fmt.Errorf("listing queues to find the sources of %s: %w", queueref.Name(dlqURL), err)
 		}
 		for _, u := range page.QueueUrls {
-			attrs, err := getAttributes(ctx, client, u, attrRedrivePolicy)
+			attrs, err := deadletter.GetAttributes(ctx, client, u, deadletter.AttrRedrivePolicy)
 			if err != nil {
 				if sqserr.NotExist(err) {
 					continue // deleted meanwhile
 				}
 				return nil, fmt.Errorf("reading the RedrivePolicy of %s: %w", queueref.Name(u), err)
 			}
-			if p, err := parseRedrivePolicy(attrs[attrRedrivePolicy]); err == nil && p.TargetARN == arn {
+			if p, err := deadletter.ParseRedrivePolicy(attrs[deadletter.AttrRedrivePolicy]); err == nil && p.TargetARN == arn {
 				sources = append(sources, u)
 			}
 		}

@@ -18,16 +18,16 @@
 //     message, its attributes and SNS's metadata (worker.Message.SNS)
 //     instead of SNS's JSON envelope. It serves the worker and the Lambda
 //     adapter alike, since both run a worker.Handler.
-//   - [Publisher] publishes with PublishBatch calls of up to 10 messages
-//     (and 256 KiB) through the library's one batch layer — the SDK's
-//     retries off, every request counted, what SNS failed on its side
-//     retried by the one backoff rule, one [PublishResult] per message —
-//     and sets each message's GroupID as its MessageGroupId: a FIFO
-//     topic's message group, or a standard topic's tenant, which SNS
+//   - Publishing is package producer's: producer.NewTopic returns the
+//     same Producer that sends to queues — one sender over one batch layer,
+//     so a topic gets batching (PublishBatch calls of up to 10 messages and
+//     256 KiB), the retry rule, per-message results, Enqueue, typed jobs
+//     (producer.JSON), BeforeSend hooks (trace context) and the Offloader
+//     (package s3payload) alike. A message's GroupID is its MessageGroupId:
+//     a FIFO topic's message group, or a standard topic's tenant, which SNS
 //     passes on to the subscribed standard queues (SQS fair queues; the
 //     consumer reads it as worker.Message.GroupID, and fleet.Cap with
-//     fleet.ByGroup caps each tenant's running jobs). [JSON] publishes
-//     typed values.
+//     fleet.ByGroup caps each tenant's running jobs).
 //   - [Redrive] moves a subscription dead-letter queue's messages to the
 //     subscribed queue with dlq.Redrive's safety (dry run, filter, rate,
 //     send-then-delete); [ServedBy] and [FindSubscription] find the
@@ -48,11 +48,11 @@
 // delivery the queue gets the message and its attributes directly, with no
 // SNS metadata, and needs no Unwrap. `sqsworker doctor --delivery
 // envelope|raw` reports a subscription that delivers what the consumer does
-// not expect (CodeRawDeliveryMismatch). Unwrap does not verify SNS's
+// not expect (raw-delivery-mismatch). Unwrap does not verify SNS's
 // signature: the queue policy Setup writes, which lets only the topic send,
 // is what keeps envelopes from being forged into the queue. A statement
 // that lets everyone send unconditionally defeats it: Lint reports it
-// (CodeQueuePolicyOpen), and Setup adds the topic's own statement beside it
+// (queue-policy-open), and Setup adds the topic's own statement beside it
 // and reports it in SetupResult.Findings, but leaves removing it to the
 // queue's owner, since other senders may rely on it.
 //
@@ -80,8 +80,9 @@
 // sns:ListSubscriptions, sns:GetSubscriptionAttributes, and
 // sqs:GetQueueAttributes, sqs:GetQueueUrl. Redrive: the manual move's
 // (sqs:ReceiveMessage, sqs:ChangeMessageVisibility, sqs:DeleteMessage on the
-// dead-letter queue, sqs:SendMessage on the queue). Unwrap: none. Each
-// function takes the narrowest client interface it needs
-// ([SubscriptionsAPI], [SetupAPI], [PublishAPI] and dlq's); *sns.Client and snstest's
-// Fake satisfy the SNS ones.
+// dead-letter queue, sqs:SendMessage on the queue). Unwrap: none.
+// Publishing (producer.NewTopic): sns:Publish on the topic. Every function
+// takes [API] for SNS (*sns.Client and snstest's Fake satisfy it; a
+// function calls only what its IAM list names) and the narrowest of dlq's
+// client interfaces for SQS.
 package fanout

@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/snstopic"
 )
 
 // ErrMalformedEnvelope matches, with errors.Is, every *EnvelopeError.
@@ -76,8 +78,8 @@ type EnvelopeAttribute struct {
 	Value string `json:"Value"`
 }
 
-// Notification is the Type of an envelope carrying a published message.
-const Notification = "Notification"
+// notification is the Type of an envelope carrying a published message.
+const notification = "Notification"
 
 // IsEnvelope reports whether body looks like an SNS envelope — a JSON
 // object with "Type" and "TopicArn" members — whether or not it is a valid
@@ -123,8 +125,8 @@ func ParseEnvelope(body string) (Envelope, error) {
 	switch {
 	case e.Type == "":
 		return Envelope{}, &EnvelopeError{Reason: "no Type"}
-	case e.Type != Notification:
-		reason := fmt.Sprintf("Type %q, not %q", e.Type, Notification)
+	case e.Type != notification:
+		reason := fmt.Sprintf("Type %q, not %q", e.Type, notification)
 		if e.Type == "SubscriptionConfirmation" {
 			reason += fmt.Sprintf(": SNS asks to confirm the subscription to %s (a queue in another account); confirm it with ConfirmSubscription or its SubscribeURL", e.TopicARN)
 		}
@@ -203,17 +205,12 @@ type TopicARN struct {
 
 // ParseTopicARN parses an SNS topic ARN.
 func ParseTopicARN(s string) (TopicARN, error) {
-	parts := strings.Split(s, ":")
-	if len(parts) != 6 || parts[0] != "arn" || parts[1] == "" || parts[2] != "sns" || parts[3] == "" || parts[4] == "" || parts[5] == "" {
-		return TopicARN{}, fmt.Errorf("%q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)", s)
-	}
-	return TopicARN{Partition: parts[1], Region: parts[3], Account: parts[4], Name: parts[5]}, nil
+	a, err := snstopic.Parse(s)
+	return TopicARN(a), err
 }
 
 // String returns the ARN.
-func (a TopicARN) String() string {
-	return "arn:" + a.Partition + ":sns:" + a.Region + ":" + a.Account + ":" + a.Name
-}
+func (a TopicARN) String() string { return snstopic.ARN(a).String() }
 
 // FIFO reports whether the ARN names a FIFO topic (name ending in ".fifo").
-func (a TopicARN) FIFO() bool { return strings.HasSuffix(a.Name, ".fifo") }
+func (a TopicARN) FIFO() bool { return snstopic.ARN(a).FIFO() }

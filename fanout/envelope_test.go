@@ -78,7 +78,7 @@ func FuzzParseEnvelope(f *testing.F) {
 			}
 			return
 		}
-		if e.Type != Notification || e.MessageID == "" || !IsEnvelope(body) {
+		if e.Type != notification || e.MessageID == "" || !IsEnvelope(body) {
 			t.Fatalf("accepted %q as %+v", body, e)
 		}
 		if len(e.SQSMessageAttributes()) != len(e.MessageAttributes) {

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
@@ -76,56 +73,4 @@ func Example() {
 	// created subscription
 	// findings: 0
 	// handler got: {"order":42} from arn:aws:sns:us-east-1:000000000000:rental-orders
-}
-
-// A Publisher sets each message's tenant as its MessageGroupId; SNS passes
-// it to the standard queues subscribed to the topic (SQS fair queues),
-// where the consumer reads it as worker.Message.GroupID — and can cap each
-// tenant's running jobs with fleet.Cap keyed by fleet.ByGroup.
-func ExamplePublisher() {
-	ctx := context.Background()
-	queues, _ := sqstest.New() // or sqs.NewFromConfig(cfg)
-	topics, _ := snstest.New(queues)
-	res, err := fanout.Setup(ctx, topics, queues, fanout.SetupOptions{Topic: "invoices", Queue: dlq.SetupOptions{Name: "invoicing"}, RawMessageDelivery: aws.Bool(true)})
-	if err != nil {
-		log.Fatal(err)
-	}
-	p, err := fanout.NewPublisher(topics, res.TopicARN)
-	if err != nil {
-		log.Fatal(err)
-	}
-	type invoice struct {
-		Tenant string `json:"tenant"`
-		Amount int    `json:"amount"`
-	}
-	invoices := fanout.JSON[invoice](p)
-	var msgs []fanout.Message
-	for _, inv := range []invoice{{"acme", 120}, {"globex", 80}, {"acme", 45}} {
-		m, err := invoices.Message(inv, fanout.WithGroup(inv.Tenant, ""))
-		if err != nil {
-			log.Fatal(err)
-		}
-		msgs = append(msgs, m)
-	}
-	if _, err := p.PublishBatch(ctx, msgs); err != nil { // one PublishBatch call
-		log.Fatal(err)
-	}
-	fmt.Println("requests:", p.Stats().Requests)
-
-	out, err := queues.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(res.Queue.QueueURL), MaxNumberOfMessages: 10,
-		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameMessageGroupId}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	var got []string
-	for _, m := range out.Messages {
-		got = append(got, m.Attributes["MessageGroupId"]+" "+aws.ToString(m.Body))
-	}
-	slices.Sort(got)
-	fmt.Println(strings.Join(got, "\n"))
-	// Output:
-	// requests: 1
-	// acme {"tenant":"acme","amount":120}
-	// acme {"tenant":"acme","amount":45}
-	// globex {"tenant":"globex","amount":80}
 }

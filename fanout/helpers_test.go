@@ -26,7 +26,7 @@ func chain(t *testing.T, name string, optFns ...func(*fanout.SetupOptions)) (*sq
 	return queues, topics, res
 }
 
-func setupChain(t *testing.T, topics fanout.SetupAPI, queues *sqstest.Fake, name string, optFns ...func(*fanout.SetupOptions)) fanout.SetupResult {
+func setupChain(t *testing.T, topics fanout.API, queues *sqstest.Fake, name string, optFns ...func(*fanout.SetupOptions)) fanout.SetupResult {
 	t.Helper()
 	o := fanout.SetupOptions{Topic: "rental-orders"}
 	o.Queue.Name = name
@@ -42,7 +42,7 @@ func setupChain(t *testing.T, topics fanout.SetupAPI, queues *sqstest.Fake, name
 
 func raw(o *fanout.SetupOptions) { o.RawMessageDelivery = aws.Bool(true) }
 
-func publish(t *testing.T, topics fanout.SetupAPI, topicARN, msg string, attrs map[string]string) {
+func publish(t *testing.T, topics fanout.API, topicARN, msg string, attrs map[string]string) {
 	t.Helper()
 	p, ok := topics.(interface {
 		Publish(ctx context.Context, params *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)

@@ -21,6 +21,7 @@ import (
 	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/harness/conformance"
 	"github.com/sqsworker/sqsworker/harness/testenv"
+	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -173,8 +174,8 @@ func TestIntegrationRedriveFanoutDLQ(t *testing.T) {
 	}
 	rctx, interrupt := context.WithCancel(ctx)
 	moved := 0
-	_, err := fanout.Redrive(rctx, queues, res.Subscription, dlq.RedriveOptions{Rate: 50, OnMessage: func(_ dlq.Message, a dlq.Action, _ error) {
-		if a == dlq.ActionMoved {
+	_, err := fanout.Redrive(rctx, queues, res.Subscription, dlq.RedriveOptions{Rate: 50, OnMessage: func(_ dlq.Message, a string, _ error) {
+		if a == "moved" {
 			if moved++; moved == 25 {
 				interrupt()
 			}
@@ -207,7 +208,7 @@ func TestIntegrationRedriveFanoutDLQ(t *testing.T) {
 }
 
 // TestIntegrationPublisherTenants publishes 25 messages of three tenants
-// through the Publisher on the emulator: topic → raw subscription →
+// through a producer for the topic (producer.NewTopic) on the emulator: topic → raw subscription →
 // queue. Every message arrives, and with it its tenant as MessageGroupId
 // — unless the backend declares that it drops a standard topic's groups
 // (conformance.QuirkSNSNoStandardMessageGroupId: fauxqs 1.9.2), which
@@ -218,21 +219,21 @@ func TestIntegrationPublisherTenants(t *testing.T) {
 	defer cancel()
 	res := integrationSetup(t, ctx, topics, queues, fanout.SetupOptions{Topic: testenv.UniqueName("tenant-events"),
 		Queue: dlq.SetupOptions{Name: testenv.UniqueName("tenant-jobs")}, RawMessageDelivery: aws.Bool(true)})
-	p, err := fanout.NewPublisher(topics, res.TopicARN)
+	p, err := producer.NewTopic(topics, res.TopicARN)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{}
-	var msgs []fanout.Message
+	var msgs []producer.Message
 	for i := range 25 {
-		m := fanout.Message{Body: fmt.Sprintf("job %d", i), GroupID: fmt.Sprintf("tenant-%d", i%3)}
+		m := producer.Message{Body: fmt.Sprintf("job %d", i), GroupID: fmt.Sprintf("tenant-%d", i%3)}
 		want[m.Body] = m.GroupID
 		msgs = append(msgs, m)
 	}
-	if _, err := p.PublishBatch(ctx, msgs); err != nil {
+	if _, err := p.SendBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	if st := p.Stats(); st.Requests != 3 || st.Published != 25 {
+	if st := p.Stats(); st.Requests != 3 || st.Sent != 25 {
 		t.Errorf("Stats = %+v; want 3 requests, 25 published", st)
 	}
 	got := map[string]string{}

@@ -14,8 +14,10 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -34,23 +36,24 @@ const (
 	DeliveryRaw
 )
 
-// The finding codes Lint reports, besides dlq.Lint's.
+// The finding codes Lint reports, besides dlq.Lint's; Lint's documentation
+// lists them for users.
 const (
-	CodeNoSubscriptionDLQ        = "subscription-no-dlq"                   // error: SNS discards what it cannot deliver
-	CodeSubscriptionDLQMissing   = "subscription-dlq-missing"              // error: the RedrivePolicy names a queue that does not exist
-	CodeSubscriptionDLQElsewhere = "subscription-dlq-other-account-region" // error: SNS needs the DLQ in the subscription's account and region
-	CodeSubscriptionDLQWrongType = "subscription-dlq-wrong-type"           // error: FIFO-ness differs from the topic's
-	CodeQueuePolicyRefusesTopic  = "queue-policy-refuses-topic"            // error: SNS cannot deliver to the queue
-	CodeQueuePolicyOpen          = "queue-policy-open"                     // error: anyone may send; Unwrap would take a forged envelope for SNS's
-	CodeDLQPolicyRefusesTopic    = "subscription-dlq-policy-refuses-topic" // error: SNS cannot dead-letter either
-	CodeAWSManagedKey            = "kms-aws-managed-key"                   // error: SNS cannot use the key
-	CodeCustomerManagedKey       = "kms-customer-managed-key"              // info: the key policy must grant SNS
-	CodeSubscriptionDLQRetention = "subscription-dlq-retention-short"      // warning: dead-lettered deliveries expire before the queue's
-	CodeSubscriptionPending      = "subscription-pending"                  // warning: nothing is delivered until it is confirmed
-	CodeEnvelopeDelivery         = "envelope-delivery"                     // info: the consumer must unwrap SNS's envelope
-	CodeRawDeliveryMismatch      = "raw-delivery-mismatch"                 // error: the subscription delivers what the consumer does not expect
-	CodeIsSubscriptionDLQ        = "is-subscription-dlq"                   // info: the queue is a subscription's dead-letter queue
-	CodeSubscriptionsNotChecked  = "subscriptions-not-checked"             // info: no permission to read the subscriptions
+	codeNoSubscriptionDLQ        = "subscription-no-dlq"                   // error: SNS discards what it cannot deliver
+	codeSubscriptionDLQMissing   = "subscription-dlq-missing"              // error: the RedrivePolicy names a queue that does not exist
+	codeSubscriptionDLQElsewhere = "subscription-dlq-other-account-region" // error: SNS needs the DLQ in the subscription's account and region
+	codeSubscriptionDLQWrongType = "subscription-dlq-wrong-type"           // error: FIFO-ness differs from the topic's
+	codeQueuePolicyRefusesTopic  = "queue-policy-refuses-topic"            // error: SNS cannot deliver to the queue
+	codeQueuePolicyOpen          = "queue-policy-open"                     // error: anyone may send; Unwrap would take a forged envelope for SNS's
+	codeDLQPolicyRefusesTopic    = "subscription-dlq-policy-refuses-topic" // error: SNS cannot dead-letter either
+	codeAWSManagedKey            = "kms-aws-managed-key"                   // error: SNS cannot use the key
+	codeCustomerManagedKey       = "kms-customer-managed-key"              // info: the key policy must grant SNS
+	codeSubscriptionDLQRetention = "subscription-dlq-retention-short"      // warning: dead-lettered deliveries expire before the queue's
+	codeSubscriptionPending      = "subscription-pending"                  // warning: nothing is delivered until it is confirmed
+	codeEnvelopeDelivery         = "envelope-delivery"                     // info: the consumer must unwrap SNS's envelope
+	codeRawDeliveryMismatch      = "raw-delivery-mismatch"                 // error: the subscription delivers what the consumer does not expect
+	codeIsSubscriptionDLQ        = "is-subscription-dlq"                   // info: the queue is a subscription's dead-letter queue
+	codeSubscriptionsNotChecked  = "subscriptions-not-checked"             // info: no permission to read the subscriptions
 )
 
 // LintOptions configures Lint. Every field's zero value is usable.
@@ -72,11 +75,28 @@ type LintOptions struct {
 // granted, a pending subscription, and raw delivery against what the
 // consumer expects. A queue that is a subscription's dead-letter queue is
 // recognised as such. Each finding has a stable code and says what to do.
+// The codes, besides dlq.Lint's (the severity in brackets):
+//
+//	subscription-no-dlq                    [error]   no RedrivePolicy: SNS discards what it cannot deliver
+//	subscription-dlq-missing               [error]   the RedrivePolicy names a queue that does not exist
+//	subscription-dlq-other-account-region  [error]   SNS needs the DLQ in the subscription's account and region
+//	subscription-dlq-wrong-type            [error]   the DLQ's FIFO-ness differs from the topic's
+//	subscription-dlq-policy-refuses-topic  [error]   the DLQ's policy does not let the topic send
+//	subscription-dlq-retention-short       [warning] dead-lettered deliveries expire before the queue's messages
+//	subscription-pending                   [warning] nothing is delivered until the subscription is confirmed
+//	queue-policy-refuses-topic             [error]   the queue's policy does not let the topic send
+//	queue-policy-open                      [error]   anyone may send; Unwrap would take a forged envelope for SNS's
+//	kms-aws-managed-key                    [error]   SNS cannot use the AWS managed key alias/aws/sqs
+//	kms-customer-managed-key               [info]    the key policy must grant SNS
+//	raw-delivery-mismatch                  [error]   the subscription delivers what the consumer does not expect
+//	envelope-delivery                      [info]    the consumer must unwrap SNS's envelope (DeliveryUnknown)
+//	is-subscription-dlq                    [info]    the queue is a subscription's dead-letter queue
+//	subscriptions-not-checked              [info]    no permission to read the subscriptions
 //
 // Lint needs dlq.Lint's permissions, sns:ListSubscriptions and
 // sns:GetSubscriptionAttributes; without the SNS ones it reports
-// CodeSubscriptionsNotChecked instead of failing.
-func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAPI, queue string, opts LintOptions) ([]dlq.Finding, error) {
+// subscriptions-not-checked instead of failing.
+func Lint(ctx context.Context, snsClient API, sqsClient dlq.API, queue string, opts LintOptions) ([]dlq.Finding, error) {
 	queueURL, err := queueref.Resolve(ctx, sqsClient, queue)
 	if err != nil {
 		return nil, err
@@ -96,20 +116,20 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 	}
 
 	// A queue without a RedrivePolicy may be a subscription's DLQ.
-	if attrs["RedrivePolicy"] == "" && hasCode(fs, dlq.CodeNoRedrivePolicy) {
+	if attrs["RedrivePolicy"] == "" && hasCode(fs, deadletter.CodeNoRedrivePolicy) {
 		served, err := ServedBy(ctx, snsClient, queueARN)
 		if err != nil {
 			if isAccessDenied(err) {
-				add(dlq.SeverityInfo, CodeSubscriptionsNotChecked, fmt.Sprintf("cannot read the SNS subscriptions (%v), so whether queue %s is a subscription's dead-letter queue is unknown", shortErr(err), name),
+				add(dlq.SeverityInfo, codeSubscriptionsNotChecked, fmt.Sprintf("cannot read the SNS subscriptions (%v), so whether queue %s is a subscription's dead-letter queue is unknown", shortErr(err), name),
 					"grant sns:ListSubscriptions and sns:GetSubscriptionAttributes to check them")
 				return append(fs, openPolicyFindings("queue "+name, name, queueARN, attrs["Policy"], "", false)...), nil
 			}
 			return fs, err
 		}
 		if len(served) > 0 {
-			fs = dropCode(fs, dlq.CodeNoRedrivePolicy)
+			fs = dropCode(fs, deadletter.CodeNoRedrivePolicy)
 			s := served[0]
-			add(dlq.SeverityInfo, CodeIsSubscriptionDLQ,
+			add(dlq.SeverityInfo, codeIsSubscriptionDLQ,
 				fmt.Sprintf("queue %s is the dead-letter queue of the subscription of queue %s to topic %s; a dead-letter queue needs no RedrivePolicy of its own", name, queueref.Name(s.QueueARN), topicName(s.TopicARN)),
 				fmt.Sprintf("nothing to change here; check the chain with `sqsworker doctor %s`", queueref.Name(s.QueueARN)))
 			return append(fs, openPolicyFindings("queue "+name, queueref.Name(s.QueueARN), queueARN, attrs["Policy"], topicName(s.TopicARN), false)...), nil
@@ -124,7 +144,7 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 	fs = append(fs, openPolicyFindings("queue "+name, name, queueARN, attrs["Policy"], topic, false)...)
 	if err != nil {
 		if isAccessDenied(err) {
-			add(dlq.SeverityInfo, CodeSubscriptionsNotChecked, fmt.Sprintf("cannot read the SNS subscriptions of queue %s (%v)", name, shortErr(err)),
+			add(dlq.SeverityInfo, codeSubscriptionsNotChecked, fmt.Sprintf("cannot read the SNS subscriptions of queue %s (%v)", name, shortErr(err)),
 				"grant sns:ListSubscriptions and sns:GetSubscriptionAttributes to check them, or skip them (`sqsworker doctor --no-subscriptions`)")
 			return fs, nil
 		}
@@ -132,7 +152,7 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 	}
 	retention, ok := seconds(attrs, "MessageRetentionPeriod")
 	if !ok {
-		retention = dlq.DefaultRetention
+		retention = sqslimit.DefaultRetention
 	}
 	for _, s := range subs {
 		topic := topicName(s.TopicARN)
@@ -142,7 +162,7 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 			if s.ARN == "" {
 				msg += "; its settings (dead-letter queue, raw delivery) cannot be read until then"
 			}
-			add(dlq.SeverityWarning, CodeSubscriptionPending, msg,
+			add(dlq.SeverityWarning, codeSubscriptionPending, msg,
 				"confirm it from the queue's account (ConfirmSubscription with the token SNS sent to the queue), or subscribe the queue from its own account, then check again")
 		}
 		if s.ARN != "" {
@@ -153,7 +173,7 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 			if err != nil {
 				why = "cannot be read: " + err.Error()
 			}
-			add(dlq.SeverityError, CodeQueuePolicyRefusesTopic,
+			add(dlq.SeverityError, codeQueuePolicyRefusesTopic,
 				fmt.Sprintf("queue %s's policy %s: SNS cannot deliver %s's messages (client errors, not retried); they go to the subscription's dead-letter queue, or are lost without one", name, why, topic),
 				fmt.Sprintf("add a statement allowing sns.amazonaws.com sqs:SendMessage on %s with the condition ArnEquals aws:SourceArn %s (`sqsworker setup --topic %s %s` adds it)", queueARN, s.TopicARN, topic, name))
 		}
@@ -162,7 +182,7 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 			continue // pending: its attributes are unknown
 		}
 		if s.DLQARN == "" {
-			add(dlq.SeverityError, CodeNoSubscriptionDLQ,
+			add(dlq.SeverityError, codeNoSubscriptionDLQ,
 				where+" has no RedrivePolicy: a message SNS cannot deliver (a deleted queue, a policy that refuses SNS, a KMS key SNS cannot use) is discarded",
 				fmt.Sprintf("give the subscription a dead-letter queue: `sqsworker setup --topic %s %s` creates %s-fanout-dlq and sets the RedrivePolicy {\"deadLetterTargetArn\":\"…\"}", topic, name, strings.TrimSuffix(name, ".fifo")))
 			continue
@@ -180,15 +200,15 @@ func Lint(ctx context.Context, snsClient SubscriptionsAPI, sqsClient dlq.QueueAP
 func deliveryFindings(where, queue, topic string, s Subscription, d Delivery) []dlq.Finding {
 	switch {
 	case d == DeliveryEnvelope && s.Raw:
-		return []dlq.Finding{{Severity: dlq.SeverityError, Code: CodeRawDeliveryMismatch,
+		return []dlq.Finding{{Severity: dlq.SeverityError, Code: codeRawDeliveryMismatch,
 			Message: where + " uses raw message delivery, but the consumer unwraps SNS's envelope (fanout.Unwrap): every message would be a permanent failure",
 			Fix:     fmt.Sprintf("turn raw delivery off (`sqsworker setup --topic %s --raw=false %s`), or drop fanout.Unwrap from the consumer", topic, queue)}}
 	case d == DeliveryRaw && !s.Raw:
-		return []dlq.Finding{{Severity: dlq.SeverityError, Code: CodeRawDeliveryMismatch,
+		return []dlq.Finding{{Severity: dlq.SeverityError, Code: codeRawDeliveryMismatch,
 			Message: where + " delivers SNS's JSON envelope, but the consumer expects the published message itself",
 			Fix:     fmt.Sprintf("turn raw delivery on (`sqsworker setup --topic %s --raw %s`), or unwrap the envelope with fanout.Unwrap", topic, queue)}}
 	case d == DeliveryUnknown && !s.Raw:
-		return []dlq.Finding{{Severity: dlq.SeverityInfo, Code: CodeEnvelopeDelivery,
+		return []dlq.Finding{{Severity: dlq.SeverityInfo, Code: codeEnvelopeDelivery,
 			Message: where + " delivers SNS's JSON envelope: the handler gets the message inside it only through fanout.Unwrap",
 			Fix:     "use worker.Chain(handler, fanout.Unwrap()) (and tell doctor with --delivery envelope), or turn raw delivery on (--delivery raw)"}}
 	}
@@ -220,7 +240,7 @@ func openPolicyFindings(what, subscribed, queueARN, policy, topic string, grante
 	default:
 		fix += "; a topic that delivers to the queue needs its own statement (`sqsworker setup --topic TOPIC " + subscribed + "` adds it)"
 	}
-	return []dlq.Finding{{Severity: dlq.SeverityError, Code: CodeQueuePolicyOpen,
+	return []dlq.Finding{{Severity: dlq.SeverityError, Code: codeQueuePolicyOpen,
 		Message: fmt.Sprintf("%s's policy lets everyone send to it (%s: Principal *, sqs:SendMessage, no condition): any AWS account, or an anonymous caller, can put messages on it, and fanout.Unwrap, which does not verify SNS's signatures, takes a forged envelope for one the topic sent", what, which),
 		Fix:     fix}}
 }
@@ -231,17 +251,17 @@ func kmsFindings(what, key string) []dlq.Finding {
 	case key == "":
 		return nil
 	case key == "alias/aws/sqs" || strings.HasSuffix(key, ":alias/aws/sqs"):
-		return []dlq.Finding{{Severity: dlq.SeverityError, Code: CodeAWSManagedKey,
+		return []dlq.Finding{{Severity: dlq.SeverityError, Code: codeAWSManagedKey,
 			Message: what + " is encrypted with the AWS managed key alias/aws/sqs, whose key policy SNS cannot be granted: every delivery fails",
 			Fix:     "encrypt it with a customer managed KMS key whose policy lets sns.amazonaws.com use kms:GenerateDataKey* and kms:Decrypt, or with SQS-managed encryption (SqsManagedSseEnabled)"}}
 	}
-	return []dlq.Finding{{Severity: dlq.SeverityInfo, Code: CodeCustomerManagedKey,
+	return []dlq.Finding{{Severity: dlq.SeverityInfo, Code: codeCustomerManagedKey,
 		Message: fmt.Sprintf("%s is encrypted with KMS key %s", what, key),
 		Fix:     `make sure the key policy grants {"Principal":{"Service":"sns.amazonaws.com"},"Action":["kms:GenerateDataKey*","kms:Decrypt"]}, or SNS's deliveries fail`}}
 }
 
 // dlqFindings checks a subscription's dead-letter queue.
-func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subscription, queueRetention time.Duration) ([]dlq.Finding, error) {
+func dlqFindings(ctx context.Context, client dlq.API, where string, s Subscription, queueRetention time.Duration) ([]dlq.Finding, error) {
 	var fs []dlq.Finding
 	add := func(sev dlq.Severity, code, msg, fix string) {
 		fs = append(fs, dlq.Finding{Severity: sev, Code: code, Message: msg, Fix: fix})
@@ -249,13 +269,13 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 	name := queueref.Name(s.DLQARN)
 	qa, err := queueref.ParseARN(s.DLQARN)
 	if err != nil {
-		add(dlq.SeverityError, CodeSubscriptionDLQMissing, fmt.Sprintf("%s has a RedrivePolicy whose deadLetterTargetArn is not a queue ARN: %v", where, err),
+		add(dlq.SeverityError, codeSubscriptionDLQMissing, fmt.Sprintf("%s has a RedrivePolicy whose deadLetterTargetArn is not a queue ARN: %v", where, err),
 			`set RedrivePolicy to {"deadLetterTargetArn":"arn:aws:sqs:REGION:ACCOUNT:NAME"}`)
 		return fs, nil
 	}
 	ta, _ := ParseTopicARN(s.TopicARN)
 	if ta.Account != "" && (qa.Account != ta.Account || qa.Region != ta.Region) {
-		add(dlq.SeverityError, CodeSubscriptionDLQElsewhere,
+		add(dlq.SeverityError, codeSubscriptionDLQElsewhere,
 			fmt.Sprintf("%s's dead-letter queue %s is in account %s, region %s, but SNS only dead-letters to a queue in the subscription's own account and region (%s, %s)", where, s.DLQARN, qa.Account, qa.Region, ta.Account, ta.Region),
 			fmt.Sprintf("create a dead-letter queue in account %s, region %s, and point the RedrivePolicy at it", ta.Account, ta.Region))
 		return fs, nil
@@ -265,7 +285,7 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 		if !isQueueMissing(err) {
 			return fs, fmt.Errorf("finding dead-letter queue %s of %s: %w", s.DLQARN, where, err)
 		}
-		add(dlq.SeverityError, CodeSubscriptionDLQMissing,
+		add(dlq.SeverityError, codeSubscriptionDLQMissing,
 			fmt.Sprintf("%s's RedrivePolicy names dead-letter queue %s, which does not exist: a message SNS cannot deliver is lost", where, s.DLQARN),
 			fmt.Sprintf("create queue %s (`sqsworker setup --topic %s %s` does), with MessageRetentionPeriod 1209600 (14 days)", name, topicName(s.TopicARN), queueref.Name(s.QueueARN)))
 		return fs, nil
@@ -275,19 +295,19 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 		return fs, err
 	}
 	if dlqFIFO := attrs["FifoQueue"] == "true"; dlqFIFO != ta.FIFO() {
-		add(dlq.SeverityError, CodeSubscriptionDLQWrongType,
+		add(dlq.SeverityError, codeSubscriptionDLQWrongType,
 			fmt.Sprintf("%s's dead-letter queue %s is %s, but topic %s is %s: SNS needs a FIFO dead-letter queue for a FIFO topic and a standard one for a standard topic", where, name, kind(dlqFIFO), ta.Name, kind(ta.FIFO())),
 			fmt.Sprintf("point the RedrivePolicy at %s", kind(ta.FIFO())))
 	}
 	if ok, err := queuepolicy.AllowsTopic(attrs["Policy"], s.DLQARN, s.TopicARN); err != nil || !ok {
-		add(dlq.SeverityError, CodeDLQPolicyRefusesTopic,
+		add(dlq.SeverityError, codeDLQPolicyRefusesTopic,
 			fmt.Sprintf("dead-letter queue %s's policy does not let topic %s send: a message SNS cannot deliver to the queue cannot be dead-lettered either, and is lost", name, ta.Name),
 			fmt.Sprintf("add a statement allowing sns.amazonaws.com sqs:SendMessage on %s with the condition ArnEquals aws:SourceArn %s (`sqsworker setup --topic %s %s` adds it)", s.DLQARN, s.TopicARN, ta.Name, queueref.Name(s.QueueARN)))
 	}
 	fs = append(fs, openPolicyFindings("dead-letter queue "+name, queueref.Name(s.QueueARN), s.DLQARN, attrs["Policy"], ta.Name, false)...)
 	fs = append(fs, kmsFindings("dead-letter queue "+name, attrs["KmsMasterKeyId"])...)
 	if r, ok := seconds(attrs, "MessageRetentionPeriod"); ok && r < queueRetention {
-		add(dlq.SeverityWarning, CodeSubscriptionDLQRetention,
+		add(dlq.SeverityWarning, codeSubscriptionDLQRetention,
 			fmt.Sprintf("dead-letter queue %s keeps messages %s, less than queue %s's %s: a delivery SNS could not make expires before the messages delivered with it", name, humanDays(r), queueref.Name(s.QueueARN), humanDays(queueRetention)),
 			fmt.Sprintf("set queue %s's MessageRetentionPeriod to 1209600 (14 days, the maximum, as AWS advises for SNS dead-letter queues)", name))
 	}
@@ -295,7 +315,7 @@ func dlqFindings(ctx context.Context, client dlq.QueueAPI, where string, s Subsc
 }
 
 // queueAttributes reads every attribute of a queue.
-func queueAttributes(ctx context.Context, client dlq.QueueAPI, url string) (map[string]string, error) {
+func queueAttributes(ctx context.Context, client dlq.API, url string) (map[string]string, error) {
 	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
 	if err != nil {
 		return nil, fmt.Errorf("reading queue %s: %w", queueref.Name(url), err)

@@ -12,13 +12,14 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
 )
 
 // lint runs fanout.Lint and returns the findings by code, checking that
 // each says what to do.
-func lint(t *testing.T, topics fanout.SubscriptionsAPI, queues *sqstest.Fake, url string, d fanout.Delivery) map[string]dlq.Finding {
+func lint(t *testing.T, topics fanout.API, queues *sqstest.Fake, url string, d fanout.Delivery) map[string]dlq.Finding {
 	t.Helper()
 	fs, err := fanout.Lint(context.Background(), topics, queues, url, fanout.LintOptions{Delivery: d, Queue: dlq.LintOptions{Attempts: 4}})
 	if err != nil {
@@ -88,7 +89,7 @@ func TestLintCorrectChainIsOK(t *testing.T) {
 func TestLintSubscriptionWithoutDLQ(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	setSub(t, topics, res.Subscription.ARN, "RedrivePolicy", "")
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeNoSubscriptionDLQ, dlq.SeverityError, "sqsworker setup --topic rental-orders fulfilment")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "subscription-no-dlq", dlq.SeverityError, "sqsworker setup --topic rental-orders fulfilment")
 }
 
 func TestLintSubscriptionDLQMissing(t *testing.T) {
@@ -96,13 +97,13 @@ func TestLintSubscriptionDLQMissing(t *testing.T) {
 	if _, err := queues.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(res.FanoutDLQURL)}); err != nil {
 		t.Fatal(err)
 	}
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeSubscriptionDLQMissing, dlq.SeverityError, "create queue fulfilment-fanout-dlq")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "subscription-dlq-missing", dlq.SeverityError, "create queue fulfilment-fanout-dlq")
 }
 
 func TestLintSubscriptionDLQInAnotherAccount(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	setSub(t, topics, res.Subscription.ARN, "RedrivePolicy", `{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:999999999999:elsewhere"}`)
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeSubscriptionDLQElsewhere, dlq.SeverityError, "account 000000000000, region us-east-1")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "subscription-dlq-other-account-region", dlq.SeverityError, "account 000000000000, region us-east-1")
 }
 
 func TestLintSubscriptionDLQOfTheWrongType(t *testing.T) {
@@ -110,45 +111,45 @@ func TestLintSubscriptionDLQOfTheWrongType(t *testing.T) {
 	fifo := queues.MustCreateQueue(t, "odd.fifo", map[string]string{"FifoQueue": "true", "MessageRetentionPeriod": "1209600"})
 	setQueue(t, queues, fifo, map[string]string{"Policy": grantPolicy(t, "arn:aws:sqs:us-east-1:000000000000:odd.fifo", res.TopicARN)})
 	setSub(t, topics, res.Subscription.ARN, "RedrivePolicy", `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:odd.fifo"}`)
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeSubscriptionDLQWrongType, dlq.SeverityError, "a standard queue")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "subscription-dlq-wrong-type", dlq.SeverityError, "a standard queue")
 }
 
 func TestLintQueuePolicyRefusesTheTopic(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	setQueue(t, queues, res.Queue.QueueURL, map[string]string{"Policy": grantPolicy(t, res.Queue.QueueARN, res.TopicARN+"-other")})
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeQueuePolicyRefusesTopic, dlq.SeverityError, "aws:SourceArn "+res.TopicARN)
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "queue-policy-refuses-topic", dlq.SeverityError, "aws:SourceArn "+res.TopicARN)
 }
 
 func TestLintSubscriptionDLQPolicyRefusesTheTopic(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	setQueue(t, queues, res.FanoutDLQURL, map[string]string{"Policy": ""})
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeDLQPolicyRefusesTopic, dlq.SeverityError, "sqs:SendMessage on "+res.FanoutDLQARN)
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "subscription-dlq-policy-refuses-topic", dlq.SeverityError, "sqs:SendMessage on "+res.FanoutDLQARN)
 }
 
 func TestLintAWSManagedKey(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	setQueue(t, queues, res.FanoutDLQURL, map[string]string{"KmsMasterKeyId": "alias/aws/sqs"})
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeAWSManagedKey, dlq.SeverityError, "customer managed KMS key")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "kms-aws-managed-key", dlq.SeverityError, "customer managed KMS key")
 }
 
 func TestLintCustomerManagedKeyNotesTheGrant(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	setQueue(t, queues, res.Queue.QueueURL, map[string]string{"KmsMasterKeyId": "alias/orders"})
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeCustomerManagedKey, dlq.SeverityInfo, "kms:GenerateDataKey*")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "kms-customer-managed-key", dlq.SeverityInfo, "kms:GenerateDataKey*")
 }
 
 func TestLintSubscriptionDLQRetention(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	setQueue(t, queues, res.FanoutDLQURL, map[string]string{"MessageRetentionPeriod": "86400"})
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeSubscriptionDLQRetention, dlq.SeverityWarning, "1209600")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "subscription-dlq-retention-short", dlq.SeverityWarning, "1209600")
 }
 
 func TestLintDeliveryAgainstTheConsumer(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment")
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryUnknown), fanout.CodeEnvelopeDelivery, dlq.SeverityInfo, "fanout.Unwrap")
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeRawDeliveryMismatch, dlq.SeverityError, "--raw")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryUnknown), "envelope-delivery", dlq.SeverityInfo, "fanout.Unwrap")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "raw-delivery-mismatch", dlq.SeverityError, "--raw")
 	setSub(t, topics, res.Subscription.ARN, "RawMessageDelivery", "true")
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryEnvelope), fanout.CodeRawDeliveryMismatch, dlq.SeverityError, "--raw=false")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryEnvelope), "raw-delivery-mismatch", dlq.SeverityError, "--raw=false")
 }
 
 // pendingChain sets up topic "rental-orders" → queue name with the topic
@@ -168,14 +169,14 @@ func pendingChain(t *testing.T, name string) (*sqstest.Fake, *snstest.Fake, fano
 func TestLintPendingSubscription(t *testing.T) {
 	queues, topics, res := pendingChain(t, "fulfilment")
 	got := lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw)
-	only(t, got, fanout.CodeSubscriptionPending, dlq.SeverityWarning, "ConfirmSubscription")
-	if !strings.Contains(got[fanout.CodeSubscriptionPending].Message, "topic rental-orders") {
-		t.Errorf("message %q does not name the topic", got[fanout.CodeSubscriptionPending].Message)
+	only(t, got, "subscription-pending", dlq.SeverityWarning, "ConfirmSubscription")
+	if !strings.Contains(got["subscription-pending"].Message, "topic rental-orders") {
+		t.Errorf("message %q does not name the topic", got["subscription-pending"].Message)
 	}
 	if err := topics.Confirm(res.Subscription.ARN); err != nil {
 		t.Fatal(err)
 	}
-	if got := lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw); hasKey(got, fanout.CodeSubscriptionPending) {
+	if got := lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw); hasKey(got, "subscription-pending") {
 		t.Errorf("findings once confirmed: %v", keys(got))
 	}
 }
@@ -189,14 +190,14 @@ func (denied) ListSubscriptions(context.Context, *sns.ListSubscriptionsInput, ..
 
 func TestLintWithoutSNSPermissionsSaysSo(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
-	only(t, lint(t, denied{topics}, queues, res.Queue.QueueURL, fanout.DeliveryRaw), fanout.CodeSubscriptionsNotChecked, dlq.SeverityInfo, "sns:ListSubscriptions")
+	only(t, lint(t, denied{topics}, queues, res.Queue.QueueURL, fanout.DeliveryRaw), "subscriptions-not-checked", dlq.SeverityInfo, "sns:ListSubscriptions")
 }
 
 func TestLintRecognisesASubscriptionDLQ(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	got := lint(t, topics, queues, res.FanoutDLQURL, fanout.DeliveryUnknown)
-	only(t, got, fanout.CodeIsSubscriptionDLQ, dlq.SeverityInfo, "sqsworker doctor fulfilment")
-	if strings.Contains(got[fanout.CodeIsSubscriptionDLQ].Fix, "-dlq-dlq") {
+	only(t, got, "is-subscription-dlq", dlq.SeverityInfo, "sqsworker doctor fulfilment")
+	if strings.Contains(got["is-subscription-dlq"].Fix, "-dlq-dlq") {
 		t.Error("suggests a DLQ for the DLQ")
 	}
 }
@@ -204,7 +205,7 @@ func TestLintRecognisesASubscriptionDLQ(t *testing.T) {
 func TestLintKeepsTheQueuesOwnFindings(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	setQueue(t, queues, res.Queue.QueueURL, map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + res.Queue.DLQARN + `","maxReceiveCount":2}`})
-	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), dlq.CodeMaxReceiveCountLow, dlq.SeverityError, "maxReceiveCount")
+	only(t, lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw), deadletter.CodeMaxReceiveCountLow, dlq.SeverityError, "maxReceiveCount")
 }
 
 func grantPolicy(t *testing.T, queueARN, topicARN string) string {
@@ -223,8 +224,8 @@ func TestLintOpenQueuePolicy(t *testing.T) {
 	queues, topics, res := chain(t, "fulfilment", raw)
 	setQueue(t, queues, res.Queue.QueueURL, map[string]string{"Policy": openPolicy(res.Queue.QueueARN)})
 	got := lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw)
-	only(t, got, fanout.CodeQueuePolicyOpen, dlq.SeverityError, "`sqsworker setup --topic rental-orders fulfilment` first")
-	if f := got[fanout.CodeQueuePolicyOpen]; !strings.Contains(f.Message, "statement anyone") || !strings.Contains(f.Fix, "remove statement anyone") {
+	only(t, got, "queue-policy-open", dlq.SeverityError, "`sqsworker setup --topic rental-orders fulfilment` first")
+	if f := got["queue-policy-open"]; !strings.Contains(f.Message, "statement anyone") || !strings.Contains(f.Fix, "remove statement anyone") {
 		t.Errorf("finding does not name the statement: %+v", f)
 	}
 
@@ -233,8 +234,8 @@ func TestLintOpenQueuePolicy(t *testing.T) {
 	queues, topics, res = chain(t, "billing", raw)
 	setQueue(t, queues, res.FanoutDLQURL, map[string]string{"Policy": `{"Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"sqs:*","Resource":"*"}]}`})
 	got = lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw)
-	only(t, got, fanout.CodeQueuePolicyOpen, dlq.SeverityError, "remove statement 1")
-	if f := got[fanout.CodeQueuePolicyOpen]; !strings.Contains(f.Message, "dead-letter queue billing-fanout-dlq's policy") {
+	only(t, got, "queue-policy-open", dlq.SeverityError, "remove statement 1")
+	if f := got["queue-policy-open"]; !strings.Contains(f.Message, "dead-letter queue billing-fanout-dlq's policy") {
 		t.Errorf("finding does not name the dead-letter queue: %+v", f)
 	}
 
@@ -242,7 +243,7 @@ func TestLintOpenQueuePolicy(t *testing.T) {
 	lone := queues.MustCreateQueue(t, "lone", nil)
 	setQueue(t, queues, lone, map[string]string{"Policy": openPolicy("arn:aws:sqs:us-east-1:000000000000:lone")})
 	got = lint(t, topics, queues, lone, fanout.DeliveryUnknown)
-	if f, ok := got[fanout.CodeQueuePolicyOpen]; !ok || !strings.Contains(f.Fix, "--topic TOPIC lone") {
+	if f, ok := got["queue-policy-open"]; !ok || !strings.Contains(f.Fix, "--topic TOPIC lone") {
 		t.Errorf("findings on an open queue without subscriptions: %v", got)
 	}
 
@@ -250,7 +251,7 @@ func TestLintOpenQueuePolicy(t *testing.T) {
 	scoped := strings.Replace(openPolicy(res.Queue.QueueARN), `"Resource"`, `"Condition":{"StringEquals":{"aws:SourceAccount":"000000000000"}},"Resource"`, 1)
 	setQueue(t, queues, res.FanoutDLQURL, map[string]string{"Policy": grantPolicy(t, res.FanoutDLQARN, res.TopicARN)})
 	setQueue(t, queues, res.Queue.QueueURL, map[string]string{"Policy": scoped})
-	if got := lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw); hasKey(got, fanout.CodeQueuePolicyOpen) {
+	if got := lint(t, topics, queues, res.Queue.QueueURL, fanout.DeliveryRaw); hasKey(got, "queue-policy-open") {
 		t.Errorf("a conditioned statement reported open: %v", got)
 	}
 }

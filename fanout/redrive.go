@@ -13,8 +13,8 @@ import (
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
-// ErrMoveTaskUnsupported is wrapped by Redrive's error for
-// dlq.MethodMoveTask: SQS's message move tasks do not take a dead-letter
+// ErrMoveTaskUnsupported is wrapped by Redrive's error for the method
+// "move-task": SQS's message move tasks do not take a dead-letter
 // queue whose source is an SNS subscription.
 var ErrMoveTaskUnsupported = errors.New("fanout: message move tasks cannot redrive a subscription's dead-letter queue")
 
@@ -23,7 +23,7 @@ var ErrMoveTaskUnsupported = errors.New("fanout: message move tasks cannot redri
 // SourceARN), for dlq.Inspect and dlq.Redrive.
 //
 // It needs sqs:GetQueueUrl and sqs:GetQueueAttributes on both queues.
-func Target(ctx context.Context, client dlq.QueueAPI, sub Subscription) (dlq.Target, error) {
+func Target(ctx context.Context, client dlq.API, sub Subscription) (dlq.Target, error) {
 	if sub.DLQARN == "" {
 		return dlq.Target{}, fmt.Errorf("%w: the subscription of queue %s to topic %s has no dead-letter queue (RedrivePolicy)", ErrNoSubscription, queueref.Name(sub.QueueARN), topicName(sub.TopicARN))
 	}
@@ -62,20 +62,20 @@ func Target(ctx context.Context, client dlq.QueueAPI, sub Subscription) (dlq.Tar
 // message in one queue or (a send confirmed but not yet deleted) both,
 // never neither; running it again moves the rest.
 //
-// opts.Destination defaults to the subscribed queue. dlq.MethodMoveTask is
-// refused (ErrMoveTaskUnsupported): SQS's move tasks take only dead-letter
-// queues of SQS queues; dlq.MethodAuto means the manual move.
+// opts.Destination defaults to the subscribed queue. The method "move-task"
+// is refused (ErrMoveTaskUnsupported): SQS's move tasks take only
+// dead-letter queues of SQS queues; "auto" means the manual move.
 //
 // It needs dlq.Redrive's permissions for the manual move.
-func Redrive(ctx context.Context, client dlq.RedriveAPI, sub Subscription, opts dlq.RedriveOptions) (dlq.RedriveResult, error) {
-	if opts.Method == dlq.MethodMoveTask {
-		return dlq.RedriveResult{}, fmt.Errorf("%w; use the manual move (dlq.MethodManual)", ErrMoveTaskUnsupported)
+func Redrive(ctx context.Context, client dlq.API, sub Subscription, opts dlq.RedriveOptions) (dlq.RedriveResult, error) {
+	if opts.Method == "move-task" {
+		return dlq.RedriveResult{}, fmt.Errorf("%w; use the manual move (method \"manual\")", ErrMoveTaskUnsupported)
 	}
 	t, err := Target(ctx, client, sub)
 	if err != nil {
 		return dlq.RedriveResult{}, err
 	}
-	opts.Method = dlq.MethodManual
+	opts.Method = "manual"
 	if opts.Destination == "" {
 		opts.Destination = t.SourceURL
 	}

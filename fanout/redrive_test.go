@@ -69,7 +69,7 @@ func TestRedriveMovesFiftyToTheSubscribedQueue(t *testing.T) {
 		queues, topics, res := chain(t, "fulfilment", raw)
 		bodies := undeliverable(t, queues, topics, res, 50, nil)
 		r, err := fanout.Redrive(context.Background(), queues, res.Subscription, dlq.RedriveOptions{})
-		if err != nil || r.Moved != 50 || r.Method != dlq.MethodManual {
+		if err != nil || r.Moved != 50 || r.Method != "manual" {
 			t.Fatalf("Redrive = %+v, %v", r, err)
 		}
 		arrived(t, queues, res.Queue.QueueURL, bodies)
@@ -88,8 +88,8 @@ func TestRedriveInterruptedHalfwayThenRerun(t *testing.T) {
 		bodies := undeliverable(t, queues, topics, res, 50, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		moved := 0
-		_, err := fanout.Redrive(ctx, queues, res.Subscription, dlq.RedriveOptions{Rate: 20, OnMessage: func(_ dlq.Message, a dlq.Action, _ error) {
-			if a == dlq.ActionMoved {
+		_, err := fanout.Redrive(ctx, queues, res.Subscription, dlq.RedriveOptions{Rate: 20, OnMessage: func(_ dlq.Message, a string, _ error) {
+			if a == "moved" {
 				if moved++; moved == 25 {
 					cancel()
 				}
@@ -131,7 +131,7 @@ func TestRedriveFIFOKeepsGroups(t *testing.T) {
 
 func TestRedriveRefusesMoveTasks(t *testing.T) {
 	queues, _, res := chain(t, "fulfilment")
-	if _, err := fanout.Redrive(context.Background(), queues, res.Subscription, dlq.RedriveOptions{Method: dlq.MethodMoveTask}); !errors.Is(err, fanout.ErrMoveTaskUnsupported) {
+	if _, err := fanout.Redrive(context.Background(), queues, res.Subscription, dlq.RedriveOptions{Method: "move-task"}); !errors.Is(err, fanout.ErrMoveTaskUnsupported) {
 		t.Errorf("move task: %v", err)
 	}
 }

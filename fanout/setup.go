@@ -16,7 +16,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/internal/validate"
 	"github.com/sqsworker/sqsworker/queueref"
 )
@@ -42,7 +44,7 @@ type SetupOptions struct {
 	// (".fifo" kept last).
 	FanoutDLQName string
 	// FanoutDLQRetention is its MessageRetentionPeriod. Zero value: the
-	// current one; a new queue gets dlq.MaxRetention (14 days).
+	// current one; a new queue gets 14 days (the most SQS allows).
 	FanoutDLQRetention time.Duration
 	// RawMessageDelivery sets the subscription's RawMessageDelivery. Nil:
 	// left as it is (a new subscription delivers SNS's envelope; see Unwrap).
@@ -74,7 +76,7 @@ type SetupResult struct {
 	// Findings are the problems Setup found and left as they are, each with
 	// its fix, as Lint reports them: a queue policy (of the queue or of the
 	// subscription's dead-letter queue) that lets everyone send
-	// (CodeQueuePolicyOpen). Empty when there are none.
+	// ("queue-policy-open"). Empty when there are none.
 	Findings []dlq.Finding
 }
 
@@ -106,7 +108,7 @@ type SetupResult struct {
 // Setup needs, besides dlq.Setup's SQS permissions: sns:CreateTopic,
 // sns:GetTopicAttributes, sns:Subscribe, sns:ListSubscriptionsByTopic,
 // sns:GetSubscriptionAttributes, sns:SetSubscriptionAttributes.
-func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts SetupOptions) (SetupResult, error) {
+func Setup(ctx context.Context, snsClient API, sqsClient dlq.API, opts SetupOptions) (SetupResult, error) {
 	if opts.Topic == "" || opts.Queue.Name == "" {
 		return SetupResult{}, errors.New("fanout setup: set SetupOptions.Topic and SetupOptions.Queue.Name")
 	}
@@ -144,7 +146,7 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 			return SetupResult{}, fmt.Errorf("fanout setup: the subscription's dead-letter queue: %w", err)
 		}
 	}
-	if r := opts.FanoutDLQRetention; r != 0 && (r < time.Minute || r > dlq.MaxRetention || r%time.Second != 0) {
+	if r := opts.FanoutDLQRetention; r != 0 && (r < time.Minute || r > sqslimit.MaxRetention || r%time.Second != 0) {
 		return SetupResult{}, fmt.Errorf("fanout setup: FanoutDLQRetention %v is out of range; SQS allows whole seconds from 1 minute to 14 days", r)
 	}
 
@@ -207,16 +209,18 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 	if fifo && !strings.HasSuffix(fdlqName, ".fifo") {
 		fdlqName += ".fifo"
 	}
-	spec := dlq.QueueSpec{Resource: "subscription dead-letter queue", Name: fdlqName, FIFO: fifo, AllowLowering: opts.Queue.AllowLowering,
-		Initial: map[string]string{"MessageRetentionPeriod": strconv.Itoa(int(dlq.MaxRetention / time.Second))}}
+	spec := deadletter.QueueSpec{Resource: "subscription dead-letter queue", Name: fdlqName, FIFO: fifo, AllowLowering: opts.Queue.AllowLowering,
+		Initial: map[string]string{"MessageRetentionPeriod": strconv.Itoa(int(sqslimit.MaxRetention / time.Second))}}
 	if opts.FanoutDLQRetention != 0 {
 		spec.Set = map[string]string{"MessageRetentionPeriod": strconv.Itoa(int(opts.FanoutDLQRetention / time.Second))}
 	}
-	fdlqURL, fdlqAttrs, changes, err := dlq.EnsureQueue(ctx, sqsClient, spec)
+	fdlqURL, fdlqAttrs, changes, err := deadletter.EnsureQueue(ctx, sqsClient, spec)
 	if err != nil {
 		return SetupResult{}, err
 	}
-	res.Changes = append(res.Changes, changes...)
+	for _, c := range changes {
+		res.Changes = append(res.Changes, dlq.Change(c))
+	}
 	res.FanoutDLQURL, res.FanoutDLQARN = fdlqURL, fdlqAttrs["QueueArn"]
 
 	// The queue policies: SNS may send to the queue and to the fan-out DLQ.
@@ -260,7 +264,7 @@ func Setup(ctx context.Context, snsClient SetupAPI, sqsClient dlq.SetupAPI, opts
 }
 
 // ensureTopic creates the topic if GetTopicAttributes does not find it.
-func ensureTopic(ctx context.Context, client SetupAPI, arn, name string, fifo bool, changes *[]dlq.Change) (string, error) {
+func ensureTopic(ctx context.Context, client API, arn, name string, fifo bool, changes *[]dlq.Change) (string, error) {
 	_, err := client.GetTopicAttributes(ctx, &sns.GetTopicAttributesInput{TopicArn: aws.String(arn)})
 	if err == nil {
 		return arn, nil
@@ -282,7 +286,7 @@ func ensureTopic(ctx context.Context, client SetupAPI, arn, name string, fifo bo
 
 // grant adds to a queue's policy the statement that lets the topic send,
 // and returns the policy as it is now.
-func grant(ctx context.Context, client dlq.SetupAPI, resource, url, queueARN, topicARN string, changes *[]dlq.Change) (string, error) {
+func grant(ctx context.Context, client dlq.API, resource, url, queueARN, topicARN string, changes *[]dlq.Change) (string, error) {
 	a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNamePolicy}})
 	if err != nil {
 		return "", fmt.Errorf("fanout setup: reading the policy of %s %s: %w", resource, queueref.Name(url), err)
@@ -308,7 +312,7 @@ func grant(ctx context.Context, client dlq.SetupAPI, resource, url, queueARN, to
 
 // ensureSubscription subscribes the queue with want, or sets on the
 // existing subscription the attributes of want that differ.
-func ensureSubscription(ctx context.Context, client SetupAPI, topicARN, queueARN string, sub *Subscription, want map[string]string, changes *[]dlq.Change) (string, error) {
+func ensureSubscription(ctx context.Context, client API, topicARN, queueARN string, sub *Subscription, want map[string]string, changes *[]dlq.Change) (string, error) {
 	if sub == nil {
 		out, err := client.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String(topicARN), Protocol: aws.String("sqs"),
 			Endpoint: aws.String(queueARN), Attributes: want, ReturnSubscriptionArn: true})

@@ -46,7 +46,7 @@ type Subscription struct {
 var ErrNoSubscription = errors.New("fanout: no matching SNS subscription")
 
 // readSubscription reads one subscription's attributes.
-func readSubscription(ctx context.Context, client SubscriptionsAPI, arn string) (Subscription, error) {
+func readSubscription(ctx context.Context, client API, arn string) (Subscription, error) {
 	out, err := client.GetSubscriptionAttributes(ctx, &sns.GetSubscriptionAttributesInput{SubscriptionArn: aws.String(arn)})
 	if err != nil {
 		return Subscription{}, fmt.Errorf("reading subscription %s: %w", arn, err)
@@ -74,7 +74,7 @@ const pendingARN = "PendingConfirmation"
 // topicARN, or of the account when it is ""), with pending set for one
 // pending confirmation, which SNS lists without its ARN. Entries with
 // neither an ARN nor that mark (being deleted) are skipped.
-func eachSQSSubscription(ctx context.Context, client SubscriptionsAPI, topicARN string, fn func(s types.Subscription, pending bool) error) error {
+func eachSQSSubscription(ctx context.Context, client API, topicARN string, fn func(s types.Subscription, pending bool) error) error {
 	var token *string
 	for {
 		var subs []types.Subscription
@@ -116,7 +116,7 @@ func isARN(s string) bool { return len(s) > 4 && s[:4] == "arn:" }
 // and, as SNS lists it without its ARN, neither ARN nor attributes.
 //
 // It needs sns:ListSubscriptions and sns:GetSubscriptionAttributes.
-func Subscriptions(ctx context.Context, client SubscriptionsAPI, queueARN string) ([]Subscription, error) {
+func Subscriptions(ctx context.Context, client API, queueARN string) ([]Subscription, error) {
 	var out []Subscription
 	err := eachSQSSubscription(ctx, client, "", func(s types.Subscription, pending bool) error {
 		if aws.ToString(s.Endpoint) != queueARN {
@@ -143,7 +143,7 @@ func Subscriptions(ctx context.Context, client SubscriptionsAPI, queueARN string
 // It needs sns:ListSubscriptions and sns:GetSubscriptionAttributes (one
 // call per SQS subscription of the account). Subscriptions pending
 // confirmation are not looked at: SNS lists them without an ARN to read.
-func ServedBy(ctx context.Context, client SubscriptionsAPI, dlqARN string) ([]Subscription, error) {
+func ServedBy(ctx context.Context, client API, dlqARN string) ([]Subscription, error) {
 	var out []Subscription
 	err := eachSQSSubscription(ctx, client, "", func(s types.Subscription, pending bool) error {
 		if pending {
@@ -168,7 +168,7 @@ func ServedBy(ctx context.Context, client SubscriptionsAPI, dlqARN string) ([]Su
 // topic (a name or ARN; "" for the queue's only subscription with a
 // dead-letter queue). The error wraps ErrNoSubscription when there is none,
 // and says which topics there are when the choice is ambiguous.
-func FindSubscription(ctx context.Context, client SubscriptionsAPI, queueARN, topic string) (Subscription, error) {
+func FindSubscription(ctx context.Context, client API, queueARN, topic string) (Subscription, error) {
 	subs, err := Subscriptions(ctx, client, queueARN)
 	if err != nil {
 		return Subscription{}, err

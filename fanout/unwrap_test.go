@@ -122,7 +122,7 @@ func TestUnwrapAllowRawPassesOtherMessages(t *testing.T) {
 	}
 	// A broken envelope is still refused.
 	err := h.Handle(context.Background(), &worker.Message{Body: `{"Type":"Notification","TopicArn":"x"}`})
-	if !retry.IsPermanent(err) || !errors.Is(err, fanout.ErrMalformedEnvelope) {
+	if !errors.Is(err, retry.ErrPermanent) || !errors.Is(err, fanout.ErrMalformedEnvelope) {
 		t.Errorf("broken envelope with AllowRaw: %v", err)
 	}
 }

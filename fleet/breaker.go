@@ -19,11 +19,11 @@ import (
 // ms; 0 or past: closed).
 const attrOpenUntil = "openUntil"
 
-// The states of a Breaker.
+// The states of a Breaker, as Stats.Breakers gives them.
 const (
-	StateClosed   = "closed"    // jobs run
-	StateOpen     = "open"      // jobs are snoozed until OpenFor has passed
-	StateHalfOpen = "half-open" // one probe job runs; the others are snoozed
+	stateClosed   = "closed"    // jobs run
+	stateOpen     = "open"      // jobs are snoozed until OpenFor has passed
+	stateHalfOpen = "half-open" // one probe job runs; the others are snoozed
 )
 
 // BreakerOptions configures a Breaker. Counts is required; every other
@@ -103,15 +103,15 @@ func (f *Fleet) Breaker(name string, optFns ...func(*BreakerOptions)) (*Breaker,
 	if o.SyncInterval == 0 {
 		o.SyncInterval = 2 * time.Second
 	}
-	b := &Breaker{f: f, name: name, o: o, state: StateClosed, openFor: o.OpenFor, changed: make(chan struct{})}
+	b := &Breaker{f: f, name: name, o: o, state: stateClosed, openFor: o.OpenFor, changed: make(chan struct{})}
 	f.mu.Lock()
-	f.breakers[name] = b.State
+	f.breakers[name] = b.stateNow
 	f.mu.Unlock()
 	return b, nil
 }
 
-// State returns "closed", "open" or "half-open".
-func (b *Breaker) State() string {
+// stateNow returns "closed", "open" or "half-open" (Stats.Breakers).
+func (b *Breaker) stateNow() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.advanceLocked(b.f.o.Now())
@@ -128,7 +128,7 @@ func (b *Breaker) Ready() error {
 	defer b.mu.Unlock()
 	now := b.f.o.Now()
 	b.advanceLocked(now)
-	if b.state != StateOpen {
+	if b.state != stateOpen {
 		return nil
 	}
 	return fmt.Errorf("breaker %s is open until %s (%s more): its downstream is failing and its jobs are snoozed", b.name, b.openUntil.UTC().Format(time.RFC3339), b.openUntil.Sub(now).Round(time.Second))
@@ -136,8 +136,8 @@ func (b *Breaker) Ready() error {
 
 // advanceLocked turns an open breaker whose time is up half-open.
 func (b *Breaker) advanceLocked(now time.Time) {
-	if b.state == StateOpen && !now.Before(b.openUntil) {
-		b.state, b.probing = StateHalfOpen, false
+	if b.state == stateOpen && !now.Before(b.openUntil) {
+		b.state, b.probing = stateHalfOpen, false
 	}
 }
 
@@ -152,9 +152,9 @@ func (b *Breaker) admit(ctx context.Context) (run, probe bool, wait time.Duratio
 	now := b.f.o.Now()
 	b.advanceLocked(now)
 	switch b.state {
-	case StateClosed:
+	case stateClosed:
 		return true, false, 0
-	case StateOpen:
+	case stateOpen:
 		return false, false, b.openUntil.Sub(now)
 	}
 	if b.probing {
@@ -173,17 +173,17 @@ func (b *Breaker) record(ctx context.Context, probe, failed bool) {
 	switch {
 	case probe && failed:
 		b.openFor = min(2*b.openFor, b.o.MaxOpenFor)
-		b.state, b.openUntil, b.probing = StateOpen, now.Add(b.openFor), false
+		b.state, b.openUntil, b.probing = stateOpen, now.Add(b.openFor), false
 		publish = b.openUntil
 	case probe:
-		b.state, b.failures, b.openFor, b.probing = StateClosed, 0, b.o.OpenFor, false
-	case failed && b.state == StateClosed:
+		b.state, b.failures, b.openFor, b.probing = stateClosed, 0, b.o.OpenFor, false
+	case failed && b.state == stateClosed:
 		b.failures++
 		if b.failures >= b.o.Threshold {
-			b.state, b.openUntil, b.failures = StateOpen, now.Add(b.openFor), 0
+			b.state, b.openUntil, b.failures = stateOpen, now.Add(b.openFor), 0
 			publish = b.openUntil
 		}
-	case b.state == StateClosed:
+	case b.state == stateClosed:
 		b.failures = 0
 	}
 	closed := probe && !failed
@@ -205,7 +205,7 @@ func (b *Breaker) publish(ctx context.Context, until time.Time) {
 		TableName:                 aws.String(b.f.table),
 		Key:                       itemKey("breaker|" + b.name),
 		UpdateExpression:          aws.String("SET #o = :o, #e = :e"),
-		ExpressionAttributeNames:  map[string]string{"#o": attrOpenUntil, "#e": TTLAttribute},
+		ExpressionAttributeNames:  map[string]string{"#o": attrOpenUntil, "#e": ttlAttribute},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":o": num(until.UnixMilli()), ":e": expires(b.f.o.Now())},
 	}
 	if !until.IsZero() {
@@ -244,8 +244,8 @@ func (b *Breaker) sync(ctx context.Context) {
 		return
 	}
 	until := time.UnixMilli(numAttr(item, attrOpenUntil))
-	if b.state != StateOpen && until.After(b.syncedAt) && !b.probing {
-		b.state, b.openUntil, b.failures = StateOpen, until, 0
+	if b.state != stateOpen && until.After(b.syncedAt) && !b.probing {
+		b.state, b.openUntil, b.failures = stateOpen, until, 0
 		b.notifyLocked()
 	}
 }
@@ -270,7 +270,7 @@ func (b *Breaker) Watch(ctx context.Context, set func(open bool)) {
 		b.mu.Lock()
 		now := b.f.o.Now()
 		b.advanceLocked(now)
-		open, until, changed := b.state != StateOpen, b.openUntil, b.changed
+		open, until, changed := b.state != stateOpen, b.openUntil, b.changed
 		b.mu.Unlock()
 		if first || open != last {
 			set(open)
@@ -313,7 +313,7 @@ func (b *Breaker) Middleware() worker.Middleware {
 				defer b.endProbe()
 			}
 			err := next.Handle(ctx, m)
-			failed := err != nil && !retry.IsPermanent(err) && !isSnooze(err) && b.o.Counts(err)
+			failed := err != nil && !errors.Is(err, retry.ErrPermanent) && !isSnooze(err) && b.o.Counts(err)
 			b.record(ctx, probe, failed)
 			if !failed {
 				return err
@@ -321,7 +321,7 @@ func (b *Breaker) Middleware() worker.Middleware {
 			b.f.st.breakerSnoozed.Add(1)
 			b.mu.Lock()
 			wait = b.openFor
-			if b.state == StateOpen {
+			if b.state == stateOpen {
 				wait = b.openUntil.Sub(b.f.o.Now())
 			}
 			b.mu.Unlock()
@@ -333,7 +333,7 @@ func (b *Breaker) Middleware() worker.Middleware {
 // endProbe lets another job probe if the probe ended without a record.
 func (b *Breaker) endProbe() {
 	b.mu.Lock()
-	if b.state == StateHalfOpen {
+	if b.state == stateHalfOpen {
 		b.probing = false
 	}
 	b.mu.Unlock()

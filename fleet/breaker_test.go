@@ -52,7 +52,7 @@ func TestBreakerOpensProbesAndCloses(t *testing.T) {
 		return d
 	}
 
-	if err := h.Handle(t.Context(), &worker.Message{Body: "bad input"}); err == nil || retry.IsPermanent(err) {
+	if err := h.Handle(t.Context(), &worker.Message{Body: "bad input"}); err == nil || errors.Is(err, retry.ErrPermanent) {
 		t.Fatalf("an uncounted error came back as %v; want it unchanged", err)
 	}
 	down = true

@@ -22,13 +22,13 @@ import (
 // attrHolders is a cap item's map of holder → lease expiry (epoch ms).
 const attrHolders = "holders"
 
-// ErrCapFull is returned by Cap.Acquire when the key already has its
+// errCapFull is returned by Cap.acquire when the key already has its
 // limit of live slots.
-var ErrCapFull = errors.New("fleet: cap full")
+var errCapFull = errors.New("fleet: cap full")
 
-// ErrSlotLost is returned by Slot.Renew when the slot is no longer held:
+// errSlotLost is returned by capSlot.renew when the slot is no longer held:
 // its lease expired and another holder's acquisition removed it.
-var ErrSlotLost = errors.New("fleet: slot lost")
+var errSlotLost = errors.New("fleet: slot lost")
 
 // CapOptions configures a Cap. Every field's zero value selects the
 // documented default.
@@ -104,7 +104,7 @@ type Cap struct {
 	full  map[string]time.Time
 	// full: until when a key is taken for full without asking DynamoDB
 	// (found full, and no slot of it released here since)
-	waiters map[string][]chan *Slot
+	waiters map[string][]chan *capSlot
 	// gone: by key, holders of this process whose acquisition failed (its
 	// write may have taken effect) or whose release did not get through:
 	// no job runs under them, and the next write of the key here drops them
@@ -165,12 +165,12 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	if o.ErrorSnooze == 0 {
 		o.ErrorSnooze = 10 * time.Second
 	}
-	return &Cap{f: f, name: name, limit: limit, o: o, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}, waiters: map[string][]chan *Slot{}, gone: map[string]map[string]bool{}}, nil
+	return &Cap{f: f, name: name, limit: limit, o: o, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}, waiters: map[string][]chan *capSlot{}, gone: map[string]map[string]bool{}}, nil
 }
 
-// Slot is one running job's place under a Cap. Release it when the job
+// capSlot is one running job's place under a Cap. Release it when the job
 // ends.
-type Slot struct {
+type capSlot struct {
 	c      *Cap
 	key    string
 	holder string
@@ -179,17 +179,17 @@ type Slot struct {
 	done   bool
 }
 
-// Acquire takes a slot of key, leased until until, or returns ErrCapFull
+// acquire takes a slot of key, leased until until, or returns errCapFull
 // when limit live slots are held already. Slots whose lease has expired
 // are removed on the way.
-func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, error) {
+func (c *Cap) acquire(ctx context.Context, key string, until time.Time) (*capSlot, error) {
 	pk := c.pk(key)
 	holder := c.f.o.Holder + "#" + strconv.FormatInt(c.f.seq.Add(1), 10)
 	c.mu.Lock()
 	it, cached := c.cache[key]
 	if c.held[key] >= c.limit || c.f.o.Now().Before(c.full[key]) {
 		c.mu.Unlock()
-		return nil, ErrCapFull
+		return nil, errCapFull
 	}
 	gone := maps.Clone(c.gone[key])
 	c.mu.Unlock()
@@ -215,7 +215,7 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 			c.cache[key] = it
 			c.full[key] = c.f.o.Now().Add(fullFor)
 			c.mu.Unlock()
-			return nil, ErrCapFull
+			return nil, errCapFull
 		}
 		live[holder] = until.UnixMilli()
 		hm := make(map[string]types.AttributeValue, len(live))
@@ -226,7 +226,7 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 			TableName:                           aws.String(c.f.table),
 			Key:                                 itemKey(pk),
 			UpdateExpression:                    aws.String("SET #h = :h, #v = :v, #e = :e"),
-			ExpressionAttributeNames:            map[string]string{"#h": attrHolders, "#v": attrVersion, "#e": TTLAttribute},
+			ExpressionAttributeNames:            map[string]string{"#h": attrHolders, "#v": attrVersion, "#e": ttlAttribute},
 			ExpressionAttributeValues:           map[string]types.AttributeValue{":h": &types.AttributeValueMemberM{Value: hm}, ":v": num(it.ver + 1), ":e": expires(c.f.o.Now())},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}
@@ -246,7 +246,7 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 			c.forget(key, gone) // dropped by this write
 			c.mu.Unlock()
 			c.f.st.slotsHeld.Add(1)
-			return &Slot{c: c, key: key, holder: holder, until: until}, nil
+			return &capSlot{c: c, key: key, holder: holder, until: until}, nil
 		}
 		if !isConditionFailed(err) {
 			c.mu.Lock()
@@ -276,12 +276,12 @@ func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, 
 			c.forget(key, gone)
 			c.mu.Unlock()
 			c.f.st.slotsHeld.Add(1)
-			return &Slot{c: c, key: key, holder: holder, until: until}, nil
+			return &capSlot{c: c, key: key, holder: holder, until: until}, nil
 		}
 	}
 	// Slots of this key change faster than a conditional write gets
 	// through: treat it as full, the job comes back.
-	return nil, ErrCapFull
+	return nil, errCapFull
 }
 
 func (c *Cap) pk(key string) string { return "cap|" + c.name + "|" + key }
@@ -333,24 +333,24 @@ func parseCap(item map[string]types.AttributeValue) capItem {
 // process frees is handed over (finish), one another process frees is
 // found by asking again every fullFor. A job waits only in a process
 // running jobs of key, and at most MaxWaiting at once; otherwise, and
-// when the wait ends without a slot, it returns ErrCapFull.
-func (c *Cap) await(ctx context.Context, key string, until func() time.Time) (*Slot, error) {
+// when the wait ends without a slot, it returns errCapFull.
+func (c *Cap) await(ctx context.Context, key string, until func() time.Time) (*capSlot, error) {
 	if c.o.MaxWait < 0 {
-		return nil, ErrCapFull
+		return nil, errCapFull
 	}
 	c.mu.Lock()
 	if c.held[key] == 0 || len(c.waiters[key]) >= c.o.MaxWaiting {
 		// No slot of key runs here to hand one over soon: the job would
 		// hold a handler waiting on other processes' jobs.
 		c.mu.Unlock()
-		return nil, ErrCapFull
+		return nil, errCapFull
 	}
-	handed := make(chan *Slot, 1)
+	handed := make(chan *capSlot, 1)
 	c.waiters[key] = append(c.waiters[key], handed)
 	c.mu.Unlock()
 	c.f.st.capWaits.Add(1)
 	c.f.st.waitingForSlot.Add(1)
-	var got *Slot
+	var got *capSlot
 	defer func() {
 		c.f.st.waitingForSlot.Add(-1)
 		c.mu.Lock()
@@ -392,13 +392,13 @@ func (c *Cap) await(ctx context.Context, key string, until func() time.Time) (*S
 				return s, nil
 			}
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.f.o.CallTimeout)
-			err := s.Renew(rctx, want)
+			err := s.renew(rctx, want)
 			cancel()
 			if err == nil {
 				got = s
 				return s, nil
 			}
-			if errors.Is(err, ErrSlotLost) {
+			if errors.Is(err, errSlotLost) {
 				continue // taken back meanwhile: wait on
 			}
 			// The slot's state is unknown: pass it on (or release it),
@@ -408,17 +408,17 @@ func (c *Cap) await(ctx context.Context, key string, until func() time.Time) (*S
 			cancel()
 			return nil, err
 		case <-again.C:
-			s, err := c.Acquire(ctx, key, until())
+			s, err := c.acquire(ctx, key, until())
 			if err == nil {
 				got = s
 				return s, nil
 			}
-			if !errors.Is(err, ErrCapFull) {
+			if !errors.Is(err, errCapFull) {
 				return nil, err
 			}
 		case <-end.C:
 			again.Stop()
-			return nil, ErrCapFull
+			return nil, errCapFull
 		case <-ctx.Done():
 			again.Stop()
 			return nil, context.Cause(ctx)
@@ -429,7 +429,7 @@ func (c *Cap) await(ctx context.Context, key string, until func() time.Time) (*S
 // finish ends a job's hold on slot: handed over to the first job of its
 // key waiting in this process (no request; the slot's lease then follows
 // that job's message), else released.
-func (c *Cap) finish(ctx context.Context, s *Slot) error {
+func (c *Cap) finish(ctx context.Context, s *capSlot) error {
 	s.mu.Lock()
 	if s.done {
 		s.mu.Unlock()
@@ -440,7 +440,7 @@ func (c *Cap) finish(ctx context.Context, s *Slot) error {
 	if len(q) == 0 {
 		c.mu.Unlock()
 		s.mu.Unlock()
-		return s.Release(ctx)
+		return s.release(ctx)
 	}
 	next := q[0]
 	if len(q) == 1 {
@@ -452,20 +452,20 @@ func (c *Cap) finish(ctx context.Context, s *Slot) error {
 	// Sent under c.mu (the channel holds one, never blocks): a waiter
 	// that gives up finds the slot in its channel once it is off the
 	// queue, and passes it on.
-	next <- &Slot{c: c, key: s.key, holder: s.holder, until: s.until}
+	next <- &capSlot{c: c, key: s.key, holder: s.holder, until: s.until}
 	c.mu.Unlock()
 	s.mu.Unlock()
 	c.f.st.capHandoffs.Add(1)
 	return nil
 }
 
-// Renew moves the slot's lease expiry to until (one conditional write).
-// It returns ErrSlotLost when the slot is no longer held.
-func (s *Slot) Renew(ctx context.Context, until time.Time) error {
+// renew moves the slot's lease expiry to until (one conditional write).
+// It returns errSlotLost when the slot is no longer held.
+func (s *capSlot) renew(ctx context.Context, until time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
-		return ErrSlotLost
+		return errSlotLost
 	}
 	c := s.c
 	_, err := call(c.f, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
@@ -483,7 +483,7 @@ func (s *Slot) Renew(ctx context.Context, until time.Time) error {
 		c.dropped(s.key)
 		c.f.st.slotsHeld.Add(-1)
 		c.f.st.slotsLost.Add(1)
-		return fmt.Errorf("%w: slot of cap %q (key %q) held by %s expired and was taken back", ErrSlotLost, c.name, s.key, s.holder)
+		return fmt.Errorf("%w: slot of cap %q (key %q) held by %s expired and was taken back", errSlotLost, c.name, s.key, s.holder)
 	}
 	if err != nil {
 		return c.f.explain(err, fmt.Sprintf("renewing a slot of cap %q (key %q)", c.name, s.key))
@@ -492,9 +492,9 @@ func (s *Slot) Renew(ctx context.Context, until time.Time) error {
 	return nil
 }
 
-// Release gives the slot back (one write). Releasing twice is harmless. A
+// release gives the slot back (one write). Releasing twice is harmless. A
 // slot that cannot be released expires with its lease.
-func (s *Slot) Release(ctx context.Context) error {
+func (s *capSlot) release(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
@@ -572,12 +572,12 @@ func (c *Cap) Middleware() worker.Middleware {
 				key = c.o.Key(m)
 			}
 			margin := c.margin(ctx)
-			slot, err := c.Acquire(ctx, key, c.leaseUntil(ctx, margin))
-			if errors.Is(err, ErrCapFull) {
+			slot, err := c.acquire(ctx, key, c.leaseUntil(ctx, margin))
+			if errors.Is(err, errCapFull) {
 				slot, err = c.await(ctx, key, func() time.Time { return c.leaseUntil(ctx, margin) })
 			}
 			switch {
-			case errors.Is(err, ErrCapFull):
+			case errors.Is(err, errCapFull):
 				c.f.st.capSnoozed.Add(1)
 				d := c.o.FullSnooze << min(max(m.ReceiveCount-1, 0), 10)
 				return retry.Snooze(snoozeFor(min(d, c.o.MaxSnooze)), fmt.Sprintf("fleet: cap %s (%d) full for key %q", c.name, c.limit, key))
@@ -615,7 +615,7 @@ func (c *Cap) Middleware() worker.Middleware {
 // follow renews slot while the job runs: inside the worker whenever the
 // message's visibility deadline has moved (checked every half margin, at
 // most every second), else every Lease/3.
-func (c *Cap) follow(ctx context.Context, slot *Slot, margin time.Duration, stop <-chan struct{}, id string) {
+func (c *Cap) follow(ctx context.Context, slot *capSlot, margin time.Duration, stop <-chan struct{}, id string) {
 	every := min(margin/2, time.Second)
 	if _, inWorker := worker.VisibilityDeadline(ctx); !inWorker {
 		every = c.o.Lease / 3
@@ -636,9 +636,9 @@ func (c *Cap) follow(ctx context.Context, slot *Slot, margin time.Duration, stop
 			continue
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.f.o.CallTimeout)
-		err := slot.Renew(rctx, until)
+		err := slot.renew(rctx, until)
 		cancel()
-		if errors.Is(err, ErrSlotLost) {
+		if errors.Is(err, errSlotLost) {
 			c.f.o.Logger.Warn("fleet: a running job's slot expired and was taken back; the cap may be exceeded until it ends (DynamoDB was unreachable for its whole lease?)", "cap", c.name, "message", id, "err", err)
 			return
 		}

@@ -16,6 +16,16 @@
 // Order the middleware so that the cheapest refusal comes first: the
 // breaker (no DynamoDB call while closed or open), then caps, then rate
 // limits (a token is spent only by a job that will run).
+//
+// # The table
+//
+// The table has a partition key pk of type S and no sort key, on-demand
+// capacity, and time-to-live on expiresAt (epoch seconds), so that items of
+// keys no longer used (a tenant gone quiet) expire by themselves; pause
+// items never expire. [CreateTable] makes it (or write it in your
+// infrastructure code) and New checks it. Items are named
+// "<kind>|<name>|<key>": rate|…, cap|…, pause|<queue name>, breaker|….
+//
 // # Waiting is a snooze
 //
 // A job that must wait — no token, its tenant's cap full, the breaker
@@ -25,19 +35,24 @@
 // RateLimitOptions.MaxWait (1 s), which keeps snoozes rare while the
 // fleet runs at its limit.
 //
-// One thing the library cannot change: each snooze is a receive, and
-// SQS's own redrive moves a message to the dead-letter queue after the
-// queue's maxReceiveCount receives, whatever the worker decides. With
-// fleet controls, set maxReceiveCount well above the retries the policy
-// allows (for example 100) and count attempts exactly with
+// Waiting never spends the queue's receive budget: on a standard queue the
+// runtime relays a snoozed message as a fresh copy (delayed by the snooze,
+// carrying the job's ID and the attempts it spent; see retry.Snooze), so
+// SQS's own redrive, which moves a message after maxReceiveCount receives,
+// never dead-letters a job for waiting, however long a flood lasts, and a
+// snooze never counts as an attempt. The queue keeps the maxReceiveCount
+// its retry policy needs (dlq.Setup's default is fine).
+//
+// A FIFO message cannot be relayed (the copy would go to the end of its
+// group): there each snooze hides the message and is a receive. On FIFO
+// queues with fleet controls, set maxReceiveCount well above the retries
+// the policy allows (for example 100) and count attempts exactly with
 // retry/dynamocounter, so that the retry policy, not SQS's receive count,
-// decides when a failing job is dead-lettered; snoozes then cost nothing
-// (dynamocounter also takes the snoozed attempt back). With the default
-// ApproximateReceiveCount counter, each snooze also brings a failing job
-// closer to its last retry. Lint (`sqsworker doctor --fleet`) checks a queue
-// against this rule: maxReceiveCount at least the policy's attempts plus
-// the snoozes a job may meet (LintOptions.Snoozes, DefaultSnoozeBudget
-// by default), and attempts counted exactly.
+// decides when a failing job is dead-lettered (dynamocounter also takes
+// the snoozed attempt back). Lint (`sqsworker doctor --fleet`) checks a
+// FIFO queue against this rule: maxReceiveCount at least the policy's
+// attempts plus the snoozes a job may meet (LintOptions.Snoozes, 50 by
+// default), and attempts counted exactly.
 //
 // # Rate limits
 //
@@ -127,9 +142,9 @@
 //
 // # Faults
 //
-// New refuses a missing table or one with another key (ErrTableNotFound
-// and a message saying what to do), and each constructor refuses a limit
-// of 0. When DynamoDB cannot be asked (an outage, throttling beyond the
+// New refuses a missing table (its error wraps the SDK's
+// *types.ResourceNotFoundException and says what to do) or one with another
+// key, and each constructor refuses a limit of 0. When DynamoDB cannot be asked (an outage, throttling beyond the
 // SDK's retries), each control does what its options say:
 //
 //	RateLimit, Cap   fail closed by default: the job is snoozed for ErrorSnooze (10 s);

@@ -22,42 +22,52 @@ import (
 	"github.com/sqsworker/sqsworker/internal/dynamo"
 )
 
-// The attribute names of the fleet table.
+// The attribute names of the fleet table (the package documentation lists
+// them for infrastructure code).
 const (
-	// KeyAttribute is the table's partition key (type S). Items are named
+	// keyAttribute is the table's partition key (type S). Items are named
 	// "<kind>|<name>|<key>": rate|…, cap|…, pause|<queue name>, breaker|….
-	KeyAttribute = "pk"
-	// TTLAttribute holds an item's expiry in epoch seconds (type N): items
+	keyAttribute = "pk"
+	// ttlAttribute holds an item's expiry in epoch seconds (type N): items
 	// of keys no longer used (a tenant gone quiet) expire by themselves.
-	TTLAttribute = "expiresAt"
+	ttlAttribute = "expiresAt"
 )
 
 // itemTTL is how long an item of a rate limit, cap or breaker lives after
 // its last write. Pause items never expire.
 const itemTTL = 7 * 24 * time.Hour
 
-// API is the part of the DynamoDB client the fleet controls use.
+// API is the part of the DynamoDB client the fleet uses: the controls
+// (GetItem, UpdateItem), New's check of the table (DescribeTable), Usage
+// (Scan) and CreateTable (CreateTable, DescribeTable, DescribeTimeToLive,
+// UpdateTimeToLive). *dynamodb.Client satisfies it.
 type API interface {
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	CreateTable(ctx context.Context, params *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, params *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, params *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)
 
-// ErrTableNotFound matches, with errors.Is, the errors caused by a fleet
-// table that does not exist.
-var ErrTableNotFound = errors.New("fleet: table not found")
-
-// ErrThrottled matches, with errors.Is, the errors caused by DynamoDB
-// throttling that outlasted the SDK's retries.
-var ErrThrottled = errors.New("fleet: throttled")
+// The errors caused by a fleet table that does not exist, and by DynamoDB
+// throttling that outlasted the SDK's retries, match these (with
+// errors.Is) besides the SDK's error (*types.ResourceNotFoundException,
+// *types.ThrottlingException and the like, with errors.As).
+var (
+	errTableNotFound = errors.New("fleet: table not found")
+	errThrottled     = errors.New("fleet: throttled")
+)
 
 // Options configures a Fleet. Every field's zero value selects the
 // documented default.
 type Options struct {
-	// Holder names this process in the slots it holds (Cap) and in pauses
-	// it sets. Zero value: "<hostname>-<pid>-<random>".
+	// Holder names this process in the slots it holds (Cap, shown by
+	// Usage) and in pauses it sets (PauseState.By). Zero value:
+	// "<hostname>-<pid>-<random>".
 	Holder string
 	// CallTimeout bounds every DynamoDB call. Zero value: 5 s.
 	CallTimeout time.Duration
@@ -138,19 +148,6 @@ func New(client API, table string, optFns ...func(*Options)) (*Fleet, error) {
 	return f, nil
 }
 
-// Holder returns the name this process holds slots under.
-func (f *Fleet) Holder() string { return f.o.Holder }
-
-// TableAPI is the part of the DynamoDB client CreateTable uses.
-type TableAPI interface {
-	CreateTable(ctx context.Context, params *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
-	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
-	DescribeTimeToLive(ctx context.Context, params *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
-	UpdateTimeToLive(ctx context.Context, params *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
-}
-
-var _ TableAPI = (*dynamodb.Client)(nil)
-
 // CreateTable makes table ready for a Fleet: it creates it if it does not
 // exist (partition key pk of type S, on-demand capacity), waits until it
 // is ACTIVE (at most maxWait; 0 means 5 minutes), and enables time-to-live
@@ -159,16 +156,16 @@ var _ TableAPI = (*dynamodb.Client)(nil)
 // needs dynamodb:CreateTable, dynamodb:DescribeTable,
 // dynamodb:DescribeTimeToLive and dynamodb:UpdateTimeToLive; run it from a
 // deployment step if the workers' role should not hold those.
-func CreateTable(ctx context.Context, client TableAPI, table string, maxWait time.Duration) error {
+func CreateTable(ctx context.Context, client API, table string, maxWait time.Duration) error {
 	return fleetTable(table).Create(ctx, client, maxWait)
 }
 
 // fleetTable describes the fleet table to package dynamo.
 func fleetTable(name string) dynamo.Table {
 	return dynamo.Table{
-		Name: name, Key: KeyAttribute, TTL: TTLAttribute,
+		Name: name, Key: keyAttribute, TTL: ttlAttribute,
 		Pkg: "fleet", Items: "fleet items", Use: "the fleet controls",
-		NotFound: ErrTableNotFound, Throttled: ErrThrottled,
+		NotFound: errTableNotFound, Throttled: errThrottled,
 	}
 }
 
@@ -205,7 +202,7 @@ func (f *Fleet) getItem(ctx context.Context, pk string) (map[string]types.Attrib
 }
 
 func itemKey(pk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{KeyAttribute: &types.AttributeValueMemberS{Value: pk}}
+	return map[string]types.AttributeValue{keyAttribute: &types.AttributeValueMemberS{Value: pk}}
 }
 
 // isConditionFailed reports whether err is a failed condition expression.

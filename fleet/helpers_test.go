@@ -81,7 +81,7 @@ func warmUp(t *testing.T, client *dynamodb.Client, table string) {
 // is one.
 func retrySnooze(err error) (time.Duration, bool) {
 	var se *retry.SnoozeError
-	if !errors.As(err, &se) || retry.IsPermanent(err) {
+	if !errors.As(err, &se) || errors.Is(err, retry.ErrPermanent) {
 		return 0, false
 	}
 	return se.Delay, true

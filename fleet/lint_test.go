@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,10 +11,12 @@ import (
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
-// Lint's rule: maxReceiveCount ≥ attempts + the snoozes a job may meet
-// (50 by default), else a warning (an error when no snooze fits); and a
-// warning unless attempts are counted exactly (dynamocounter). Each
-// finding says what to change.
+// Lint's rule on a FIFO queue (where a snooze hides the message, a
+// receive): maxReceiveCount ≥ attempts + the snoozes a job may meet (50 by
+// default), else a warning (an error when no snooze fits); and a warning
+// unless attempts are counted exactly (dynamocounter). Each finding says
+// what to change. On a standard queue snoozes are relayed and spend no
+// receive: nothing to report, whatever maxReceiveCount.
 func TestLintReceiveBudget(t *testing.T) {
 	sq := sqstest.For(t)
 	codes := func(fs []dlq.Finding) map[string]dlq.Severity {
@@ -43,7 +46,7 @@ func TestLintReceiveBudget(t *testing.T) {
 			map[string]dlq.Severity{fleet.CodeReceiveBudget: dlq.SeverityWarning}, "at least 210"},
 		{"capped-at-1000", 1000, fleet.LintOptions{Attempts: 10, Snoozes: 5000, ExactAttempts: true}, map[string]dlq.Severity{}, ""},
 	} {
-		src, _ := sq.MustCreateQueueWithDLQ(t, "orders-"+c.name, c.maxReceives, nil)
+		src, _ := sq.MustCreateQueueWithDLQ(t, "orders-"+c.name+".fifo", c.maxReceives, nil)
 		fs, err := fleet.Lint(context.Background(), sq, src, c.opts)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -59,6 +62,12 @@ func TestLintReceiveBudget(t *testing.T) {
 		}
 		if c.fix != "" && !strings.Contains(fs[0].Fix, c.fix) {
 			t.Errorf("%s: fix %q, want it to say %q", c.name, fs[0].Fix, c.fix)
+		}
+	}
+	for _, maxReceives := range []int{2, 5, 100} {
+		src, _ := sq.MustCreateQueueWithDLQ(t, fmt.Sprintf("standard-%d", maxReceives), maxReceives, nil)
+		if fs, err := fleet.Lint(context.Background(), sq, src, fleet.LintOptions{}); err != nil || len(fs) != 0 {
+			t.Errorf("a standard queue with maxReceiveCount %d: %v, %v; want nothing (snoozes are relayed)", maxReceives, fs, err)
 		}
 	}
 	plain := sq.MustCreateQueue(t, "no-dlq", nil)

@@ -26,7 +26,7 @@ type PauseState struct {
 	Queue  string    // the queue's name
 	Paused bool      // whether the queue is paused
 	Reason string    // why, as given to Pause; "" after Resume
-	By     string    // the Fleet.Holder (or CLI user) that last changed it
+	By     string    // the Options.Holder (or CLI user) that last changed it
 	At     time.Time // when it was last changed; zero if never
 }
 
@@ -205,8 +205,8 @@ func (p *Pauser) Watch(ctx context.Context, set func(open bool)) {
 	}
 }
 
-// Paused reports the state the Pauser last read.
-func (p *Pauser) Paused() bool {
+// lastRead reports the state the Pauser last read.
+func (p *Pauser) lastRead() bool {
 	v := <-p.state
 	p.state <- v
 	return v
@@ -216,7 +216,7 @@ func (p *Pauser) Paused() bool {
 // nil otherwise: what a worker's Health reports as the reason it is not
 // ready while this Pauser is its ReceiveGate.
 func (p *Pauser) Ready() error {
-	if p.Paused() {
+	if p.lastRead() {
 		return fmt.Errorf("queue %s is paused (sqsworker resume %s)", p.queue, p.queue)
 	}
 	return nil
@@ -234,7 +234,7 @@ func (p *Pauser) Middleware() worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			last := <-mu
-			paused := p.Paused()
+			paused := p.lastRead()
 			if now := p.f.o.Now(); now.Sub(last) >= p.o.Interval {
 				paused = p.read(ctx)
 				last = now

@@ -130,11 +130,11 @@ func (l *RateLimit) bucket(key string) *bucket {
 	return b
 }
 
-// Take takes one token of key's bucket, waiting in-process up to
+// take takes one token of key's bucket, waiting in-process up to
 // RateLimitOptions.MaxWait. It returns 0 with a token; otherwise how long
 // until one is due (the job should wait that long, e.g. snoozed), or the
 // error that kept it from asking DynamoDB (ctx's, or DynamoDB's).
-func (l *RateLimit) Take(ctx context.Context, key string) (time.Duration, error) {
+func (l *RateLimit) take(ctx context.Context, key string) (time.Duration, error) {
 	b := l.bucket(key)
 	now := l.f.o.Now()
 	deadline := now.Add(max(l.o.MaxWait, 0))
@@ -250,7 +250,7 @@ func (l *RateLimit) fetch(ctx context.Context, key string, b *bucket, k int) (in
 			Key:              itemKey(pk),
 			UpdateExpression: aws.String("SET #t = :t, #at = :at, #v = :v, #e = :e"),
 			ExpressionAttributeNames: map[string]string{
-				"#t": attrTokens, "#at": attrAt, "#v": attrVersion, "#e": TTLAttribute,
+				"#t": attrTokens, "#at": attrAt, "#v": attrVersion, "#e": ttlAttribute,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":t": num(milli - take*1000), ":at": num(at), ":v": num(b.ver + 1), ":e": expires(now),
@@ -307,7 +307,7 @@ func (l *RateLimit) Middleware() worker.Middleware {
 			if l.o.Key != nil {
 				key = l.o.Key(m)
 			}
-			wait, err := l.Take(ctx, key)
+			wait, err := l.take(ctx, key)
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return retry.Snooze(time.Second, "fleet: rate limit "+l.name+": "+err.Error())

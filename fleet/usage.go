@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"strings"
 	"time"
@@ -11,14 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
-
-// ScanAPI is the DynamoDB call Usage makes besides API's: *dynamodb.Client
-// has it.
-type ScanAPI interface {
-	Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
-}
-
-var _ ScanAPI = (*dynamodb.Client)(nil)
 
 // Usage is what the fleet table says about the shared controls at one
 // moment, for operators (`sqsworker status --table`).
@@ -48,7 +39,7 @@ type CapUsage struct {
 	Name, Key string
 	// Slots is the number of slots held now (leases not expired).
 	Slots int
-	// Holders are the processes holding them (Fleet.Holder), each once.
+	// Holders are the processes holding them (Options.Holder), each once.
 	Holders []string
 }
 
@@ -56,24 +47,19 @@ type CapUsage struct {
 // table, with a consistent Scan of the cap and breaker items (paginated;
 // rate-limit and pause items are left out by the filter, but DynamoDB
 // reads, and bills, the whole table). It is meant for operators, not for
-// a job's path. The Fleet's client must have Scan (a *dynamodb.Client
-// has); IAM: dynamodb:Scan on the table.
+// a job's path. IAM: dynamodb:Scan on the table.
 func (f *Fleet) Usage(ctx context.Context) (Usage, error) {
-	scanner, ok := f.client.(ScanAPI)
-	if !ok {
-		return Usage{}, errors.New("fleet: Usage needs a DynamoDB client with Scan (a *dynamodb.Client); the Fleet's client has none")
-	}
 	now := f.o.Now()
 	u := Usage{At: now}
 	in := &dynamodb.ScanInput{
 		TableName:                 aws.String(f.table),
 		ConsistentRead:            aws.Bool(true),
 		FilterExpression:          aws.String("begins_with(#pk, :cap) OR begins_with(#pk, :breaker)"),
-		ExpressionAttributeNames:  map[string]string{"#pk": KeyAttribute},
+		ExpressionAttributeNames:  map[string]string{"#pk": keyAttribute},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":cap": str("cap|"), ":breaker": str("breaker|")},
 	}
 	for {
-		out, err := call(f, ctx, func(ctx context.Context) (*dynamodb.ScanOutput, error) { return scanner.Scan(ctx, in) })
+		out, err := call(f, ctx, func(ctx context.Context) (*dynamodb.ScanOutput, error) { return f.client.Scan(ctx, in) })
 		if err != nil {
 			return u, f.explain(err, "reading the controls' usage (Scan)")
 		}
@@ -95,7 +81,7 @@ func (f *Fleet) Usage(ctx context.Context) (Usage, error) {
 
 // add notes one cap or breaker item.
 func (u *Usage) add(item map[string]types.AttributeValue, now time.Time) {
-	kind, rest, _ := strings.Cut(strAttr(item, KeyAttribute), "|")
+	kind, rest, _ := strings.Cut(strAttr(item, keyAttribute), "|")
 	switch kind {
 	case "breaker":
 		until := time.UnixMilli(numAttr(item, attrOpenUntil))

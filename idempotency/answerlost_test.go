@@ -49,7 +49,7 @@ func TestOwnWriteWithALostAnswer(t *testing.T) {
 		if s.Ran != 1 || s.Completed != 1 || s.CompleteFailed != 0 || s.DuplicatesInProgress != 0 {
 			t.Errorf("stats %+v; want ran and completed once, nothing failed or snoozed", s)
 		}
-		if st := db.item("m1")[idempotency.StatusAttribute].(*types.AttributeValueMemberS).Value; st != string(idempotency.Completed) {
+		if st := db.item("m1")["status"].(*types.AttributeValueMemberS).Value; st != string(idempotency.Completed) {
 			t.Errorf("record status %q, want COMPLETED", st)
 		}
 	})

@@ -10,18 +10,27 @@ import (
 	"github.com/sqsworker/sqsworker/internal/dynamo"
 )
 
-// API is the part of the DynamoDB client a Guard uses, with the SDK's exact
-// signatures; *dynamodb.Client satisfies it.
+// API is the part of the DynamoDB client this package uses, with the SDK's
+// exact signatures; *dynamodb.Client satisfies it.
+//
+// A Guard makes the item calls:
 //
 //   - PutItem: take the lock (conditional: no live record).
 //   - UpdateItem: push the lock's expiry forward; record the job as
 //     completed (conditional: this run still holds the lock).
 //   - DeleteItem: remove the record of a failed run (conditional: this run
 //     still holds the lock).
+//
+// CreateTable makes the table calls: CreateTable, DescribeTable,
+// DescribeTimeToLive and UpdateTimeToLive.
 type API interface {
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	CreateTable(ctx context.Context, params *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, params *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, params *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)
@@ -62,7 +71,7 @@ var ErrLockLost = errors.New("idempotency: the job's lock was lost")
 // recordTable describes the records' table to package dynamo.
 func recordTable(name string) dynamo.Table {
 	return dynamo.Table{
-		Name: name, Key: KeyAttribute, TTL: TTLAttribute,
+		Name: name, Key: attrKey, TTL: attrTTL,
 		Pkg: "idempotency", Items: "idempotency records", Use: "the Guard",
 		NotFound: ErrTableNotFound, Throttled: ErrThrottled,
 	}

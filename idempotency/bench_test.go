@@ -52,7 +52,7 @@ func BenchmarkGuard(b *testing.B) {
 			for i := range b.N {
 				if _, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{
 					TableName: aws.String(table),
-					Item:      map[string]ddbtypes.AttributeValue{idempotency.KeyAttribute: &ddbtypes.AttributeValueMemberS{Value: "baseline-" + strconv.Itoa(i)}},
+					Item:      map[string]ddbtypes.AttributeValue{"key": &ddbtypes.AttributeValueMemberS{Value: "baseline-" + strconv.Itoa(i)}},
 				}); err != nil {
 					b.Fatal(err)
 				}

@@ -138,4 +138,21 @@
 // dynamodb:UpdateItem and dynamodb:DeleteItem on it; CreateTable also needs
 // dynamodb:CreateTable, dynamodb:DescribeTable, dynamodb:DescribeTimeToLive
 // and dynamodb:UpdateTimeToLive.
+//
+// A record (a [Record] as DynamoDB holds it) has these attributes, for
+// reading the table directly:
+//
+//   - key (S): the job's key, with Options.KeyPrefix in front (and hashed
+//     with Options.HashKey); the partition key.
+//   - status (S): the record's [Status], "INPROGRESS" or "COMPLETED".
+//   - token (S): a random token of the run that holds or held the lock;
+//     every write after the first is conditional on it.
+//   - messageId (S): the SQS message ID of that run.
+//   - startedAt (N): when that run took the lock, in epoch milliseconds.
+//   - lockedUntil (N): when the lock of a record in progress expires, in
+//     epoch milliseconds.
+//   - completedAt (N): when the job completed, in epoch milliseconds.
+//   - result (B): the handler's result, when it set one ([SetResult]).
+//   - expiresAt (N): when the record stops counting, in epoch seconds; the
+//     table's time-to-live deletes it some time later.
 package idempotency

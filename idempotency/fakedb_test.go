@@ -28,6 +28,10 @@ import (
 // than mirroring the Guard's logic. The integration tests run the same
 // scenarios against DynamoDB Local.
 type fakeDB struct {
+	// API's table calls (CreateTable and the rest) are not modelled: the
+	// Guard makes none, and calling one panics.
+	idempotency.API
+
 	mu    sync.Mutex
 	items map[string]map[string]types.AttributeValue
 	fail  func(op string) error // when set and non-nil for op, the call fails
@@ -69,7 +73,7 @@ func (f *fakeDB) begin(op string) error {
 }
 
 func keyOf(k map[string]types.AttributeValue) string {
-	return k[idempotency.KeyAttribute].(*types.AttributeValueMemberS).Value
+	return k["key"].(*types.AttributeValueMemberS).Value
 }
 
 func (f *fakeDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {

@@ -1,6 +1,7 @@
 package idempotency_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func FuzzJSONKey(f *testing.F) {
 		switch {
 		case err1 == nil && k1 == "":
 			t.Fatal("empty key without an error")
-		case err1 != nil && !retry.IsPermanent(err1):
+		case err1 != nil && !errors.Is(err1, retry.ErrPermanent):
 			t.Fatalf("a body without a key is not permanent: %v", err1)
 		case err1 != nil && k1 != "":
 			t.Fatalf("a key %q with an error %v", k1, err1)

@@ -13,18 +13,18 @@ import (
 	"github.com/sqsworker/sqsworker/worker"
 )
 
-// DefaultTTL is how long a completed record counts unless Options.TTL says
+// defaultTTL is how long a completed record counts unless Options.TTL says
 // otherwise: SQS's longest retention period (14 days) plus one day, so no
 // copy of a message can outlive its record.
-const DefaultTTL = 15 * 24 * time.Hour
+const defaultTTL = 15 * 24 * time.Hour
 
-// DefaultLockMargin is how long, by default, a lock outlives the visibility
+// defaultLockMargin is how long, by default, a lock outlives the visibility
 // deadline of the message that holds it.
-const DefaultLockMargin = 5 * time.Second
+const defaultLockMargin = 5 * time.Second
 
-// MaxResultSize is the largest result SetResult accepts, in bytes (DynamoDB
+// maxResultSize is the largest result SetResult accepts, in bytes (DynamoDB
 // items hold at most 400 KB).
-const MaxResultSize = 256 << 10
+const maxResultSize = 256 << 10
 
 // Options configures a Guard. Every field's zero value selects the
 // documented default; pass functions that set fields to New.
@@ -50,15 +50,15 @@ type Options struct {
 	// DynamoDB's time-to-live deletes the record some time later. Keep it
 	// longer than the queue's retention period (and, for business keys,
 	// than the longest gap between two sends of one job). Zero value:
-	// DefaultTTL (15 days).
+	// 15 days, SQS's longest retention period (14 days) plus one, so no
+	// copy of a message outlives its record.
 	TTL time.Duration
 
 	// LockMargin is how long the lock of a job in progress outlives the
 	// visibility deadline of the message that holds it (the lease the
 	// heartbeat keeps). It covers the clock difference between consumers
 	// and the time a lock extension takes. A duplicate waits this much
-	// longer after a crashed run before it runs. Zero value:
-	// DefaultLockMargin (5 s).
+	// longer after a crashed run before it runs. Zero value: 5 s.
 	LockMargin time.Duration
 
 	// FailOpen runs a message without its lock when DynamoDB cannot be
@@ -94,10 +94,10 @@ func (o *Options) setDefaults() error {
 		o.Key = MessageIDKey
 	}
 	if o.TTL == 0 {
-		o.TTL = DefaultTTL
+		o.TTL = defaultTTL
 	}
 	if o.LockMargin == 0 {
-		o.LockMargin = DefaultLockMargin
+		o.LockMargin = defaultLockMargin
 	}
 	if o.CallTimeout == 0 {
 		o.CallTimeout = 5 * time.Second
@@ -359,14 +359,14 @@ func (s *runState) get() []byte {
 // Options.OnDuplicate receives it with each duplicate. A later call
 // replaces an earlier one, and nil sets none; nothing is written until the handler returns
 // nil. It returns an error when ctx is not the context of a guarded handler
-// or result is larger than MaxResultSize.
+// or result is larger than 256 KiB (a DynamoDB item holds 400 KB).
 func SetResult(ctx context.Context, result []byte) error {
 	s, ok := ctx.Value(runKey{}).(*runState)
 	if !ok {
 		return errors.New("idempotency.SetResult: the context is not a guarded handler's; call it with the context the handler received from Guard.Wrap")
 	}
-	if len(result) > MaxResultSize {
-		return fmt.Errorf("idempotency.SetResult: the result is %d bytes; at most %d fit in the record: store it elsewhere (S3, say) and set its location instead", len(result), MaxResultSize)
+	if len(result) > maxResultSize {
+		return fmt.Errorf("idempotency.SetResult: the result is %d bytes; at most %d fit in the record: store it elsewhere (S3, say) and set its location instead", len(result), maxResultSize)
 	}
 	if result == nil {
 		s.v.Store(nil)

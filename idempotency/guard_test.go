@@ -90,14 +90,14 @@ func TestRequestsPerOutcome(t *testing.T) {
 			t.Errorf("success: PutItem, UpdateItem, DeleteItem = %v, want [1 1 0]", c)
 		}
 		it := db.item("m1")
-		if s := it[idempotency.StatusAttribute].(*types.AttributeValueMemberS).Value; s != "COMPLETED" {
+		if s := it["status"].(*types.AttributeValueMemberS).Value; s != "COMPLETED" {
 			t.Errorf("status %q after success", s)
 		}
-		if _, locked := it[idempotency.LockAttribute]; locked {
+		if _, locked := it["lockedUntil"]; locked {
 			t.Error("a completed record still carries a lock")
 		}
-		if exp := numberAttr(it, idempotency.TTLAttribute); exp != time.Now().Add(idempotency.DefaultTTL).Unix() {
-			t.Errorf("expiresAt %d, want now + DefaultTTL", exp)
+		if exp := numberAttr(it, "expiresAt"); exp != time.Now().Add(15*24*time.Hour).Unix() {
+			t.Errorf("expiresAt %d, want now + 15 days (the default TTL)", exp)
 		}
 
 		// Its duplicate: one PutItem whose condition fails; nil, not run.
@@ -186,7 +186,7 @@ func TestDuplicateInProgressIsSnoozed(t *testing.T) {
 		if !snoozed || d != 10*time.Second || !strings.Contains(err.Error(), "duplicate of message holder-1 in progress") {
 			t.Errorf("duplicate at +1 s: %v (snooze %v, %v); want a 10 s snooze (lock left, rounded up) naming holder-1", err, d, snoozed)
 		}
-		if retry.IsPermanent(err) {
+		if errors.Is(err, retry.ErrPermanent) {
 			t.Error("a duplicate is permanent")
 		}
 		release <- struct{}{}
@@ -237,10 +237,10 @@ func TestLockFollowsTheLease(t *testing.T) {
 					return
 				case <-time.After(500 * time.Millisecond):
 					it := db.item("slow")
-					if it == nil || numberAttr(it, idempotency.LockAttribute) <= time.Now().UnixMilli() {
+					if it == nil || numberAttr(it, "lockedUntil") <= time.Now().UnixMilli() {
 						lapses = append(lapses, lockState(time.Since(start), it))
 					}
-					if want := lease.Deadline().Add(time.Second).UnixMilli(); it != nil && numberAttr(it, idempotency.LockAttribute) > want {
+					if want := lease.Deadline().Add(time.Second).UnixMilli(); it != nil && numberAttr(it, "lockedUntil") > want {
 						lapses = append(lapses, "lock beyond deadline + margin: "+lockState(time.Since(start), it))
 					}
 				}
@@ -337,8 +337,8 @@ func TestLockExtensionOutage(t *testing.T) {
 			if !errors.Is(err, idempotency.ErrLockLost) {
 				t.Errorf("returned %v; want it to say the lock was lost", err)
 			}
-			if it := db.item("m"); it != nil && !cancelledAt.Before(time.UnixMilli(numberAttr(it, idempotency.LockAttribute))) {
-				t.Errorf("cancelled at %v, not before the lock expired (%v)", cancelledAt, time.UnixMilli(numberAttr(it, idempotency.LockAttribute)))
+			if it := db.item("m"); it != nil && !cancelledAt.Before(time.UnixMilli(numberAttr(it, "lockedUntil"))) {
+				t.Errorf("cancelled at %v, not before the lock expired (%v)", cancelledAt, time.UnixMilli(numberAttr(it, "lockedUntil")))
 			}
 			if g.Stats().LocksLost != 1 {
 				t.Errorf("stats %+v", g.Stats())
@@ -366,8 +366,8 @@ func TestLockTakenOverCancelsAndSnoozes(t *testing.T) {
 		synctest.Wait()
 		// Another consumer takes the job over (as if this one's lock had expired).
 		db.mu.Lock()
-		db.items["m"][idempotency.TokenAttribute] = &types.AttributeValueMemberS{Value: "someone else"}
-		db.items["m"][idempotency.MessageAttribute] = &types.AttributeValueMemberS{Value: "other-copy"}
+		db.items["m"]["token"] = &types.AttributeValueMemberS{Value: "someone else"}
+		db.items["m"]["messageId"] = &types.AttributeValueMemberS{Value: "other-copy"}
 		db.mu.Unlock()
 		time.Sleep(5 * time.Second)
 		lease.Store(time.Now().Add(10 * time.Second).UnixNano()) // the heartbeat extends: the keeper tries to follow
@@ -375,7 +375,7 @@ func TestLockTakenOverCancelsAndSnoozes(t *testing.T) {
 		if d, snoozed := settle.SnoozeDelay(err); !snoozed || d < time.Second || !strings.Contains(err.Error(), "other-copy") {
 			t.Errorf("returned %v; want a snooze naming the run that holds the job", err)
 		}
-		if db.item("m")[idempotency.TokenAttribute].(*types.AttributeValueMemberS).Value != "someone else" {
+		if db.item("m")["token"].(*types.AttributeValueMemberS).Value != "someone else" {
 			t.Error("the run removed or changed a record it no longer holds")
 		}
 	})
@@ -414,7 +414,7 @@ func TestUnavailable(t *testing.T) {
 			if !errors.Is(err, idempotency.ErrUnavailable) || !errors.Is(err, tt.sentinel) || !errors.Is(err, tt.err) {
 				t.Errorf("error %v does not match ErrUnavailable, %v and the SDK error", err, tt.sentinel)
 			}
-			if retry.IsPermanent(err) {
+			if errors.Is(err, retry.ErrPermanent) {
 				t.Error("an outage is permanent; it should be retried")
 			}
 			ran = false
@@ -458,8 +458,8 @@ func TestResultAndOnDuplicate(t *testing.T) {
 		if k, ok := idempotency.Key(ctx); !ok || k != "m" {
 			t.Errorf("Key(ctx) = %q, %v; want the job's key", k, ok)
 		}
-		if err := idempotency.SetResult(ctx, make([]byte, idempotency.MaxResultSize+1)); err == nil {
-			t.Error("SetResult took a result larger than MaxResultSize")
+		if err := idempotency.SetResult(ctx, make([]byte, 256<<10+1)); err == nil {
+			t.Error("SetResult took a result larger than 256 KiB")
 		}
 		return idempotency.SetResult(ctx, []byte("invoice 42"))
 	})
@@ -507,7 +507,7 @@ func TestKeys(t *testing.T) {
 		{"empty key", func(o *idempotency.Options) {
 			o.Key = func(*worker.Message) (string, error) { return "", nil }
 		}, "", "empty key"},
-		{"too long", func(o *idempotency.Options) { o.KeyPrefix = strings.Repeat("p", idempotency.MaxKeySize) }, "", "set Options.HashKey"},
+		{"too long", func(o *idempotency.Options) { o.KeyPrefix = strings.Repeat("p", 2048) }, "", "set Options.HashKey"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -518,7 +518,7 @@ func TestKeys(t *testing.T) {
 			}
 			err := mustGuard(t, db, "t", opts...).Wrap(worker.HandlerFunc(ok)).Handle(fixedLease(time.Minute), withAttr)
 			if tt.problem != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.problem) || !retry.IsPermanent(err) {
+				if err == nil || !strings.Contains(err.Error(), tt.problem) || !errors.Is(err, retry.ErrPermanent) {
 					t.Errorf("err %v; want a permanent error saying %q", err, tt.problem)
 				}
 				if db.count("PutItem") != 0 {

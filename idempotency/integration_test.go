@@ -68,7 +68,7 @@ func emulatorEnv(t *testing.T) *env {
 		item: func(t *testing.T, key string) map[string]types.AttributeValue {
 			out, err := db.GetItem(context.Background(), &dynamodb.GetItemInput{
 				TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-				Key: map[string]types.AttributeValue{idempotency.KeyAttribute: &types.AttributeValueMemberS{Value: key}},
+				Key: map[string]types.AttributeValue{"key": &types.AttributeValueMemberS{Value: key}},
 			})
 			if err != nil {
 				t.Errorf("GetItem: %v", err)
@@ -107,9 +107,9 @@ func TestCreateTableWithDynamoDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := ttl.TimeToLiveDescription; d == nil || aws.ToString(d.AttributeName) != idempotency.TTLAttribute ||
+	if d := ttl.TimeToLiveDescription; d == nil || aws.ToString(d.AttributeName) != "expiresAt" ||
 		(d.TimeToLiveStatus != types.TimeToLiveStatusEnabled && d.TimeToLiveStatus != types.TimeToLiveStatusEnabling) {
-		t.Errorf("TTL %+v, want enabled on %s", ttl.TimeToLiveDescription, idempotency.TTLAttribute)
+		t.Errorf("TTL %+v, want enabled on %s", ttl.TimeToLiveDescription, "expiresAt")
 	}
 	counter := testenv.UniqueName("sqsworker-counter")
 	if err := dynamocounter.CreateTable(t.Context(), db, counter); err != nil {

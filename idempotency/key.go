@@ -19,10 +19,10 @@ import (
 // never have a key (it then goes to the dead-letter queue at once).
 type KeyFunc func(m *worker.Message) (string, error)
 
-// MaxKeySize is the longest key DynamoDB accepts as a partition key, in
+// maxKeySize is the longest key DynamoDB accepts as a partition key, in
 // bytes, prefix included. Longer keys fail their message (permanently)
 // unless Options.HashKey is set.
-const MaxKeySize = 2048
+const maxKeySize = 2048
 
 // MessageIDKey is the default KeyFunc: the SQS message ID. It catches SQS's
 // own duplicates — a message delivered twice, a message whose delete was
@@ -127,8 +127,8 @@ func (g *Guard) storedKey(m *worker.Message) (string, error) {
 	if g.opts.KeyPrefix != "" {
 		k = g.opts.KeyPrefix + "#" + k
 	}
-	if len(k) > MaxKeySize {
-		return "", retry.Permanent(fmt.Errorf("idempotency: the key of message %s is %d bytes; DynamoDB takes at most %d: set Options.HashKey to store its SHA-256 instead", m.ID, len(k), MaxKeySize))
+	if len(k) > maxKeySize {
+		return "", retry.Permanent(fmt.Errorf("idempotency: the key of message %s is %d bytes; DynamoDB takes at most %d: set Options.HashKey to store its SHA-256 instead", m.ID, len(k), maxKeySize))
 	}
 	return k, nil
 }

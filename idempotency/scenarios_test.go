@@ -39,7 +39,7 @@ type env struct {
 }
 
 // setupQueue is env.newQueue for any client that dlq.Setup takes.
-func setupQueue(client dlq.SetupAPI, name func(string) string) func(t *testing.T, visibility time.Duration) (string, string) {
+func setupQueue(client dlq.API, name func(string) string) func(t *testing.T, visibility time.Duration) (string, string) {
 	return func(t *testing.T, visibility time.Duration) (string, string) {
 		t.Helper()
 		queues, err := dlq.Setup(t.Context(), client, dlq.SetupOptions{Name: name("idem"), MaxReceiveCount: 100, VisibilityTimeout: visibility})
@@ -513,7 +513,7 @@ func duplicatesDuringRun(t *testing.T, e *env, src, body, key string, span time.
 			e.send(t, src, body)
 			at = at[1:]
 		}
-		if it := e.item(t, key); it == nil || numberAttr(it, idempotency.LockAttribute) < time.Now().UnixMilli() {
+		if it := e.item(t, key); it == nil || numberAttr(it, "lockedUntil") < time.Now().UnixMilli() {
 			lapsed = append(lapsed, lockState(time.Since(t0), it))
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -526,8 +526,8 @@ func lockState(at time.Duration, item map[string]types.AttributeValue) string {
 	if item == nil {
 		return fmt.Sprintf("at +%v: no record", at.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("at +%v: %s, locked until %s", at.Round(time.Millisecond), item[idempotency.StatusAttribute].(*types.AttributeValueMemberS).Value,
-		time.UnixMilli(numberAttr(item, idempotency.LockAttribute)).Format("15:04:05.000"))
+	return fmt.Sprintf("at +%v: %s, locked until %s", at.Round(time.Millisecond), item["status"].(*types.AttributeValueMemberS).Value,
+		time.UnixMilli(numberAttr(item, "lockedUntil")).Format("15:04:05.000"))
 }
 
 // numberAttr reads a number attribute (0 when absent).

@@ -18,33 +18,33 @@ import (
 
 // The attribute names of an idempotency record.
 const (
-	// KeyAttribute is the table's partition key (type S): the job's key,
+	// attrKey is the table's partition key (type S): the job's key,
 	// with Options.KeyPrefix in front.
-	KeyAttribute = "key"
-	// StatusAttribute is the record's Status (type S).
-	StatusAttribute = "status"
-	// TokenAttribute identifies the run that holds or held the lock (type
+	attrKey = "key"
+	// attrStatus is the record's Status (type S).
+	attrStatus = "status"
+	// attrToken identifies the run that holds or held the lock (type
 	// S, random); every write after the first is conditional on it.
-	TokenAttribute = "token"
-	// MessageAttribute is the SQS message ID of the run that holds the lock
+	attrToken = "token"
+	// attrMessage is the SQS message ID of the run that holds the lock
 	// or completed the job (type S).
-	MessageAttribute = "messageId"
-	// StartedAttribute is when that run took the lock (type N, epoch
+	attrMessage = "messageId"
+	// attrStarted is when that run took the lock (type N, epoch
 	// milliseconds).
-	StartedAttribute = "startedAt"
-	// LockAttribute is when the lock of a record in progress expires (type
+	attrStarted = "startedAt"
+	// attrLock is when the lock of a record in progress expires (type
 	// N, epoch milliseconds): the message's visibility deadline plus
 	// Options.LockMargin, pushed forward as the heartbeat extends it.
-	LockAttribute = "lockedUntil"
-	// CompletedAttribute is when the job completed (type N, epoch
+	attrLock = "lockedUntil"
+	// attrCompleted is when the job completed (type N, epoch
 	// milliseconds).
-	CompletedAttribute = "completedAt"
-	// ResultAttribute is the handler's result (type B), when it set one
+	attrCompleted = "completedAt"
+	// attrResult is the handler's result (type B), when it set one
 	// (SetResult).
-	ResultAttribute = "result"
-	// TTLAttribute is when the record stops counting and DynamoDB may delete
+	attrResult = "result"
+	// attrTTL is when the record stops counting and DynamoDB may delete
 	// it (type N, epoch seconds); the table's time-to-live uses it.
-	TTLAttribute = "expiresAt"
+	attrTTL = "expiresAt"
 )
 
 // abandonedTTL is how long after its lock expired a record in progress
@@ -122,13 +122,13 @@ func (c *conflict) Error() string { return "idempotency: the record is not in th
 func (s *store) acquire(ctx context.Context, l *lock) (existing, taken *Record, err error) {
 	now := time.Now()
 	item := map[string]types.AttributeValue{
-		KeyAttribute:     str(l.key),
-		StatusAttribute:  str(string(InProgress)),
-		TokenAttribute:   str(l.token),
-		MessageAttribute: str(l.messageID),
-		StartedAttribute: millis(l.started),
-		LockAttribute:    millis(l.until),
-		TTLAttribute:     seconds(l.until.Add(abandonedTTL)),
+		attrKey:     str(l.key),
+		attrStatus:  str(string(InProgress)),
+		attrToken:   str(l.token),
+		attrMessage: str(l.messageID),
+		attrStarted: millis(l.started),
+		attrLock:    millis(l.until),
+		attrTTL:     seconds(l.until.Add(abandonedTTL)),
 	}
 	s.calls[apiPutItem].Add(1)
 	out, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
@@ -136,7 +136,7 @@ func (s *store) acquire(ctx context.Context, l *lock) (existing, taken *Record, 
 		Item:                item,
 		ConditionExpression: aws.String("attribute_not_exists(#key) OR #expires < :nowSeconds OR (#status = :inProgress AND #locked < :now)"),
 		ExpressionAttributeNames: map[string]string{
-			"#key": KeyAttribute, "#expires": TTLAttribute, "#status": StatusAttribute, "#locked": LockAttribute,
+			"#key": attrKey, "#expires": attrTTL, "#status": attrStatus, "#locked": attrLock,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":nowSeconds": seconds(now), ":now": millis(now), ":inProgress": str(string(InProgress)),
@@ -150,7 +150,7 @@ func (s *store) acquire(ctx context.Context, l *lock) (existing, taken *Record, 
 		if len(failed.Item) == 0 { // gone since the check: try once more
 			return nil, nil, &conflict{}
 		}
-		if getS(failed.Item, TokenAttribute) == l.token {
+		if getS(failed.Item, attrToken) == l.token {
 			// This run's own lock: an earlier attempt of this PutItem took
 			// it and its answer was lost (what it replaced is unknown).
 			return nil, nil, nil
@@ -170,11 +170,11 @@ func (s *store) refresh(ctx context.Context, l *lock, until time.Time) error {
 	s.calls[apiUpdateItem].Add(1)
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.table),
-		Key:                 map[string]types.AttributeValue{KeyAttribute: str(l.key)},
+		Key:                 map[string]types.AttributeValue{attrKey: str(l.key)},
 		UpdateExpression:    aws.String("SET #locked = :locked, #expires = :expires"),
 		ConditionExpression: aws.String("#status = :inProgress AND #token = :token"),
 		ExpressionAttributeNames: map[string]string{
-			"#locked": LockAttribute, "#expires": TTLAttribute, "#status": StatusAttribute, "#token": TokenAttribute,
+			"#locked": attrLock, "#expires": attrTTL, "#status": attrStatus, "#token": attrToken,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":locked": millis(until), ":expires": seconds(until.Add(abandonedTTL)),
@@ -199,18 +199,18 @@ func (s *store) complete(ctx context.Context, l *lock, result []byte) error {
 		":inProgress": str(string(InProgress)), ":token": str(l.token),
 	}
 	names := map[string]string{
-		"#status": StatusAttribute, "#completed": CompletedAttribute, "#expires": TTLAttribute,
-		"#locked": LockAttribute, "#token": TokenAttribute,
+		"#status": attrStatus, "#completed": attrCompleted, "#expires": attrTTL,
+		"#locked": attrLock, "#token": attrToken,
 	}
 	if result != nil {
 		set += ", #result = :result"
 		values[":result"] = &types.AttributeValueMemberB{Value: result}
-		names["#result"] = ResultAttribute
+		names["#result"] = attrResult
 	}
 	s.calls[apiUpdateItem].Add(1)
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
-		Key:                                 map[string]types.AttributeValue{KeyAttribute: str(l.key)},
+		Key:                                 map[string]types.AttributeValue{attrKey: str(l.key)},
 		UpdateExpression:                    aws.String(set + " REMOVE #locked"),
 		ConditionExpression:                 aws.String("#status = :inProgress AND #token = :token"),
 		ExpressionAttributeNames:            names,
@@ -230,9 +230,9 @@ func (s *store) release(ctx context.Context, l *lock) error {
 	s.calls[apiDeleteItem].Add(1)
 	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                           aws.String(s.table),
-		Key:                                 map[string]types.AttributeValue{KeyAttribute: str(l.key)},
+		Key:                                 map[string]types.AttributeValue{attrKey: str(l.key)},
 		ConditionExpression:                 aws.String("#status = :inProgress AND #token = :token"),
-		ExpressionAttributeNames:            map[string]string{"#status": StatusAttribute, "#token": TokenAttribute},
+		ExpressionAttributeNames:            map[string]string{"#status": attrStatus, "#token": attrToken},
 		ExpressionAttributeValues:           map[string]types.AttributeValue{":inProgress": str(string(InProgress)), ":token": str(l.token)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -249,7 +249,7 @@ func (s *store) conflictOrExplain(err error, what string, l *lock) error {
 	case errors.As(err, &failed):
 		c := &conflict{}
 		if len(failed.Item) > 0 {
-			c.rec, c.own = recordOf(failed.Item), getS(failed.Item, TokenAttribute) == l.token
+			c.rec, c.own = recordOf(failed.Item), getS(failed.Item, attrToken) == l.token
 		}
 		return c
 	}
@@ -266,17 +266,17 @@ func (s *store) explain(err error, what string, l *lock) error {
 // recordOf reads a record from its item.
 func recordOf(item map[string]types.AttributeValue) *Record {
 	r := &Record{
-		Key:         getS(item, KeyAttribute),
-		Status:      Status(getS(item, StatusAttribute)),
-		MessageID:   getS(item, MessageAttribute),
-		StartedAt:   getMillis(item, StartedAttribute),
-		LockedUntil: getMillis(item, LockAttribute),
-		CompletedAt: getMillis(item, CompletedAttribute),
+		Key:         getS(item, attrKey),
+		Status:      Status(getS(item, attrStatus)),
+		MessageID:   getS(item, attrMessage),
+		StartedAt:   getMillis(item, attrStarted),
+		LockedUntil: getMillis(item, attrLock),
+		CompletedAt: getMillis(item, attrCompleted),
 	}
-	if n, err := strconv.ParseInt(getN(item, TTLAttribute), 10, 64); err == nil {
+	if n, err := strconv.ParseInt(getN(item, attrTTL), 10, 64); err == nil {
 		r.ExpiresAt = time.Unix(n, 0)
 	}
-	if b, ok := item[ResultAttribute].(*types.AttributeValueMemberB); ok {
+	if b, ok := item[attrResult].(*types.AttributeValueMemberB); ok {
 		r.Result = b.Value
 	}
 	return r

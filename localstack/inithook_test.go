@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 )
 
@@ -80,9 +80,9 @@ func TestInitHookSendsValidJSON(t *testing.T) {
 			// A queue's maxReceiveCount is setup's default, which doctor
 			// accepts (a FIFO queue needs ten times the attempts).
 			if name := get("--queue-name"); args[1] == "create-queue" {
-				want := dlq.DefaultMaxReceiveCount
+				want := deadletter.DefaultMaxReceiveCount
 				if strings.HasSuffix(name, ".fifo") {
-					want = dlq.DefaultFIFOMaxReceiveCount
+					want = deadletter.DefaultFIFOMaxReceiveCount
 				}
 				if p.MaxReceiveCount == nil || *p.MaxReceiveCount != want {
 					t.Errorf("queue %s: maxReceiveCount %v, want %d (sqsworker setup's, which doctor accepts)", name, p.MaxReceiveCount, want)

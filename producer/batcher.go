@@ -5,18 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
-// Pending is a message handed to Enqueue, on its way to SQS.
+// Pending is a message handed to Enqueue, on its way to SQS (or SNS).
 type Pending struct{ it *item }
 
 // Done is closed once the message's Result is final.
 func (p *Pending) Done() <-chan struct{} { return p.it.done }
 
 // Wait blocks until the message's Result is final or ctx ends, and returns
-// the Result with its Err (Result.Err is nil when SQS accepted it). When
+// the Result with its Err (Result.Err is nil when SQS or SNS accepted it). When
 // ctx ends first, the message is still on its way: Wait again, or Close.
 func (p *Pending) Wait(ctx context.Context) (Result, error) {
 	select {
@@ -42,8 +40,9 @@ func (p *Producer) Send(ctx context.Context, m Message) (Result, error) {
 // Enqueue hands m to the background batcher and returns at once (or, when
 // MaxPending messages wait already, once there is room or ctx ends). The
 // BeforeSend hooks and the Offloader run here, with ctx. A batch goes out
-// when it holds MaxBatch messages or 1 MiB, or when its first message has
-// waited Linger. The returned Pending gives the message's Result; a message
+// when it holds MaxBatch messages or the service's payload limit (1 MiB for
+// SQS, 256 KiB for SNS), or when its first message has waited Linger. The
+// returned Pending gives the message's Result; a message
 // that fails is also counted in the error Close returns, so none is dropped
 // silently. The error is non-nil only when m was not accepted at all (the
 // producer is closed, ctx ended) — a message refused for its contents is
@@ -152,7 +151,7 @@ func (p *Producer) loop() {
 				p.sending.Wait()
 				return
 			}
-			if len(batch) > 0 && size+it.size > sqslimit.MaxMessageSize {
+			if len(batch) > 0 && size+it.size > p.maxPayload {
 				flush()
 			}
 			batch = append(batch, it)

@@ -48,8 +48,8 @@ func TestTenThousandTypedJobs(t *testing.T) {
 			}
 		}
 		st := p.Stats()
-		calls := f.RequestCount("SendMessageBatch")
-		t.Logf("producer: %d jobs, %d SendMessageBatch calls, %.3f requests per job", st.Sent, calls, st.RequestsPerMessage())
+		calls := f.Requests()["SendMessageBatch"]
+		t.Logf("producer: %d jobs, %d SendMessageBatch calls, %.3f requests per job", st.Sent, calls, float64(st.Requests)/float64(st.Sent))
 		if calls != n/10 || st.Requests != n/10 || st.Sent != n {
 			t.Errorf("%d jobs took %d calls (stats %+v), want %d", n, calls, st, n/10)
 		}
@@ -109,7 +109,7 @@ func TestBatcherLingerAndClose(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if n := f.RequestCount("SendMessageBatch"); n != 1 {
+		if n := f.Requests()["SendMessageBatch"]; n != 1 {
 			t.Errorf("4 concurrent Sends took %d calls, want 1", n)
 		}
 
@@ -268,7 +268,7 @@ func TestJSONSender(t *testing.T) {
 		t.Fatalf("results %+v, err %v; want only the unencodable job to fail", res, err)
 	}
 	msgs := f.Messages(url)
-	if len(msgs) != 2 || msgs[0].Body != `{"id":1}` || msgs[0].State != sqstest.Delayed {
+	if len(msgs) != 2 || msgs[0].Body != `{"id":1}` || msgs[0].State != "delayed" {
 		t.Errorf("queue holds %+v", msgs)
 	}
 	if r, err := jobs.Send(t.Context(), job{ID: 4}); err != nil || r.MessageID == "" {
@@ -293,8 +293,8 @@ func TestEntryFaultsInTheFake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "jobs", nil)
-		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), Entries: true, Every: 7, Times: 40})
-		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.Throttled(), Entries: true, Every: 11, Times: 20})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "InternalError", Entries: true, Every: 7, Times: 40})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "RequestThrottled", Entries: true, Every: 11, Times: 20})
 		p := newProducer(t, f, url)
 		var pending []*producer.Pending
 		for i := range 1000 {
@@ -342,7 +342,7 @@ func TestLostResponse(t *testing.T) {
 		f := sqstest.For(t)
 		std := f.MustCreateQueue(t, "jobs", nil)
 		fifo := f.MustCreateQueue(t, "jobs.fifo", map[string]string{"FifoQueue": "true"})
-		lose := sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), AfterEffect: true, Times: 1}
+		lose := sqstest.Fault{API: "SendMessageBatch", Code: "InternalError", AfterEffect: true, Times: 1}
 		f.InjectFault(lose)
 		if _, err := newProducer(t, f, std).SendBatch(t.Context(), bodies(3, "s")); err != nil {
 			t.Fatal(err)

@@ -1,15 +1,18 @@
 // Package producer is the sending side of sqsworker: it puts jobs on an SQS
-// queue in batches, with per-message results, so that none is silently
-// dropped.
+// queue, or publishes them to an SNS topic, in batches, with per-message
+// results, so that none is silently dropped.
 //
 //	p, err := producer.New(sqs.NewFromConfig(cfg), "orders") // a name, URL or ARN (see package queueref)
 //	res, err := p.SendBatch(ctx, msgs) // any number: 10 per call, retried, one Result each
 //
+//	t, err := producer.NewTopic(sns.NewFromConfig(cfg), topicARN) // the same Producer, for a topic
+//
 // # Sending
 //
 // SendBatch sends a slice of any length at once: SendMessageBatch calls of up
-// to 10 entries and 1 MiB in all (SQS's limits per call), up to
-// Options.Concurrency calls in parallel. Send and Enqueue go through a
+// to 10 entries and 1 MiB in all (SQS's limits per call; PublishBatch calls
+// of up to 10 entries and 256 KiB for a topic), up to Options.Concurrency
+// calls in parallel. Send and Enqueue go through a
 // background batcher instead, which gathers the messages of every caller
 // into full batches: a batch leaves when it holds 10 messages (or 1 MiB), or
 // when its first message has waited Options.Linger (20 ms). Enqueue returns
@@ -66,10 +69,10 @@
 // at a time) or re-sending it as a fresh copy so that SQS never
 // dead-letters it for its receive count nor deletes it for its age, and
 // runs it on time as attempt 1. Waiting costs about 4.4 to 6 requests per
-// job and day (288 on a queue whose maxReceiveCount is 2 or less); the
-// internal package schedule documents the rules and the formula. Other
-// consumers would see the message after at most 15 minutes: send long
-// delays only to queues that sqsworker consumes. Standard queues only.
+// job and day (more with a low maxReceiveCount or a short retention: 288 on
+// a queue whose maxReceiveCount is 2 or less). Other consumers would see
+// the message after at most 15 minutes: send long delays only to queues
+// that sqsworker consumes. Standard queues only.
 //
 // # Typed jobs
 //
@@ -95,9 +98,42 @@
 // pointer instead; package s3payload does it in S3, in the format of AWS's
 // extended clients for Java and Python.
 //
+// # Topics
+//
+// NewTopic returns a Producer for an SNS topic: the same type, the same
+// Message, Options, Result and Stats, the same batcher and retry rule, so
+// what the producer does for a queue it does for a topic — Enqueue, typed
+// jobs, BeforeSend hooks, the Offloader. There is one sender for queues and
+// topics, not two that mirror each other: package fanout sets up the
+// chain behind the topic and checks it, and leaves sending to this package.
+// Its calls are PublishBatch calls of up to 10 entries and 256 KiB in all
+// (SNS's limits; Options.MaxMessageSize defaults to 256 KiB), their answers
+// classified by the same table of error codes as SQS's (SNS's throttling
+// and internal errors are retried, its sender faults are not). On a topic:
+//
+//   - GroupID is the MessageGroupId: a FIFO topic's message group
+//     (required; batches go out one at a time, in order), or a standard
+//     topic's tenant, which SNS passes on to the subscribed standard queues
+//     (SQS fair queues). A group over 128 characters or with other than
+//     ASCII letters, digits and punctuation, and a DeduplicationID on a
+//     standard topic, fail with ErrInvalid before any call.
+//   - Attributes are SNS's message attributes (what filter policies match);
+//     Subject is the envelope's Subject (a queue refuses a Subject).
+//   - Delay is refused: SNS has no per-message delay.
+//   - TraceHeader is left out (a PublishBatch entry has no system
+//     attributes); the attributes BeforeSend adds with SetAttribute travel.
+//   - An Offloader's pointer reaches every subscribed queue: with
+//     s3payload, set its Options.Threshold to at most 256 KiB, consume an
+//     enveloped subscription with worker.Chain(h, fanout.Unwrap(),
+//     store.Middleware()), and do not delete objects on settlement
+//     (s3payload's Store.Settled) when several queues share the message;
+//     let the bucket's lifecycle rule expire them.
+//
 // # IAM
 //
 // sqs:SendMessage on the queue (it authorises SendMessageBatch), and
 // kms:GenerateDataKey on its key when the queue is encrypted with a
-// customer managed KMS key.
+// customer managed KMS key. For a topic: sns:Publish (it authorises
+// PublishBatch), and kms:GenerateDataKey and kms:Decrypt on its key when
+// the topic is encrypted with a customer managed KMS key.
 package producer

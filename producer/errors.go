@@ -11,8 +11,10 @@ import (
 var ErrClosed = errors.New("producer: closed")
 
 // ErrInvalid is wrapped by the errors of messages refused before any call
-// to SQS: an empty body, a negative delay, a delay on a FIFO queue, a FIFO
-// message without a group ID, too many attributes, a message too large.
+// to SQS or SNS: an empty body, a negative delay, a delay on a FIFO queue
+// or on a topic, a FIFO message without a group ID, too many attributes, a
+// message too large; on a topic also a DeduplicationID on a standard topic
+// and a GroupID SNS would refuse; on a queue a Subject.
 var ErrInvalid = errors.New("invalid message")
 
 // ErrTooLarge is wrapped by the error of a message larger than the limit

@@ -10,27 +10,40 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/schedule"
+	"github.com/sqsworker/sqsworker/internal/snstopic"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 )
 
-// API is the SQS call a Producer makes, with the AWS SDK for Go v2's exact
-// signature. *sqs.Client and *sqstest.Fake satisfy it.
+// API is the SQS call a Producer for a queue makes, with the AWS SDK for Go
+// v2's exact signature. *sqs.Client and *sqstest.Fake satisfy it.
 type API interface {
 	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 }
 
-var _ API = (*sqs.Client)(nil)
+// TopicAPI is the SNS call a Producer for a topic (NewTopic) makes, with
+// the AWS SDK for Go v2's exact signature. *sns.Client and snstest's Fake
+// satisfy it.
+type TopicAPI interface {
+	PublishBatch(ctx context.Context, params *sns.PublishBatchInput, optFns ...func(*sns.Options)) (*sns.PublishBatchOutput, error)
+}
 
-// Offloader stores message bodies too large for SQS elsewhere; package
-// s3payload's Store keeps them in S3 in the format of AWS's extended
-// clients.
+var (
+	_ API      = (*sqs.Client)(nil)
+	_ TopicAPI = (*sns.Client)(nil)
+)
+
+// Offloader stores message bodies too large for SQS or SNS elsewhere;
+// package s3payload's Store keeps them in S3 in the format of AWS's
+// extended clients.
 type Offloader interface {
 	// Offload is called for every message, after the BeforeSend hooks.
 	// When the message is to be offloaded it stores m.Body, replaces it
@@ -44,25 +57,28 @@ type Offloader interface {
 // documented default.
 type Options struct {
 	// MaxMessageSize is the largest message (body and attributes, as SQS
-	// counts them) sent; larger ones go to the Offloader or fail with
-	// ErrTooLarge without a call. Zero value: 1 MiB, SQS's limit (set the
-	// queue's MaximumMessageSize when it is lower).
+	// and SNS count them) sent; larger ones go to the Offloader or fail
+	// with ErrTooLarge without a call. Zero value: the service's limit,
+	// 1 MiB for a queue (set the queue's MaximumMessageSize when it is
+	// lower) and 256 KiB for a topic.
 	MaxMessageSize int
-	// MaxAttempts is how many SendMessageBatch calls may carry one message:
-	// entries SQS failed on its side (SenderFault false) and calls that
-	// failed as a whole with a retryable error (throttling, a server error,
-	// the network) are sent again after a backoff. Entries SQS refused
-	// (SenderFault true) are not retried. Zero value: 5.
+	// MaxAttempts is how many batch calls (SendMessageBatch, or
+	// PublishBatch for a topic) may carry one message: entries the service
+	// failed on its side (SenderFault false: throttling, an internal
+	// error) and calls that failed as a whole with a retryable error
+	// (throttling, a server error, the network, the call's timeout) are
+	// sent again after a backoff. Entries it refused (SenderFault true) are
+	// not retried. Zero value: 5.
 	MaxAttempts int
 	// Retry is the wait between those attempts: Delay(n) after the n-th
 	// call that carried an entry; giving up (false) ends the entry's
-	// attempts early. Zero value: the library's one retry rule for SQS calls
-	// (exponential from 100 ms to 5 s, jittered).
+	// attempts early. Zero value: the library's one retry rule for its AWS
+	// calls (exponential from 100 ms to 5 s, jittered).
 	Retry retry.Policy
-	// CallTimeout bounds each SendMessageBatch call. Zero value: 30 s.
+	// CallTimeout bounds each batch call. Zero value: 30 s.
 	CallTimeout time.Duration
-	// Concurrency is how many SendMessageBatch calls may be in flight at
-	// once. On a FIFO queue batches always go out one at a time, in order.
+	// Concurrency is how many batch calls may be in flight at once. On a
+	// FIFO queue or topic batches always go out one at a time, in order.
 	// Zero value: 4.
 	Concurrency int
 	// Linger is how long Send and Enqueue let a batch wait for more
@@ -90,18 +106,21 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Producer sends messages to one SQS queue in batches. It is safe for
-// concurrent use. SendBatch sends a slice of any length at once; Send and
-// Enqueue go through a background batcher that gathers messages from every
-// caller into full batches, and Close flushes it.
+// Producer sends messages to one SQS queue (New) or publishes them to one
+// SNS topic (NewTopic), in batches. It is safe for concurrent use.
+// SendBatch sends a slice of any length at once; Send and Enqueue go
+// through a background batcher that gathers messages from every caller
+// into full batches, and Close flushes it.
 type Producer struct {
-	client   API
-	sender   *sqsbatch.Queue
-	queueURL string
-	fifo     bool
-	opts     Options
+	sender     *sqsbatch.Queue
+	target     string // the queue's URL, or the topic's ARN
+	name       string // the queue's or the topic's name, for errors
+	topic      bool   // an SNS topic (NewTopic)
+	fifo       bool
+	maxPayload int // a call's payload limit: SQS's 1 MiB, SNS's 256 KiB
+	opts       Options
 
-	calls   chan struct{} // SendMessageBatch calls in flight
+	calls   chan struct{} // batch calls in flight
 	flights chan struct{} // batcher batches in flight
 
 	startOnce sync.Once
@@ -124,22 +143,15 @@ type stats struct {
 	firstEnqueuedErr                                    atomic.Pointer[error]
 }
 
-// Stats is a snapshot of a Producer's counters since New.
+// Stats is a snapshot of a Producer's counters since New (or NewTopic).
+// Requests divided by Sent is the requests per message.
 type Stats struct {
-	Requests  int64 // SendMessageBatch calls made, retries included
-	Sent      int64 // messages SQS accepted
+	Requests  int64 // SendMessageBatch (or PublishBatch) calls made, retries included
+	Sent      int64 // messages SQS (or SNS) accepted
 	Failed    int64 // messages not sent (their Result has the error)
 	Retried   int64 // entries sent again after a retryable failure
 	Offloaded int64 // messages whose body went to the Offloader
 	Delayed   int64 // messages sent with a due time (a delay over 15 minutes)
-}
-
-// RequestsPerMessage is Requests divided by Sent (0 before any was sent).
-func (s Stats) RequestsPerMessage() float64 {
-	if s.Sent == 0 {
-		return 0
-	}
-	return float64(s.Requests) / float64(s.Sent)
 }
 
 // New returns a Producer for queue: its URL, or its name or ARN (see
@@ -148,35 +160,61 @@ func (s Stats) RequestsPerMessage() float64 {
 // region and account); client must then also have GetQueueUrl, as
 // *sqs.Client and *sqstest.Fake do. A URL is used as it is, without a call.
 // A queue whose name ends in ".fifo" is a FIFO queue: every message then
-// needs a GroupID and takes no Delay.
+// needs a GroupID and takes no Delay. An SNS topic's ARN is refused: use
+// NewTopic.
 func New(client API, queue string, optFns ...func(*Options)) (*Producer, error) {
 	if client == nil {
 		return nil, errors.New("producer: client is nil; pass an *sqs.Client (or an sqstest.Fake)")
 	}
-	var o Options
-	for _, fn := range optFns {
-		fn(&o)
+	if _, err := snstopic.Parse(queue); err == nil {
+		return nil, fmt.Errorf("producer: %s is an SNS topic, not a queue; publish to it with producer.NewTopic and an *sns.Client", queue)
 	}
-	if err := o.setDefaults(); err != nil {
+	o, err := options(optFns, sqslimit.MaxMessageSize, "SQS takes messages")
+	if err != nil {
 		return nil, err
 	}
 	queueURL, err := resolve(client, queue, o.CallTimeout)
 	if err != nil {
 		return nil, err
 	}
+	return newProducer(sqsbatch.NewSender(client, queueURL), queueURL, queueName(queueURL), false, queueref.FIFO(queueURL), sqslimit.MaxMessageSize, o), nil
+}
+
+// NewTopic returns a Producer that publishes to the SNS topic with ARN
+// topicARN (fanout.Setup returns it as SetupResult.TopicARN), with
+// PublishBatch calls of up to 10 messages and 256 KiB, SNS's limits. A
+// topic whose name ends in ".fifo" is a FIFO topic: every message then
+// needs a GroupID. See the package documentation (Topics) for what a
+// Message means on a topic.
+func NewTopic(client TopicAPI, topicARN string, optFns ...func(*Options)) (*Producer, error) {
+	if client == nil {
+		return nil, errors.New("producer: client is nil; pass an *sns.Client (or an snstest.Fake)")
+	}
+	a, err := snstopic.Parse(topicARN)
+	if err != nil {
+		return nil, fmt.Errorf("producer.NewTopic: %w; pass the topic's ARN (fanout.Setup returns it as SetupResult.TopicARN)", err)
+	}
+	o, err := options(optFns, sqslimit.MaxPublishSize, "SNS publishes messages")
+	if err != nil {
+		return nil, err
+	}
+	return newProducer(sqsbatch.NewPublisher(client, topicARN), topicARN, a.Name, true, a.FIFO(), sqslimit.MaxPublishSize, o), nil
+}
+
+func newProducer(sender *sqsbatch.Queue, target, name string, topic, fifo bool, maxPayload int, o Options) *Producer {
 	p := &Producer{
-		client: client, sender: sqsbatch.NewSender(client, queueURL), queueURL: queueURL, fifo: queueref.FIFO(queueURL), opts: o,
+		sender: sender, target: target, name: name, topic: topic, fifo: fifo, maxPayload: maxPayload, opts: o,
 		calls: make(chan struct{}, o.Concurrency), flights: make(chan struct{}, o.Concurrency),
 		loopDone: make(chan struct{}), closing: make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancelCause(context.Background())
-	return p, nil
+	return p
 }
 
 // resolve returns the URL of queue, a name, URL or ARN, asking SQS for a
 // name or an ARN within timeout.
 func resolve(client API, queue string, timeout time.Duration) (string, error) {
-	r, ok := client.(queueref.API)
+	r, ok := client.(urlGetter)
 	if !ok {
 		r = noLookup{}
 	}
@@ -189,6 +227,11 @@ func resolve(client API, queue string, timeout time.Duration) (string, error) {
 	return url, nil
 }
 
+// urlGetter is a client that can find a queue's URL.
+type urlGetter interface {
+	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+}
+
 // noLookup stands in for a client without GetQueueUrl: Resolve calls it
 // only for a name or an ARN.
 type noLookup struct{}
@@ -197,20 +240,26 @@ func (noLookup) GetQueueUrl(context.Context, *sqs.GetQueueUrlInput, ...func(*sqs
 	return nil, errors.New("this client has no GetQueueUrl to find the queue's URL with; pass the queue's URL, or an *sqs.Client")
 }
 
-func (o *Options) setDefaults() error {
+// options applies optFns and the defaults; limit is the service's largest
+// message, which takes says in words.
+func options(optFns []func(*Options), limit int, takes string) (Options, error) {
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
 	switch {
-	case o.MaxMessageSize < 0 || o.MaxMessageSize > sqslimit.MaxMessageSize:
-		return fmt.Errorf("producer: Options.MaxMessageSize is %d; SQS takes messages of up to %d bytes (0 for that)", o.MaxMessageSize, sqslimit.MaxMessageSize)
+	case o.MaxMessageSize < 0 || o.MaxMessageSize > limit:
+		return o, fmt.Errorf("producer: Options.MaxMessageSize is %d; %s of up to %d bytes (0 for that)", o.MaxMessageSize, takes, limit)
 	case o.MaxAttempts < 0, o.CallTimeout < 0, o.Concurrency < 0, o.Linger < 0, o.MaxPending < 0:
-		return errors.New("producer: Options.MaxAttempts, CallTimeout, Concurrency, Linger and MaxPending must not be negative (0 selects the default)")
+		return o, errors.New("producer: Options.MaxAttempts, CallTimeout, Concurrency, Linger and MaxPending must not be negative (0 selects the default)")
 	case o.MaxBatch < 0 || o.MaxBatch > sqslimit.MaxBatchEntries:
-		return fmt.Errorf("producer: Options.MaxBatch is %d; SQS batches carry 1 to 10 entries (0 for 10)", o.MaxBatch)
+		return o, fmt.Errorf("producer: Options.MaxBatch is %d; batch calls carry 1 to 10 entries (0 for 10)", o.MaxBatch)
 	}
 	if o.MaxMessageSize == 0 {
-		o.MaxMessageSize = sqslimit.MaxMessageSize
+		o.MaxMessageSize = limit
 	}
 	if o.MaxAttempts == 0 {
-		o.MaxAttempts = 5
+		o.MaxAttempts = sqsbatch.DefaultAttempts
 	}
 	if o.Retry == nil {
 		o.Retry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return sqsbatch.Backoff(n), true })
@@ -233,11 +282,8 @@ func (o *Options) setDefaults() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return nil
+	return o, nil
 }
-
-// QueueURL returns the URL of the queue the Producer sends to.
-func (p *Producer) QueueURL() string { return p.queueURL }
 
 // Stats returns a snapshot of the Producer's counters.
 func (p *Producer) Stats() Stats {
@@ -249,7 +295,7 @@ func (p *Producer) Stats() Stats {
 
 // item is one message on its way: its request entry and its result.
 type item struct {
-	entry   types.SendMessageBatchRequestEntry // Id is set per call
+	entry   sqsbatch.Entry // Send (a queue) or Publish (a topic); the Id is set per call
 	size    int
 	delayed bool // carries a due time
 	res     Result
@@ -257,8 +303,8 @@ type item struct {
 }
 
 // prepare turns a Message into an item: hooks, due time, offloading and
-// SQS's limits, all before any call. A message that cannot be sent gets
-// its error in res.Err.
+// the service's limits, all before any call. A message that cannot be sent
+// gets its error in res.Err.
 func (p *Producer) prepare(ctx context.Context, m Message) *item {
 	it := &item{}
 	fail := func(err error) *item {
@@ -273,15 +319,8 @@ func (p *Producer) prepare(ctx context.Context, m Message) *item {
 		}
 		m.Attributes = attrs
 	}
-	switch {
-	case m.Body == "":
-		return fail(fmt.Errorf("%w: the body is empty; SQS needs at least one character", ErrInvalid))
-	case m.Delay < 0:
-		return fail(fmt.Errorf("%w: Delay is %v; use 0 or more", ErrInvalid, m.Delay))
-	case p.fifo && m.Delay > 0:
-		return fail(fmt.Errorf("%w: Delay is %v, but FIFO queue %s takes no per-message delay; set the queue's DelaySeconds instead", ErrInvalid, m.Delay, queueName(p.queueURL)))
-	case p.fifo && m.GroupID == "":
-		return fail(fmt.Errorf("%w: FIFO queue %s needs a GroupID on every message", ErrInvalid, queueName(p.queueURL)))
+	if err := p.check(&m); err != nil {
+		return fail(err)
 	}
 	now := p.opts.Now()
 	due := now.Add(m.Delay)
@@ -314,7 +353,7 @@ func (p *Producer) prepare(ctx context.Context, m Message) *item {
 		it.res.Offloaded = off
 	}
 	if n := len(m.Attributes); n > sqslimit.MaxMessageAttributes {
-		return fail(fmt.Errorf("%w: %d message attributes; SQS allows %d", ErrInvalid, n, sqslimit.MaxMessageAttributes))
+		return fail(fmt.Errorf("%w: %d message attributes; %s allows %d", ErrInvalid, n, p.service(), sqslimit.MaxMessageAttributes))
 	}
 	it.size = m.dropAdded(p.opts.MaxMessageSize) // trace context goes before the message does
 	if it.size > p.opts.MaxMessageSize {
@@ -325,29 +364,119 @@ func (p *Producer) prepare(ctx context.Context, m Message) *item {
 		case p.opts.Offloader != nil:
 			hint = fmt.Sprintf("Options.Offloader did not take it, so its threshold (s3payload's Options.Threshold) must be above this producer's Options.MaxMessageSize (%d): set the threshold to at most that, or raise MaxMessageSize to the queue's MaximumMessageSize", p.opts.MaxMessageSize)
 		}
-		return fail(fmt.Errorf("%w: %w: %d bytes (body and attributes), over the limit of %d; %s", ErrInvalid, ErrTooLarge, it.size, p.opts.MaxMessageSize, hint))
-	}
-	it.entry = types.SendMessageBatchRequestEntry{
-		MessageBody:       aws.String(m.Body),
-		MessageAttributes: m.Attributes,
-		DelaySeconds:      int32(delay / time.Second),
-	}
-	if m.GroupID != "" {
-		it.entry.MessageGroupId = aws.String(m.GroupID)
-	}
-	if m.DeduplicationID != "" {
-		it.entry.MessageDeduplicationId = aws.String(m.DeduplicationID)
-	}
-	if m.TraceHeader != "" {
-		it.entry.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
-			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(m.TraceHeader)},
+		limit := "the limit"
+		if p.topic && p.opts.MaxMessageSize == sqslimit.MaxPublishSize {
+			limit = "SNS's limit"
 		}
+		return fail(fmt.Errorf("%w: %w: %d bytes (body and attributes), over %s of %d; %s", ErrInvalid, ErrTooLarge, it.size, limit, p.opts.MaxMessageSize, hint))
+	}
+	if p.topic {
+		it.entry.Publish = publishEntry(&m)
+	} else {
+		it.entry.Send = sendEntry(&m, delay)
 	}
 	it.delayed = attr
 	if it.res.Offloaded {
 		p.st.offloaded.Add(1)
 	}
 	return it
+}
+
+// check refuses, before any call, what the queue or topic would refuse.
+func (p *Producer) check(m *Message) error {
+	switch {
+	case m.Body == "":
+		return fmt.Errorf("%w: the body is empty; %s needs at least one character", ErrInvalid, p.service())
+	case m.Delay < 0:
+		return fmt.Errorf("%w: Delay is %v; use 0 or more", ErrInvalid, m.Delay)
+	case p.topic && m.Delay > 0:
+		return fmt.Errorf("%w: Delay is %v, but SNS topic %s takes no per-message delay; send delayed jobs to the queue itself, or set the subscribed queues' DelaySeconds", ErrInvalid, m.Delay, p.name)
+	case p.fifo && m.Delay > 0:
+		return fmt.Errorf("%w: Delay is %v, but FIFO queue %s takes no per-message delay; set the queue's DelaySeconds instead", ErrInvalid, m.Delay, p.name)
+	case p.fifo && m.GroupID == "" && p.topic:
+		return fmt.Errorf("%w: FIFO topic %s needs a GroupID on every message (its message group)", ErrInvalid, p.name)
+	case p.fifo && m.GroupID == "":
+		return fmt.Errorf("%w: FIFO queue %s needs a GroupID on every message", ErrInvalid, p.name)
+	case !p.topic && m.Subject != "":
+		return fmt.Errorf("%w: Subject is set, but %s is a queue; a Subject is for SNS topics (NewTopic)", ErrInvalid, p.name)
+	}
+	if !p.topic {
+		return nil
+	}
+	switch {
+	case !p.fifo && m.DeduplicationID != "":
+		return fmt.Errorf("%w: DeduplicationID is set, but topic %s is a standard topic, which takes none (SNS refuses it); drop it, or publish to a FIFO topic", ErrInvalid, p.name)
+	case len(m.GroupID) > maxGroupID:
+		return fmt.Errorf("%w: GroupID is %d characters long; SNS and SQS take at most %d", ErrInvalid, len(m.GroupID), maxGroupID)
+	}
+	for _, c := range m.GroupID {
+		if c < '!' || c > '~' {
+			return fmt.Errorf("%w: GroupID %q has the character %q; SNS and SQS take letters, digits and ASCII punctuation only", ErrInvalid, m.GroupID, c)
+		}
+	}
+	return nil
+}
+
+// maxGroupID is the longest MessageGroupId SNS and SQS take.
+const maxGroupID = 128
+
+// sendEntry is m's SendMessageBatch entry, with the native delay.
+func sendEntry(m *Message, delay time.Duration) types.SendMessageBatchRequestEntry {
+	e := types.SendMessageBatchRequestEntry{
+		MessageBody:       aws.String(m.Body),
+		MessageAttributes: m.Attributes,
+		DelaySeconds:      int32(delay / time.Second),
+	}
+	if m.GroupID != "" {
+		e.MessageGroupId = aws.String(m.GroupID)
+	}
+	if m.DeduplicationID != "" {
+		e.MessageDeduplicationId = aws.String(m.DeduplicationID)
+	}
+	if m.TraceHeader != "" {
+		e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
+			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(m.TraceHeader)},
+		}
+	}
+	return e
+}
+
+// publishEntry is m's PublishBatch entry. SNS's message attributes have
+// SQS's shape; a PublishBatch entry has no system attributes, so
+// TraceHeader is left out.
+func publishEntry(m *Message) *snstypes.PublishBatchRequestEntry {
+	e := &snstypes.PublishBatchRequestEntry{Message: aws.String(m.Body)}
+	if len(m.Attributes) > 0 {
+		e.MessageAttributes = make(map[string]snstypes.MessageAttributeValue, len(m.Attributes))
+		for k, v := range m.Attributes {
+			e.MessageAttributes[k] = snstypes.MessageAttributeValue{DataType: v.DataType, StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+		}
+	}
+	if m.Subject != "" {
+		e.Subject = aws.String(m.Subject)
+	}
+	if m.GroupID != "" {
+		e.MessageGroupId = aws.String(m.GroupID)
+	}
+	if m.DeduplicationID != "" {
+		e.MessageDeduplicationId = aws.String(m.DeduplicationID)
+	}
+	return e
+}
+
+// service is the service the Producer sends to, kind what it sends to.
+func (p *Producer) service() string {
+	if p.topic {
+		return "SNS"
+	}
+	return "SQS"
+}
+
+func (p *Producer) kind() string {
+	if p.topic {
+		return "topic"
+	}
+	return "queue"
 }
 
 // queueName is the last path element of a queue URL.

@@ -3,6 +3,7 @@ package producer_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func TestSendBatchSplitsByTenEntriesAndByBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := f.RequestCount("SendMessageBatch"); n != 3 {
+	if n := f.Requests()["SendMessageBatch"]; n != 3 {
 		t.Errorf("25 messages took %d calls, want 3 (10 + 10 + 5)", n)
 	}
 	for i, r := range res {
@@ -49,7 +50,7 @@ func TestSendBatchSplitsByTenEntriesAndByBytes(t *testing.T) {
 	}
 
 	// 300 KiB each: three fit in SQS's 1 MiB per call.
-	f.ResetRequests()
+	before := f.Requests()
 	big := strings.Repeat("x", 300<<10)
 	msgs := make([]producer.Message, 10)
 	for i := range msgs {
@@ -58,7 +59,7 @@ func TestSendBatchSplitsByTenEntriesAndByBytes(t *testing.T) {
 	if _, err := p.SendBatch(t.Context(), msgs); err != nil {
 		t.Fatal(err)
 	}
-	if n := f.RequestCount("SendMessageBatch"); n != 4 {
+	if n := f.Requests()["SendMessageBatch"] - before["SendMessageBatch"]; n != 4 {
 		t.Errorf("ten 300 KiB messages took %d calls, want 4 (3 + 3 + 3 + 1)", n)
 	}
 	if got := len(f.Messages(url)); got != 35 {
@@ -135,7 +136,7 @@ func TestFailedCalls(t *testing.T) {
 		f := sqstest.For(t)
 		url := f.MustCreateQueue(t, "jobs", nil)
 		p := newProducer(t, f, url)
-		remove := f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.Throttled(), Times: 2})
+		remove := f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "RequestThrottled", Times: 2})
 		res, err := p.SendBatch(t.Context(), bodies(3, "a"))
 		remove()
 		if err != nil || res[0].Attempts != 3 {
@@ -190,13 +191,13 @@ func TestMessagesRefusedBeforeAnyCall(t *testing.T) {
 		{"FIFO without group", fifo, producer.Message{Body: "x"}, "GroupID"},
 		{"FIFO with delay", fifo, producer.Message{Body: "x", GroupID: "g", Delay: time.Second}, "DelaySeconds"},
 	} {
-		f.ResetRequests()
+		before := f.Requests()
 		res, err := newProducer(t, f, tc.url).SendBatch(t.Context(), []producer.Message{tc.m})
 		if err == nil || !errors.Is(res[0].Err, producer.ErrInvalid) || !strings.Contains(res[0].Err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want ErrInvalid mentioning %q", tc.name, res[0].Err, tc.want)
 		}
-		if n := f.TotalRequests(); n != 0 {
-			t.Errorf("%s: %d calls made", tc.name, n)
+		if after := f.Requests(); !maps.Equal(after, before) {
+			t.Errorf("%s: calls made: %v, then %v", tc.name, before, after)
 		}
 	}
 }
@@ -396,7 +397,7 @@ func TestRequestsCountEveryRequest(t *testing.T) {
 		url := f.MustCreateQueue(t, "jobs", nil)
 		c := &sdkRetrier{API: f}
 		p := newProducer(t, c, url)
-		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), Times: 2})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "InternalError", Times: 2})
 		res, err := p.SendBatch(t.Context(), bodies(3, "a"))
 		if err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -19,13 +20,13 @@ import (
 func TestNewTakesANameOrARN(t *testing.T) {
 	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "orders", nil)
-	for _, ref := range []string{"orders", f.QueueARN(url), url} {
+	for _, ref := range []string{"orders", sqsfake.ARN(url), url} {
 		p, err := producer.New(f, ref)
 		if err != nil {
 			t.Fatalf("New(%s): %v", ref, err)
 		}
-		if p.QueueURL() != url {
-			t.Errorf("New(%s).QueueURL() = %q, want %q", ref, p.QueueURL(), url)
+		if producer.QueueURL(p) != url {
+			t.Errorf("New(%s).QueueURL() = %q, want %q", ref, producer.QueueURL(p), url)
 		}
 		if _, err := p.Send(t.Context(), producer.Message{Body: "hello"}); err != nil {
 			t.Errorf("Send through New(%s): %v", ref, err)

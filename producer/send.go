@@ -8,9 +8,10 @@ import (
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 )
 
-// SendBatch sends msgs, any number of them, in SendMessageBatch calls of up
-// to MaxBatch entries and 1 MiB, up to Concurrency calls at once (one at a
-// time, in order, on a FIFO queue), retrying what can be retried. It
+// SendBatch sends msgs, any number of them, in batch calls of up to
+// MaxBatch entries and the service's payload limit (SendMessageBatch: 1
+// MiB; PublishBatch: 256 KiB), up to Concurrency calls at once (one at a
+// time, in order, on a FIFO queue or topic), retrying what can be retried. It
 // returns one Result per message, in order, and a *BatchError when any
 // message was not sent; it does not use the background batcher.
 func (p *Producer) SendBatch(ctx context.Context, msgs []Message) ([]Result, error) {
@@ -76,15 +77,15 @@ func (p *Producer) count(it *item) {
 
 // deliver sends items until each is sent or has failed for good, setting
 // their results: the one batch layer (internal/sqsbatch) cuts the calls,
-// maps SQS's answer back to the messages and retries what may succeed
-// later, with Options.MaxAttempts and Options.BackOff.
+// maps the service's answer back to the messages and retries what may succeed
+// later, with Options.MaxAttempts and Options.Retry.
 func (p *Producer) deliver(ctx context.Context, items []*item) {
 	if len(items) == 0 {
 		return
 	}
 	entries := make([]sqsbatch.Entry, len(items))
 	for i, it := range items {
-		entries[i].Send = it.entry
+		entries[i] = it.entry
 	}
 	concurrency := p.opts.Concurrency
 	if p.fifo {
@@ -118,9 +119,11 @@ func (p *Producer) deliver(ctx context.Context, items []*item) {
 		case r.Attempts == 0:
 			it.res.Err = r.Err // never sent: ctx ended first
 		case r.Whole:
-			it.res.Err = fmt.Errorf("producer: SendMessageBatch to queue %s failed: %w", queueName(p.queueURL), r.Err)
+			it.res.Err = fmt.Errorf("producer: %s to %s %s failed: %w", p.sender.Op(), p.kind(), p.name, r.Err)
 		case errors.Is(r.Err, sqsbatch.ErrNoResult):
-			it.res.Err = fmt.Errorf("producer: SQS reported no result for the message in its SendMessageBatch response: %w", r.Err)
+			it.res.Err = fmt.Errorf("producer: %s reported no result for the message in its %s response: %w", p.service(), p.sender.Op(), r.Err)
+		case p.topic:
+			it.res.Err = fmt.Errorf("producer: SNS did not take the message for topic %s: %w", p.name, r.Err)
 		default:
 			it.res.Err = fmt.Errorf("producer: SQS did not take the message: %w", r.Err)
 		}

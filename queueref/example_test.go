@@ -33,13 +33,13 @@ func ExampleResolve() {
 
 func ExampleParseARN() {
 	a, err := queueref.ParseARN("arn:aws:sqs:eu-west-1:123456789012:orders.fifo")
-	fmt.Println(a.Region, a.Account, a.Name, a.FIFO(), err)
-	fmt.Println(a.URL())
+	fmt.Println(a.Region, a.Account, a.Name, queueref.FIFO(a.Name), err)
+	fmt.Println(a)
 	_, err = queueref.ParseARN("arn:aws:sqs:eu-west-1:orders")
 	fmt.Println(err)
 	// Output:
 	// eu-west-1 123456789012 orders.fifo true <nil>
-	// https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo
+	// arn:aws:sqs:eu-west-1:123456789012:orders.fifo
 	// "arn:aws:sqs:eu-west-1:orders" is not an SQS queue ARN; want an ARN such as arn:aws:sqs:us-east-1:123456789012:orders
 }
 

@@ -20,14 +20,6 @@ import (
 // mistake in the input, not a failure of SQS.
 var ErrInvalid = errors.New("invalid queue reference")
 
-// API is the SQS call Resolve makes, with the AWS SDK for Go v2's exact
-// signature. *sqs.Client and *sqstest.Fake satisfy it.
-type API interface {
-	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
-}
-
-var _ API = (*sqs.Client)(nil)
-
 // The forms of a reference, for error messages.
 const (
 	nameForm = "a name such as orders (1 to 80 letters, digits, hyphens and underscores; a FIFO queue's ends in .fifo)"
@@ -70,27 +62,6 @@ func ParseARN(s string) (ARN, error) {
 func (a ARN) String() string {
 	return "arn:" + a.Partition + ":sqs:" + a.Region + ":" + a.Account + ":" + a.Name
 }
-
-// URL returns the queue's URL at SQS's public endpoint for the ARN's region
-// and partition, https://sqs.REGION.amazonaws.com/ACCOUNT/NAME, without a
-// call. LocalStack and emulators give queues other URLs: Resolve asks the
-// endpoint instead.
-func (a ARN) URL() string {
-	domain := "amazonaws.com"
-	switch a.Partition {
-	case "aws-cn":
-		domain = "amazonaws.com.cn"
-	case "aws-iso":
-		domain = "c2s.ic.gov"
-	case "aws-iso-b":
-		domain = "sc2s.sgov.gov"
-	}
-	return "https://sqs." + a.Region + "." + domain + "/" + a.Account + "/" + a.Name
-}
-
-// FIFO reports whether the ARN names a FIFO queue (SQS requires FIFO queue
-// names to end in ".fifo").
-func (a ARN) FIFO() bool { return strings.HasSuffix(a.Name, fifoSuffix) }
 
 // Name returns the queue name in a reference: the last part of an ARN, the
 // last path segment of a URL, or the reference itself. It does not check
@@ -142,7 +113,8 @@ func Check(ref string) error {
 }
 
 // Resolve turns a queue reference — a name, URL or ARN — into the queue's
-// URL:
+// URL, asking client (an *sqs.Client, or any SQS client of the library's
+// packages: the one call it makes, GetQueueUrl, has the SDK's signature):
 //
 //   - A URL (http:// or https://) is returned as it is, without a call.
 //   - An ARN is looked up with GetQueueUrl for the ARN's name in the ARN's
@@ -169,7 +141,9 @@ func Check(ref string) error {
 // Malformed references give an error wrapping ErrInvalid (see Check); a
 // queue that does not exist, one wrapping the SDK's error and saying where
 // it was looked for.
-func Resolve(ctx context.Context, client API, ref string) (string, error) {
+func Resolve(ctx context.Context, client interface {
+	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+}, ref string) (string, error) {
 	if err := Check(ref); err != nil {
 		return "", err
 	}

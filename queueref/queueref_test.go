@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -117,7 +118,7 @@ func TestResolveEveryFormToOneURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := f.MustCreateQueue(t, "orders", nil)
-	arn := f.QueueARN(url)
+	arn := sqsfake.ARN(url)
 	for _, ref := range []string{"orders", url, arn} {
 		got, err := queueref.Resolve(context.Background(), f, ref)
 		if err != nil || got != url {
@@ -210,19 +211,5 @@ func TestResolveARNAtCustomEndpoint(t *testing.T) {
 	}
 	if !strings.Contains(body, `"QueueOwnerAWSAccountId":"111122223333"`) || !strings.Contains(body, `"QueueName":"orders"`) {
 		t.Errorf("GetQueueUrl body = %s; want the ARN's name and account", body)
-	}
-}
-
-func TestARNURLPerPartition(t *testing.T) {
-	for arn, want := range map[string]string{
-		"arn:aws:sqs:eu-west-1:123456789012:orders":          "https://sqs.eu-west-1.amazonaws.com/123456789012/orders",
-		"arn:aws:sqs:us-east-2:123456789012:payments.fifo":   "https://sqs.us-east-2.amazonaws.com/123456789012/payments.fifo",
-		"arn:aws-cn:sqs:cn-north-1:123456789012:orders":      "https://sqs.cn-north-1.amazonaws.com.cn/123456789012/orders",
-		"arn:aws-us-gov:sqs:us-gov-west-1:123456789012:jobs": "https://sqs.us-gov-west-1.amazonaws.com/123456789012/jobs",
-	} {
-		a, err := queueref.ParseARN(arn)
-		if err != nil || a.URL() != want {
-			t.Errorf("ParseARN(%s).URL() = %q, %v; want %q", arn, a.URL(), err, want)
-		}
 	}
 }

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -10,63 +11,28 @@ import (
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
-// BackoffFunction names the curve the backoff phase follows from
-// minDelayTarget to maxDelayTarget. The package documentation gives the
-// formulas. Names compare case-insensitively; the empty string means [Linear],
-// SNS's default.
-type BackoffFunction string
-
-// The four backoff functions of an SNS delivery policy.
+// The four backoff functions of an SNS delivery policy, the values of
+// HealthyRetryPolicy.BackoffFunction; the package documentation gives the
+// formulas.
 const (
-	// Linear climbs from min to max in equal steps.
-	Linear BackoffFunction = "linear"
-	// Arithmetic climbs fast first, with steps that shrink by a constant
-	// amount: d = min + (max−min)·t·(2−t).
-	Arithmetic BackoffFunction = "arithmetic"
-	// Geometric multiplies each delay by a constant ratio: d = min·(max/min)^t.
-	Geometric BackoffFunction = "geometric"
-	// Exponential stays near min longest and rises late: each step is the
-	// previous step times the square of Geometric's ratio.
-	Exponential BackoffFunction = "exponential"
+	backoffLinear      = "linear"      // from min to max in equal steps
+	backoffArithmetic  = "arithmetic"  // fast first, steps shrinking by a constant amount
+	backoffGeometric   = "geometric"   // each delay the previous times a constant ratio
+	backoffExponential = "exponential" // near min longest, rising late
 )
 
-// backoffFunctions lists the known functions in documentation order.
-func backoffFunctions() [4]BackoffFunction {
-	return [4]BackoffFunction{Linear, Arithmetic, Geometric, Exponential}
-}
-
-// canonical returns f's lower-case constant and whether f is known.
-func (f BackoffFunction) canonical() (BackoffFunction, bool) {
+// backoffCanonical returns f's lower-case name ("linear" for the empty
+// string) and whether f is a backoff function.
+func backoffCanonical(f string) (string, bool) {
 	if f == "" {
-		return Linear, true
+		return backoffLinear, true
 	}
-	for _, k := range backoffFunctions() {
-		if strings.EqualFold(string(f), string(k)) {
+	for _, k := range [...]string{backoffLinear, backoffArithmetic, backoffGeometric, backoffExponential} {
+		if strings.EqualFold(f, k) {
 			return k, true
 		}
 	}
 	return f, false
-}
-
-// MarshalText writes f's lower-case name ("linear" for the empty string). It
-// fails for an unknown function.
-func (f BackoffFunction) MarshalText() ([]byte, error) {
-	c, ok := f.canonical()
-	if !ok {
-		return nil, fmt.Errorf("retry: %q is not a backoff function; use linear, arithmetic, geometric or exponential", string(f))
-	}
-	return []byte(c), nil
-}
-
-// UnmarshalText reads a backoff function name in any case and stores its
-// lower-case form. It fails for an unknown name.
-func (f *BackoffFunction) UnmarshalText(text []byte) error {
-	c, ok := BackoffFunction(text).canonical()
-	if !ok || len(text) == 0 {
-		return fmt.Errorf("retry: %q is not a backoff function; use linear, arithmetic, geometric or exponential", string(text))
-	}
-	*f = c
-	return nil
 }
 
 // HealthyRetryPolicy is the retry part of an SNS delivery policy. Delays are
@@ -87,8 +53,11 @@ type HealthyRetryPolicy struct {
 	NumMinDelayRetries int `json:"numMinDelayRetries"`
 	// NumMaxDelayRetries is the number of post-backoff retries (default 0).
 	NumMaxDelayRetries int `json:"numMaxDelayRetries"`
-	// BackoffFunction is the backoff phase's curve; empty means Linear.
-	BackoffFunction BackoffFunction `json:"backoffFunction"`
+	// BackoffFunction is the backoff phase's curve: "linear" (SNS's
+	// default; also the empty string), "arithmetic", "geometric" or
+	// "exponential", in any case. The package documentation gives the
+	// formulas.
+	BackoffFunction string `json:"backoffFunction"`
 }
 
 // ThrottlePolicy is the rate part of an SNS delivery policy.
@@ -111,19 +80,24 @@ type ThrottlePolicy struct {
 // reads, with the same strictness, but does not check the limits. Jitter and
 // Rand are not part of the JSON and are left alone by Unmarshal.
 //
-// A DeliveryPolicy is a value; it is safe for concurrent use as long as Rand
-// is (see [LockedSource]).
+// A DeliveryPolicy is a value; it is safe for concurrent use.
 type DeliveryPolicy struct {
 	HealthyRetryPolicy HealthyRetryPolicy `json:"healthyRetryPolicy"`
 	ThrottlePolicy     ThrottlePolicy     `json:"throttlePolicy,omitzero"`
 
-	// Jitter is how Delay randomises the nominal delays. The zero value is
-	// EqualJitter, the default.
-	Jitter Jitter `json:"-"`
+	// Jitter is how Delay randomises a nominal delay d (the package
+	// documentation gives the exact ranges): "equal", uniform in [d/2, d]
+	// (the default; also the empty string); "none", d as is; "full",
+	// uniform in [0, d]; "decorrelated", uniform in [min, min(bound,
+	// 3·previous nominal delay)], where bound is minDelayTarget in the
+	// pre-backoff phase and maxDelayTarget after it. Names compare
+	// case-insensitively. Immediate retries are never jittered, and no mode
+	// goes below 0 or above the phase's bound.
+	Jitter string `json:"-"`
 	// Rand is the randomness Delay draws from. Nil means math/rand/v2's
-	// global generator, which is safe for concurrent use. A non-nil source is
-	// called from whichever goroutine calls Delay; the worker calls it
-	// concurrently, so wrap a seeded source with LockedSource.
+	// global generator. Delay serialises its calls to a non-nil source, so
+	// one seeded source (rand.NewPCG(1, 2)) can serve the concurrent Delay
+	// calls of a worker and make its draws reproducible.
 	Rand rand.Source `json:"-"`
 }
 
@@ -135,8 +109,26 @@ func DefaultDeliveryPolicy() DeliveryPolicy {
 		MinDelayTarget:  20,
 		MaxDelayTarget:  20,
 		NumRetries:      3,
-		BackoffFunction: Linear,
+		BackoffFunction: backoffLinear,
 	}}
+}
+
+// MarshalJSON writes the subscription shape ({"healthyRetryPolicy": …,
+// "throttlePolicy": …}, the latter only when set), with the backoff
+// function's lower-case name ("linear" for the empty string). It fails for
+// an unknown backoff function.
+func (p DeliveryPolicy) MarshalJSON() ([]byte, error) {
+	f, ok := backoffCanonical(p.HealthyRetryPolicy.BackoffFunction)
+	if !ok {
+		return nil, fmt.Errorf("retry: %q is not a backoff function; use linear, arithmetic, geometric or exponential", p.HealthyRetryPolicy.BackoffFunction)
+	}
+	type document struct {
+		HealthyRetryPolicy HealthyRetryPolicy `json:"healthyRetryPolicy"`
+		ThrottlePolicy     ThrottlePolicy     `json:"throttlePolicy,omitzero"`
+	}
+	d := document{HealthyRetryPolicy: p.HealthyRetryPolicy, ThrottlePolicy: p.ThrottlePolicy}
+	d.HealthyRetryPolicy.BackoffFunction = f
+	return json.Marshal(d)
 }
 
 // Delays returns the nominal schedule, without jitter: element n−1 is the
@@ -152,8 +144,8 @@ func (p DeliveryPolicy) Delays() []time.Duration {
 }
 
 // Total returns the sum of the nominal delays: how long the schedule takes,
-// not counting handler run time. With NoJitter, FullJitter and EqualJitter it
-// is also the longest the retries can take; see MaxTotal.
+// not counting handler run time. With the jitter modes "none", "full" and
+// "equal" it is also the longest the retries can take; see MaxTotal.
 func (p DeliveryPolicy) Total() time.Duration {
 	s := p.schedule()
 	var total time.Duration
@@ -165,8 +157,8 @@ func (p DeliveryPolicy) Total() time.Duration {
 }
 
 // MaxTotal returns the longest the retries can take under p.Jitter: the sum
-// of each retry's upper bound. It equals Total except with
-// DecorrelatedJitter, which can wait longer than the nominal delay (up to the
+// of each retry's upper bound. It equals Total except with jitter
+// "decorrelated", which can wait longer than the nominal delay (up to the
 // phase's bound). Compare it with the queue's retention period.
 func (p DeliveryPolicy) MaxTotal() time.Duration {
 	s := p.schedule()
@@ -200,7 +192,10 @@ func (p DeliveryPolicy) uniform() float64 {
 	if p.Rand == nil {
 		return rand.Float64()
 	}
-	return float64(p.Rand.Uint64()>>11) / (1 << 53)
+	randMu.Lock()
+	u := p.Rand.Uint64()
+	randMu.Unlock()
+	return float64(u>>11) / (1 << 53)
 }
 
 // phase identifies where a retry falls in the schedule.
@@ -219,22 +214,22 @@ type schedule struct {
 	n                         int // retries
 	immediate, pre, back      int // retries per phase; post = n − the others
 	min, max                  time.Duration
-	fn                        BackoffFunction
+	fn                        string  // lower case
 	logRatio, logRatioSquared float64 // ln(max/min), ln((max/min)²); 0 when min is 0
 }
 
 func (p DeliveryPolicy) schedule() schedule {
 	h := p.HealthyRetryPolicy
 	var s schedule
-	s.n = min(max(h.NumRetries, 0), SQSMaxRetries)
+	s.n = min(max(h.NumRetries, 0), sqsMaxRetries)
 	s.immediate = min(max(h.NumNoDelayRetries, 0), s.n)
 	s.pre = min(max(h.NumMinDelayRetries, 0), s.n-s.immediate)
 	post := min(max(h.NumMaxDelayRetries, 0), s.n-s.immediate-s.pre)
 	s.back = s.n - s.immediate - s.pre - post
-	minS := min(max(h.MinDelayTarget, 0), SQSMaxDelayTarget)
-	maxS := min(max(h.MaxDelayTarget, minS), SQSMaxDelayTarget)
+	minS := min(max(h.MinDelayTarget, 0), sqsMaxDelayTarget)
+	maxS := min(max(h.MaxDelayTarget, minS), sqsMaxDelayTarget)
 	s.min, s.max = time.Duration(minS)*time.Second, time.Duration(maxS)*time.Second
-	s.fn, _ = h.BackoffFunction.canonical()
+	s.fn, _ = backoffCanonical(h.BackoffFunction)
 	if minS > 0 && maxS > minS {
 		s.logRatio = math.Log(float64(maxS) / float64(minS))
 		s.logRatioSquared = 2 * s.logRatio
@@ -268,32 +263,34 @@ func (s schedule) curve(i int) time.Duration {
 	t := float64(i) / float64(m-1)
 	var f float64
 	switch {
-	case s.fn == Arithmetic:
+	case s.fn == backoffArithmetic:
 		f = t * (2 - t)
-	case s.fn == Geometric && s.logRatio > 0:
+	case s.fn == backoffGeometric && s.logRatio > 0:
 		// min·R^t = min + (max−min)·(R^t − 1)/(R − 1)
 		f = math.Expm1(t*s.logRatio) / math.Expm1(s.logRatio)
-	case s.fn == Exponential && s.logRatio > 0:
+	case s.fn == backoffExponential && s.logRatio > 0:
 		f = math.Expm1(t*s.logRatioSquared) / math.Expm1(s.logRatioSquared)
-	default: // Linear, and the ratio-based curves when min is 0 (invalid)
+	default: // linear, and the ratio-based curves when min is 0 (invalid)
 		f = t
 	}
 	d := s.min + time.Duration(math.Round(f*float64(s.max-s.min)))
 	return min(max(d, s.min), s.max)
 }
 
-// jitterRange returns the interval retry n's delay is drawn from under j.
-func (s schedule) jitterRange(j Jitter, n int) (lo, hi time.Duration) {
+// jitterRange returns the interval retry n's delay is drawn from under
+// jitter mode j.
+func (s schedule) jitterRange(j string, n int) (lo, hi time.Duration) {
 	ph, d := s.at(n)
 	if ph == phaseImmediate {
 		return 0, 0
 	}
-	switch j {
-	case NoJitter:
+	mode, _ := jitterMode(j)
+	switch mode {
+	case jitterNone:
 		return d, d
-	case FullJitter:
+	case jitterFull:
 		return 0, d
-	case DecorrelatedJitter:
+	case jitterDecorrelated:
 		prev := s.min
 		if n > 1 {
 			if _, pd := s.at(n - 1); pd > prev {
@@ -305,7 +302,7 @@ func (s schedule) jitterRange(j Jitter, n int) (lo, hi time.Duration) {
 			bound = s.min
 		}
 		return s.min, max(min(bound, 3*prev), s.min)
-	default: // EqualJitter, and unknown values (Validate reports those)
+	default: // equal, and unknown modes (Validate reports those)
 		return d / 2, d
 	}
 }

@@ -107,7 +107,7 @@ func TestSeedManagedPolicies(t *testing.T) {
 	// 10 s, 10 exponential 10 s → 600 s, 38 at 600 s: "50 attempts, over 6 hours".
 	p := retry.DeliveryPolicy{HealthyRetryPolicy: retry.HealthyRetryPolicy{
 		MinDelayTarget: 10, MaxDelayTarget: 600, NumRetries: 50,
-		NumMinDelayRetries: 2, NumMaxDelayRetries: 38, BackoffFunction: retry.Exponential,
+		NumMinDelayRetries: 2, NumMaxDelayRetries: 38, BackoffFunction: "exponential",
 	}}
 	if err := p.ValidateSQS(); err != nil {
 		t.Errorf("ValidateSQS() = %v, want nil", err)
@@ -133,8 +133,8 @@ func TestDefaultDeliveryPolicy(t *testing.T) {
 	if parsed.HealthyRetryPolicy != p.HealthyRetryPolicy || parsed.ThrottlePolicy != p.ThrottlePolicy {
 		t.Errorf("ParseDeliveryPolicy({}) = %+v, want DefaultDeliveryPolicy() %+v", parsed, p)
 	}
-	if p.Jitter != retry.DefaultJitter || retry.DefaultJitter != retry.EqualJitter {
-		t.Errorf("default jitter = %v, want equal", p.Jitter)
+	if p.Jitter != "" {
+		t.Errorf("default jitter = %q, want the zero value, equal", p.Jitter)
 	}
 	if got := p.Total(); got != time.Minute {
 		t.Errorf("Total() = %v, want 1m0s", got)
@@ -145,7 +145,7 @@ func TestDefaultDeliveryPolicy(t *testing.T) {
 // implementation: numRetries = 3 means 4 deliveries.
 func TestDeliveryPolicyDelay(t *testing.T) {
 	p := mustParse(t, `{"healthyRetryPolicy":{"maxDelayTarget":40}}`)
-	p.Jitter = retry.NoJitter
+	p.Jitter = "none"
 	var policy retry.Policy = p
 	for attempt, want := range map[int]time.Duration{1: 20 * time.Second, 2: 30 * time.Second, 3: 40 * time.Second} {
 		d, ok := policy.Delay(attempt)
@@ -189,7 +189,7 @@ func randomPolicy(rng *rand.Rand) retry.DeliveryPolicy {
 	return retry.DeliveryPolicy{HealthyRetryPolicy: retry.HealthyRetryPolicy{
 		MinDelayTarget: minD, MaxDelayTarget: maxD, NumRetries: n,
 		NumNoDelayRetries: a, NumMinDelayRetries: b, NumMaxDelayRetries: c,
-		BackoffFunction: []retry.BackoffFunction{retry.Linear, retry.Arithmetic, retry.Geometric, retry.Exponential}[rng.IntN(4)],
+		BackoffFunction: []string{"linear", "arithmetic", "geometric", "exponential"}[rng.IntN(4)],
 	}}
 }
 
@@ -222,7 +222,7 @@ func curveCases() []curveCase {
 // min < max the four curves are pairwise distinct and strictly ordered
 // arithmetic > linear > geometric > exponential inside the phase.
 func TestBackoffFunctionProperties(t *testing.T) {
-	fns := []retry.BackoffFunction{retry.Arithmetic, retry.Linear, retry.Geometric, retry.Exponential}
+	fns := []string{"arithmetic", "linear", "geometric", "exponential"}
 	for _, c := range curveCases() {
 		minD, maxD := time.Duration(c.min)*time.Second, time.Duration(c.max)*time.Second
 		curves := make([][]time.Duration, len(fns))
@@ -321,7 +321,7 @@ func TestPhaseStructure(t *testing.T) {
 				t.Fatalf("%+v: schedule decreases at retry %d", h, n)
 			}
 			total += d
-			nd, ok := retry.DeliveryPolicy{HealthyRetryPolicy: h, Jitter: retry.NoJitter}.Delay(n)
+			nd, ok := retry.DeliveryPolicy{HealthyRetryPolicy: h, Jitter: "none"}.Delay(n)
 			if !ok || nd != d {
 				t.Fatalf("%+v: Delay(%d) = %v, %v; want %v, true", h, n, nd, ok, d)
 			}
@@ -341,15 +341,15 @@ func TestInvalidPoliciesDoNotPanic(t *testing.T) {
 	bad := []retry.HealthyRetryPolicy{
 		{},
 		{MinDelayTarget: -5, MaxDelayTarget: -1, NumRetries: 4},
-		{MinDelayTarget: 0, MaxDelayTarget: 100, NumRetries: 5, BackoffFunction: retry.Geometric},
-		{MinDelayTarget: 0, MaxDelayTarget: 100, NumRetries: 5, BackoffFunction: retry.Exponential},
+		{MinDelayTarget: 0, MaxDelayTarget: 100, NumRetries: 5, BackoffFunction: "geometric"},
+		{MinDelayTarget: 0, MaxDelayTarget: 100, NumRetries: 5, BackoffFunction: "exponential"},
 		{MinDelayTarget: 50, MaxDelayTarget: 10, NumRetries: 5},
 		{MinDelayTarget: 1, MaxDelayTarget: 1 << 40, NumRetries: 1 << 40, NumNoDelayRetries: -3, NumMaxDelayRetries: 1 << 50},
 		{MinDelayTarget: 1, MaxDelayTarget: 5, NumRetries: 3, NumNoDelayRetries: 2, NumMinDelayRetries: 2, NumMaxDelayRetries: 2},
 		{MinDelayTarget: 1, MaxDelayTarget: 5, NumRetries: 3, BackoffFunction: "bogus"},
 	}
 	for _, h := range bad {
-		p := retry.DeliveryPolicy{HealthyRetryPolicy: h, Jitter: retry.Jitter(99)}
+		p := retry.DeliveryPolicy{HealthyRetryPolicy: h, Jitter: "bogus"}
 		ds := p.Delays()
 		if len(ds) > retry.SQSMaxRetries {
 			t.Errorf("%+v: %d delays, want at most %d", h, len(ds), retry.SQSMaxRetries)

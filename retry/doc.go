@@ -8,11 +8,14 @@
 //     failed; wait how long, or give up?" [DeliveryPolicy] (SNS's delivery
 //     retry policy, applied to SQS), [FromBackOff] (a [BackOff] sequence,
 //     such as cenkalti/backoff/v4's) and [PolicyFunc] implement it.
-//   - Typed outcomes a handler returns: [Permanent] (bad input: to the DLQ now)
-//     and [After] (retry after exactly this long).
-//   - [AttemptCounter], which says which attempt a delivery is: SQS's
-//     ApproximateReceiveCount by default ([ReceiveCount]), or an exact count
-//     kept in DynamoDB (package retry/dynamocounter).
+//   - Outcomes a handler returns: [Permanent] (bad input: to the DLQ now,
+//     found with errors.Is(err, [ErrPermanent])), [After] (retry after
+//     exactly this long, an [*AfterError]) and [Snooze] (not yet, and not a
+//     failure, a [*SnoozeError]).
+//   - [AttemptCounter], which says which attempt a delivery is and takes a
+//     snoozed one back: SQS's ApproximateReceiveCount by default
+//     ([ReceiveCount]), or an exact count kept in DynamoDB (package
+//     retry/dynamocounter).
 //   - The SQS visibility cap, visibility.MaxVisibility, which bounds every delay.
 //
 // # Attempts and retries
@@ -44,6 +47,8 @@
 //
 // # The four backoff functions
 //
+// [HealthyRetryPolicy].BackoffFunction names one of four curves, in any
+// case: "linear" (the default), "arithmetic", "geometric" or "exponential".
 // In the backoff phase, let i = 0 … m−1 number its retries, t = i/(m−1),
 // min = minDelayTarget, max = maxDelayTarget and R = max/min. Retry i waits
 //
@@ -76,18 +81,18 @@
 // actual delay from a range that depends on [DeliveryPolicy.Jitter]
 // (AWS Architecture blog, "Exponential Backoff and Jitter"):
 //
-//	NoJitter            dₙ
-//	FullJitter          uniform in [0, dₙ]
-//	EqualJitter         uniform in [dₙ/2, dₙ]       (the default: the zero value)
-//	DecorrelatedJitter  uniform in [min, min(bound, 3·dₙ₋₁)]
+//	"none"          dₙ
+//	"full"          uniform in [0, dₙ]
+//	"equal"         uniform in [dₙ/2, dₙ]       (the default: also "", the zero value)
+//	"decorrelated"  uniform in [min, min(bound, 3·dₙ₋₁)]
 //
-// Immediate retries always wait 0. For DecorrelatedJitter, dₙ₋₁ is the
+// Immediate retries always wait 0. For "decorrelated", dₙ₋₁ is the
 // previous retry's nominal delay (at least min) — a Policy is a pure function
 // of the attempt, so it cannot remember the previous random draw — and bound
 // is the phase's bound: min in the pre-backoff phase (whose retries therefore
 // stay at min), max in the backoff and post-backoff phases.
 //
-// EqualJitter is the default because it keeps what a user writes meaningful:
+// "equal" is the default because it keeps what a user writes meaningful:
 // a retry never comes sooner than half its nominal delay (a downstream that
 // needed 20 s to recover gets at least 10 s) and never later than the nominal
 // delay, so [DeliveryPolicy.Total] is an upper bound of the real schedule,
@@ -95,7 +100,8 @@
 // ever goes below 0 or above the phase's bound. [DeliveryPolicy.MaxTotal] is
 // the longest the schedule can take under the chosen jitter. Randomness comes
 // from [DeliveryPolicy.Rand] when set (a seeded source makes tests
-// deterministic), from math/rand/v2's global generator otherwise.
+// deterministic; Delay serialises its calls to it), from math/rand/v2's
+// global generator otherwise.
 //
 // # SNS limits and SQS limits
 //

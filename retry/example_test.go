@@ -74,7 +74,7 @@ func ExampleDeliveryPolicy_Delays() {
 // The four backoff functions with the parameters of SNS's comparison graph:
 // 10 retries from 5 s to 260 s (delays in seconds).
 func Example_backoffFunctions() {
-	for _, f := range []retry.BackoffFunction{retry.Arithmetic, retry.Linear, retry.Geometric, retry.Exponential} {
+	for _, f := range []string{"arithmetic", "linear", "geometric", "exponential"} {
 		p := retry.DeliveryPolicy{HealthyRetryPolicy: retry.HealthyRetryPolicy{
 			MinDelayTarget: 5, MaxDelayTarget: 260, NumRetries: 10, BackoffFunction: f,
 		}}
@@ -96,15 +96,15 @@ func Example_backoffFunctions() {
 func ExampleDeliveryPolicy_Delay() {
 	p, _ := retry.ParseDeliveryPolicy([]byte(`{"healthyRetryPolicy": {"maxDelayTarget": 40}}`))
 
-	p.Jitter = retry.NoJitter
+	p.Jitter = "none"
 	for attempt := 1; attempt <= 4; attempt++ {
 		d, ok := p.Delay(attempt)
 		fmt.Printf("attempt %d failed: retry=%v after %v\n", attempt, ok, d)
 	}
 
-	// With the default EqualJitter, each delay falls in [d/2, d]. A seeded
-	// source makes the draw reproducible.
-	p.Jitter, p.Rand = retry.EqualJitter, rand.NewPCG(1, 2)
+	// With the default jitter, "equal", each delay falls in [d/2, d]. A
+	// seeded source makes the draw reproducible.
+	p.Jitter, p.Rand = "equal", rand.NewPCG(1, 2)
 	d, _ := p.Delay(3)
 	fmt.Println(d >= 20*time.Second && d <= 40*time.Second)
 	// Output:
@@ -125,7 +125,7 @@ func ExampleDeliveryPolicy_Validate() {
 	fmt.Println(p.Delays(), err)
 
 	_, err = retry.ParseDeliveryPolicy([]byte(`{"healthyRetryPolicy": {"numRetrys": 5}}`))
-	fmt.Println(errors.Is(err, retry.ErrInvalidPolicy))
+	fmt.Println(errors.As(err, new(*retry.PolicyError)))
 	// Output:
 	// retry: delivery policy: http.defaultHealthyRetryPolicy.maxDelayTarget: 7200 is above SNS's limit of 3600 seconds; lower it, or validate with SQS's limits (ParseDeliveryPolicySQS, DeliveryPolicy.ValidateSQS), which allow up to 43200 seconds (12 h)
 	// [20s 1h0m10s 2h0m0s] <nil>
@@ -167,7 +167,7 @@ func ExamplePermanent() {
 		if err == nil {
 			return "done: delete"
 		}
-		if retry.IsPermanent(err) {
+		if errors.Is(err, retry.ErrPermanent) {
 			return "permanent: to the DLQ now: " + err.Error()
 		}
 		if ae := new(retry.AfterError); errors.As(err, &ae) {

@@ -1,64 +1,42 @@
 package retry
 
 import (
-	"math/rand/v2"
-	"strconv"
+	"fmt"
+	"strings"
 	"sync"
 )
 
-// Jitter selects how [DeliveryPolicy.Delay] randomises a nominal delay d. The
-// package documentation gives the exact ranges. Immediate retries are never
-// jittered, and no mode goes below 0 or above the phase's bound.
-type Jitter int
-
+// The jitter modes of DeliveryPolicy.Jitter; the package documentation
+// gives the exact ranges.
 const (
-	// EqualJitter draws from [d/2, d]. It is the zero value and the default.
-	EqualJitter Jitter = iota
-	// NoJitter uses d as is.
-	NoJitter
-	// FullJitter draws from [0, d].
-	FullJitter
-	// DecorrelatedJitter draws from [min, min(bound, 3·previous nominal
-	// delay)], where bound is minDelayTarget in the pre-backoff phase and
-	// maxDelayTarget after it.
-	DecorrelatedJitter
+	jitterEqual        = "equal"        // [d/2, d]; the default ("")
+	jitterNone         = "none"         // d as is
+	jitterFull         = "full"         // [0, d]
+	jitterDecorrelated = "decorrelated" // [min, min(bound, 3·previous nominal delay)]
 )
 
-// DefaultJitter is the jitter a DeliveryPolicy uses unless told otherwise.
-const DefaultJitter = EqualJitter
-
-// String returns the mode's name, such as "equal".
-func (j Jitter) String() string {
-	switch j {
-	case EqualJitter:
-		return "equal"
-	case NoJitter:
-		return "none"
-	case FullJitter:
-		return "full"
-	case DecorrelatedJitter:
-		return "decorrelated"
+// jitterMode returns j's mode in lower case ("equal" for the empty string)
+// and whether j is known.
+func jitterMode(j string) (string, bool) {
+	if j == "" {
+		return jitterEqual, true
 	}
-	return "Jitter(" + strconv.Itoa(int(j)) + ")"
+	for _, k := range [...]string{jitterEqual, jitterNone, jitterFull, jitterDecorrelated} {
+		if strings.EqualFold(j, k) {
+			return k, true
+		}
+	}
+	return j, false
 }
 
-func (j Jitter) known() bool { return j >= EqualJitter && j <= DecorrelatedJitter }
-
-// LockedSource returns a rand.Source that serialises calls to src, so one
-// seeded source can serve the concurrent Delay calls of a worker:
-//
-//	p.Rand = retry.LockedSource(rand.NewPCG(1, 2))
-func LockedSource(src rand.Source) rand.Source {
-	return &lockedSource{src: src}
+// checkJitter returns a *PolicyError when j is not a jitter mode.
+func checkJitter(j string) error {
+	if _, ok := jitterMode(j); ok {
+		return nil
+	}
+	return &PolicyError{Field: "Jitter", Problem: fmt.Sprintf("%q is not a jitter mode; use \"equal\" (the default, also \"\"), \"none\", \"full\" or \"decorrelated\"", j)}
 }
 
-type lockedSource struct {
-	mu  sync.Mutex
-	src rand.Source
-}
-
-func (l *lockedSource) Uint64() uint64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.src.Uint64()
-}
+// randMu serialises the calls to every DeliveryPolicy.Rand, so one seeded
+// source can serve the concurrent Delay calls of a worker.
+var randMu sync.Mutex

@@ -1,6 +1,7 @@
 package retry_test
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -46,7 +47,7 @@ func phaseOf(h retry.HealthyRetryPolicy, n int) phaseKind {
 // [min, bound]. It also checks that MaxTotal bounds the sum of the draws.
 func TestJitterBounds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 43))
-	modes := []retry.Jitter{retry.NoJitter, retry.FullJitter, retry.EqualJitter, retry.DecorrelatedJitter}
+	modes := []string{"none", "full", "equal", "decorrelated"}
 	iterations := 1500
 	if testing.Short() {
 		iterations = 150
@@ -78,13 +79,13 @@ func TestJitterBounds(t *testing.T) {
 					switch {
 					case ph == immediate:
 						hi = 0
-					case mode == retry.NoJitter:
+					case mode == "none":
 						lo, hi = nd, nd
-					case mode == retry.FullJitter:
+					case mode == "full":
 						hi = nd
-					case mode == retry.EqualJitter:
+					case mode == "equal":
 						lo, hi = nd/2, nd
-					case mode == retry.DecorrelatedJitter:
+					case mode == "decorrelated":
 						lo = minD
 					}
 					if d < lo || d > hi {
@@ -94,7 +95,7 @@ func TestJitterBounds(t *testing.T) {
 				if sum > p.MaxTotal() {
 					t.Fatalf("%+v %v: the draws sum to %v, above MaxTotal() %v", h, mode, sum, p.MaxTotal())
 				}
-				if mode != retry.DecorrelatedJitter && p.MaxTotal() != p.Total() {
+				if mode != "decorrelated" && p.MaxTotal() != p.Total() {
 					t.Fatalf("%+v %v: MaxTotal() = %v, want Total() %v", h, mode, p.MaxTotal(), p.Total())
 				}
 			}
@@ -110,23 +111,23 @@ func TestJitterExtremes(t *testing.T) {
 		t.Fatalf("Delays() = %v, want %v", got, want)
 	}
 	tests := []struct {
-		mode   retry.Jitter
+		mode   string
 		src    rand.Source
 		n      int
 		lo, hi time.Duration
 	}{
-		{retry.EqualJitter, fixedSource(0), 4, 27500 * time.Millisecond, 27500 * time.Millisecond},
-		{retry.FullJitter, fixedSource(0), 4, 0, 0},
-		{retry.FullJitter, fixedSource(math.MaxUint64), 4, 54 * time.Second, 55 * time.Second},
-		{retry.EqualJitter, fixedSource(math.MaxUint64), 6, 99 * time.Second, 100 * time.Second},
-		{retry.DecorrelatedJitter, fixedSource(0), 4, 10 * time.Second, 10 * time.Second},
+		{"equal", fixedSource(0), 4, 27500 * time.Millisecond, 27500 * time.Millisecond},
+		{"full", fixedSource(0), 4, 0, 0},
+		{"full", fixedSource(math.MaxUint64), 4, 54 * time.Second, 55 * time.Second},
+		{"equal", fixedSource(math.MaxUint64), 6, 99 * time.Second, 100 * time.Second},
+		{"decorrelated", fixedSource(0), 4, 10 * time.Second, 10 * time.Second},
 		// Previous nominal 10 s → up to 30 s, below the phase bound of 100 s.
-		{retry.DecorrelatedJitter, fixedSource(math.MaxUint64), 4, 29 * time.Second, 30 * time.Second},
+		{"decorrelated", fixedSource(math.MaxUint64), 4, 29 * time.Second, 30 * time.Second},
 		// Pre-backoff: the bound is min, so no room for jitter.
-		{retry.DecorrelatedJitter, fixedSource(math.MaxUint64), 2, 10 * time.Second, 10 * time.Second},
+		{"decorrelated", fixedSource(math.MaxUint64), 2, 10 * time.Second, 10 * time.Second},
 		// Immediate retries stay 0 whatever the mode.
-		{retry.FullJitter, fixedSource(math.MaxUint64), 1, 0, 0},
-		{retry.DecorrelatedJitter, fixedSource(math.MaxUint64), 1, 0, 0},
+		{"full", fixedSource(math.MaxUint64), 1, 0, 0},
+		{"decorrelated", fixedSource(math.MaxUint64), 1, 0, 0},
 	}
 	for _, tt := range tests {
 		q := p
@@ -144,7 +145,7 @@ func TestJitterIsDeterministicWithASeededSource(t *testing.T) {
 	p := mustParse(t, seedPolicy50)
 	draw := func() []time.Duration {
 		q := p
-		q.Jitter, q.Rand = retry.FullJitter, rand.NewPCG(9, 9)
+		q.Jitter, q.Rand = "full", rand.NewPCG(9, 9)
 		var out []time.Duration
 		for n := 1; n <= 50; n++ {
 			d, _ := q.Delay(n)
@@ -161,11 +162,11 @@ func TestJitterIsDeterministicWithASeededSource(t *testing.T) {
 	}
 }
 
-// TestLockedSourceConcurrentDelay runs Delay from many goroutines on one
-// seeded source; -race checks the locking.
-func TestLockedSourceConcurrentDelay(t *testing.T) {
+// TestSeededSourceConcurrentDelay runs Delay from many goroutines on one
+// seeded source; -race checks that Delay serialises its calls to it.
+func TestSeededSourceConcurrentDelay(t *testing.T) {
 	p := mustParse(t, seedPolicy50)
-	p.Rand = retry.LockedSource(rand.NewPCG(1, 2))
+	p.Rand = rand.NewPCG(1, 2)
 	var wg sync.WaitGroup
 	for g := range 20 {
 		wg.Go(func() {
@@ -179,18 +180,19 @@ func TestLockedSourceConcurrentDelay(t *testing.T) {
 	wg.Wait()
 }
 
-func TestJitterString(t *testing.T) {
-	for j, want := range map[retry.Jitter]string{
-		retry.EqualJitter: "equal", retry.NoJitter: "none", retry.FullJitter: "full",
-		retry.DecorrelatedJitter: "decorrelated", retry.Jitter(9): "Jitter(9)",
-	} {
-		if got := j.String(); got != want {
-			t.Errorf("Jitter(%d).String() = %q, want %q", int(j), got, want)
+func TestJitterNames(t *testing.T) {
+	p := retry.DefaultDeliveryPolicy()
+	for _, j := range []string{"", "equal", "none", "full", "decorrelated", "NONE", "Decorrelated"} {
+		p.Jitter = j
+		if err := p.Validate(); err != nil {
+			t.Errorf("Validate() with jitter %q = %v", j, err)
 		}
 	}
-	p := retry.DefaultDeliveryPolicy()
-	p.Jitter = retry.Jitter(9)
-	if err := p.Validate(); err == nil {
-		t.Error("Validate() accepted an unknown jitter mode")
+	var pe *retry.PolicyError
+	for _, j := range []string{"Jitter(9)", "nojitter", " equal"} {
+		p.Jitter = j
+		if err := p.Validate(); !errors.As(err, &pe) || pe.Field != "Jitter" {
+			t.Errorf("Validate() with jitter %q = %v; want a PolicyError on Jitter", j, err)
+		}
 	}
 }

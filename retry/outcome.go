@@ -6,14 +6,14 @@ import (
 )
 
 // ErrPermanent marks a failure that no retry can fix. errors.Is(err,
-// ErrPermanent) is true for every error made by Permanent, and a handler can
-// also wrap it directly: fmt.Errorf("order %s has no items: %w", id,
-// retry.ErrPermanent).
+// ErrPermanent) reports whether err, or any error it wraps, is permanent: it
+// is true for every error made by Permanent, and a handler can also wrap it
+// directly: fmt.Errorf("order %s has no items: %w", id, retry.ErrPermanent).
 var ErrPermanent = errors.New("permanent failure")
 
-// PermanentError is the error Permanent returns.
-type PermanentError struct {
-	Err error // the failure; never nil
+// permanentError is the error Permanent returns.
+type permanentError struct {
+	err error // the failure; never nil
 }
 
 // Permanent marks err as permanent: the input is bad (poison message,
@@ -21,38 +21,28 @@ type PermanentError struct {
 // message to the dead-letter queue at once, with err as the reason, without
 // spending the remaining retries. Permanent(nil) is nil, so
 // `return retry.Permanent(err)` is safe on the success path. An error that is
-// already permanent is returned as is.
+// already permanent is returned as is. The error's message is err's,
+// unchanged (the classification is carried by the error, not by the text),
+// errors.Is(e, ErrPermanent) is true, and errors.Is and errors.As see err
+// through it.
 //
 // If an error carries both Permanent and [After], Permanent wins.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
-	var pe *PermanentError
+	var pe *permanentError
 	if errors.As(err, &pe) {
 		return err
 	}
-	return &PermanentError{Err: err}
+	return &permanentError{err: err}
 }
 
-// Error returns the wrapped error's message unchanged: the classification is
-// carried by the type, not by the text.
-func (e *PermanentError) Error() string {
-	if e.Err == nil {
-		return ErrPermanent.Error()
-	}
-	return e.Err.Error()
-}
+func (e *permanentError) Error() string { return e.err.Error() }
 
-// Unwrap returns the wrapped error.
-func (e *PermanentError) Unwrap() error { return e.Err }
+func (e *permanentError) Unwrap() error { return e.err }
 
-// Is reports whether target is ErrPermanent.
-func (e *PermanentError) Is(target error) bool { return target == ErrPermanent }
-
-// IsPermanent reports whether err, or any error it wraps, is permanent:
-// made by Permanent or wrapping ErrPermanent. IsPermanent(nil) is false.
-func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+func (e *permanentError) Is(target error) bool { return target == ErrPermanent }
 
 // AfterError is the error After returns.
 type AfterError struct {
@@ -99,14 +89,21 @@ type SnoozeError struct {
 // a job still in progress elsewhere, a resource that is not ready. The
 // delay is capped like After's.
 //
-// The attempt is given back where the count allows it: an exact counter
-// (an AttemptCounter that is also an AttemptUncounter, such as
-// retry/dynamocounter) forgets the snoozed attempt. SQS's
-// ApproximateReceiveCount cannot: each snooze still counts as a receive, so
-// with it later failures reach the policy's limit sooner, and the queue's
-// maxReceiveCount still bounds how often a message can be received at all
-// (SQS then moves it to the dead-letter queue itself). Snooze for long
-// enough that this does not matter, or count attempts exactly.
+// Waiting never spends the queue's receive budget. On a standard queue the
+// runtime relays a snoozed message: it sends a fresh copy, delayed by d
+// (beyond SQS's 15 minutes, as a due time), that carries the job's first
+// message ID (so Message.ID stays the job's across copies) and the attempts
+// spent so far, and deletes the snoozed message once the copy is
+// confirmed. With the default attempt source (ReceiveCount) every snooze
+// is relayed, so the snooze never counts as an attempt; with an exact
+// counter (retry/dynamocounter, which forgets the snoozed attempt through
+// [AttemptCounter].Uncount) the message is hidden for d instead, and
+// relayed only when its next receive would come near the queue's
+// maxReceiveCount. Either way SQS never dead-letters a job for waiting,
+// however long it waits. A FIFO message is always hidden (a copy would go
+// to the end of its group): there each snooze is a receive, so keep
+// maxReceiveCount above the policy's attempts plus the snoozes a job may
+// meet.
 //
 // If an error carries Permanent or After as well as Snooze, those win.
 func Snooze(d time.Duration, reason string) error {

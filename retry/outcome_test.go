@@ -23,30 +23,26 @@ func TestPermanent(t *testing.T) {
 	if !errors.Is(err, base) {
 		t.Error("errors.Is(Permanent(e), e) = false")
 	}
-	if !errors.Is(err, retry.ErrPermanent) || !retry.IsPermanent(err) {
+	if !errors.Is(err, retry.ErrPermanent) || !errors.Is(err, retry.ErrPermanent) {
 		t.Error("Permanent(e) is not permanent")
 	}
-	var pe *retry.PermanentError
-	if !errors.As(err, &pe) || pe.Err != base {
-		t.Errorf("errors.As(*PermanentError) = %v, %+v", errors.As(err, &pe), pe)
+	if errors.Unwrap(err) != base {
+		t.Errorf("errors.Unwrap(Permanent(e)) = %v, want e", errors.Unwrap(err))
 	}
 	wrapped := fmt.Errorf("handling order 7: %w", err)
-	if !retry.IsPermanent(wrapped) || !errors.Is(wrapped, base) {
+	if !errors.Is(wrapped, retry.ErrPermanent) || !errors.Is(wrapped, base) {
 		t.Error("a wrapped Permanent error lost its classification or its cause")
 	}
 	if again := retry.Permanent(wrapped); again != wrapped {
 		t.Errorf("Permanent(already permanent) = %#v, want it unchanged", again)
 	}
-	if !retry.IsPermanent(fmt.Errorf("order has no items: %w", retry.ErrPermanent)) {
+	if !errors.Is(fmt.Errorf("order has no items: %w", retry.ErrPermanent), retry.ErrPermanent) {
 		t.Error("an error wrapping ErrPermanent is not permanent")
 	}
 	for _, e := range []error{nil, base, retry.After(time.Second, base)} {
-		if retry.IsPermanent(e) {
-			t.Errorf("IsPermanent(%v) = true", e)
+		if errors.Is(e, retry.ErrPermanent) {
+			t.Errorf("errors.Is(%v, ErrPermanent) = true", e)
 		}
-	}
-	if got := (&retry.PermanentError{}).Error(); got != retry.ErrPermanent.Error() {
-		t.Errorf("zero PermanentError.Error() = %q", got)
 	}
 }
 
@@ -93,7 +89,7 @@ func TestAfter(t *testing.T) {
 	}
 	// Both classifications can be seen; the documented precedence is Permanent.
 	both := retry.After(time.Second, retry.Permanent(base))
-	if !retry.IsPermanent(both) {
+	if !errors.Is(both, retry.ErrPermanent) {
 		t.Error("IsPermanent(After(d, Permanent(e))) = false")
 	}
 }
@@ -118,7 +114,7 @@ func TestSnooze(t *testing.T) {
 	if _, ok := settle.SnoozeDelay(errors.New("x")); ok {
 		t.Error("an ordinary error is not a snooze")
 	}
-	if retry.IsPermanent(err) {
+	if errors.Is(err, retry.ErrPermanent) {
 		t.Error("a snooze is not permanent")
 	}
 }

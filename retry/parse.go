@@ -15,7 +15,7 @@ import (
 // …}}), the subscription shape ({"healthyRetryPolicy": …, "throttlePolicy":
 // …}) and the bare retry object ({"numRetries": 5, …}); absent fields take
 // SNS's defaults, so "{}" is the default policy. Unknown fields are errors.
-// Every error is a *PolicyError (matching ErrInvalidPolicy) that names the
+// Every error is a *PolicyError that names the
 // field at fault by its path in data, or says the JSON is malformed.
 //
 // The returned policy has the default jitter and randomness; set its Jitter
@@ -228,7 +228,7 @@ func decodeRetry(ms []member, path string, h *HealthyRetryPolicy) error {
 			if err := json.Unmarshal(m.value, &s); err != nil {
 				return &PolicyError{Field: field, Problem: fmt.Sprintf("must be a string such as \"linear\", not %s", kindOf(m.value))}
 			}
-			f, ok := BackoffFunction(s).canonical()
+			f, ok := backoffCanonical(s)
 			if !ok || s == "" {
 				return &PolicyError{Field: field, Problem: fmt.Sprintf("%q is not a backoff function; use linear, arithmetic, geometric or exponential (any case)", abbreviate(s))}
 			}

@@ -107,31 +107,16 @@ func mustPolicy(t *testing.T, newBackOff func() retry.BackOff) retry.Policy {
 }
 
 func TestReceiveCount(t *testing.T) {
-	var c retry.AttemptCounter = retry.ReceiveCount{}
+	c := retry.ReceiveCount()
 	for rc, want := range map[int]int{-1: 1, 0: 1, 1: 1, 2: 2, 57: 57} {
 		if got, err := c.Attempt(context.Background(), "m-1", rc); err != nil || got != want {
 			t.Errorf("Attempt(receiveCount=%d) = %d, %v; want %d", rc, got, err, want)
 		}
 	}
-	f := retry.AttemptCounterFunc(func(_ context.Context, id string, rc int) (int, error) {
-		return len(id) + rc, nil
-	})
-	if got, _ := f.Attempt(context.Background(), "abc", 1); got != 4 {
-		t.Errorf("AttemptCounterFunc = %d, want 4", got)
+	if err := c.Uncount(context.Background(), "m-1"); err != nil {
+		t.Errorf("Uncount = %v, want nil (nothing to take back)", err)
 	}
-}
-
-func TestMaxDeliveries(t *testing.T) {
-	for _, tc := range []struct {
-		p    retry.Policy
-		want int
-	}{
-		{retry.DefaultDeliveryPolicy(), 4},
-		{retry.PolicyFunc(func(int) (time.Duration, bool) { return 0, false }), 1},
-		{retry.PolicyFunc(func(int) (time.Duration, bool) { return time.Second, true }), 1000},
-	} {
-		if got := retry.MaxDeliveries(tc.p); got != tc.want {
-			t.Errorf("MaxDeliveries = %d, want %d", got, tc.want)
-		}
+	if c != retry.ReceiveCount() {
+		t.Error("ReceiveCount() differs between calls")
 	}
 }

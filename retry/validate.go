@@ -1,34 +1,26 @@
 package retry
 
 import (
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
-// Limits of a delivery policy. The SNS ones are SNS's rules for HTTP/S
-// delivery policies; the SQS ones are what SQS itself allows.
+// Limits of a delivery policy: SNS's rules for HTTP/S delivery policies,
+// and what SQS itself allows.
 const (
-	// SNSMaxDelayTarget is SNS's largest maxDelayTarget, in seconds.
-	SNSMaxDelayTarget = 3600
-	// SQSMaxDelayTarget is SQS's largest visibility timeout, in seconds (12 h).
-	SQSMaxDelayTarget = 43200
-	// SNSMaxRetries is SNS's largest numRetries.
-	SNSMaxRetries = 100
-	// SQSMaxRetries is the largest numRetries SQS can honour: a redrive
-	// policy's maxReceiveCount is at most 1000 deliveries.
-	SQSMaxRetries = 999
-	// SNSMaxTotal is SNS's limit on the sum of all retry delays of one
-	// message. SQS has none (the queue's retention period bounds it).
-	SNSMaxTotal = time.Hour
+	snsMaxDelayTarget = 3600                                      // seconds
+	sqsMaxDelayTarget = int(sqslimit.MaxVisibility / time.Second) // 43200 s, the 12 h visibility limit
+	snsMaxRetries     = 100
+	sqsMaxRetries     = 999       // a redrive policy's maxReceiveCount is at most 1000 deliveries
+	snsMaxTotal       = time.Hour // SNS's limit on the sum of one message's retry delays
 )
-
-// ErrInvalidPolicy matches, with errors.Is, every error of ParseDeliveryPolicy,
-// ParseDeliveryPolicySQS, DeliveryPolicy.UnmarshalJSON, Validate and
-// ValidateSQS.
-var ErrInvalidPolicy = errors.New("retry: invalid delivery policy")
 
 // PolicyError reports what is wrong with a delivery policy and what to do.
+// Every error of ParseDeliveryPolicy, ParseDeliveryPolicySQS,
+// DeliveryPolicy.UnmarshalJSON, Validate and ValidateSQS is one: find it
+// with errors.As.
 type PolicyError struct {
 	// Field is the path of the field at fault as it appears in the JSON, such
 	// as "healthyRetryPolicy.maxDelayTarget" or
@@ -62,9 +54,6 @@ func (e *PolicyError) Error() string {
 // Unwrap returns the underlying error, if any.
 func (e *PolicyError) Unwrap() error { return e.Err }
 
-// Is reports whether target is ErrInvalidPolicy.
-func (e *PolicyError) Is(target error) bool { return target == ErrInvalidPolicy }
-
 // Validate checks p against SNS's rules (see the package documentation) and
 // returns a *PolicyError naming the first field at fault, or nil.
 func (p DeliveryPolicy) Validate() error { return p.validate(false) }
@@ -83,17 +72,17 @@ func (p DeliveryPolicy) validate(sqs bool) error {
 	snsOnly := func(field, sqsAllows, format string, args ...any) error {
 		return &PolicyError{Field: "healthyRetryPolicy." + field, Problem: fmt.Sprintf(format, args...), SQSAllows: sqsAllows}
 	}
-	if _, ok := h.BackoffFunction.canonical(); !ok {
+	if _, ok := backoffCanonical(h.BackoffFunction); !ok {
 		return bad("backoffFunction", "%q is not a backoff function; use linear, arithmetic, geometric or exponential (any case)", string(h.BackoffFunction))
 	}
 	if h.MinDelayTarget < 1 {
 		return bad("minDelayTarget", "%d is below 1 second; use 1 or more (retries without delay belong in numNoDelayRetries)", h.MinDelayTarget)
 	}
-	if sqs && h.MaxDelayTarget > SQSMaxDelayTarget {
-		return bad("maxDelayTarget", "%d is above %d seconds, the longest SQS can keep a message invisible (12 h); lower it", h.MaxDelayTarget, SQSMaxDelayTarget)
+	if sqs && h.MaxDelayTarget > sqsMaxDelayTarget {
+		return bad("maxDelayTarget", "%d is above %d seconds, the longest SQS can keep a message invisible (12 h); lower it", h.MaxDelayTarget, sqsMaxDelayTarget)
 	}
-	if !sqs && h.MaxDelayTarget > SNSMaxDelayTarget {
-		return snsOnly("maxDelayTarget", fmt.Sprintf("up to %d seconds (12 h)", SQSMaxDelayTarget), "%d is above SNS's limit of %d seconds; lower it", h.MaxDelayTarget, SNSMaxDelayTarget)
+	if !sqs && h.MaxDelayTarget > snsMaxDelayTarget {
+		return snsOnly("maxDelayTarget", fmt.Sprintf("up to %d seconds (12 h)", sqsMaxDelayTarget), "%d is above SNS's limit of %d seconds; lower it", h.MaxDelayTarget, snsMaxDelayTarget)
 	}
 	if h.MinDelayTarget > h.MaxDelayTarget {
 		return bad("minDelayTarget", "%d is above maxDelayTarget (%d); lower minDelayTarget or raise maxDelayTarget", h.MinDelayTarget, h.MaxDelayTarget)
@@ -101,11 +90,11 @@ func (p DeliveryPolicy) validate(sqs bool) error {
 	if h.NumRetries < 0 {
 		return bad("numRetries", "%d is negative; use 0 (no retry) or more", h.NumRetries)
 	}
-	if sqs && h.NumRetries > SQSMaxRetries {
-		return bad("numRetries", "%d is above %d, the most SQS can honour (a redrive policy's maxReceiveCount is at most 1000); lower it", h.NumRetries, SQSMaxRetries)
+	if sqs && h.NumRetries > sqsMaxRetries {
+		return bad("numRetries", "%d is above %d, the most SQS can honour (a redrive policy's maxReceiveCount is at most 1000); lower it", h.NumRetries, sqsMaxRetries)
 	}
-	if !sqs && h.NumRetries > SNSMaxRetries {
-		return snsOnly("numRetries", fmt.Sprintf("up to %d", SQSMaxRetries), "%d is above SNS's limit of %d; lower it", h.NumRetries, SNSMaxRetries)
+	if !sqs && h.NumRetries > snsMaxRetries {
+		return snsOnly("numRetries", fmt.Sprintf("up to %d", sqsMaxRetries), "%d is above SNS's limit of %d; lower it", h.NumRetries, snsMaxRetries)
 	}
 	counts := []struct {
 		name string
@@ -126,15 +115,12 @@ func (p DeliveryPolicy) validate(sqs bool) error {
 		return bad("numRetries", "%d is less than numNoDelayRetries + numMinDelayRetries + numMaxDelayRetries = %d; numRetries counts every retry, those phases included, so raise it to at least %d or lower the phase counts", h.NumRetries, sum, sum)
 	}
 	if !sqs {
-		if total := p.Total(); total > SNSMaxTotal {
-			return snsOnly("numRetries", "any total", "the retries wait %v in total, above SNS's limit of %v for one message; lower numRetries, numMaxDelayRetries or maxDelayTarget", total, SNSMaxTotal)
+		if total := p.Total(); total > snsMaxTotal {
+			return snsOnly("numRetries", "any total", "the retries wait %v in total, above SNS's limit of %v for one message; lower numRetries, numMaxDelayRetries or maxDelayTarget", total, snsMaxTotal)
 		}
 	}
 	if r := p.ThrottlePolicy.MaxReceivesPerSecond; r < 0 {
 		return &PolicyError{Field: "throttlePolicy.maxReceivesPerSecond", Problem: fmt.Sprintf("%d is negative; use 1 or more, or leave it out for no limit", r)}
 	}
-	if !p.Jitter.known() {
-		return &PolicyError{Field: "Jitter", Problem: fmt.Sprintf("%v is not a jitter mode; use EqualJitter (the default), NoJitter, FullJitter or DecorrelatedJitter", p.Jitter)}
-	}
-	return nil
+	return checkJitter(p.Jitter)
 }

@@ -17,13 +17,14 @@
 //	["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"my-payload-bucket","s3Key":"5e8a0c71-d94b-4f3a-b6e2-08c1f7a9d4b6"}]
 //
 // and the message carries a Number attribute with the original body's size
-// in bytes: SQSLargePayloadSize (AttrLegacySize, the Java client's default
-// and the name every version of both clients reads) or ExtendedPayloadSize
-// (AttrSize, the Python client's default; see Options.SizeAttribute). The
-// attribute, not the body, marks a message as offloaded. Reading accepts
-// both attribute names, both class names (PointerClass and the Java client
-// 1.0's LegacyPointerClass, which the Python client writes in its legacy
-// mode), any JSON whitespace and unknown fields. Objects are named with a
+// in bytes: SQSLargePayloadSize (the Java client's default and the name
+// every version of both clients reads) or ExtendedPayloadSize (the Python
+// client's default; see Options.SizeAttribute). The attribute, not the
+// body, marks a message as offloaded. Reading accepts both attribute names,
+// both class names (software.amazon.payloadoffloading.PayloadS3Pointer and
+// the Java client 1.0's com.amazon.sqs.javamessaging.MessageS3Pointer,
+// which the Python client writes in its legacy mode), any JSON whitespace
+// and unknown fields. Lookup reads a received message's pointer. Objects are named with a
 // random UUID after an optional Options.KeyPrefix, as the Java client names
 // them. testdata holds each client's format as fixtures.
 //
@@ -36,6 +37,14 @@
 // slots. On a FIFO queue with content-based deduplication the pointer (a
 // fresh UUID each time) defeats deduplication: give such messages a
 // DeduplicationID.
+//
+// A producer for an SNS topic (producer.NewTopic) offloads the same way,
+// within SNS's 256 KiB: set Options.Threshold to at most that. Its pointer
+// reaches every queue subscribed to the topic (with raw delivery as it is;
+// in SNS's envelope, for worker.Chain(h, fanout.Unwrap(),
+// store.Middleware())), so such objects
+// are shared: leave deleting them to the bucket's lifecycle rule, not to
+// Store.Settled, which would delete one when the first queue is done.
 //
 // # Receiving
 //

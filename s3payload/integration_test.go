@@ -173,7 +173,7 @@ func TestIntegrationJavaFixture(t *testing.T) {
 	if got != f.payload() || len(got) != 2<<20 {
 		t.Errorf("handler got %d bytes, want the fixture's 2 MiB payload", len(got))
 	}
-	if _, ok := attrs[s3payload.AttrLegacySize]; ok {
+	if _, ok := attrs["SQSLargePayloadSize"]; ok {
 		t.Errorf("the size attribute reached the handler: %v", attrs)
 	}
 }

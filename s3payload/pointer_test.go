@@ -66,11 +66,11 @@ func TestLookup(t *testing.T) {
 		attrs         map[string]types.MessageAttributeValue
 		offloaded, ok bool
 	}{
-		{"current name", body, map[string]types.MessageAttributeValue{s3payload.AttrSize: num("5")}, true, true},
-		{"legacy name", body, map[string]types.MessageAttributeValue{s3payload.AttrLegacySize: num("5")}, true, true},
+		{"current name", body, map[string]types.MessageAttributeValue{"ExtendedPayloadSize": num("5")}, true, true},
+		{"legacy name", body, map[string]types.MessageAttributeValue{"SQSLargePayloadSize": num("5")}, true, true},
 		{"no attribute: an ordinary message, even with a pointer-like body", body, nil, false, true},
-		{"attribute, body not a pointer", "hello", map[string]types.MessageAttributeValue{s3payload.AttrSize: num("5")}, true, false},
-		{"attribute not a size", body, map[string]types.MessageAttributeValue{s3payload.AttrSize: num("five")}, true, false},
+		{"attribute, body not a pointer", "hello", map[string]types.MessageAttributeValue{"ExtendedPayloadSize": num("5")}, true, false},
+		{"attribute not a size", body, map[string]types.MessageAttributeValue{"ExtendedPayloadSize": num("five")}, true, false},
 	} {
 		p, size, off, err := s3payload.Lookup(tc.body, tc.attrs)
 		if off != tc.offloaded || (err == nil) != tc.ok {

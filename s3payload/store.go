@@ -39,11 +39,11 @@ var _ API = (*s3.Client)(nil)
 
 // Defaults and limits.
 const (
-	// DefaultThreshold is Options.Threshold's zero value: SQS's message size
+	// defaultThreshold is Options.Threshold's zero value: SQS's message size
 	// limit (1 MiB), so only messages SQS could not take are offloaded.
-	DefaultThreshold = sqslimit.MaxMessageSize
-	// DefaultMaxPayloadSize is Options.MaxPayloadSize's zero value (256 MiB).
-	DefaultMaxPayloadSize = 256 << 20
+	defaultThreshold = sqslimit.MaxMessageSize
+	// defaultMaxPayloadSize is Options.MaxPayloadSize's zero value (256 MiB).
+	defaultMaxPayloadSize = 256 << 20
 	// maxKeyPrefix leaves room for the UUID in S3's 1,024-byte keys.
 	maxKeyPrefix = 1024 - 36
 )
@@ -55,7 +55,7 @@ var keyPrefixRE = regexp.MustCompile(`^[a-zA-Z0-9./_-]*$`)
 type Options struct {
 	// Threshold is the message size (body and attributes, as SQS counts
 	// them) above which Offload stores the body in S3. Zero value:
-	// DefaultThreshold, 1 MiB. Set it to the queue's MaximumMessageSize
+	// 1 MiB, SQS's limit, so only messages SQS could not take are offloaded. Set it to the queue's MaximumMessageSize
 	// when that is lower (the Java and Python clients use 256 KiB).
 	Threshold int
 	// AlwaysOffload stores every body in S3, whatever its size (the
@@ -65,15 +65,15 @@ type Options struct {
 	// random UUID, as the Java client names its objects (its s3KeyPrefix).
 	// Letters, digits and . / _ - only. Zero value: no prefix.
 	KeyPrefix string
-	// SizeAttribute names the attribute Offload adds: AttrLegacySize
-	// ("SQSLargePayloadSize", what the Java client writes by default and
-	// every version of both extended clients reads) or AttrSize
-	// ("ExtendedPayloadSize", the Python client's default, read by Java
-	// client 2.x and the Python client). Zero value: AttrLegacySize.
+	// SizeAttribute names the attribute Offload adds:
+	// "SQSLargePayloadSize" (what the Java client writes by default and
+	// every version of both extended clients reads) or
+	// "ExtendedPayloadSize" (the Python client's default, read by Java
+	// client 2.x and the Python client). Zero value: "SQSLargePayloadSize".
 	SizeAttribute string
 	// MaxPayloadSize is the largest object the Middleware reads into a
 	// message body; a larger one is a permanent failure. Zero value:
-	// DefaultMaxPayloadSize (256 MiB).
+	// 256 MiB.
 	MaxPayloadSize int64
 	// PutObject, when set, adjusts every PutObject request before it is
 	// made: server-side encryption (ServerSideEncryption, SSEKMSKeyId), a
@@ -118,16 +118,16 @@ func New(client API, bucket string, optFns ...func(*Options)) (*Store, error) {
 	case len(o.KeyPrefix) > maxKeyPrefix || !keyPrefixRE.MatchString(o.KeyPrefix):
 		return nil, fmt.Errorf("s3payload: Options.KeyPrefix %q: use at most %d letters, digits and . / _ - (as the Java client allows)", o.KeyPrefix, maxKeyPrefix)
 	case o.SizeAttribute != "" && !isSizeAttribute(o.SizeAttribute):
-		return nil, fmt.Errorf("s3payload: Options.SizeAttribute is %q; use %s or %s, the names the extended clients read", o.SizeAttribute, AttrLegacySize, AttrSize)
+		return nil, fmt.Errorf("s3payload: Options.SizeAttribute is %q; use %s or %s, the names the extended clients read", o.SizeAttribute, attrLegacySize, attrSize)
 	}
 	if o.Threshold == 0 {
-		o.Threshold = DefaultThreshold
+		o.Threshold = defaultThreshold
 	}
 	if o.MaxPayloadSize == 0 {
-		o.MaxPayloadSize = DefaultMaxPayloadSize
+		o.MaxPayloadSize = defaultMaxPayloadSize
 	}
 	if o.SizeAttribute == "" {
-		o.SizeAttribute = AttrLegacySize
+		o.SizeAttribute = attrLegacySize
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -137,8 +137,8 @@ func New(client API, bucket string, optFns ...func(*Options)) (*Store, error) {
 
 // Offload stores m's body in S3 when the message is larger than
 // Options.Threshold (or always, with AlwaysOffload): the object is named
-// KeyPrefix plus a random UUID, the body becomes the pointer (Pointer.Body)
-// and the size attribute gives the original body's size in bytes. It
+// KeyPrefix plus a random UUID, the body becomes the pointer (see the
+// package doc's wire format) and the size attribute gives the original body's size in bytes. It
 // refuses a message that already carries a size attribute (the consumer
 // would take it for a pointer), and an offloaded message that has no
 // attribute slot left for the size.
@@ -148,7 +148,7 @@ func (s *Store) Offload(ctx context.Context, m *producer.Message) (bool, error) 
 			return false, fmt.Errorf("s3payload: message attribute %s is reserved for offloaded bodies; rename it", name)
 		}
 	}
-	if !s.opts.AlwaysOffload && m.Size() <= s.opts.Threshold {
+	if !s.opts.AlwaysOffload && sqslimit.MessageSize(m.Body, m.Attributes) <= s.opts.Threshold {
 		return false, nil
 	}
 	if len(m.Attributes) >= sqslimit.MaxMessageAttributes {
@@ -189,7 +189,7 @@ func (s *Store) OffloadBody(ctx context.Context, body string) (string, map[strin
 	if _, err := s.client.PutObject(ctx, in); err != nil {
 		return "", nil, fmt.Errorf("s3payload: storing the body in %s: %w", p, err)
 	}
-	return p.Body(), map[string]types.MessageAttributeValue{s.opts.SizeAttribute: {
+	return p.body(), map[string]types.MessageAttributeValue{s.opts.SizeAttribute: {
 		DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(len(body))),
 	}}, nil
 }

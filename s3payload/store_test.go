@@ -87,8 +87,8 @@ func TestOffload(t *testing.T) {
 	if !ok || err != nil || size != 990 || p.Bucket != "payloads" || !strings.HasPrefix(p.Key, "jobs/") || len(p.Key) != len("jobs/")+36 {
 		t.Errorf("pointer %v size %d (%v, %v)", p, size, ok, err)
 	}
-	if _, legacy := big.Attributes[s3payload.AttrLegacySize]; !legacy {
-		t.Errorf("attributes %v; want the size under %s by default", big.Attributes, s3payload.AttrLegacySize)
+	if _, legacy := big.Attributes["SQSLargePayloadSize"]; !legacy {
+		t.Errorf("attributes %v; want the size under %s by default", big.Attributes, "SQSLargePayloadSize")
 	}
 	if got := string(s3c.objects["payloads/"+p.Key]); got != strings.Repeat("b", 990) {
 		t.Errorf("object holds %d bytes", len(got))
@@ -97,13 +97,13 @@ func TestOffload(t *testing.T) {
 		t.Error("Options.PutObject not applied")
 	}
 
-	current := newStore(t, s3c, func(o *s3payload.Options) { o.AlwaysOffload, o.SizeAttribute = true, s3payload.AttrSize })
+	current := newStore(t, s3c, func(o *s3payload.Options) { o.AlwaysOffload, o.SizeAttribute = true, "ExtendedPayloadSize" })
 	tiny := &producer.Message{Body: "x"}
-	if off, err := current.Offload(t.Context(), tiny); !off || err != nil || aws.ToString(tiny.Attributes[s3payload.AttrSize].StringValue) != "1" {
+	if off, err := current.Offload(t.Context(), tiny); !off || err != nil || aws.ToString(tiny.Attributes["ExtendedPayloadSize"].StringValue) != "1" {
 		t.Errorf("AlwaysOffload with AttrSize: %v, %v, %v", off, err, tiny.Attributes)
 	}
 
-	reserved := &producer.Message{Body: "x", Attributes: map[string]types.MessageAttributeValue{s3payload.AttrSize: {DataType: aws.String("Number"), StringValue: aws.String("1")}}}
+	reserved := &producer.Message{Body: "x", Attributes: map[string]types.MessageAttributeValue{"ExtendedPayloadSize": {DataType: aws.String("Number"), StringValue: aws.String("1")}}}
 	if _, err := store.Offload(t.Context(), reserved); err == nil {
 		t.Error("a user attribute named like the size attribute was accepted")
 	}
@@ -136,7 +136,7 @@ func TestNewRefusesBadOptions(t *testing.T) {
 
 func TestMiddlewareFailures(t *testing.T) {
 	pointer := func(key string) *worker.Message {
-		attrs := map[string]types.MessageAttributeValue{s3payload.AttrSize: {DataType: aws.String("Number"), StringValue: aws.String("3")}}
+		attrs := map[string]types.MessageAttributeValue{"ExtendedPayloadSize": {DataType: aws.String("Number"), StringValue: aws.String("3")}}
 		body := s3payload.Pointer{Bucket: "payloads", Key: key}.Body()
 		return &worker.Message{ID: "m-" + key, Body: body, MessageAttributes: attrs}
 	}
@@ -161,12 +161,12 @@ func TestMiddlewareFailures(t *testing.T) {
 	} {
 		ran = false
 		err := h.Handle(t.Context(), tc.m)
-		if err == nil || retry.IsPermanent(err) != tc.permanent || !strings.Contains(err.Error(), tc.want) || ran {
-			t.Errorf("%s: %v (permanent %v, handler ran %v); want a permanent error mentioning %q", tc.name, err, retry.IsPermanent(err), ran, tc.want)
+		if err == nil || errors.Is(err, retry.ErrPermanent) != tc.permanent || !strings.Contains(err.Error(), tc.want) || ran {
+			t.Errorf("%s: %v (permanent %v, handler ran %v); want a permanent error mentioning %q", tc.name, err, errors.Is(err, retry.ErrPermanent), ran, tc.want)
 		}
 	}
 	s3c.failGet = errors.New("connection reset")
-	if err := h.Handle(t.Context(), pointer("k")); err == nil || retry.IsPermanent(err) {
+	if err := h.Handle(t.Context(), pointer("k")); err == nil || errors.Is(err, retry.ErrPermanent) {
 		t.Errorf("S3 unreachable: %v; want an ordinary error (retried)", err)
 	}
 	plain := &worker.Message{Body: `["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"b","s3Key":"k"}]`}

@@ -116,7 +116,7 @@ func TestLargePayloadThroughTheWorker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := dlq.Redrive(t.Context(), f, target, dlq.RedriveOptions{Method: dlq.MethodManual}); err != nil {
+		if _, err := dlq.Redrive(t.Context(), f, target, dlq.RedriveOptions{Method: "manual"}); err != nil {
 			t.Fatal(err)
 		}
 		moved := f.Messages(src)

@@ -89,8 +89,8 @@ func (c *tracedClient) SendMessageBatch(ctx context.Context, params *sqs.SendMes
 	for i := range sent.Entries {
 		e := &sent.Entries[i]
 		sys := make(map[string]string, 1)
-		if v, ok := e.MessageSystemAttributes[AWSTraceHeader]; ok {
-			sys[AWSTraceHeader] = aws.ToString(v.StringValue)
+		if v, ok := e.MessageSystemAttributes[awsTraceHeader]; ok {
+			sys[awsTraceHeader] = aws.ToString(v.StringValue)
 		}
 		if carried := producerContexts(c.in.opts.Propagator, e.MessageAttributes, sys); len(carried) > 0 {
 			for _, sc := range carried {

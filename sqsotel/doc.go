@@ -24,6 +24,10 @@
 //	fn, err := sqslambda.New(worker.Chain(handler, ins.Middleware()),
 //		func(o *sqslambda.Options) { o.OnSettled = ins.OnSettled(nil) })
 //
+// The tracer and the meter are those of the instrumentation scope
+// "github.com/sqsworker/sqsworker/sqsotel" (for views and filters in the
+// SDK).
+//
 // A worker has a single settlement hook: pass yours to OnSettled, which calls
 // it after its own work. The hook runs on the runtime's hook goroutine, never
 // on the path of a delete or a heartbeat extension, so a slow or stuck

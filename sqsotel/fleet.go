@@ -34,7 +34,7 @@ const (
 )
 
 // breakerStates are a breaker's states, each reported as a 0/1 point.
-var breakerStates = []string{fleet.StateClosed, fleet.StateOpen, fleet.StateHalfOpen}
+var breakerStates = []string{"closed", "open", "half-open"} // as fleet.Stats.Breakers gives them
 
 // fleetInstruments are the asynchronous instruments of ObserveFleet, and
 // the worker's paused gauge ObserveWorker reports.

@@ -21,7 +21,7 @@ func TestFleetMetricsMatchStats(t *testing.T) {
 		RateSnoozed: 4, CapSnoozed: 9, BreakerSnoozed: 2, PauseSnoozed: 1,
 		FailedOpen: 5, FailedClosed: 6, SlotsHeld: 3, SlotsLost: 1, WaitingForToken: 2, WaitingForSlot: 1,
 		Paused:   map[string]bool{"orders": true, "refunds": false},
-		Breakers: map[string]string{"payments-api": fleet.StateOpen, "mail": fleet.StateClosed},
+		Breakers: map[string]string{"payments-api": "open", "mail": "closed"},
 	}
 	reg, err := tel.ins.ObserveFleet(stats(s))
 	if err != nil {

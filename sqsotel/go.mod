@@ -9,7 +9,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
-	github.com/sqsworker/sqsworker v0.0.0-00010101000000-000000000000
+	github.com/sqsworker/sqsworker v1.0.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -55,6 +55,3 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-// In this repository the instrumentation builds against the library beside
-// it; a release pins a tagged version of the library instead.
-replace github.com/sqsworker/sqsworker => ../

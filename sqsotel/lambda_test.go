@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sqsworker/sqsworker/sqsotel"
+	"github.com/sqsworker/sqsworker/sqsotel/internal/xray"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
 )
@@ -28,7 +29,7 @@ func TestLambdaSpans(t *testing.T) {
 		return types.Message{MessageId: aws.String(id), ReceiptHandle: aws.String("rh-" + id), Body: aws.String(body), MessageAttributes: attrs, Attributes: sys}
 	}
 	sys := map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": "1700000000000"}
-	xray := map[string]string{"ApproximateReceiveCount": "2", "SentTimestamp": "1700000000000", sqsotel.AWSTraceHeader: sqsotel.FormatXRay(producer)}
+	xray := map[string]string{"ApproximateReceiveCount": "2", "SentTimestamp": "1700000000000", "AWSTraceHeader": xray.Format(producer)}
 	ev, err := sqslambda.NewEvent("arn:aws:sqs:us-east-1:123456789012:orders",
 		msg("m1", "ok", withW3C, sys), msg("m2", "fail", nil, xray))
 	if err != nil {

@@ -2,8 +2,6 @@ package sqsotel
 
 import (
 	"context"
-	"encoding/hex"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -12,26 +10,27 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/sqsotel/internal/xray"
 )
 
 // maxAttributes is SQS's limit on message attributes per message.
 const maxAttributes = 10
 
-// AWSTraceHeader is the SQS system attribute that carries an AWS X-Ray trace
+// awsTraceHeader is the SQS system attribute that carries an AWS X-Ray trace
 // header. It does not count against the 10 message attributes.
-const AWSTraceHeader = string(types.MessageSystemAttributeNameAWSTraceHeader)
+const awsTraceHeader = string(types.MessageSystemAttributeNameAWSTraceHeader)
 
-// MessageAttributeCarrier adapts SQS message attributes to a propagator
+// attrCarrier adapts SQS message attributes to a propagator
 // (propagation.TextMapCarrier): Get reads String attributes, Set writes
 // them. Set leaves a new key out when the message already has SQS's
 // maximum of 10 attributes, so a propagator can never make a message that
 // SQS refuses; overwriting an existing key is always allowed.
-type MessageAttributeCarrier map[string]types.MessageAttributeValue
+type attrCarrier map[string]types.MessageAttributeValue
 
-var _ propagation.TextMapCarrier = MessageAttributeCarrier(nil)
+var _ propagation.TextMapCarrier = attrCarrier(nil)
 
 // Get returns the value of the String attribute key, or "".
-func (c MessageAttributeCarrier) Get(key string) string {
+func (c attrCarrier) Get(key string) string {
 	v, ok := c[key]
 	if !ok || v.StringValue == nil {
 		return ""
@@ -41,7 +40,7 @@ func (c MessageAttributeCarrier) Get(key string) string {
 
 // Set writes key as a String attribute, unless that would take the message
 // past 10 attributes.
-func (c MessageAttributeCarrier) Set(key, value string) {
+func (c attrCarrier) Set(key, value string) {
 	if _, ok := c[key]; !ok && len(c) >= maxAttributes {
 		return
 	}
@@ -49,7 +48,7 @@ func (c MessageAttributeCarrier) Set(key, value string) {
 }
 
 // Keys lists the attribute names.
-func (c MessageAttributeCarrier) Keys() []string {
+func (c attrCarrier) Keys() []string {
 	keys := make([]string, 0, len(c))
 	for k := range c {
 		keys = append(keys, k)
@@ -70,7 +69,7 @@ func Inject(ctx context.Context, attrs map[string]types.MessageAttributeValue) b
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return false
 	}
-	c := MessageAttributeCarrier(attrs)
+	c := attrCarrier(attrs)
 	traceFields(ctx, func(k, v string) { c.Set(k, v) })
 	_, ok := attrs["traceparent"]
 	return ok
@@ -106,14 +105,14 @@ func injectMessage(ctx context.Context, attrs *map[string]types.MessageAttribute
 }
 
 func withXRay(ctx context.Context, sys map[string]types.MessageSystemAttributeValue) map[string]types.MessageSystemAttributeValue {
-	if _, ok := sys[AWSTraceHeader]; ok {
+	if _, ok := sys[awsTraceHeader]; ok {
 		return sys
 	}
 	if sys == nil {
 		sys = map[string]types.MessageSystemAttributeValue{}
 	}
-	sys[AWSTraceHeader] = types.MessageSystemAttributeValue{
-		DataType: aws.String("String"), StringValue: aws.String(FormatXRay(trace.SpanContextFromContext(ctx))),
+	sys[awsTraceHeader] = types.MessageSystemAttributeValue{
+		DataType: aws.String("String"), StringValue: aws.String(xray.Format(trace.SpanContextFromContext(ctx))),
 	}
 	return sys
 }
@@ -138,7 +137,7 @@ func BeforeSend(ctx context.Context, m *producer.Message) error {
 		m.SetAttribute(k, types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)})
 	})
 	if m.TraceHeader == "" {
-		m.TraceHeader = FormatXRay(sc)
+		m.TraceHeader = xray.Format(sc)
 	}
 	return nil
 }
@@ -155,82 +154,18 @@ func traceFields(ctx context.Context, set func(k, v string)) {
 	}
 }
 
-// FormatXRay writes sc as an AWS X-Ray trace header, the format of the
-// AWSTraceHeader system attribute:
-// Root=1-{8 hex digits}-{24 hex digits};Parent={16 hex digits};Sampled={0|1}.
-// The 32 hex digits of the trace ID are split after the eighth, as X-Ray
-// splits its own IDs.
-func FormatXRay(sc trace.SpanContext) string {
-	tid := sc.TraceID().String()
-	sampled := "0"
-	if sc.IsSampled() {
-		sampled = "1"
-	}
-	return "Root=1-" + tid[:8] + "-" + tid[8:] + ";Parent=" + sc.SpanID().String() + ";Sampled=" + sampled
-}
-
-// ParseXRay reads an AWS X-Ray trace header (the AWSTraceHeader system
-// attribute) into a remote span context. It reports false when the header
-// has no valid Root and Parent. Unknown fields (Lineage, …) are ignored;
-// Sampled=1 marks the context sampled, anything else (0, ?, absent) not.
-func ParseXRay(header string) (trace.SpanContext, bool) {
-	var tid trace.TraceID
-	var sid trace.SpanID
-	var haveRoot, haveParent, sampled bool
-	for field := range strings.SplitSeq(header, ";") {
-		k, v, ok := strings.Cut(strings.TrimSpace(field), "=")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "Root":
-			// 1-{8 hex}-{24 hex}
-			version, rest, ok := strings.Cut(v, "-")
-			if !ok || version != "1" || len(rest) != 33 || rest[8] != '-' {
-				return trace.SpanContext{}, false
-			}
-			if _, err := hex.Decode(tid[:4], []byte(rest[:8])); err != nil {
-				return trace.SpanContext{}, false
-			}
-			if _, err := hex.Decode(tid[4:], []byte(rest[9:])); err != nil {
-				return trace.SpanContext{}, false
-			}
-			haveRoot = true
-		case "Parent":
-			if len(v) != 16 {
-				return trace.SpanContext{}, false
-			}
-			if _, err := hex.Decode(sid[:], []byte(v)); err != nil {
-				return trace.SpanContext{}, false
-			}
-			haveParent = true
-		case "Sampled":
-			sampled = v == "1"
-		}
-	}
-	if !haveRoot || !haveParent {
-		return trace.SpanContext{}, false
-	}
-	cfg := trace.SpanContextConfig{TraceID: tid, SpanID: sid, Remote: true}
-	if sampled {
-		cfg.TraceFlags = trace.FlagsSampled
-	}
-	sc := trace.NewSpanContext(cfg)
-	return sc, sc.IsValid()
-}
-
 // producerContexts returns the span contexts a message carries: from its
 // message attributes through p (W3C traceparent by default), then from its
 // AWSTraceHeader system attribute when that names another span.
 func producerContexts(p propagation.TextMapPropagator, attrs map[string]types.MessageAttributeValue, sys map[string]string) []trace.SpanContext {
 	var out []trace.SpanContext
 	if len(attrs) > 0 {
-		if sc := trace.SpanContextFromContext(p.Extract(context.Background(), MessageAttributeCarrier(attrs))); sc.IsValid() {
+		if sc := trace.SpanContextFromContext(p.Extract(context.Background(), attrCarrier(attrs))); sc.IsValid() {
 			out = append(out, sc)
 		}
 	}
-	if h := sys[AWSTraceHeader]; h != "" {
-		if sc, ok := ParseXRay(h); ok && (len(out) == 0 || !sameSpan(out[0], sc)) {
+	if h := sys[awsTraceHeader]; h != "" {
+		if sc, ok := xray.Parse(h); ok && (len(out) == 0 || !sameSpan(out[0], sc)) {
 			out = append(out, sc)
 		}
 	}

@@ -70,13 +70,13 @@ func TestInjectInputSetsAWSTraceHeader(t *testing.T) {
 		t.Errorf("full message got traceparent: %v", in.MessageAttributes)
 	}
 	want := "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1"
-	if got := aws.ToString(in.MessageSystemAttributes[sqsotel.AWSTraceHeader].StringValue); got != want {
+	if got := aws.ToString(in.MessageSystemAttributes["AWSTraceHeader"].StringValue); got != want {
 		t.Errorf("AWSTraceHeader %q, want %q", got, want)
 	}
 	e := sqsotel.InjectEntry(ctx, &types.SendMessageBatchRequestEntry{MessageSystemAttributes: map[string]types.MessageSystemAttributeValue{
-		sqsotel.AWSTraceHeader: {DataType: aws.String("String"), StringValue: aws.String("Root=1-00000000-000000000000000000000001;Parent=0000000000000001;Sampled=1")},
+		"AWSTraceHeader": {DataType: aws.String("String"), StringValue: aws.String("Root=1-00000000-000000000000000000000001;Parent=0000000000000001;Sampled=1")},
 	}})
-	if got := aws.ToString(e.MessageSystemAttributes[sqsotel.AWSTraceHeader].StringValue); got == want {
+	if got := aws.ToString(e.MessageSystemAttributes["AWSTraceHeader"].StringValue); got == want {
 		t.Error("InjectEntry replaced an AWSTraceHeader the X-Ray SDK had set")
 	}
 	if _, ok := e.MessageAttributes["traceparent"]; !ok {
@@ -85,55 +85,4 @@ func TestInjectInputSetsAWSTraceHeader(t *testing.T) {
 	if got := sqsotel.InjectInput(context.Background(), &sqs.SendMessageInput{}); got.MessageAttributes != nil || got.MessageSystemAttributes != nil {
 		t.Errorf("without a span context InjectInput changed the input: %+v", got)
 	}
-}
-
-func TestXRayRoundTrip(t *testing.T) {
-	sc := trace.SpanContextFromContext(spanContext(t, ""))
-	h := sqsotel.FormatXRay(sc)
-	got, ok := sqsotel.ParseXRay(h)
-	if !ok || got.TraceID() != sc.TraceID() || got.SpanID() != sc.SpanID() || !got.IsSampled() || !got.IsRemote() {
-		t.Fatalf("ParseXRay(%q) = %v, %v; want %v", h, got, ok, sc)
-	}
-	for _, h := range []string{
-		"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0;Lineage=a87bd80c:1|68fd508a:5",
-		"Root=1-5759e988-bd862e3fe1be46a994272793; Parent=53995c3f42cd8ad8",
-		"Parent=53995c3f42cd8ad8;Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=?",
-	} {
-		if sc, ok := sqsotel.ParseXRay(h); !ok || sc.IsSampled() {
-			t.Errorf("ParseXRay(%q) = %v, %v; want valid, not sampled", h, sc, ok)
-		}
-	}
-	for _, h := range []string{
-		"", "Root=1-5759e988-bd862e3fe1be46a994272793", "Parent=53995c3f42cd8ad8",
-		"Root=2-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
-		"Root=1-5759e988bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8",
-		"Root=1-5759e988-bd862e3fe1be46a99427279z;Parent=53995c3f42cd8ad8",
-		"Root=1-00000000-000000000000000000000000;Parent=53995c3f42cd8ad8",
-		"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=0000000000000000",
-		"Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad",
-	} {
-		if sc, ok := sqsotel.ParseXRay(h); ok {
-			t.Errorf("ParseXRay(%q) = %v; want invalid", h, sc)
-		}
-	}
-}
-
-// FuzzParseXRay: the AWSTraceHeader comes from whoever sent the message.
-func FuzzParseXRay(f *testing.F) {
-	f.Add("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
-	f.Add("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0;Lineage=a87bd80c:1|68fd508a:5")
-	f.Add(";;=;Root=;Parent=")
-	f.Fuzz(func(t *testing.T, h string) {
-		sc, ok := sqsotel.ParseXRay(h)
-		if !ok {
-			return
-		}
-		if !sc.IsValid() {
-			t.Fatalf("ParseXRay(%q) reported a valid context: %v", h, sc)
-		}
-		again, ok := sqsotel.ParseXRay(sqsotel.FormatXRay(sc))
-		if !ok || again.TraceID() != sc.TraceID() || again.SpanID() != sc.SpanID() || again.IsSampled() != sc.IsSampled() {
-			t.Fatalf("round trip of %q: %v, %v; want %v", h, again, ok, sc)
-		}
-	})
 }

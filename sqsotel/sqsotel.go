@@ -25,8 +25,9 @@ import (
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
 )
 
-// ScopeName is the instrumentation scope of the tracer and the meter.
-const ScopeName = "github.com/sqsworker/sqsworker/sqsotel"
+// scopeName is the instrumentation scope of the tracer and the meter (the
+// package doc gives it to users).
+const scopeName = "github.com/sqsworker/sqsworker/sqsotel"
 
 // Options configures an Instrumentation. Every field's zero value selects
 // the documented default; pass functions that set fields to New.
@@ -97,8 +98,8 @@ func New(optFns ...func(*Options)) (*Instrumentation, error) {
 	if o.Propagator == nil {
 		o.Propagator = propagation.TraceContext{}
 	}
-	in := &Instrumentation{opts: o, tracer: o.TracerProvider.Tracer(ScopeName), pending: map[string]*pendingSpan{}}
-	if err := in.m.init(o.MeterProvider.Meter(ScopeName)); err != nil {
+	in := &Instrumentation{opts: o, tracer: o.TracerProvider.Tracer(scopeName), pending: map[string]*pendingSpan{}}
+	if err := in.m.init(o.MeterProvider.Meter(scopeName)); err != nil {
 		return nil, fmt.Errorf("sqsotel: %w", err)
 	}
 	return in, nil
@@ -396,7 +397,7 @@ func errorType(err error) string {
 		return "timeout"
 	case errors.Is(err, sqslambda.ErrDeadline):
 		return "deadline"
-	case retry.IsPermanent(err):
+	case errors.Is(err, retry.ErrPermanent):
 		return "permanent"
 	}
 	if se := new(retry.SnoozeError); errors.As(err, &se) {

@@ -39,7 +39,7 @@ func checkBatch(ids []string) error {
 	if len(ids) == 0 {
 		return errEmptyBatch()
 	}
-	if len(ids) > MaxBatchEntries {
+	if len(ids) > sqslimit.MaxBatchEntries {
 		return errTooManyEntries(len(ids))
 	}
 	for i, id := range ids {
@@ -125,7 +125,7 @@ func (f *Fake) sendLocked(q *queue, e sendEntry, now time.Time) (sendResult, err
 			return sendResult{id: rec.messageID, md5Body: m.md5Body, md5Attrs: m.md5Attrs, seq: rec.seq}, nil
 		}
 		m.seq = q.nextSeq()
-		q.remember(m.dedupID, dedupRec{until: now.Add(DeduplicationInterval), messageID: m.id, seq: m.seq})
+		q.remember(m.dedupID, dedupRec{until: now.Add(deduplicationInterval), messageID: m.id, seq: m.seq})
 	} else if e.dedupID != nil {
 		return sendResult{}, invalidParameter("Value %s for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.", *e.dedupID)
 	}
@@ -231,7 +231,7 @@ func (f *Fake) ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInp
 	if max == 0 {
 		max = 1
 	}
-	if max < 1 || max > MaxBatchEntries {
+	if max < 1 || max > sqslimit.MaxBatchEntries {
 		return nil, opError(op, invalidParameter("Value %d for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", params.MaxNumberOfMessages))
 	}
 	if params.WaitTimeSeconds < 0 || params.WaitTimeSeconds > 20 {

@@ -246,7 +246,7 @@ func (f *Fake) PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optF
 	defer settle(ctx, c, &res, &rerr)
 	defer f.mu.Unlock()
 	now := f.now()
-	if !q.lastPurge.IsZero() && now.Sub(q.lastPurge) < PurgeInterval {
+	if !q.lastPurge.IsZero() && now.Sub(q.lastPurge) < purgeInterval {
 		return nil, opError(op, errPurgeInProgress(q.name))
 	}
 	q.lastPurge = now

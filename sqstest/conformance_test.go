@@ -23,7 +23,7 @@ func TestConformanceFake(t *testing.T) {
 		},
 		Fast: true,
 		LoseResponse: func(api conformance.API, op string) {
-			api.(*sqstest.Fake).InjectFault(sqstest.Fault{API: op, AfterEffect: true, Err: sqstest.ServerError(), Times: 1})
+			api.(*sqstest.Fake).InjectFault(sqstest.Fault{API: op, AfterEffect: true, Code: "InternalError", Times: 1})
 		},
 	})
 }

@@ -156,19 +156,29 @@ func batchEntryError(id string, err error) types.BatchResultErrorEntry {
 	return types.BatchResultErrorEntry{Id: aws.String(id), Code: aws.String(code), Message: aws.String(msg), SenderFault: sender}
 }
 
-// Throttled returns the error SQS returns when a caller exceeds its request
-// rate (*types.RequestThrottled), for use with InjectFault.
-func Throttled() error {
-	return &types.RequestThrottled{Message: aws.String("Rate exceeded"), ErrorCodeOverride: aws.String("RequestThrottled")}
+// codeError is the error SQS answers with under code, for Fault.Code:
+// RequestThrottled (and ThrottlingException) as *types.RequestThrottled, a
+// client error; InternalError, InternalFailure and ServiceUnavailable as
+// server errors (HTTP 500, or 503 for ServiceUnavailable); any other code
+// as a client error (HTTP 400) with that code.
+func codeError(code string) error {
+	switch code {
+	case "RequestThrottled", "ThrottlingException":
+		return &types.RequestThrottled{Message: aws.String("Rate exceeded"), ErrorCodeOverride: aws.String(code)}
+	case "InternalError", "InternalFailure":
+		return serverError(http.StatusInternalServerError, code, "We encountered an internal error. Please try again.")
+	case "ServiceUnavailable":
+		return serverError(http.StatusServiceUnavailable, code, "The request has failed due to a temporary failure of the server.")
+	}
+	return &smithy.GenericAPIError{Code: code, Message: "injected by sqstest", Fault: smithy.FaultClient}
 }
 
-// ServerError returns an HTTP 500 InternalError, as SQS returns when it
-// fails on its side, for use with InjectFault.
-func ServerError() error {
+// serverError is a server-side failure with the HTTP status SQS gives it.
+func serverError(status int, code, msg string) error {
 	return &awshttp.ResponseError{
 		ResponseError: &smithyhttp.ResponseError{
-			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: http.StatusInternalServerError, Header: http.Header{}}},
-			Err:      &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error. Please try again.", Fault: smithy.FaultServer},
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status, Header: http.Header{}}},
+			Err:      &smithy.GenericAPIError{Code: code, Message: msg, Fault: smithy.FaultServer},
 		},
 		RequestID: "sqstest",
 	}

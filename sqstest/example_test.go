@@ -24,9 +24,10 @@ func Example() {
 		log.Fatal(err)
 	}
 	dead, _ := f.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders-dlq")})
+	deadAttrs, _ := f.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: dead.QueueUrl, AttributeNames: []types.QueueAttributeName{"QueueArn"}})
 	q, _ := f.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("orders"), Attributes: map[string]string{
 		"VisibilityTimeout": "30",
-		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":2}`, f.QueueARN(*dead.QueueUrl)),
+		"RedrivePolicy":     fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":2}`, deadAttrs.Attributes["QueueArn"]),
 	}})
 	if _, err := f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: q.QueueUrl, MessageBody: aws.String("job 1")}); err != nil {
 		log.Fatal(err)
@@ -41,17 +42,16 @@ func Example() {
 			fmt.Println("received nothing")
 		}
 		for _, m := range out.Messages {
-			fmt.Printf("received %q, receive count %d\n", *m.Body, sqstest.ReceiveCount(m))
+			fmt.Printf("received %q, receive count %s\n", *m.Body, m.Attributes["ApproximateReceiveCount"])
 		}
 		f.Advance(31 * time.Second) // the visibility timeout ends, on the fake's clock
 	}
-	visible, _, _ := f.Count(*dead.QueueUrl)
-	fmt.Println("in orders-dlq:", visible)
-	fmt.Println("requests:", f.TotalRequests())
+	fmt.Println("in orders-dlq:", len(f.Messages(*dead.QueueUrl, "visible")))
+	fmt.Println("requests:", f.Requests())
 	// Output:
 	// received "job 1", receive count 1
 	// received "job 1", receive count 2
 	// received nothing
 	// in orders-dlq: 1
-	// requests: 6
+	// requests: map[CreateQueue:2 GetQueueAttributes:1 ReceiveMessage:3 SendMessage:1]
 }

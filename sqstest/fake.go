@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,9 +16,9 @@ import (
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
-// API is every SQS call the Fake implements, with the SDK's signatures.
+// api is every SQS call the Fake implements, with the SDK's signatures.
 // Both *sqs.Client and *Fake satisfy it.
-type API interface {
+type api interface {
 	CreateQueue(ctx context.Context, params *sqs.CreateQueueInput, optFns ...func(*sqs.Options)) (*sqs.CreateQueueOutput, error)
 	DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
 	GetQueueUrl(ctx context.Context, params *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
@@ -42,8 +40,8 @@ type API interface {
 }
 
 var (
-	_ API = (*sqs.Client)(nil)
-	_ API = (*Fake)(nil)
+	_ api = (*sqs.Client)(nil)
+	_ api = (*Fake)(nil)
 )
 
 // Options configures a Fake. Every field's zero value is usable.
@@ -146,8 +144,11 @@ func (f *Fake) notifyLocked() {
 	f.changed = make(chan struct{})
 }
 
-// Requests returns the number of calls made so far, by API name
-// ("ReceiveMessage", "DeleteMessageBatch", …), including calls that failed.
+// Requests returns the number of calls made so far by API name
+// ("ReceiveMessage", "DeleteMessageBatch", …), failed calls included: a
+// snapshot the caller owns. An API not called is absent (its count is 0).
+// Index it for one API, sum it for every call, compare two snapshots for
+// the calls in between, or print it (fmt prints a map sorted by key).
 func (f *Fake) Requests() map[string]int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -156,46 +157,6 @@ func (f *Fake) Requests() map[string]int {
 		out[k] = v
 	}
 	return out
-}
-
-// RequestCount returns the number of calls to one API made so far.
-func (f *Fake) RequestCount(api string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.requests[api]
-}
-
-// TotalRequests returns the number of calls to every API made so far.
-func (f *Fake) TotalRequests() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, v := range f.requests {
-		n += v
-	}
-	return n
-}
-
-// ResetRequests sets every request count back to zero.
-func (f *Fake) ResetRequests() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	clear(f.requests)
-}
-
-// RequestSummary formats the request counts as "API=n, …" in name order.
-func (f *Fake) RequestSummary() string {
-	counts := f.Requests()
-	names := make([]string, 0, len(counts))
-	for k := range counts {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, k := range names {
-		parts[i] = fmt.Sprintf("%s=%d", k, counts[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 func (f *Fake) newID() string {
@@ -236,7 +197,7 @@ func (f *Fake) enterBatch(ctx context.Context, op string, url *string, n int, id
 	if err != nil {
 		return nil, nil, err
 	}
-	var buf [MaxBatchEntries]string
+	var buf [sqslimit.MaxBatchEntries]string
 	ids := buf[:0]
 	if n > len(buf) {
 		ids = make([]string, 0, n)

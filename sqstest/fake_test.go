@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -44,7 +45,7 @@ func TestAdvanceMakesHiddenMessagesVisible(t *testing.T) {
 	}
 	f.Advance(30 * time.Second)
 	got := receive(t, f, url, 1, 0)
-	if len(got) != 1 || sqstest.ReceiveCount(got[0]) != 2 {
+	if len(got) != 1 || got[0].Attributes["ApproximateReceiveCount"] != "2" {
 		t.Fatalf("after Advance got %v, want the message with receive count 2", got)
 	}
 }
@@ -92,7 +93,7 @@ func TestLongPollEndsWithContext(t *testing.T) {
 func TestInjectFaultTimesAndRemove(t *testing.T) {
 	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "q", nil)
-	f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.Throttled(), Times: 2})
+	f.InjectFault(sqstest.Fault{API: "SendMessage", Code: "RequestThrottled", Times: 2})
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}
 	for i := range 2 {
 		_, err := f.SendMessage(context.Background(), in)
@@ -105,7 +106,7 @@ func TestInjectFaultTimesAndRemove(t *testing.T) {
 		t.Fatalf("third call: %v, want success after Times failures", err)
 	}
 
-	remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage, DeleteMessage", Err: sqstest.ServerError()})
+	remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage, DeleteMessage", Code: "InternalError"})
 	_, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url)})
 	var re *awshttp.ResponseError
 	if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusInternalServerError {
@@ -147,15 +148,15 @@ func TestRequestCounting(t *testing.T) {
 			t.Errorf("Requests()[%s] = %d, want %d", k, got[k], v)
 		}
 	}
-	if f.TotalRequests() != 4 || f.RequestCount("ReceiveMessage") != 2 {
-		t.Errorf("TotalRequests = %d, RequestCount(ReceiveMessage) = %d", f.TotalRequests(), f.RequestCount("ReceiveMessage"))
+	if len(got) != len(want) {
+		t.Errorf("Requests() = %v; want only the APIs called", got)
 	}
-	if s := f.RequestSummary(); s != "CreateQueue=1, ReceiveMessage=2, SendMessage=1" {
-		t.Errorf("RequestSummary = %q", s)
+	got["ReceiveMessage"] = 99 // a snapshot: the Fake's counts stay
+	if n := f.Requests()["ReceiveMessage"]; n != 2 {
+		t.Errorf("after changing a snapshot, Requests()[ReceiveMessage] = %d, want 2", n)
 	}
-	f.ResetRequests()
-	if f.TotalRequests() != 0 {
-		t.Errorf("after ResetRequests total = %d", f.TotalRequests())
+	if s := fmt.Sprint(f.Requests()); s != "map[CreateQueue:1 ReceiveMessage:2 SendMessage:1]" {
+		t.Errorf("printed: %q", s)
 	}
 }
 
@@ -164,7 +165,7 @@ func TestMessagesSnapshotAndDLQHelper(t *testing.T) {
 	src, dlq := f.MustCreateQueueWithDLQ(t, "jobs", 1, map[string]string{"VisibilityTimeout": "5"})
 	f.MustSend(t, src, "poison")
 	receive(t, f, src, 1, 0)
-	if v, in, d := f.Count(src); v != 0 || in != 1 || d != 0 {
+	if v, in, d := len(f.Messages(src, "visible")), len(f.Messages(src, "inflight")), len(f.Messages(src, "delayed")); v != 0 || in != 1 || d != 0 {
 		t.Fatalf("Count = %d/%d/%d, want 0 visible, 1 in flight", v, in, d)
 	}
 	f.Advance(5 * time.Second)
@@ -172,21 +173,56 @@ func TestMessagesSnapshotAndDLQHelper(t *testing.T) {
 		t.Fatalf("message past maxReceiveCount was delivered again")
 	}
 	msgs := f.Messages(dlq)
-	if len(msgs) != 1 || msgs[0].Body != "poison" || msgs[0].DeadLetterSourceARN != f.QueueARN(src) {
-		t.Fatalf("DLQ snapshot = %+v, want the poison message from %s", msgs, f.QueueARN(src))
+	if len(msgs) != 1 || msgs[0].Body != "poison" || msgs[0].DeadLetterSourceARN != sqsfake.ARN(src) {
+		t.Fatalf("DLQ snapshot = %+v, want the poison message from %s", msgs, sqsfake.ARN(src))
 	}
 	if f.Messages("https://nowhere") != nil {
 		t.Fatal("Messages of an unknown queue should be nil")
 	}
 }
 
+// Messages with states lists only the messages in those states, in arrival
+// order.
+func TestMessagesByState(t *testing.T) {
+	f := sqstest.For(t)
+	url := f.MustCreateQueue(t, "q", nil)
+	f.MustSend(t, url, "taken")
+	receive(t, f, url, 1, 0)
+	f.MustSend(t, url, "later", func(in *sqs.SendMessageInput) { in.DelaySeconds = 60 })
+	f.MustSend(t, url, "ready")
+	bodies := func(ms []sqstest.MessageInfo) (out []string) {
+		for _, m := range ms {
+			out = append(out, m.Body+"/"+m.State)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		states []string
+		want   []string
+	}{
+		{nil, []string{"taken/inflight", "later/delayed", "ready/visible"}},
+		{[]string{"visible"}, []string{"ready/visible"}},
+		{[]string{"inflight"}, []string{"taken/inflight"}},
+		{[]string{"delayed"}, []string{"later/delayed"}},
+		{[]string{"visible", "delayed"}, []string{"later/delayed", "ready/visible"}},
+		{[]string{"gone"}, nil},
+	} {
+		if got := bodies(f.Messages(url, tc.states...)); !slices.Equal(got, tc.want) {
+			t.Errorf("Messages(%v) = %v, want %v", tc.states, got, tc.want)
+		}
+	}
+	if got := f.Messages(url, "gone"); got == nil {
+		t.Error("Messages of a known queue with no match is nil, want empty")
+	}
+}
+
 func TestFIFOPairHelper(t *testing.T) {
 	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "orders.fifo", 3, nil)
-	if src == dlq || f.QueueARN(dlq) == "" {
+	if src == dlq || sqsfake.ARN(dlq) == "" {
 		t.Fatal("FIFO pair not created")
 	}
-	f.MustSend(t, src, "a", sqstest.SendGroup("g", "1"))
+	f.MustSend(t, src, "a", sqsfake.Group("g", "1"))
 	got := receive(t, f, src, 10, 0)
 	if len(got) != 1 || got[0].Attributes["MessageGroupId"] != "g" {
 		t.Fatalf("got %+v", got)

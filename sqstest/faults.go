@@ -23,9 +23,16 @@ type Fault struct {
 	// API is the call to affect ("ReceiveMessage", …), or a comma-separated
 	// list of calls. Zero value: every call.
 	API string
+	// Code is the SQS error code an affected call fails with, as SQS
+	// answers it: "RequestThrottled" (throttling, *types.RequestThrottled),
+	// "InternalError" (a server error, HTTP 500), "ServiceUnavailable"
+	// (HTTP 503), or any other code, a client error (HTTP 400). Zero
+	// value: none (see Err).
+	Code string
 	// Err is returned instead of the call's result, wrapped as the SDK
-	// wraps errors. Use Throttled, ServerError or any error. Zero value: the
-	// call is not failed (only Latency and Hang apply).
+	// wraps errors, for a failure Code cannot name: any error. Set Code or
+	// Err, not both. Zero value: with no Code either, the call is not
+	// failed (only Latency and Hang apply).
 	Err error
 	// Times limits how many calls (with Entries: entries) fail; later ones
 	// succeed. Zero value: every affected call fails until the fault is
@@ -60,18 +67,20 @@ type Fault struct {
 	// in the response's Failed list, with SenderFault false for a server
 	// error or throttling and true otherwise. Times and Every then count
 	// entries. Entries cannot be combined with Hang or AfterEffect, and
-	// needs Err (or Omit). Zero value: whole calls fail.
+	// needs Code or Err (or Omit). Zero value: whole calls fail.
 	Entries bool
 	// Omit, with Entries, leaves an affected entry out of the response
 	// altogether, in neither its Successful nor its Failed list, as a
 	// truncated or malformed response would: the entry does not take
-	// effect, and a caller must count it as failed. Err is not used. Zero
-	// value: affected entries are listed in Failed.
+	// effect, and a caller must count it as failed. Code and Err are not
+	// used. Zero value: affected entries are listed in Failed.
 	Omit bool
 }
 
 func (ft Fault) check() error {
 	switch {
+	case ft.Code != "" && ft.Err != nil:
+		return errors.New("sqstest: Fault.Code and Fault.Err both say what an affected call fails with; set one")
 	case ft.Times < 0 || ft.Every < 0 || ft.ResponseDelay < 0:
 		return errors.New("sqstest: Fault.Times, Fault.Every and Fault.ResponseDelay must not be negative")
 	case ft.ResponseDelay > 0 && !ft.AfterEffect:
@@ -80,10 +89,10 @@ func (ft Fault) check() error {
 		return errors.New("sqstest: Fault.Entries fails batch entries; it cannot be combined with Hang or AfterEffect")
 	case ft.Omit && !ft.Entries:
 		return errors.New("sqstest: Fault.Omit leaves batch entries out of a response and needs Fault.Entries")
-	case ft.Entries && ft.Err == nil && !ft.Omit:
-		return errors.New("sqstest: Fault.Entries needs Fault.Err, the error each affected entry reports (or Fault.Omit)")
-	case ft.AfterEffect && ft.Err == nil && !ft.Hang && ft.ResponseDelay == 0:
-		return errors.New("sqstest: Fault.AfterEffect needs Fault.Err, Fault.Hang or Fault.ResponseDelay: what the caller sees after the call took effect")
+	case ft.Entries && ft.Err == nil && ft.Code == "" && !ft.Omit:
+		return errors.New("sqstest: Fault.Entries needs Fault.Code or Fault.Err, the error each affected entry reports (or Fault.Omit)")
+	case ft.AfterEffect && ft.Err == nil && ft.Code == "" && !ft.Hang && ft.ResponseDelay == 0:
+		return errors.New("sqstest: Fault.AfterEffect needs Fault.Code, Fault.Err, Fault.Hang or Fault.ResponseDelay: what the caller sees after the call took effect")
 	}
 	return nil
 }
@@ -125,6 +134,9 @@ func (r *faultRule) take() bool {
 func (f *Fake) InjectFault(fault Fault) (remove func()) {
 	if err := fault.check(); err != nil {
 		panic(err.Error())
+	}
+	if fault.Code != "" {
+		fault.Err = codeError(fault.Code)
 	}
 	r := &faultRule{fault: fault}
 	if fault.API != "" {

@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -18,7 +21,7 @@ import (
 func TestFaultEveryNthCall(t *testing.T) {
 	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "q", nil)
-	f.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.Throttled(), Every: 3})
+	f.InjectFault(sqstest.Fault{API: "SendMessage", Code: "RequestThrottled", Every: 3})
 	var failed []int
 	for i := 1; i <= 9; i++ {
 		if _, err := f.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}); err != nil {
@@ -28,7 +31,7 @@ func TestFaultEveryNthCall(t *testing.T) {
 	if fmt.Sprint(failed) != "[3 6 9]" {
 		t.Fatalf("failed calls %v, want [3 6 9]", failed)
 	}
-	if v, _, _ := f.Count(url); v != 6 {
+	if v := len(f.Messages(url, "visible")); v != 6 {
 		t.Fatalf("%d messages stored, want 6 (failed calls store nothing)", v)
 	}
 }
@@ -38,12 +41,12 @@ func TestFaultAfterEffectLosesTheResponse(t *testing.T) {
 	url := f.MustCreateQueue(t, "q", nil)
 	f.MustSend(t, url, "a")
 	f.MustSend(t, url, "b")
-	f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: sqstest.ServerError(), AfterEffect: true, Times: 1})
+	f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Code: "InternalError", AfterEffect: true, Times: 1})
 	out, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10})
 	if err == nil || out != nil {
 		t.Fatalf("receive = %v, %v; want no output and the injected error", out, err)
 	}
-	if v, inflight, _ := f.Count(url); v != 0 || inflight != 2 {
+	if v, inflight := len(f.Messages(url, "visible")), len(f.Messages(url, "inflight")); v != 0 || inflight != 2 {
 		t.Fatalf("visible %d, in flight %d; want 0 and 2: the receive took effect although its response was lost", v, inflight)
 	}
 }
@@ -63,7 +66,7 @@ func TestFaultHangUntilContextEnds(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 7*time.Second {
 			t.Fatalf("err = %v after %v; want the context's deadline after 7s", err, time.Since(start))
 		}
-		if _, inflight, _ := f.Count(url); inflight != 1 {
+		if inflight := len(f.Messages(url, "inflight")); inflight != 1 {
 			t.Fatalf("in flight %d, want 1: a hanging call without AfterEffect takes no effect", inflight)
 		}
 	})
@@ -82,8 +85,8 @@ func TestFaultHangAfterEffect(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}
-		if v, inflight, _ := f.Count(url); v+inflight != 0 {
-			t.Fatalf("%d messages left, want 0: the delete took effect before the call hung", v+inflight)
+		if n := len(f.Messages(url, "visible", "inflight")); n != 0 {
+			t.Fatalf("%d messages left, want 0: the delete took effect before the call hung", n)
 		}
 	})
 }
@@ -114,7 +117,7 @@ func TestFaultResponseDelay(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || out != nil || time.Since(start) != time.Second {
 			t.Fatalf("receive = %v, %v after %v; want the context's deadline after 1s and no output", out, err, time.Since(start))
 		}
-		if v, inflight, _ := f.Count(url); v != 1 || inflight != 2 {
+		if v, inflight := len(f.Messages(url, "visible")), len(f.Messages(url, "inflight")); v != 1 || inflight != 2 {
 			t.Fatalf("visible %d, in flight %d; want 1 and 2: the interrupted receive took effect", v, inflight)
 		}
 		for _, m := range f.Messages(url) {
@@ -124,7 +127,7 @@ func TestFaultResponseDelay(t *testing.T) {
 		}
 
 		// With Err, the late response is an error.
-		f.InjectFault(sqstest.Fault{API: "DeleteQueue", AfterEffect: true, ResponseDelay: time.Second, Err: sqstest.ServerError()})
+		f.InjectFault(sqstest.Fault{API: "DeleteQueue", AfterEffect: true, ResponseDelay: time.Second, Code: "InternalError"})
 		start = time.Now()
 		if _, err := f.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err == nil || time.Since(start) != time.Second {
 			t.Fatalf("DeleteQueue = %v after %v; want the injected error after 1s", err, time.Since(start))
@@ -139,7 +142,7 @@ func TestFaultEntries(t *testing.T) {
 		f.MustSend(t, url, fmt.Sprint(i))
 	}
 	msgs := receive(t, f, url, 10, 0)
-	f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.Throttled(), Entries: true, Every: 4})
+	f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Code: "RequestThrottled", Entries: true, Every: 4})
 	in := &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url)}
 	for i, m := range msgs {
 		in.Entries = append(in.Entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle})
@@ -158,7 +161,7 @@ func TestFaultEntries(t *testing.T) {
 	if fmt.Sprint(ids) != "[3 7]" || len(out.Successful) != 8 {
 		t.Fatalf("failed entries %v, %d successful; want [3 7] and 8", ids, len(out.Successful))
 	}
-	if _, inflight, _ := f.Count(url); inflight != 2 {
+	if inflight := len(f.Messages(url, "inflight")); inflight != 2 {
 		t.Fatalf("in flight %d, want 2: failed entries take no effect", inflight)
 	}
 }
@@ -184,7 +187,7 @@ func TestFaultEntriesOmitted(t *testing.T) {
 	if fmt.Sprint(ids) != "[1 2]" || len(sent.Failed) != 0 {
 		t.Fatalf("successful %v, failed %v; want [1 2] and none: entry 0 left out", ids, sent.Failed)
 	}
-	if visible, _, _ := f.Count(url); visible != 2 {
+	if visible := len(f.Messages(url, "visible")); visible != 2 {
 		t.Fatalf("%d messages in the queue, want 2: the omitted entry was not sent", visible)
 	}
 
@@ -201,20 +204,21 @@ func TestFaultEntriesOmitted(t *testing.T) {
 	if len(deleted.Successful) != 1 || aws.ToString(deleted.Successful[0].Id) != "0" || len(deleted.Failed) != 0 {
 		t.Fatalf("successful %v, failed %v; want entry 0 only, entry 1 left out", deleted.Successful, deleted.Failed)
 	}
-	if _, inflight, _ := f.Count(url); inflight != 1 {
+	if inflight := len(f.Messages(url, "inflight")); inflight != 1 {
 		t.Fatalf("%d messages in flight, want 1: the omitted entry was not deleted", inflight)
 	}
 }
 
 func TestFaultContradictionsPanic(t *testing.T) {
 	for _, ft := range []sqstest.Fault{
-		{Entries: true, Hang: true, Err: sqstest.Throttled()},
+		{Entries: true, Hang: true, Code: "RequestThrottled"},
 		{Entries: true},
-		{Omit: true, Err: sqstest.Throttled()},
+		{Omit: true, Code: "RequestThrottled"},
 		{AfterEffect: true},
 		{Every: -1},
-		{ResponseDelay: time.Second, Err: sqstest.Throttled()},
-		{AfterEffect: true, ResponseDelay: -time.Second, Err: sqstest.Throttled()},
+		{ResponseDelay: time.Second, Code: "RequestThrottled"},
+		{AfterEffect: true, ResponseDelay: -time.Second, Code: "RequestThrottled"},
+		{Code: "RequestThrottled", Err: errors.New("and this")},
 	} {
 		func() {
 			defer func() {
@@ -224,5 +228,41 @@ func TestFaultContradictionsPanic(t *testing.T) {
 			}()
 			sqstest.For(t).InjectFault(ft)
 		}()
+	}
+}
+
+// Fault.Code fails a call with the error SQS answers with under that code,
+// wrapped as the SDK wraps it, with SQS's HTTP status.
+func TestFaultCode(t *testing.T) {
+	for _, tc := range []struct {
+		code   string
+		status int
+		fault  smithy.ErrorFault
+	}{
+		{"RequestThrottled", http.StatusBadRequest, smithy.FaultClient},
+		{"InternalError", http.StatusInternalServerError, smithy.FaultServer},
+		{"ServiceUnavailable", http.StatusServiceUnavailable, smithy.FaultServer},
+		{"AccessDenied", http.StatusBadRequest, smithy.FaultClient},
+	} {
+		f := sqstest.For(t)
+		url := f.MustCreateQueue(t, "q", nil)
+		f.InjectFault(sqstest.Fault{API: "SendMessage", Code: tc.code, Times: 1})
+		_, err := f.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")})
+		var op *smithy.OperationError
+		var api smithy.APIError
+		var resp *awshttp.ResponseError
+		if !errors.As(err, &op) || !errors.As(err, &api) || !errors.As(err, &resp) {
+			t.Fatalf("%s: error %v (%T) is not wrapped as the SDK wraps it", tc.code, err, err)
+		}
+		if api.ErrorCode() != tc.code || api.ErrorFault() != tc.fault || resp.HTTPStatusCode() != tc.status {
+			t.Errorf("%s: code %s, fault %v, status %d; want %s, %v, %d", tc.code, api.ErrorCode(), api.ErrorFault(), resp.HTTPStatusCode(), tc.code, tc.fault, tc.status)
+		}
+		var throttled *types.RequestThrottled
+		if errors.As(err, &throttled) != (tc.code == "RequestThrottled") {
+			t.Errorf("%s: errors.As *types.RequestThrottled = %v", tc.code, !(tc.code == "RequestThrottled"))
+		}
+		if _, err := f.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String("x")}); err != nil {
+			t.Errorf("%s: the second call failed too (Times: 1): %v", tc.code, err)
+		}
 	}
 }

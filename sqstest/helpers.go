@@ -3,7 +3,7 @@ package sqstest
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +52,13 @@ func (f *Fake) MustCreateQueueWithDLQ(t testing.TB, name string, maxReceiveCount
 }
 
 // MustSend sends one message with body to queueURL and returns its ID; it
-// fails t on error. For FIFO queues pass the group ID with SendGroup.
+// fails t on error. optFns adjust the input before it is sent; a FIFO
+// queue's message needs its group (and, without content-based
+// deduplication, its deduplication ID):
+//
+//	f.MustSend(t, url, body, func(in *sqs.SendMessageInput) {
+//		in.MessageGroupId, in.MessageDeduplicationId = aws.String("g"), aws.String("1")
+//	})
 func (f *Fake) MustSend(t testing.TB, queueURL, body string, optFns ...func(*sqs.SendMessageInput)) string {
 	t.Helper()
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(queueURL), MessageBody: aws.String(body)}
@@ -66,30 +72,15 @@ func (f *Fake) MustSend(t testing.TB, queueURL, body string, optFns ...func(*sqs
 	return aws.ToString(out.MessageId)
 }
 
-// SendGroup sets a FIFO message's group ID and deduplication ID for MustSend.
-func SendGroup(groupID, dedupID string) func(*sqs.SendMessageInput) {
-	return func(in *sqs.SendMessageInput) {
-		in.MessageGroupId = aws.String(groupID)
-		in.MessageDeduplicationId = aws.String(dedupID)
-	}
-}
-
-// MessageState says where a stored message is in its lifecycle.
-type MessageState string
-
-// The states of a stored message.
-const (
-	Visible  MessageState = "visible"  // can be received now
-	InFlight MessageState = "inflight" // received; its visibility timeout runs
-	Delayed  MessageState = "delayed"  // sent with a delay that has not ended
-)
-
 // MessageInfo is a snapshot of one stored message, for assertions.
 type MessageInfo struct {
-	ID           string
-	Body         string
-	Attributes   map[string]types.MessageAttributeValue
-	State        MessageState
+	ID         string
+	Body       string
+	Attributes map[string]types.MessageAttributeValue
+	// State is where the message is in its lifecycle: "visible" (can be
+	// received now), "inflight" (received; its visibility timeout runs) or
+	// "delayed" (sent with a delay that has not ended).
+	State        string
 	ReceiveCount int
 	Sent         time.Time
 	VisibleAt    time.Time // when it becomes (or became) receivable
@@ -99,9 +90,15 @@ type MessageInfo struct {
 	DeadLetterSourceARN string
 }
 
-// Messages returns a snapshot of every message in the queue, in arrival
-// order, without receiving any. It returns nil for an unknown queue.
-func (f *Fake) Messages(queueURL string) []MessageInfo {
+// stateNames are MessageInfo.State's values.
+var stateNames = map[msgState]string{stateVisible: "visible", stateInflight: "inflight", stateDelayed: "delayed"}
+
+// Messages returns a snapshot of the queue's messages, in arrival order,
+// without receiving any: every message, or with states given, those in one
+// of them ("visible", "inflight", "delayed"; see MessageInfo.State). It
+// returns nil for an unknown queue. len(f.Messages(url, "visible")) is the
+// number of messages a receive could return now.
+func (f *Fake) Messages(queueURL string, states ...string) []MessageInfo {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q, ok := f.queues[queueURL]
@@ -110,46 +107,17 @@ func (f *Fake) Messages(queueURL string) []MessageInfo {
 	}
 	now := f.now()
 	q.expireLocked(now)
-	out := make([]MessageInfo, len(q.msgs))
-	for i, m := range q.msgs {
+	out := make([]MessageInfo, 0, len(q.msgs))
+	for _, m := range q.msgs {
 		m.settle(now)
-		state := map[msgState]MessageState{stateVisible: Visible, stateInflight: InFlight, stateDelayed: Delayed}[m.state(now)]
-		out[i] = MessageInfo{
+		state := stateNames[m.state(now)]
+		if len(states) > 0 && !slices.Contains(states, state) {
+			continue
+		}
+		out = append(out, MessageInfo{
 			ID: m.id, Body: m.body, Attributes: m.attrs, State: state, ReceiveCount: m.receives,
 			Sent: m.sent, VisibleAt: m.visibleAt, GroupID: m.groupID, DeadLetterSourceARN: m.dlqSource,
-		}
+		})
 	}
 	return out
-}
-
-// Count returns how many messages the queue holds in each state.
-func (f *Fake) Count(queueURL string) (visible, inflight, delayed int) {
-	for _, m := range f.Messages(queueURL) {
-		switch m.State {
-		case Visible:
-			visible++
-		case InFlight:
-			inflight++
-		case Delayed:
-			delayed++
-		}
-	}
-	return visible, inflight, delayed
-}
-
-// QueueARN returns the ARN of the queue at queueURL, or "" if there is none.
-func (f *Fake) QueueARN(queueURL string) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if q, ok := f.queues[queueURL]; ok {
-		return q.arn
-	}
-	return ""
-}
-
-// ReceiveCount parses a received message's ApproximateReceiveCount
-// attribute; 0 when absent.
-func ReceiveCount(m types.Message) int {
-	n, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-	return n
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
 type msgState int
@@ -175,8 +177,8 @@ func validBody(s string) bool {
 
 // checkAttributes validates message attributes and returns their size.
 func checkAttributes(attrs map[string]types.MessageAttributeValue) (int, error) {
-	if len(attrs) > MaxMessageAttributes {
-		return 0, invalidParameter("Number of message attributes [%d] exceeds the allowed maximum [%d].", len(attrs), MaxMessageAttributes)
+	if len(attrs) > sqslimit.MaxMessageAttributes {
+		return 0, invalidParameter("Number of message attributes [%d] exceeds the allowed maximum [%d].", len(attrs), sqslimit.MaxMessageAttributes)
 	}
 	size := 0
 	for name, v := range attrs {

@@ -11,17 +11,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// Limits of SQS that the Fake enforces.
+// Limits of SQS that the Fake enforces (with those of package sqslimit:
+// batch entries, message attributes).
 const (
-	// MaxBatchEntries is the most entries one batch call may carry.
-	MaxBatchEntries = 10
-	// MaxMessageAttributes is the most message attributes a message may carry.
-	MaxMessageAttributes = 10
-	// DeduplicationInterval is how long a FIFO queue remembers a
+	// deduplicationInterval is how long a FIFO queue remembers a
 	// deduplication ID.
-	DeduplicationInterval = 5 * time.Minute
-	// PurgeInterval is how long after a PurgeQueue another is refused.
-	PurgeInterval = 60 * time.Second
+	deduplicationInterval = 5 * time.Minute
+	// purgeInterval is how long after a PurgeQueue another is refused.
+	purgeInterval = 60 * time.Second
 	// maxMessageSizeLimit is the largest message (and batch) SQS takes: 1 MiB
 	// since August 2025, also the default MaximumMessageSize of a new queue.
 	maxMessageSizeLimit = 1 << 20

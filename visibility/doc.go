@@ -24,11 +24,11 @@
 // the defaults (Extension 30 s, Threshold 10 s) a message received at 0 s is
 // extended at 20 s, 40 s, 60 s, … for 30 s each time.
 //
-// [Heartbeat.Track] returns a [Lease]; call [Lease.Stop] the moment the
-// handler is done, before deleting the message or changing its visibility
-// (for a retry delay). Stop waits until no call that includes the message is
-// in flight, so no extension can land after the delete or overwrite the
-// retry delay.
+// [Heartbeat.Track] returns a stop function; call it the moment the handler
+// is done, before deleting the message or changing its visibility (for a
+// retry delay). It waits until no call that includes the message is in
+// flight, so no extension can land after the delete or overwrite the retry
+// delay.
 //
 // # Defaults
 //
@@ -81,7 +81,7 @@
 //
 // The worker package runs a Heartbeat for you. With your own receive loop:
 //
-//	hb := visibility.New(client, queueURL, 30*time.Second) // the queue's VisibilityTimeout
+//	hb, err := visibility.New(client, queueURL, 30*time.Second) // the queue's VisibilityTimeout
 //	go hb.Run(ctx)
 //
 //	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 10})
@@ -90,10 +90,13 @@
 //		go func() {
 //			jobCtx, cancel := context.WithCancelCause(ctx)
 //			defer cancel(nil)
-//			lease := hb.Track(*m.ReceiptHandle, receivedAt, cancel)
-//			err := handle(jobCtx, m) // watch jobCtx; context.Cause(jobCtx) says why it ended
-//			lease.Stop()             // before deleting or changing visibility
-//			if err == nil && !errors.Is(context.Cause(jobCtx), visibility.ErrLost) {
+//			stop, err := hb.Track(*m.ReceiptHandle, receivedAt, cancel)
+//			if err != nil {
+//				return
+//			}
+//			err = handle(jobCtx, m) // watch jobCtx; context.Cause(jobCtx) says why it ended
+//			cause := stop()         // before deleting or changing visibility
+//			if err == nil && !errors.Is(cause, visibility.ErrLost) {
 //				client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: m.ReceiptHandle})
 //			}
 //		}()

@@ -44,17 +44,22 @@ func Example() {
 
 	out, _ := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL, MaxNumberOfMessages: 10})
 	receivedAt := time.Now()
+	lost := 0
 	for _, m := range out.Messages {
 		jobCtx, cancel := context.WithCancelCause(ctx)
-		lease, err := hb.Track(aws.ToString(m.ReceiptHandle), receivedAt, cancel)
+		stop, err := hb.Track(aws.ToString(m.ReceiptHandle), receivedAt, cancel)
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
 
 		err = job(jobCtx, aws.ToString(m.Body)) // 1.2 s: longer than the 1 s timeout
-		lease.Stop()                            // before deleting: no extension lands after this
+		cause := stop()                         // before deleting: no extension lands after this
 		cancel(nil)
+		if errors.Is(cause, visibility.ErrLost) {
+			lost++ // another consumer may have it: leave it alone
+			continue
+		}
 
 		// Still ours: another consumer sees nothing.
 		other, _ := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &queueURL})
@@ -64,9 +69,9 @@ func Example() {
 			client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: &queueURL, ReceiptHandle: m.ReceiptHandle})
 		}
 	}
-	visible, inflight, _ := client.Count(queueURL)
-	s := hb.Stats()
-	fmt.Println("extended:", s.Extended > 0, "- lost:", s.Lost, "- left in queue:", visible+inflight)
+	visible, inflight := len(client.Messages(queueURL, "visible")), len(client.Messages(queueURL, "inflight"))
+	extended := client.Requests()["ChangeMessageVisibilityBatch"] > 0
+	fmt.Println("extended:", extended, "- lost:", lost, "- left in queue:", visible+inflight)
 	// Output:
 	// job: <nil> - other consumer received: 0
 	// extended: true - lost: 0 - left in queue: 0

@@ -305,15 +305,6 @@ func (s Stats) TotalRequests() int64 {
 	return n
 }
 
-// RequestsPerMessage is TotalRequests divided by Received (0 when nothing
-// was received).
-func (s Stats) RequestsPerMessage() float64 {
-	if s.Received == 0 {
-		return 0
-	}
-	return float64(s.TotalRequests()) / float64(s.Received)
-}
-
 type counters struct {
 	received, succeeded, failed, deleted, retried, deadLettered, released,
 	lost, abandoned, deleteRetried, settledLate, inFlight, settling, snoozed, delayed atomic.Int64

@@ -61,7 +61,7 @@ func TestRequestResultsAndPayload(t *testing.T) {
 		if _, err := f.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(src), MessageBody: aws.String(big), MessageAttributes: attrs}); err != nil {
 			t.Fatal(err)
 		}
-		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: sqstest.Throttled(), Times: 2})
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Code: "RequestThrottled", Times: 2})
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			if m.Body == "poison" {
 				return retry.Permanent(fmt.Errorf("bad"))

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -45,7 +45,7 @@ func TestDeadLetterCopyTooLargeKeepsItsReason(t *testing.T) {
 			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			o.OnSettled = func(s worker.Settlement) { mu.Lock(); got = append(got, s); mu.Unlock() }
 		})
-		if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, dlq.CodeDLQMaxMessageSizeSmaller) {
+		if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, deadletter.CodeDLQMaxMessageSizeSmaller) {
 			t.Errorf("New logged %q; want a warning that the dead-letter queue is smaller than the queue", l)
 		}
 		time.Sleep(10 * time.Second)

@@ -14,8 +14,9 @@
 //	retry.After(d, err)                   → visibility set to exactly d (capped); the attempt still counts
 //	retry.Snooze(d, why)                  → visibility set to d; not a failure: never dead-lettered for it
 //	not due yet (a delay beyond 15 min)   → hidden or re-sent fresh until due; the handler does not run
-//	handler still running                 → the heartbeat (package visibility) extends the visibility in batches;
-//	                                        if ownership is lost the handler's context is cancelled with the cause
+//	handler still running                 → the heartbeat extends the visibility in batches; if ownership is lost the
+//	                                        handler's context is cancelled with the cause (visibility.ErrLost, or
+//	                                        visibility.ErrMaxVisibility at SQS's 12 h limit)
 //	received, not started, at shutdown    → released at once (visibility 0) for another consumer
 //	running when the shutdown deadline passes → handler cancelled (cause ErrShutdown); message released when it returns
 //	still running FlushTimeout/2 after that → Run returns without it (ErrHandlersNotStopped); while the process lives
@@ -154,8 +155,8 @@
 // billed payload; Stats.Cost prices those calls (Pricing: 64 KiB billing
 // chunks, dollars per million requests) per message and per million
 // messages. Health says whether the worker is live and ready (receiving,
-// not failing, not stuck), HealthHandler serves it to liveness and
-// readiness probes, and StatsHandler serves Stats as JSON for
+// not failing, not stuck), LivenessHandler and ReadinessHandler serve it
+// to probes, and StatsHandler serves Stats as JSON for
 // `sqsworker cost`. Stats also carries the scaling signals: handler slots,
 // runs and busy time, Capacity (Concurrency / mean handler time, messages
 // per second), OldestAge (how long fresh messages waited) and, with

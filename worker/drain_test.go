@@ -44,7 +44,7 @@ func TestShutdownEndsThePollInFlight(t *testing.T) {
 			t.Fatalf("Stats = %+v; want the running job deleted and nothing received during the shutdown", s)
 		}
 		msgs := f.Messages(src)
-		if len(msgs) != 1 || msgs[0].State != sqstest.Visible || msgs[0].ReceiveCount != 0 {
+		if len(msgs) != 1 || msgs[0].State != "visible" || msgs[0].ReceiveCount != 0 {
 			t.Fatalf("messages left = %+v; want the late one visible and never received", msgs)
 		}
 	})
@@ -62,13 +62,13 @@ func TestShutdownLetsAReceiveOnTheWireComeBack(t *testing.T) {
 		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, ResponseDelay: 200 * time.Millisecond})
 		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }))
 		time.Sleep(50 * time.Millisecond) // the first receive took its 10; its answer is on the wire
-		if _, inFlight, _ := f.Count(src); inFlight != 10 {
+		if inFlight := len(f.Messages(src, "inflight")); inFlight != 10 {
 			t.Fatalf("%d in flight before the shutdown, want the receive's 10", inFlight)
 		}
 		if err := h.stop(); err != nil {
 			t.Fatal(err)
 		}
-		visible, inFlight, _ := f.Count(src)
+		visible, inFlight := len(f.Messages(src, "visible")), len(f.Messages(src, "inflight"))
 		if inFlight != 0 || visible != 10 {
 			t.Fatalf("after Run returned: %d visible, %d in flight; want the 10 released (visible), none left hidden for the visibility timeout", visible, inFlight)
 		}

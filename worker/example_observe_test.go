@@ -29,7 +29,7 @@ func ExampleStats_Cost() {
 }
 
 // Probes: before Run the worker is live but not ready.
-func ExampleWorker_HealthHandler() {
+func ExampleWorker_LivenessHandler() {
 	client, err := sqstest.New() // or sqs.NewFromConfig(cfg)
 	if err != nil {
 		log.Fatal(err)
@@ -43,8 +43,8 @@ func ExampleWorker_HealthHandler() {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /livez", w.HealthHandler(worker.Liveness))
-	mux.Handle("GET /readyz", w.HealthHandler(worker.Readiness))
+	mux.Handle("GET /livez", w.LivenessHandler())
+	mux.Handle("GET /readyz", w.ReadinessHandler())
 	for _, path := range []string{"/livez", "/readyz"} {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))

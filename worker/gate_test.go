@@ -84,7 +84,7 @@ func TestReceiveGatePausesAndResumes(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // the releases' batch linger
 		synctest.Wait()
 		s = h.w.Stats()
-		visible, inflight, _ := f.Count(src)
+		visible, inflight := len(f.Messages(src, "visible")), len(f.Messages(src, "inflight"))
 		if s.Prefetched != 0 || !s.Paused || inflight != 2 || visible != 28 {
 			t.Fatalf("after closing: Stats %+v, %d visible and %d in flight at SQS; want the prefetched released, only the 2 running held", s, visible, inflight)
 		}
@@ -105,7 +105,7 @@ func TestReceiveGatePausesAndResumes(t *testing.T) {
 
 		g.reports <- true
 		for range 600 {
-			if visible, inflight, _ := f.Count(src); visible+inflight == 0 {
+			if len(f.Messages(src, "visible", "inflight")) == 0 {
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -113,8 +113,8 @@ func TestReceiveGatePausesAndResumes(t *testing.T) {
 		if s := h.w.Stats(); s.Deleted != 30 || s.DeadLettered != 0 || s.Paused {
 			t.Fatalf("after reopening: Stats %+v; want all 30 deleted, none dead-lettered", s)
 		}
-		if v, i, d := f.Count(dlq); v+i+d != 0 {
-			t.Fatalf("the DLQ holds %d messages; a pause must dead-letter nothing", v+i+d)
+		if n := len(f.Messages(dlq)); n != 0 {
+			t.Fatalf("the DLQ holds %d messages; a pause must dead-letter nothing", n)
 		}
 	})
 }
@@ -138,12 +138,12 @@ func TestPauseLetsAReceiveOnTheWireComeBack(t *testing.T) {
 		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", AfterEffect: true, ResponseDelay: 200 * time.Millisecond})
 		g.reports <- true
 		time.Sleep(50 * time.Millisecond) // the first receive took its 10; its answer is on the wire
-		if _, inFlight, _ := f.Count(src); inFlight != 10 {
+		if inFlight := len(f.Messages(src, "inflight")); inFlight != 10 {
 			t.Fatalf("%d in flight before the pause, want the receive's 10", inFlight)
 		}
 		g.reports <- false
 		time.Sleep(time.Second) // the answer, then the releases' batch linger
-		visible, inFlight, _ := f.Count(src)
+		visible, inFlight := len(f.Messages(src, "visible")), len(f.Messages(src, "inflight"))
 		if inFlight != 0 || visible != 10 {
 			t.Fatalf("paused: %d visible, %d in flight; want the 10 released (visible), none hidden for the visibility timeout", visible, inFlight)
 		}

@@ -14,10 +14,10 @@ import (
 
 // The states HealthStatus.State reports.
 const (
-	StateIdle     = "idle"     // New has checked the queue; Run has not been called
-	StateRunning  = "running"  // Run is receiving
-	StateStopping = "stopping" // Run's context ended: it drains and flushes
-	StateStopped  = "stopped"  // Run has returned
+	stateIdle     = "idle"     // New has checked the queue; Run has not been called
+	stateRunning  = "running"  // Run is receiving
+	stateStopping = "stopping" // Run's context ended: it drains and flushes
+	stateStopped  = "stopped"  // Run has returned
 )
 
 // HealthOptions tunes what Health counts as unhealthy. Every field's zero
@@ -50,9 +50,11 @@ type HealthOptions struct {
 }
 
 // HealthStatus is the worker's health at one moment, as Health reports it
-// and HealthHandler serves it (as JSON).
+// and LivenessHandler and ReadinessHandler serve it (as JSON).
 type HealthStatus struct {
-	// State is StateIdle, StateRunning, StateStopping or StateStopped.
+	// State is "idle" (New has checked the queue; Run has not been
+	// called), "running" (Run is receiving), "stopping" (Run's context
+	// ended: it drains and flushes) or "stopped" (Run has returned).
 	State string `json:"state"`
 	// Live is false when the worker should be restarted: Run has returned,
 	// the run loop is stuck, or receives have failed for longer than
@@ -105,28 +107,31 @@ func (w *Worker) Health(optFns ...func(*HealthOptions)) HealthStatus {
 	return w.client.health.status(time.Now(), o, w)
 }
 
-// Probe names the question a HealthHandler answers.
-type Probe int
-
-const (
-	// Readiness: is the worker running and receiving (HealthStatus.Ready)?
-	Readiness Probe = iota
-	// Liveness: is the worker alive, or should it be restarted
-	// (HealthStatus.Live)?
-	Liveness
-)
-
-// HealthHandler returns an http.Handler for a liveness or readiness probe:
-// it answers 200 when the probe passes and 503 when it does not, with the
-// HealthStatus as JSON (no body for HEAD). For example:
+// LivenessHandler returns an http.Handler for a liveness probe: is the
+// worker alive, or should it be restarted (HealthStatus.Live)? It answers
+// 200 when it is live and 503 when it is not, with the HealthStatus as JSON
+// (no body for HEAD). For example:
 //
-//	mux.Handle("GET /livez", w.HealthHandler(worker.Liveness))
-//	mux.Handle("GET /readyz", w.HealthHandler(worker.Readiness))
-func (w *Worker) HealthHandler(p Probe, optFns ...func(*HealthOptions)) http.Handler {
+//	mux.Handle("GET /livez", w.LivenessHandler())
+//	mux.Handle("GET /readyz", w.ReadinessHandler())
+func (w *Worker) LivenessHandler(optFns ...func(*HealthOptions)) http.Handler {
+	return w.probeHandler(true, optFns)
+}
+
+// ReadinessHandler returns an http.Handler for a readiness probe: is the
+// worker running and receiving (HealthStatus.Ready)? It answers 200 when it
+// is ready and 503 when it is not, with the HealthStatus as JSON (no body
+// for HEAD); HealthOptions.Checks add conditions of readiness.
+func (w *Worker) ReadinessHandler(optFns ...func(*HealthOptions)) http.Handler {
+	return w.probeHandler(false, optFns)
+}
+
+// probeHandler answers a liveness probe (live) or a readiness probe.
+func (w *Worker) probeHandler(live bool, optFns []func(*HealthOptions)) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
 		st := w.Health(optFns...)
 		ok := st.Ready
-		if p == Liveness {
+		if live {
 			ok = st.Live
 		}
 		code := http.StatusOK
@@ -246,17 +251,17 @@ func (h *health) status(now time.Time, o HealthOptions, w *Worker) HealthStatus 
 	failing := !st.FailingSince.IsZero() && now.Sub(st.FailingSince) > o.FailureThreshold
 	switch {
 	case !stoppedAt.IsZero():
-		st.State, st.Live = StateStopped, false
+		st.State, st.Live = stateStopped, false
 		problems = append(problems, "Run has returned")
 	case !stoppingAt.IsZero():
-		st.State = StateStopping
+		st.State = stateStopping
 		problems = append(problems, "shutting down")
 		if limit := w.opts.ShutdownTimeout + w.opts.FlushTimeout + o.StuckAfter; now.Sub(stoppingAt) > limit {
 			st.Live = false
 			problems = append(problems, "stuck: still draining "+now.Sub(stoppingAt).Round(time.Second).String()+" after the shutdown began, past ShutdownTimeout + FlushTimeout (is the process starved of CPU?)")
 		}
 	case !runAt.IsZero():
-		st.State = StateRunning
+		st.State = stateRunning
 		receiving := st.FailingSince.IsZero() && (!st.LastReceive.IsZero() || h.receives.Load() > 0) ||
 			!st.FailingSince.IsZero() && !st.LastReceive.IsZero() && !failing
 		st.Ready = receiving && !failing
@@ -309,7 +314,7 @@ func (h *health) status(now time.Time, o HealthOptions, w *Worker) HealthStatus 
 			h.idleSince = time.Time{}
 		}
 	default:
-		st.State = StateIdle
+		st.State = stateIdle
 		problems = append(problems, "Run has not been called")
 	}
 	if !st.Live || !st.Ready {

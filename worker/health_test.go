@@ -20,11 +20,21 @@ import (
 
 var noop = worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { return nil })
 
+// The probes a worker's handlers answer.
+const (
+	readiness = iota
+	liveness
+)
+
 // probe asks w's handler for p and returns the status code and the body.
-func probe(t *testing.T, w *worker.Worker, p worker.Probe) (int, worker.HealthStatus) {
+func probe(t *testing.T, w *worker.Worker, p int) (int, worker.HealthStatus) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	w.HealthHandler(p).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	h := w.ReadinessHandler()
+	if p == liveness {
+		h = w.LivenessHandler()
+	}
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	var st worker.HealthStatus
 	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 		t.Fatalf("health body %q: %v", rec.Body.String(), err)
@@ -41,10 +51,10 @@ func TestHealthFollowsRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := w.Health(); st.State != worker.StateIdle || !st.Live || st.Ready {
+		if st := w.Health(); st.State != "idle" || !st.Live || st.Ready {
 			t.Fatalf("before Run: %+v; want idle, live, not ready", st)
 		}
-		if code, _ := probe(t, w, worker.Readiness); code != http.StatusServiceUnavailable {
+		if code, _ := probe(t, w, readiness); code != http.StatusServiceUnavailable {
 			t.Errorf("readiness before Run: %d, want 503", code)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
@@ -53,7 +63,7 @@ func TestHealthFollowsRun(t *testing.T) {
 		f.MustSend(t, src, "a")
 		time.Sleep(time.Second)
 		st := w.Health()
-		if st.State != worker.StateRunning || !st.Live || !st.Ready || st.LastReceive.IsZero() || st.Reason != "" {
+		if st.State != "running" || !st.Live || !st.Ready || st.LastReceive.IsZero() || st.Reason != "" {
 			t.Fatalf("running: %+v; want live and ready after a receive", st)
 		}
 		// An empty queue keeps the long polls going: ready, never stuck.
@@ -63,7 +73,7 @@ func TestHealthFollowsRun(t *testing.T) {
 				t.Fatalf("idle queue: %+v; want live and ready", st)
 			}
 		}
-		if code, st := probe(t, w, worker.Liveness); code != http.StatusOK || !st.Live {
+		if code, st := probe(t, w, liveness); code != http.StatusOK || !st.Live {
 			t.Errorf("liveness: %d %+v", code, st)
 		}
 		cancel()
@@ -71,10 +81,10 @@ func TestHealthFollowsRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		st = w.Health()
-		if st.State != worker.StateStopped || st.Live || st.Ready {
+		if st.State != "stopped" || st.Live || st.Ready {
 			t.Errorf("after Run: %+v; want stopped, neither live nor ready", st)
 		}
-		if code, _ := probe(t, w, worker.Liveness); code != http.StatusServiceUnavailable {
+		if code, _ := probe(t, w, liveness); code != http.StatusServiceUnavailable {
 			t.Errorf("liveness after Run: %d, want 503", code)
 		}
 	})
@@ -86,7 +96,7 @@ func TestHealthFollowsRun(t *testing.T) {
 func TestHealthReceiveFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newQueue(t, 5, "30")
-		remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: sqstest.ServerError()})
+		remove := f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Code: "InternalError"})
 		h := start(t, f, src, noop)
 		time.Sleep(5 * time.Second)
 		st := h.w.Health()
@@ -108,7 +118,7 @@ func TestHealthReceiveFailures(t *testing.T) {
 			t.Errorf("after recovery: %+v; want live and ready", st)
 		}
 		// A short streak after a success leaves the worker ready.
-		remove = f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: sqstest.Throttled()})
+		remove = f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Code: "RequestThrottled"})
 		time.Sleep(21 * time.Second)
 		if st := h.w.Health(); !st.Live || !st.Ready || st.FailingSince.IsZero() {
 			t.Errorf("short streak: %+v; want live and ready, failing noted", st)
@@ -202,13 +212,13 @@ func TestHealthShutdownWithStuckHandler(t *testing.T) {
 		time.Sleep(time.Second)
 		h.cancel()
 		time.Sleep(time.Second)
-		if st := h.w.Health(); st.State != worker.StateStopping || st.Ready || !st.Live {
+		if st := h.w.Health(); st.State != "stopping" || st.Ready || !st.Live {
 			t.Fatalf("stopping: %+v; want live, not ready", st)
 		}
 		if err := <-h.done; !errors.Is(err, worker.ErrHandlersNotStopped) {
 			t.Fatalf("Run: %v; want ErrHandlersNotStopped", err)
 		}
-		if st := h.w.Health(); st.State != worker.StateStopped || st.Ready || st.Live {
+		if st := h.w.Health(); st.State != "stopped" || st.Ready || st.Live {
 			t.Fatalf("after Run returned: %+v; want stopped, neither ready nor live", st)
 		}
 		close(release)
@@ -289,7 +299,7 @@ func TestHealthChecksAndGateReason(t *testing.T) {
 			t.Fatalf("check failing: %+v; want live, not ready, with the check's error", st)
 		}
 		rec := httptest.NewRecorder()
-		w.HealthHandler(worker.Readiness, check).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		w.ReadinessHandler(check).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 		if rec.Code != http.StatusServiceUnavailable {
 			t.Errorf("readiness probe with a failing check: %d, want 503", rec.Code)
 		}

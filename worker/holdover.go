@@ -6,8 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // settlers are the batchers that carry settling calls to SQS.
@@ -102,7 +102,7 @@ func (r *run) carrier(j *job) *settlers {
 // messages until their handlers return and they are settled: the
 // heartbeat, again, and then the holdover's flush, the heartbeat's end and
 // the settlement hook's.
-func (w *Worker) keepHeldOver(bg context.Context, h *holdover, hb *visibility.Heartbeat) {
+func (w *Worker) keepHeldOver(bg context.Context, h *holdover, hb *heartbeat.Heartbeat) {
 	h.over.Store(true)
 	ctx, stop := context.WithCancel(bg)
 	hbDone := make(chan struct{})

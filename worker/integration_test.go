@@ -138,7 +138,7 @@ func TestEmulatorTenThousandMessagesNoneLost(t *testing.T) {
 	}
 	s := w.Stats()
 	t.Logf("10,000 messages in %v: done %d, in DLQ %d, lost %d, duplicates %d (handled twice) + %d (done and in DLQ), left in source %d; %.3f SQS requests per message; %+v",
-		elapsed.Round(time.Millisecond), len(handled), len(dead), lost, duplicates, dupDLQ, len(left), s.RequestsPerMessage(), s)
+		elapsed.Round(time.Millisecond), len(handled), len(dead), lost, duplicates, dupDLQ, len(left), s.Cost(worker.Pricing{}).RequestsPerMessage, s)
 	if lost != 0 {
 		t.Fatalf("%d messages lost", lost)
 	}

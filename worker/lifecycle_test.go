@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/visibility"
 	"github.com/sqsworker/sqsworker/worker"
@@ -27,7 +28,7 @@ func TestFIFOGroupsInOrderAndInParallel(t *testing.T) {
 		f, src, _ := newFIFO(t)
 		for i := range 4 {
 			for _, g := range []string{"a", "b"} {
-				f.MustSend(t, src, fmt.Sprintf("%s%d", g, i), sqstest.SendGroup(g, fmt.Sprintf("%s%d", g, i)))
+				f.MustSend(t, src, fmt.Sprintf("%s%d", g, i), sqsfake.Group(g, fmt.Sprintf("%s%d", g, i)))
 			}
 		}
 		var mu sync.Mutex
@@ -65,7 +66,7 @@ func TestFIFOFailureReleasesRestOfGroup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newFIFO(t)
 		for i := range 3 {
-			f.MustSend(t, src, fmt.Sprintf("m%d", i), sqstest.SendGroup("g", fmt.Sprint(i)))
+			f.MustSend(t, src, fmt.Sprintf("m%d", i), sqsfake.Group("g", fmt.Sprint(i)))
 		}
 		var mu sync.Mutex
 		var ran []string
@@ -148,7 +149,7 @@ func TestShutdownDeadlineCancelsAndReleases(t *testing.T) {
 			t.Fatalf("cause = %v, want ErrShutdown", c)
 		}
 		msgs := f.Messages(src)
-		if len(msgs) != 1 || msgs[0].State != sqstest.Visible {
+		if len(msgs) != 1 || msgs[0].State != "visible" {
 			t.Fatalf("message = %+v, want released (visible at once), not deleted, not hidden for 600s", msgs)
 		}
 		if s := h.w.Stats(); s.Released != 1 || s.Failed != 0 {
@@ -161,7 +162,7 @@ func TestShutdownReleasesUnstartedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newFIFO(t)
 		for i := range 4 {
-			f.MustSend(t, src, fmt.Sprint(i), sqstest.SendGroup("g", fmt.Sprint(i)))
+			f.MustSend(t, src, fmt.Sprint(i), sqsfake.Group("g", fmt.Sprint(i)))
 		}
 		started := make(chan struct{}, 4)
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
@@ -175,7 +176,7 @@ func TestShutdownReleasesUnstartedAtOnce(t *testing.T) {
 		// The first message still runs; the three behind it were released at once.
 		var visible int
 		for _, m := range f.Messages(src) {
-			if m.State == sqstest.Visible {
+			if m.State == "visible" {
 				visible++
 			}
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/retry"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // Options configures a Worker. Every field's zero value selects the
@@ -227,7 +226,7 @@ func (o *Options) setDefaults() error {
 		o.RetryPolicy = retry.DefaultDeliveryPolicy()
 	}
 	if o.AttemptCounter == nil {
-		o.AttemptCounter = retry.ReceiveCount{}
+		o.AttemptCounter = retry.ReceiveCount()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -257,7 +256,7 @@ func (o *Options) setDefaults() error {
 	if o.WaitTime < time.Second || o.WaitTime > 20*time.Second {
 		return fmt.Errorf("sqsworker: Options.WaitTime is %v; SQS long polling takes 1s to 20s", o.WaitTime)
 	}
-	if o.VisibilityTimeout < 0 || o.VisibilityTimeout > visibility.MaxVisibility || (o.VisibilityTimeout > 0 && o.VisibilityTimeout < time.Second) {
+	if o.VisibilityTimeout < 0 || o.VisibilityTimeout > sqslimit.MaxVisibility || (o.VisibilityTimeout > 0 && o.VisibilityTimeout < time.Second) {
 		return fmt.Errorf("sqsworker: Options.VisibilityTimeout is %v; SQS counts it in whole seconds from 1s to 12h (or 0 for the queue's own)", o.VisibilityTimeout)
 	}
 	switch {

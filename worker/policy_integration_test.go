@@ -29,7 +29,7 @@ func TestEmulatorDeliveryPolicySchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy.Jitter = retry.NoJitter
+	policy.Jitter = "none"
 	schedule := policy.Delays()
 
 	src, dlqURL := emulatorQueue(t, client, "wpolicy", 30)

@@ -50,7 +50,7 @@ func TestPrefetchedMessagesAreLeasedCappedAndReleased(t *testing.T) {
 			t.Fatalf("Stats = %+v; prefetched messages must be kept invisible by the heartbeat, none lost", s)
 		}
 		// Nobody else can receive the held messages.
-		if _, inflight, _ := f.Count(src); int64(inflight) != s.InFlight {
+		if inflight := len(f.Messages(src, "inflight")); int64(inflight) != s.InFlight {
 			t.Fatalf("%d messages in flight at SQS, the worker holds %d", inflight, s.InFlight)
 		}
 		held := s.InFlight
@@ -114,7 +114,7 @@ func TestOneLongPollWhileEmpty(t *testing.T) {
 			t.Fatal(err)
 		}
 		// 20 s long polls for a minute: 3 (and the one aborted at the end).
-		if n := f.RequestCount("ReceiveMessage"); n > 4 {
+		if n := f.Requests()["ReceiveMessage"]; n > 4 {
 			t.Fatalf("%d receives in a minute on an empty queue", n)
 		}
 	})

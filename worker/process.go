@@ -6,10 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sqsworker/sqsworker/dlq"
-	"github.com/sqsworker/sqsworker/internal/leasehook"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/internal/settle"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // job is one received message from its receive until SQS confirmed its
@@ -24,9 +23,9 @@ import (
 // to 13,568 (TestJobSize).
 type job struct {
 	settle.Job
-	r      *run              // its Worker is r.w
-	lease  *visibility.Lease // &leased once the heartbeat tracks the message; nil before
-	leased visibility.Lease
+	r      *run             // its Worker is r.w
+	lease  *heartbeat.Lease // &leased once the heartbeat tracks the message; nil before
+	leased heartbeat.Lease
 
 	dctx    settle.DeadlineContext // the handler context's parent: carries the lease's deadline
 	handler Message                // the handler's copy of the message (see handlerMessage)
@@ -121,17 +120,13 @@ func (j *job) lostCause() error {
 	j.mu.Unlock()
 	if cause == nil && j.lease != nil {
 		// Ended by the heartbeat, with the notice still on its way.
-		cause = leaseCause(j.lease)
+		cause = j.lease.Cause()
 	}
-	if cause != nil && !errors.Is(cause, visibility.ErrMaxVisibility) {
+	if cause != nil && !errors.Is(cause, heartbeat.ErrMaxVisibility) {
 		return cause
 	}
 	return nil
 }
-
-// leaseCause is why the heartbeat ended a lease, nil while it has not: see
-// internal/leasehook.
-var leaseCause = leasehook.Cause.(func(l *visibility.Lease) error)
 
 // release makes a received message visible again at once, unprocessed.
 func (w *Worker) release(r *run, j *job) {
@@ -167,7 +162,7 @@ func (j *job) Copy(*settle.Job) {
 func (j *job) Resend(*settle.Job) { j.r.carrier(j).resends.Add(&j.Entry) }
 
 // DLQ returns the queue's dead-letter Copier (settle.Port).
-func (j *job) DLQ() (*dlq.Copier, error) {
+func (j *job) DLQ() (*deadletter.Copier, error) {
 	if j.r.w.copier == nil {
 		return nil, settle.ErrNoDLQ
 	}

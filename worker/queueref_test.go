@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -64,7 +65,7 @@ func TestNewLooksAnARNUpInItsOwnRegion(t *testing.T) {
 func TestNewRefusesAQueueThatIsItsOwnDLQ(t *testing.T) {
 	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "q2", nil)
-	policy := `{"deadLetterTargetArn":"` + f.QueueARN(url) + `","maxReceiveCount":3}`
+	policy := `{"deadLetterTargetArn":"` + sqsfake.ARN(url) + `","maxReceiveCount":3}`
 	if _, err := f.SetQueueAttributes(t.Context(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{"RedrivePolicy": policy}}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/internal/leasehook"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // poll is one receive loop. It stops asking for messages when ctx ends; a
@@ -139,10 +137,6 @@ func receiveWait(wait, visibility, threshold time.Duration) time.Duration {
 // noUnwatch is the unwatch of a receive no gate can end.
 func noUnwatch() bool { return false }
 
-// trackInto is the heartbeat's Track for a lease that lives in its job,
-// with the job told of a loss (job.OnLost): see internal/leasehook.
-var trackInto = leasehook.TrackInto.(func(h *visibility.Heartbeat, l *visibility.Lease, receiptHandle string, receivedAt time.Time, owner interface{ OnLost(cause error) }) error)
-
 // track starts holding a receive's messages: each is leased (kept
 // invisible by the heartbeat) from its receipt until SQS confirms its
 // settlement. It appends their jobs to jobs.
@@ -153,13 +147,14 @@ func (w *Worker) track(r *run, msgs []types.Message, receivedAt time.Time, jobs 
 	w.c.received.Add(int64(len(msgs)))
 	w.c.inFlight.Add(int64(len(msgs)))
 	// One allocation for the receive's jobs, leases included: each
-	// message's is its own element, shared with nothing.
+	// message's is its own element, shared with nothing, and the job is
+	// the lease's owner (job.OnLost), so tracking allocates nothing more.
 	all := make([]job, len(msgs))
 	for i, raw := range msgs {
 		j := &all[i]
 		j.r = r
 		w.engine.Track(&j.Job, j, raw, w.queueURL, receivedAt)
-		err := trackInto(r.hb, &j.leased, j.Msg.ReceiptHandle, receivedAt, j)
+		err := r.hb.TrackInto(&j.leased, j.Msg.ReceiptHandle, receivedAt, j)
 		if err != nil {
 			// A message without a receipt handle cannot be settled; SQS
 			// never sends one.

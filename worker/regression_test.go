@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -26,8 +27,8 @@ func TestFIFODeadLetteredHeadLetsGroupGoOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := sqstest.For(t)
 		src, dlqURL := f.MustCreateQueueWithDLQ(t, "orders.fifo", 4, map[string]string{"VisibilityTimeout": "30"})
-		f.MustSend(t, src, "poison", sqstest.SendGroup("g", "1"))
-		f.MustSend(t, src, "good", sqstest.SendGroup("g", "2"))
+		f.MustSend(t, src, "poison", sqsfake.Group("g", "1"))
+		f.MustSend(t, src, "good", sqsfake.Group("g", "2"))
 		var mu sync.Mutex
 		var ran []string
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
@@ -64,8 +65,8 @@ func TestFIFOWaitingMessageKeptInvisible(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := sqstest.For(t)
 		src, _ := f.MustCreateQueueWithDLQ(t, "orders.fifo", 10, map[string]string{"VisibilityTimeout": "5"})
-		f.MustSend(t, src, "m1", sqstest.SendGroup("g", "1"))
-		f.MustSend(t, src, "m2", sqstest.SendGroup("g", "2"))
+		f.MustSend(t, src, "m1", sqsfake.Group("g", "1"))
+		f.MustSend(t, src, "m2", sqsfake.Group("g", "2"))
 		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Latency: 600 * time.Millisecond})
 		var runs atomic.Int64
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
@@ -116,7 +117,7 @@ func TestSlowAttemptCounterMessageKeptInvisible(t *testing.T) {
 			time.Sleep(2 * time.Second)
 			return nil
 		}), func(o *worker.Options) {
-			o.AttemptCounter = retry.AttemptCounterFunc(func(ctx context.Context, id string, rc int) (int, error) {
+			o.AttemptCounter = attemptFunc(func(ctx context.Context, id string, rc int) (int, error) {
 				if once.CompareAndSwap(false, true) {
 					time.Sleep(8 * time.Second)
 				}
@@ -139,7 +140,7 @@ func TestDeadLetterDeleteFailureRetriesTheDelete(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, dlqURL := newQueue(t, 10, "30")
 		f.MustSend(t, src, "poison")
-		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError(), Times: 1})
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Code: "InternalError", Times: 1})
 		var calls atomic.Int64
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			calls.Add(1)
@@ -165,9 +166,9 @@ func TestFIFONextWaitsForTheDelete(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newFIFO(t)
 		for i := range 3 {
-			f.MustSend(t, src, fmt.Sprintf("m%d", i), sqstest.SendGroup("g", fmt.Sprint(i)))
+			f.MustSend(t, src, fmt.Sprintf("m%d", i), sqsfake.Group("g", fmt.Sprint(i)))
 		}
-		remove := f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError()})
+		remove := f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Code: "InternalError"})
 		var mu sync.Mutex
 		var ran []string
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
@@ -199,9 +200,9 @@ func TestFIFOUnconfirmedDeleteDoesNotHangShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newFIFO(t)
 		for i := range 3 {
-			f.MustSend(t, src, fmt.Sprintf("m%d", i), sqstest.SendGroup("g", fmt.Sprint(i)))
+			f.MustSend(t, src, fmt.Sprintf("m%d", i), sqsfake.Group("g", fmt.Sprint(i)))
 		}
-		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError()})
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Code: "InternalError"})
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error { return nil }),
 			func(o *worker.Options) { o.ShutdownTimeout = 3 * time.Second; o.FlushTimeout = 2 * time.Second })
 		time.Sleep(5 * time.Second)
@@ -217,3 +218,13 @@ func TestFIFOUnconfirmedDeleteDoesNotHangShutdown(t *testing.T) {
 		}
 	})
 }
+
+// attemptFunc is an attempt counter that numbers attempts with a function
+// and takes none back.
+type attemptFunc func(ctx context.Context, messageID string, receiveCount int) (int, error)
+
+func (f attemptFunc) Attempt(ctx context.Context, messageID string, receiveCount int) (int, error) {
+	return f(ctx, messageID, receiveCount)
+}
+
+func (attemptFunc) Uncount(context.Context, string) error { return nil }

@@ -29,7 +29,7 @@ func TestThrottledDeletesNeverRerunSucceededJobs(t *testing.T) {
 		const jobs = 3000
 		f, src, dlqURL := newQueue(t, 10, "5")
 		sendMany(t, f, src, jobs)
-		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.Throttled(), Every: 10})
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Code: "RequestThrottled", Every: 10})
 		var runs sync.Map
 		var total atomic.Int64
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
@@ -39,7 +39,7 @@ func TestThrottledDeletesNeverRerunSucceededJobs(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 			return nil
 		}), func(o *worker.Options) { o.Concurrency = 10 })
-		waitFor(t, time.Hour, func() bool { v, inflight, _ := f.Count(src); return v+inflight == 0 })
+		waitFor(t, time.Hour, func() bool { return len(f.Messages(src, "visible", "inflight")) == 0 })
 		if err := h.stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestHangingDeleteBoundedShutdown(t *testing.T) {
 		}
 		// While the deletes hung, the messages stayed owned: nobody else
 		// could receive them.
-		if _, inflight, _ := f.Count(src); inflight != 25 {
+		if inflight := len(f.Messages(src, "inflight")); inflight != 25 {
 			t.Fatalf("%d messages in flight, want 25 (kept invisible by the heartbeat until Run returned)", inflight)
 		}
 	})
@@ -202,7 +202,7 @@ func TestMessageLostWhileWaitingDoesNotRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newQueue(t, 10, "2")
 		sendMany(t, f, src, 3)
-		remove := f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Err: sqstest.ServerError()})
+		remove := f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Code: "InternalError"})
 		var mu sync.Mutex
 		runs := map[string]int{}
 		var ranLost []string
@@ -221,7 +221,7 @@ func TestMessageLostWhileWaitingDoesNotRun(t *testing.T) {
 		}), func(o *worker.Options) { o.Concurrency = 1; o.MaxPrefetch = 10 })
 		time.Sleep(5 * time.Second)
 		remove()
-		waitFor(t, time.Minute, func() bool { v, inflight, _ := f.Count(src); return v+inflight == 0 })
+		waitFor(t, time.Minute, func() bool { return len(f.Messages(src, "visible", "inflight")) == 0 })
 		if err := h.stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +282,7 @@ func TestHandlerErrorAtTheTwelveHourLimitIsRetried(t *testing.T) {
 func TestReceiveRetryGivingUpEndsRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newQueue(t, 10, "30")
-		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: sqstest.ServerError()})
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Code: "InternalError"})
 		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }),
 			func(o *worker.Options) {
 				o.ReceiveRetry = retry.PolicyFunc(func(n int) (time.Duration, bool) { return time.Second, n <= 3 })
@@ -315,7 +315,7 @@ func TestUnconfirmedSettlementsSlowReceiving(t *testing.T) {
 			t.Fatalf("Stats = %+v; want receiving stopped once 20 settlements were unconfirmed", s)
 		}
 		remove()
-		waitFor(t, time.Hour, func() bool { v, inflight, _ := f.Count(src); return v+inflight == 0 })
+		waitFor(t, time.Hour, func() bool { return len(f.Messages(src, "visible", "inflight")) == 0 })
 		if err := h.stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -405,8 +405,8 @@ func TestSettlementHook(t *testing.T) {
 		})
 		time.Sleep(10 * time.Second)
 		// The deletes went out although the hook has not returned once.
-		if v, inflight, _ := f.Count(src); v+inflight != 0 {
-			t.Fatalf("%d messages left; a slow hook must not delay settlement", v+inflight)
+		if n := len(f.Messages(src, "visible", "inflight")); n != 0 {
+			t.Fatalf("%d messages left; a slow hook must not delay settlement", n)
 		}
 		if err := h.stop(); err != nil {
 			t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -61,7 +60,7 @@ func TestHandlerIgnoringContextDoesNotHoldRun(t *testing.T) {
 		if !errors.Is(err, worker.ErrHandlersNotStopped) || !strings.Contains(err.Error(), "1 handler") || !strings.Contains(err.Error(), "stay leased") {
 			t.Fatalf("Run: %v; want ErrHandlersNotStopped naming 1 handler, saying its message stays leased", err)
 		}
-		if st := h.w.Health(); st.Ready || st.Live || st.State != worker.StateStopped {
+		if st := h.w.Health(); st.Ready || st.Live || st.State != "stopped" {
 			t.Errorf("health after Run returned: %+v; want stopped, neither ready nor live", st)
 		}
 		// The stubborn handler's message is neither deleted nor released
@@ -71,11 +70,11 @@ func TestHandlerIgnoringContextDoesNotHoldRun(t *testing.T) {
 		for _, m := range f.Messages(src) {
 			switch m.Body {
 			case "stubborn":
-				if m.State != sqstest.InFlight {
+				if m.State != "inflight" {
 					t.Errorf("stubborn message is %v 40 s after Run returned; want still in flight (leased while its handler runs)", m.State)
 				}
 			case "polite":
-				if m.State != sqstest.Visible {
+				if m.State != "visible" {
 					t.Errorf("polite message is %v; want released", m.State)
 				}
 			}

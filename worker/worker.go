@@ -16,10 +16,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/queueref"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // Errors a Worker reports, as errors or as context causes.
@@ -32,9 +33,9 @@ var (
 	ErrHandlerTimeout = errors.New("sqsworker: handler timeout")
 	// ErrPanic wraps a handler panic turned into a failure.
 	ErrPanic = settle.ErrPanic
-	// ErrAlreadyRunning is returned by Run when the Worker is already running
-	// or has run.
-	ErrAlreadyRunning = errors.New("sqsworker: Run was already called on this Worker; create a new one")
+	// errAlreadyRunning is returned by Run when the Worker is already
+	// running or has run.
+	errAlreadyRunning = errors.New("sqsworker: Run was already called on this Worker; create a new one")
 	// ErrHandlersNotStopped is wrapped by the error Run returns when
 	// handlers were still running half of Options.FlushTimeout after the
 	// shutdown deadline cancelled their contexts: Run returned without them.
@@ -58,9 +59,9 @@ type Worker struct {
 	sysAttrs   []types.MessageSystemAttributeName
 	msgAttrs   []string // the message attributes every receive asks for: All
 	fifo       bool
-	queue      settle.Queue // what the schedule of delayed jobs needs
-	target     *dlq.Target  // nil without a DLQ (AllowNoDLQ)
-	copier     *dlq.Copier  // builds dead-letter copies; nil without a DLQ
+	queue      settle.Queue       // what the schedule of delayed jobs needs
+	target     *dlq.Target        // nil without a DLQ (AllowNoDLQ)
+	copier     *deadletter.Copier // builds dead-letter copies; nil without a DLQ
 	warn       *settle.Warner
 	notify     *settle.Notifier
 	engine     settle.Engine // settles every message; each job is its Port
@@ -70,7 +71,7 @@ type Worker struct {
 	stopping atomic.Bool
 	paused   atomic.Bool // Options.ReceiveGate is closed
 	limiter  *rateLimiter
-	hb       atomic.Pointer[visibility.Heartbeat]
+	hb       atomic.Pointer[heartbeat.Heartbeat]
 	flow     atomic.Pointer[flow]
 	signals  *signals // the scaling signals (Stats.Capacity, …)
 }
@@ -152,12 +153,12 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 		return nil, fmt.Errorf("sqsworker: %w", err)
 	}
 
-	copier, err := settle.DiscoverDLQ(ctx, w.client, queueURL, o.RetryPolicy, o.Logger, func(mo *dlq.MoverOptions) {
+	copier, err := settle.DiscoverDLQ(ctx, w.client, queueURL, o.RetryPolicy, o.Logger, func(mo *deadletter.Options) {
 		mo.Offloader, mo.OffloadTimeout = o.DeadLetterOffloader, o.CallTimeout
 	})
 	switch {
 	case err == nil:
-		target := copier.Target()
+		target := dlq.Target(copier.Target())
 		w.target, w.copier = &target, copier
 		w.queue.MaxReceiveCount = target.MaxReceiveCount
 	case errors.Is(err, dlq.ErrNoRedrivePolicy) && o.AllowNoDLQ:
@@ -175,8 +176,8 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 }
 
 // newHeartbeat returns the heartbeat for one Run.
-func (w *Worker) newHeartbeat() (*visibility.Heartbeat, error) {
-	return visibility.New(w.client, w.queueURL, w.visibility, func(o *visibility.Options) {
+func (w *Worker) newHeartbeat() (*heartbeat.Heartbeat, error) {
+	return heartbeat.New(w.client, w.queueURL, w.visibility, func(o *heartbeat.Options) {
 		o.Logger = w.opts.Logger
 		o.CallTimeout = w.opts.CallTimeout
 	})
@@ -246,15 +247,6 @@ func (w *Worker) Stats() Stats {
 // QueueURL returns the URL of the queue the Worker consumes.
 func (w *Worker) QueueURL() string { return w.queueURL }
 
-// DeadLetterQueue returns the queue's dead-letter queue, and false when it
-// has none (Options.AllowNoDLQ).
-func (w *Worker) DeadLetterQueue() (dlq.Target, bool) {
-	if w.target == nil {
-		return dlq.Target{}, false
-	}
-	return *w.target, true
-}
-
 // run holds what one call of Run shares between its goroutines.
 type run struct {
 	w        *Worker
@@ -262,7 +254,7 @@ type run struct {
 	flow     *flow
 	gate     *gate // Options.ReceiveGate's state
 	handlers sync.WaitGroup
-	hb       *visibility.Heartbeat
+	hb       *heartbeat.Heartbeat
 	settlers // the run's batchers: deletes, changes, sends, resends
 	bo       settle.BatcherOptions
 	holdover atomic.Pointer[holdover] // the handlers Run returned without, once it does
@@ -433,7 +425,7 @@ func (w *Worker) stuckError(n int) error {
 // fix (the queue was deleted, access was denied), after the same shutdown.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.started.CompareAndSwap(false, true) {
-		return ErrAlreadyRunning
+		return errAlreadyRunning
 	}
 	w.client.health.running(time.Now())
 	defer func() { w.client.health.stopped(time.Now()) }()

@@ -86,18 +86,18 @@ func TestSuccessDeletesInBatches(t *testing.T) {
 		if n := len(f.Messages(src)); n != 0 {
 			t.Fatalf("%d messages left in the queue, want 0", n)
 		}
-		if n := f.RequestCount("DeleteMessage"); n != 0 {
+		if n := f.Requests()["DeleteMessage"]; n != 0 {
 			t.Errorf("DeleteMessage called %d times; deletes must be batched", n)
 		}
-		if n := f.RequestCount("DeleteMessageBatch"); n > 5 {
+		if n := f.Requests()["DeleteMessageBatch"]; n > 5 {
 			t.Errorf("DeleteMessageBatch called %d times for 25 messages, want at most 5", n)
 		}
 		s := h.w.Stats()
 		if s.Received != 25 || s.Succeeded != 25 || s.InFlight != 0 {
 			t.Errorf("Stats = %+v", s)
 		}
-		if s.Requests["DeleteMessageBatch"] != int64(f.RequestCount("DeleteMessageBatch")) {
-			t.Errorf("Stats.Requests %v disagrees with the fake's counts %s", s.Requests, f.RequestSummary())
+		if s.Requests["DeleteMessageBatch"] != int64(f.Requests()["DeleteMessageBatch"]) {
+			t.Errorf("Stats.Requests %v disagrees with the fake's counts %v", s.Requests, f.Requests())
 		}
 	})
 }
@@ -263,7 +263,7 @@ func TestPermanentMoveFailureKeepsMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, dlqURL := newQueue(t, 10, "30")
 		f.MustSend(t, src, "poison")
-		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError()})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "InternalError"})
 		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			return retry.Permanent(errors.New("bad"))
 		}))
@@ -322,7 +322,7 @@ func TestRetryDelayCappedAt12HoursFromReceipt(t *testing.T) {
 		}))
 		time.Sleep(time.Minute)
 		msgs := f.Messages(src)
-		if len(msgs) != 1 || msgs[0].State != sqstest.InFlight {
+		if len(msgs) != 1 || msgs[0].State != "inflight" {
 			t.Fatalf("message = %+v, want in flight with a capped delay", msgs)
 		}
 		if until := time.Until(msgs[0].VisibleAt); until > 12*time.Hour || until < 11*time.Hour {
@@ -362,7 +362,7 @@ func TestHeartbeatKeepsLongJobInvisible(t *testing.T) {
 		if len(f.Messages(src)) != 0 {
 			t.Fatal("long job not deleted")
 		}
-		if f.RequestCount("ChangeMessageVisibilityBatch") == 0 {
+		if f.Requests()["ChangeMessageVisibilityBatch"] == 0 {
 			t.Fatal("no heartbeat extensions were sent")
 		}
 	})
@@ -512,7 +512,7 @@ func TestTransientReceiveErrorsBackOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, _ := newQueue(t, 5, "30")
 		f.MustSend(t, src, "x")
-		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Err: sqstest.Throttled(), Times: 4})
+		f.InjectFault(sqstest.Fault{API: "ReceiveMessage", Code: "RequestThrottled", Times: 4})
 		var handled atomic.Int64
 		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error {
 			handled.Add(1)
@@ -554,7 +554,7 @@ func TestDeleteBatchFailuresRetried(t *testing.T) {
 		for i := range 5 {
 			f.MustSend(t, src, fmt.Sprint(i))
 		}
-		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError(), Times: 2})
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Code: "InternalError", Times: 2})
 		h := start(t, f, src, worker.HandlerFunc(func(context.Context, *worker.Message) error { return nil }))
 		time.Sleep(10 * time.Second)
 		if err := h.stop(); err != nil {

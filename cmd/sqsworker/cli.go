@@ -37,8 +37,9 @@ const (
 // client is every SQS call the commands make. *sqs.Client satisfies it, and
 // so does sqstest's Fake in the tests.
 type client interface {
-	dlq.RedriveAPI
-	dlq.SetupAPI
+	dlq.API
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 	PurgeQueue(ctx context.Context, params *sqs.PurgeQueueInput, optFns ...func(*sqs.Options)) (*sqs.PurgeQueueOutput, error)
 	ListQueues(ctx context.Context, params *sqs.ListQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error)
 }
@@ -48,7 +49,7 @@ var _ client = (*sqs.Client)(nil)
 // snsClient is every SNS call the commands make. *sns.Client satisfies it,
 // and so does snstest's Fake in the tests.
 type snsClient interface {
-	fanout.SetupAPI
+	fanout.API
 }
 
 var _ snsClient = (*sns.Client)(nil)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -362,7 +363,7 @@ func runDLQPeek(a *app, ctx context.Context, cmd *command, args []string) int {
 	out := outputFlag(fs)
 	n := fs.Int("n", 10, "how many messages to show (0: all)")
 	ff := fanoutFlagsOn(fs)
-	hold := dlq.DefaultHold
+	hold := deadletter.DefaultHold
 	fs.Var(durationValue{&hold}, "hold", "how long the listed messages stay hidden at most (they are released as soon as the listing ends)")
 	fullBody := fs.Bool("body", false, "show whole bodies (default: the first 200 characters)")
 	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
@@ -555,10 +556,10 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	var o dlq.RedriveOptions
 	ff := fanoutFlagsOn(fs)
 	to := fs.String("to", "", "destination queue (name, URL or ARN); default: QUEUE (for a subscription's dead-letter queue: the subscribed queue)")
-	method := fs.String("method", string(dlq.MethodAuto), "auto, move-task or manual")
+	method := fs.String("method", "auto", "auto, move-task or manual")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "list what would be moved; move nothing")
 	fs.IntVar(&o.Max, "max", 0, "move at most this many messages (manual move; 0: all)")
-	fs.Float64Var(&o.Rate, "rate", 0, fmt.Sprintf("messages per second (default: %d for the manual move, SQS's pace for a move task)", dlq.DefaultRate))
+	fs.Float64Var(&o.Rate, "rate", 0, fmt.Sprintf("messages per second (default: %d for the manual move, SQS's pace for a move task)", deadletter.DefaultRate))
 	fs.StringVar(&o.Filter.ErrorContains, "error-contains", "", "only messages whose recorded error contains this text")
 	var attrs multiFlag
 	fs.Var(&attrs, "attr", "only messages with attribute NAME equal to VALUE (NAME=VALUE; repeatable)")
@@ -572,9 +573,9 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	if !ok {
 		return code
 	}
-	o.Method = dlq.Method(*method)
+	o.Method = *method
 	switch o.Method {
-	case dlq.MethodAuto, dlq.MethodMoveTask, dlq.MethodManual:
+	case "auto", "move-task", "manual":
 	default:
 		fmt.Fprintf(a.stderr, "sqsworker %s: --method %q: use auto, move-task or manual\n", cmd.path, *method)
 		return exitUsage
@@ -590,7 +591,7 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 		}
 		o.Filter.Attributes[k] = v
 	}
-	if o.Method == dlq.MethodMoveTask && (!o.Filter.IsZero() || o.DryRun || o.Max > 0) {
+	if o.Method == "move-task" && (!o.Filter.IsZero() || o.DryRun || o.Max > 0) {
 		fmt.Fprintf(a.stderr, "sqsworker %s: --method move-task cannot filter, limit or dry-run (SQS's move task moves every message as it is); use --method manual, or leave --method out\n", cmd.path)
 		return exitUsage
 	}
@@ -641,12 +642,12 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	}
 
 	var listed []messageOut
-	o.OnMessage = func(m dlq.Message, act dlq.Action, err error) {
-		if act == dlq.ActionSkipped || act == dlq.ActionOtherSource {
+	o.OnMessage = func(m dlq.Message, act string, err error) {
+		if act == "skipped" || act == "other-source" {
 			return
 		}
 		mo := messageJSON(m)
-		mo.Action = string(act)
+		mo.Action = act
 		if err != nil {
 			mo.ActionFailure = err.Error()
 		}
@@ -792,7 +793,7 @@ func progressText(pr dlq.Progress) string {
 	default:
 		fmt.Fprintf(&b, "%d moved", pr.Moved)
 	}
-	if pr.Method == dlq.MethodManual {
+	if pr.Method == "manual" {
 		fmt.Fprintf(&b, ", %d scanned", pr.Scanned)
 	}
 	if pr.Skipped > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
@@ -28,7 +29,7 @@ func deadLetter(t *testing.T, h *harness, name string, n int, errText func(i int
 		t.Fatal(err)
 	}
 	target := setup.Target()
-	mover, err := dlq.NewMover(h.fake, target)
+	mover, err := deadletter.NewMover(h.fake, deadletter.Target(target))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func deadLetter(t *testing.T, h *harness, name string, n int, errText func(i int
 		if err != nil || len(out.Messages) != 1 {
 			t.Fatalf("receive: %v", err)
 		}
-		p := dlq.Provenance{Error: errText(i), Attempt: 4, Handler: "billing.Charge", FailedAt: h.now.Add(-time.Duration(i+1) * time.Hour)}
+		p := deadletter.Provenance{Error: errText(i), Attempt: 4, Handler: "billing.Charge", FailedAt: h.now.Add(-time.Duration(i+1) * time.Hour)}
 		if err := mover.Move(ctx, out.Messages[0], p); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func TestDLQPeek(t *testing.T) {
 				t.Errorf("peek output lacks %q:\n%s", want, out)
 			}
 		}
-		if visible, inflight, _ := h.fake.Count(target.DLQURL); visible != 3 || inflight != 0 {
+		if visible, inflight := len(h.fake.Messages(target.DLQURL, "visible")), len(h.fake.Messages(target.DLQURL, "inflight")); visible != 3 || inflight != 0 {
 			t.Errorf("after peek: %d visible, %d in flight", visible, inflight)
 		}
 
@@ -172,7 +173,7 @@ func (c *failingAgain) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMes
 	if aws.ToString(in.QueueUrl) != c.target.DLQURL || err != nil {
 		return out, err
 	}
-	mover, merr := dlq.NewMover(c.Fake, c.target)
+	mover, merr := deadletter.NewMover(c.Fake, deadletter.Target(c.target))
 	if merr != nil {
 		c.t.Fatal(merr)
 	}
@@ -187,7 +188,7 @@ func (c *failingAgain) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMes
 		}
 		for _, m := range got.Messages {
 			c.runs++
-			if merr := mover.Move(ctx, m, dlq.Provenance{Error: "still failing", Handler: "billing.Charge"}); merr != nil {
+			if merr := mover.Move(ctx, m, deadletter.Provenance{Error: "still failing", Handler: "billing.Charge"}); merr != nil {
 				c.t.Fatal(merr)
 			}
 		}
@@ -222,7 +223,7 @@ func TestDLQRedriveReportsWhatCameBack(t *testing.T) {
 		}
 		back := 0
 		for _, m := range res.Messages {
-			if m.Action == string(dlq.ActionCameBack) {
+			if m.Action == "came-back" {
 				back++
 			}
 		}
@@ -244,7 +245,7 @@ func TestDLQRedriveSharedDLQToAnotherQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mover, err := dlq.NewMover(h.fake, refunds)
+		mover, err := deadletter.NewMover(h.fake, deadletter.Target(refunds))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +255,7 @@ func TestDLQRedriveSharedDLQToAnotherQueue(t *testing.T) {
 			if err != nil || len(out.Messages) != 1 {
 				t.Fatalf("receive: %v", err)
 			}
-			if err := mover.Move(context.Background(), out.Messages[0], dlq.Provenance{Error: "refund failed"}); err != nil {
+			if err := mover.Move(context.Background(), out.Messages[0], deadletter.Provenance{Error: "refund failed"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -468,8 +469,8 @@ func TestEveryCommandRejectsUnknownOutput(t *testing.T) {
 				t.Errorf("%v %v: exit %d, stdout %q, stderr %q; want exit %d and the accepted formats", args, o, code, out, errOut, exitUsage)
 			}
 		}
-		if n := h.fake.TotalRequests(); n != 0 {
-			t.Errorf("%s with a bad -o made %d SQS calls", c.path, n)
+		if n := h.fake.Requests(); len(n) != 0 {
+			t.Errorf("%s with a bad -o made SQS calls: %v", c.path, n)
 		}
 	}
 }

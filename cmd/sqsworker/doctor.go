@@ -92,7 +92,7 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 	noSubs := fs.Bool("no-subscriptions", false, "do not check the queue's SNS subscriptions")
 	useFleet := fs.Bool("fleet", false, "the consumer uses fleet controls (package fleet): check that maxReceiveCount leaves room for their snoozes")
 	var flint fleet.LintOptions
-	fs.IntVar(&flint.Snoozes, "snoozes", 0, fmt.Sprintf("with --fleet: how many times one job may be snoozed by the controls (default %d)", fleet.DefaultSnoozeBudget))
+	fs.IntVar(&flint.Snoozes, "snoozes", 0, "with --fleet: how many times one job may be snoozed by the controls (default 50)")
 	fs.BoolVar(&flint.ExactAttempts, "exact-attempts", false, "with --fleet: the consumer counts attempts with retry/dynamocounter, not ApproximateReceiveCount")
 	queues, code, ok := a.parseWithOutput(cmd, fs, args, 1, -1, out)
 	if !ok {

@@ -111,29 +111,35 @@ func TestDoctorDLQSmallerThanItsQueue(t *testing.T) {
 	}
 }
 
-// doctor --fleet checks maxReceiveCount against the fleet controls'
-// snoozes: too few receives beyond the attempts, and attempts counted from
+// doctor --fleet checks a FIFO queue's maxReceiveCount against the fleet
+// controls' snoozes (there a snooze hides the message, a receive): too few
+// receives beyond the attempts, and attempts counted from
 // ApproximateReceiveCount, are reported with their fix; a queue with room
-// and exact attempts is ok; --snoozes without --fleet is a usage error.
+// and exact attempts is ok; a standard queue is ok whatever its
+// maxReceiveCount (snoozes are relayed there); --snoozes without --fleet is
+// a usage error.
 func TestDoctorFleet(t *testing.T) {
 	h := newHarness(t)
-	for name, maxReceives := range map[string]int{"payments": 8, "roomy": 100} {
+	for name, maxReceives := range map[string]int{"payments.fifo": 8, "roomy.fifo": 100, "payments": 8} {
 		_, dlq := h.fake.MustCreateQueueWithDLQ(t, name, maxReceives, nil)
 		if _, err := h.fake.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(dlq), Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	code, out, errOut := h.run(t, "doctor", "--no-subscriptions", "--attempts", "4", "--fleet", "payments")
-	for _, want := range []string{"fleet-receive-budget", "leaves room for 4 snoozes", "--max-receive-count 54 payments", "fleet-attempts-from-receive-count", "retry/dynamocounter"} {
+	code, out, errOut := h.run(t, "doctor", "--no-subscriptions", "--attempts", "4", "--fleet", "payments.fifo")
+	for _, want := range []string{"fleet-receive-budget", "leaves room for 4 snoozes", "--max-receive-count 54 payments.fifo", "fleet-attempts-from-receive-count", "retry/dynamocounter"} {
 		if code != exitProblems || !strings.Contains(out, want) {
-			t.Fatalf("doctor --fleet payments: exit %d, want %q in\n%s%s", code, want, out, errOut)
+			t.Fatalf("doctor --fleet payments.fifo: exit %d, want %q in\n%s%s", code, want, out, errOut)
 		}
+	}
+	if code, out, errOut := h.run(t, "doctor", "--no-subscriptions", "--attempts", "4", "--fleet", "payments"); code != exitOK || strings.Contains(out, "fleet-") {
+		t.Errorf("doctor --fleet on a standard queue: exit %d, fleet findings in\n%s%s", code, out, errOut)
 	}
 	if code, out, errOut := h.run(t, "doctor", "--no-subscriptions", "--attempts", "4", "payments"); code != exitOK || strings.Contains(out, "fleet-") {
 		t.Errorf("doctor without --fleet: exit %d, fleet findings in\n%s%s", code, out, errOut)
 	}
-	if code, out, errOut := h.run(t, "doctor", "--no-subscriptions", "--attempts", "4", "--fleet", "--exact-attempts", "roomy"); code != exitOK || strings.Contains(out, "fleet-") {
-		t.Errorf("doctor --fleet --exact-attempts roomy: exit %d\n%s%s", code, out, errOut)
+	if code, out, errOut := h.run(t, "doctor", "--no-subscriptions", "--attempts", "4", "--fleet", "--exact-attempts", "roomy.fifo"); code != exitOK || strings.Contains(out, "fleet-") {
+		t.Errorf("doctor --fleet --exact-attempts roomy.fifo: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, _, errOut := h.run(t, "doctor", "--snoozes", "10", "roomy"); code != exitUsage || !strings.Contains(errOut, "--fleet") {
 		t.Errorf("--snoozes without --fleet: exit %d, %q", code, errOut)

@@ -169,12 +169,12 @@ func TestRedriveToAQueueOfTheOtherTypeIsRefusedFirst(t *testing.T) {
 		h := newHarness(t)
 		deadLetter(t, h, "orders", 2, func(int) string { return "x" })
 		h.fake.MustCreateQueue(t, "parking.fifo", map[string]string{"FifoQueue": "true"})
-		receives := h.fake.RequestCount("ReceiveMessage")
+		receives := h.fake.Requests()["ReceiveMessage"]
 		code, _, errOut := h.run(t, "dlq", "redrive", "orders", "--to", "parking.fifo")
 		if code != exitUsage || !strings.Contains(errOut, "--to parking.fifo is a FIFO queue but dead-letter queue orders-dlq is a standard queue") {
 			t.Errorf("exit %d, stderr %q", code, errOut)
 		}
-		if n := h.fake.RequestCount("ReceiveMessage"); n != receives {
+		if n := h.fake.Requests()["ReceiveMessage"]; n != receives {
 			t.Errorf("%d messages received before refusing", n-receives)
 		}
 	})

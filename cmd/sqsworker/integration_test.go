@@ -13,6 +13,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/harness/testenv"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 )
 
 // TestIntegrationCommands runs the dlq commands against the local SQS
@@ -31,7 +32,7 @@ func TestIntegrationCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mover, err := dlq.NewMover(c, target)
+	mover, err := deadletter.NewMover(c, deadletter.Target(target))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestIntegrationCommands(t *testing.T) {
 		if i == 3 {
 			errText = "bad input"
 		}
-		if err := mover.Move(ctx, out.Messages[0], dlq.Provenance{Error: errText}); err != nil {
+		if err := mover.Move(ctx, out.Messages[0], deadletter.Provenance{Error: errText}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -102,8 +102,10 @@ func buildPolicy(stdin io.Reader, pos []string, fs *flag.FlagSet, pf policyFlags
 		case "max-delay-retries":
 			h.NumMaxDelayRetries = pf.maxRetries
 		case "backoff":
-			if e := h.BackoffFunction.UnmarshalText([]byte(pf.backoff)); e != nil {
-				err = fmt.Errorf("--backoff: %v", e)
+			// Validate below refuses an unknown name, naming the flag.
+			h.BackoffFunction = pf.backoff
+			if pf.backoff == "" {
+				err = errors.New("--backoff: empty; use linear, arithmetic, geometric or exponential")
 			}
 		}
 	})
@@ -168,12 +170,12 @@ func (ph phases) phase(n int) string {
 	return "post-backoff"
 }
 
-func backoffName(f retry.BackoffFunction) string {
-	b, err := f.MarshalText()
-	if err != nil {
-		return string(f)
+// backoffName is a backoff function's lower-case name ("linear" for "").
+func backoffName(f string) string {
+	if f == "" {
+		return "linear"
 	}
-	return string(b)
+	return strings.ToLower(f)
 }
 
 func seconds(d time.Duration) float64 { return math.Round(d.Seconds()*1000) / 1000 }
@@ -224,8 +226,8 @@ func (a *app) previewOne(p retry.DeliveryPolicy, out string, width int) int {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\ntotal: %s of delays before the message is dead-lettered (plus the handler's run time per attempt)\n", formatDuration(p.Total()))
-	switch p.Jitter {
-	case retry.EqualJitter:
+	switch strings.ToLower(p.Jitter) {
+	case "", "equal":
 		fmt.Fprintln(w, "jitter: equal — each delayed retry waits a random time between d/2 and d, so the total is at most the above")
 	default:
 		fmt.Fprintf(w, "jitter: %s, up to %s in all\n", p.Jitter, formatDuration(p.MaxTotal()))
@@ -261,7 +263,7 @@ func bar(d, longest time.Duration, width int) string {
 }
 
 // functions lists the backoff functions in SNS's documentation order.
-var functionOrder = [...]retry.BackoffFunction{retry.Linear, retry.Arithmetic, retry.Geometric, retry.Exponential}
+var functionOrder = [...]string{"linear", "arithmetic", "geometric", "exponential"}
 
 type functionRow struct {
 	Function string    `json:"backoffFunction"`
@@ -279,7 +281,7 @@ func (a *app) previewCompare(p retry.DeliveryPolicy, out string, width int) int 
 		q := p
 		q.HealthyRetryPolicy.BackoffFunction = f
 		all[i], totals[i] = q.Delays(), q.Total()
-		r := functionRow{Function: string(f), Total: seconds(totals[i]), Delays: []float64{}}
+		r := functionRow{Function: f, Total: seconds(totals[i]), Delays: []float64{}}
 		for _, d := range all[i] {
 			r.Delays = append(r.Delays, seconds(d))
 		}

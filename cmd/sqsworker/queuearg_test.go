@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
 )
@@ -99,7 +100,7 @@ func TestRedriveToTheDeadLetterQueueItselfIsRefused(t *testing.T) {
 	h := newHarness(t)
 	_, dlqURL := h.fake.MustCreateQueueWithDLQ(t, "q2", 5, nil)
 	h.fake.MustSend(t, dlqURL, "dead")
-	for _, to := range []string{"q2-dlq", dlqURL, h.fake.QueueARN(dlqURL)} {
+	for _, to := range []string{"q2-dlq", dlqURL, sqsfake.ARN(dlqURL)} {
 		code, out, errOut := h.run(t, "dlq", "redrive", "q2", "--to", to)
 		if code != exitUsage || !strings.Contains(errOut, "is dead-letter queue q2-dlq itself") || !strings.Contains(errOut, "Leave --to out") {
 			t.Errorf("--to %s: exit %d, stdout %q, stderr %q; want exit 2 saying what to do", to, code, out, errOut)
@@ -115,7 +116,7 @@ func TestRedriveToTheDeadLetterQueueItselfIsRefused(t *testing.T) {
 func TestSelfRedrivingQueue(t *testing.T) {
 	h := newHarness(t)
 	url := h.fake.MustCreateQueue(t, "q2", nil)
-	policy := `{"deadLetterTargetArn":"` + h.fake.QueueARN(url) + `","maxReceiveCount":3}`
+	policy := `{"deadLetterTargetArn":"` + sqsfake.ARN(url) + `","maxReceiveCount":3}`
 	if _, err := h.fake.SetQueueAttributes(t.Context(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{"RedrivePolicy": policy}}); err != nil {
 		t.Fatal(err)
 	}

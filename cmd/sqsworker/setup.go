@@ -12,6 +12,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/internal/validate"
 	"github.com/sqsworker/sqsworker/queueref"
 )
@@ -288,15 +289,15 @@ func checkSetupFlags(o dlq.SetupOptions, fo fanout.SetupOptions) error {
 		flag string
 		d    time.Duration
 	}{{"--retention", o.Retention}, {"--dlq-retention", o.DLQRetention}, {"--fanout-dlq-retention", fo.FanoutDLQRetention}} {
-		if r.d != 0 && (r.d < time.Minute || r.d > dlq.MaxRetention || r.d%time.Second != 0) {
+		if r.d != 0 && (r.d < time.Minute || r.d > sqslimit.MaxRetention || r.d%time.Second != 0) {
 			return fmt.Errorf("%s %s: SQS keeps messages from 1 minute to 14 days (14d), in whole seconds", r.flag, formatDuration(r.d))
 		}
 	}
 	if v := o.VisibilityTimeout; v < 0 || v > 12*time.Hour || v%time.Second != 0 {
 		return fmt.Errorf("--visibility-timeout %s: SQS allows whole seconds from 0 to 12 hours (12h)", formatDuration(v))
 	}
-	if m := o.MaxReceiveCount; m < 0 || m > dlq.MaxMaxReceiveCount {
-		return fmt.Errorf("--max-receive-count %d: SQS allows 1 to %d", m, dlq.MaxMaxReceiveCount)
+	if m := o.MaxReceiveCount; m < 0 || m > sqslimit.MaxReceiveCount {
+		return fmt.Errorf("--max-receive-count %d: SQS allows 1 to %d", m, sqslimit.MaxReceiveCount)
 	}
 	base, suffix := strings.CutSuffix(o.Name, ".fifo")
 	fifo := o.FIFO || suffix || strings.HasSuffix(fo.Topic, ".fifo")

@@ -9,7 +9,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/internal/validate"
 )
 
@@ -202,17 +203,17 @@ func buildTemplate(o templateOptions) (*yaml.Node, error) {
 	}
 	mrc := o.maxReceiveCount
 	if mrc == 0 {
-		mrc = dlq.DefaultMaxReceiveCount
+		mrc = deadletter.DefaultMaxReceiveCount
 		if fifo {
-			mrc = dlq.DefaultFIFOMaxReceiveCount
+			mrc = deadletter.DefaultFIFOMaxReceiveCount
 		}
 	}
-	if mrc < 1 || mrc > dlq.MaxMaxReceiveCount {
-		return nil, fmt.Errorf("--max-receive-count %d: SQS allows 1 to %d", mrc, dlq.MaxMaxReceiveCount)
+	if mrc < 1 || mrc > sqslimit.MaxReceiveCount {
+		return nil, fmt.Errorf("--max-receive-count %d: SQS allows 1 to %d", mrc, sqslimit.MaxReceiveCount)
 	}
 	retention := o.retention
 	if retention == 0 {
-		retention = int(dlq.DefaultRetention.Seconds())
+		retention = int(sqslimit.DefaultRetention.Seconds())
 	}
 	queueProps := func(queueName string, retention int, extra ...any) *yaml.Node {
 		kv := []any{"QueueName", queueName}
@@ -237,7 +238,7 @@ func buildTemplate(o templateOptions) (*yaml.Node, error) {
 	add("Queue", "The queue the workers consume; failed jobs go to DeadLetterQueue.",
 		mapping("Type", "AWS::SQS::Queue", "Properties", queueProps(name(""), retention, extra...)))
 	add("DeadLetterQueue", "Its dead-letter queue, keeping messages 14 days (the most SQS allows):\nlonger than the queue, as SQS keeps a redriven message's enqueue time.",
-		mapping("Type", "AWS::SQS::Queue", "Properties", queueProps(name("-dlq"), int(dlq.MaxRetention.Seconds()))))
+		mapping("Type", "AWS::SQS::Queue", "Properties", queueProps(name("-dlq"), int(sqslimit.MaxRetention.Seconds()))))
 	alarms := []struct{ id, queue string }{{"DeadLetterQueueAlarm", "DeadLetterQueue"}}
 	if o.topic != "" {
 		topicProps := mapping("TopicName", o.topic)
@@ -247,7 +248,7 @@ func buildTemplate(o templateOptions) (*yaml.Node, error) {
 		add("Topic", "The topic publishers send to; SNS fans each message out to its subscriptions.",
 			mapping("Type", "AWS::SNS::Topic", "Properties", topicProps))
 		add("FanoutDeadLetterQueue", "The subscription's dead-letter queue: what SNS cannot deliver to Queue\n(queue deleted, policy refusing SNS, KMS key SNS may not use).",
-			mapping("Type", "AWS::SQS::Queue", "Properties", queueProps(name("-fanout-dlq"), int(dlq.MaxRetention.Seconds()))))
+			mapping("Type", "AWS::SQS::Queue", "Properties", queueProps(name("-fanout-dlq"), int(sqslimit.MaxRetention.Seconds()))))
 		sub := []any{"Protocol", "sqs", "TopicArn", ref("Topic"), "Endpoint", getAtt("Queue", "Arn"),
 			"RawMessageDelivery", o.raw, "RedrivePolicy", mapping("deadLetterTargetArn", getAtt("FanoutDeadLetterQueue", "Arn"))}
 		if o.filterPolicy != "" {

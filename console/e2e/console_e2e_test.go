@@ -459,15 +459,7 @@ func TestConsoleInChromium(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		capped, err := proc.Cap("tenant", 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 2 {
-			if _, err := capped.Acquire(ctx, "acme", time.Now().Add(time.Minute)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		fleettable.HoldSlots(t, proc, "tenant", 3, "acme", 2)
 		row := fmt.Sprintf(`#pauses tr[data-queue=%q] `, src)
 		b.do(chromedp.Navigate(srv.URL+"/fleet"), chromedp.WaitVisible(chromedp.CSS("#pauses")))
 		if got := b.text(row + ".state"); got != "receiving" {

@@ -2,13 +2,12 @@ module github.com/sqsworker/sqsworker/console/e2e
 
 go 1.26.0
 
-replace github.com/sqsworker/sqsworker => ../..
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.47.6
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.9
 	github.com/chromedp/chromedp v0.23.0
-	github.com/sqsworker/sqsworker v0.0.0-00010101000000-000000000000
+	github.com/sqsworker/sqsworker v1.0.0
 )
 
 require (

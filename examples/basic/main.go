@@ -94,7 +94,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	// Check the outcome: every job once, nothing left behind.
 	st := w.Stats()
 	fmt.Fprintf(out, "worker: received %d, succeeded %d, failed %d; %d SQS requests (%.2f per job)\n",
-		st.Received, st.Succeeded, st.Failed, st.TotalRequests(), st.RequestsPerMessage())
+		st.Received, st.Succeeded, st.Failed, st.TotalRequests(), st.Cost(worker.Pricing{}).RequestsPerMessage)
 	for body, n := range handled {
 		if n != 1 {
 			return fmt.Errorf("%q was handled %d times", body, n)

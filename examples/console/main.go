@@ -46,7 +46,7 @@ const (
 // run sets the queues and a fleet table up, lets the worker dead-letter its
 // failures, and serves the console on addr until ctx ends; ready, if set,
 // is called with the console's URL once every job has been handled once.
-func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanout.SubscriptionsAPI, db *dynamodb.Client, addr string, ready func(url string)) error {
+func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanout.API, db *dynamodb.Client, addr string, ready func(url string)) error {
 	name := "sqsworker-console-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: name})
 	if err != nil {

@@ -40,7 +40,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client) error {
 	if err != nil {
 		return err
 	}
-	policy.Jitter = retry.NoJitter
+	policy.Jitter = "none"
 	delays := policy.Delays()
 	schedule := make([]time.Duration, len(delays)) // since the first failure
 	var total time.Duration

@@ -93,7 +93,7 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	if err != nil {
 		return sum, fmt.Errorf("settings: %w", err)
 	}
-	policy.Jitter = retry.NoJitter // so each retry can be compared with the schedule
+	policy.Jitter = "none" // so each retry can be compared with the schedule
 	con := newConsole(out)
 	d := newDemo(con, policy)
 
@@ -226,9 +226,9 @@ func run(ctx context.Context, out io.Writer, client sqsAPI, s settings) (sum sum
 	con.Eventf("handler v2 deployed: it accepts CHF; redriving the jobs rejected for their currency")
 	res, err := dlq.Redrive(ctx, client, target, dlq.RedriveOptions{
 		Filter: dlq.Filter{ErrorContains: "unsupported currency"},
-		OnMessage: func(m dlq.Message, a dlq.Action, err error) {
+		OnMessage: func(m dlq.Message, a string, err error) {
 			id, _ := jobOf(m.Attributes)
-			if a == dlq.ActionMoved {
+			if a == "moved" {
 				d.redrivenTo(id, queueref.Name(target.SourceURL))
 			}
 		},

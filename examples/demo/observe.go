@@ -13,8 +13,9 @@ import (
 // dlq.Inspect's and dlq.Redrive's, sending, and deleting its queues at the
 // end. *sqs.Client satisfies it, and so does sqstest's in-memory fake.
 type sqsAPI interface {
-	dlq.RedriveAPI
-	dlq.SetupAPI
+	dlq.API
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 	DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
 }
 

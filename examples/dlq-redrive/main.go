@@ -142,8 +142,8 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client) error {
 	cat.add("samovar")
 	fmt.Fprintln(out, `catalogue updated: "samovar" added`)
 	filter := dlq.Filter{ErrorContains: "unknown product"}
-	show := func(m dlq.Message, a dlq.Action, err error) {
-		if a != dlq.ActionSkipped {
+	show := func(m dlq.Message, a string, err error) {
+		if a != "skipped" {
 			fmt.Fprintf(out, "  %-10s %s\n", a, m.Body)
 		}
 	}

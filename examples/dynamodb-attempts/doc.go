@@ -6,7 +6,7 @@
 // at the queue (dlq.Inspect receives the message and releases it) before the
 // worker starts, so SQS's count is one ahead from the first attempt on, and
 // a message would reach the dead-letter queue one retry early. The
-// dynamocounter.Counter instead counts handler starts, with one atomic
+// counter of dynamocounter.New instead counts handler starts, with one atomic
 // UpdateItem (ADD attempts :1) per start in a DynamoDB table keyed by
 // message ID, with a TTL attribute so old items expire.
 //

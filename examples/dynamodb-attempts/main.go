@@ -29,6 +29,14 @@ func main() {
 	})
 }
 
+// The attributes of a counter item (package retry/dynamocounter documents
+// the table).
+const (
+	keyAttribute   = "messageId"
+	countAttribute = "attempts"
+	ttlAttribute   = "expiresAt"
+)
+
 func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Client) error {
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 
@@ -37,7 +45,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 		return err
 	}
 	defer exampleutil.DeleteTable(ctx, db, table)
-	fmt.Fprintf(out, "DynamoDB table %s: key %s, TTL on %s\n", table, dynamocounter.KeyAttribute, dynamocounter.TTLAttribute)
+	fmt.Fprintf(out, "DynamoDB table %s: key %s, TTL on %s\n", table, keyAttribute, ttlAttribute)
 
 	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: "sqsworker-attempts-" + suffix, MaxReceiveCount: 10})
 	if err != nil {
@@ -103,16 +111,16 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Cl
 	// The counter's item for the message.
 	item, err := db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(table),
-		Key:            map[string]ddbtypes.AttributeValue{dynamocounter.KeyAttribute: &ddbtypes.AttributeValueMemberS{Value: aws.ToString(sent.MessageId)}},
+		Key:            map[string]ddbtypes.AttributeValue{keyAttribute: &ddbtypes.AttributeValueMemberS{Value: aws.ToString(sent.MessageId)}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return err
 	}
-	count := numberAttr(item.Item, dynamocounter.CountAttribute)
-	expires := time.Unix(numberAttr(item.Item, dynamocounter.TTLAttribute), 0)
+	count := numberAttr(item.Item, countAttribute)
+	expires := time.Unix(numberAttr(item.Item, ttlAttribute), 0)
 	fmt.Fprintf(out, "table item %s: %s = %d, %s = %s (in %.0f days)\n", aws.ToString(sent.MessageId),
-		dynamocounter.CountAttribute, count, dynamocounter.TTLAttribute, expires.UTC().Format(time.RFC3339), time.Until(expires).Hours()/24)
+		countAttribute, count, ttlAttribute, expires.UTC().Format(time.RFC3339), time.Until(expires).Hours()/24)
 
 	switch {
 	case !slices.Equal(attempts, []int{1, 2, 3}):

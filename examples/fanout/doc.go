@@ -14,8 +14,9 @@
 //
 // fanout.Setup creates the chain (and would change nothing on a second
 // run); fanout.Lint — what `sqsworker doctor` runs — checks it; a
-// fanout.Publisher publishes the six orders in one PublishBatch call. Two orders
-// then sit in billing's subscription dead-letter queue, as SNS leaves them
+// producer for the topic (producer.NewTopic) publishes the six orders in
+// one PublishBatch call. Two orders then sit in billing's subscription
+// dead-letter queue, as SNS leaves them
 // when a delivery fails (a deleted queue, a queue policy refusing SNS); the
 // emulator never fails a delivery, so the example puts them there in the
 // shape SNS does. fanout.Redrive moves them to the billing queue — not to

@@ -14,12 +14,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
-	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/fanout"
+	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
@@ -161,18 +162,18 @@ func run(ctx context.Context, w io.Writer, sqsClient *sqs.Client, snsClient *sns
 		}
 	}
 
-	// Publish with the fan-out publisher (one PublishBatch call for the six
-	// orders), and run a worker on each queue.
-	publisher, err := fanout.NewPublisher(snsClient, fulfilment.TopicARN)
+	// Publish with a producer for the topic (one PublishBatch call for the
+	// six orders), and run a worker on each queue.
+	publisher, err := producer.NewTopic(snsClient, fulfilment.TopicARN)
 	if err != nil {
 		return err
 	}
-	msgs := make([]fanout.Message, len(orders))
+	msgs := make([]producer.Message, len(orders))
 	for i, o := range orders {
-		msgs[i] = fanout.Message{Body: o.body, Subject: "rental order",
-			Attributes: map[string]snstypes.MessageAttributeValue{"order-status": {DataType: aws.String("String"), StringValue: aws.String(o.status)}}}
+		msgs[i] = producer.Message{Body: o.body, Subject: "rental order",
+			Attributes: map[string]sqstypes.MessageAttributeValue{"order-status": {DataType: aws.String("String"), StringValue: aws.String(o.status)}}}
 	}
-	if _, err := publisher.PublishBatch(ctx, msgs); err != nil {
+	if _, err := publisher.SendBatch(ctx, msgs); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\npublished %d orders in %d request(s); the workers:\n", len(orders), publisher.Stats().Requests)

@@ -70,7 +70,7 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client, db *dynamodb.Clie
 		return err
 	}
 	defer exampleutil.DeleteQueues(ctx, client, queues.QueueURL, queues.DLQURL)
-	say("table %s (key %q, TTL on %s); queue %s, visibility timeout %v", table, idempotency.KeyAttribute, idempotency.TTLAttribute, queueref.Name(queues.QueueURL), visibilityTimeout)
+	say("table %s (key %q, TTL on %s); queue %s, visibility timeout %v", table, "key", "expiresAt", queueref.Name(queues.QueueURL), visibilityTimeout)
 	for _, order := range []string{"7", "7", "7", "8"} {
 		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queues.QueueURL), MessageBody: aws.String(`{"order_id": "` + order + `"}`)}); err != nil {
 			return err
@@ -166,14 +166,14 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client, db *dynamodb.Clie
 
 	item, err := db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(table),
-		Key:            map[string]ddbtypes.AttributeValue{idempotency.KeyAttribute: &ddbtypes.AttributeValueMemberS{Value: "charge#7"}},
+		Key:            map[string]ddbtypes.AttributeValue{"key": &ddbtypes.AttributeValueMemberS{Value: "charge#7"}},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return err
 	}
-	status, _ := item.Item[idempotency.StatusAttribute].(*ddbtypes.AttributeValueMemberS)
-	by, _ := item.Item[idempotency.MessageAttribute].(*ddbtypes.AttributeValueMemberS)
+	status, _ := item.Item["status"].(*ddbtypes.AttributeValueMemberS)
+	by, _ := item.Item["messageId"].(*ddbtypes.AttributeValueMemberS)
 	if status == nil || by == nil {
 		return fmt.Errorf("no record for order 7: %v", item.Item)
 	}

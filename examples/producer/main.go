@@ -97,7 +97,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, s3c *s3.Client)
 	}
 	st := p.Stats()
 	fmt.Fprintf(out, "producer: %d jobs sent in %d SendMessageBatch calls (%.2f requests per job); %d offloaded to S3, %d with a due time\n",
-		st.Sent, st.Requests, st.RequestsPerMessage(), st.Offloaded, st.Delayed)
+		st.Sent, st.Requests, float64(st.Requests)/float64(st.Sent), st.Offloaded, st.Delayed)
 	lr, _ := later.Wait(ctx)
 	fmt.Fprintf(out, "delayed job %s due at %s (in %s)\n", lr.MessageID, lr.Due.UTC().Format(time.RFC3339), time.Until(lr.Due).Round(time.Hour))
 
@@ -149,7 +149,7 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, s3c *s3.Client)
 		return err
 	}
 	ws := w.Stats()
-	fmt.Fprintf(out, "worker: %d jobs handled (%.2f requests per job)\n", ws.Succeeded, ws.RequestsPerMessage())
+	fmt.Fprintf(out, "worker: %d jobs handled (%.2f requests per job)\n", ws.Succeeded, ws.Cost(worker.Pricing{}).RequestsPerMessage)
 
 	// Check: each due job once, the delayed one still waiting.
 	for job, n := range handled {

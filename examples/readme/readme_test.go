@@ -122,9 +122,9 @@ var typedHandler = worker.JSON(func(ctx context.Context, job Job, m *worker.Mess
 
 func serveHealth(w *worker.Worker) {
 	mux := http.NewServeMux()
-	mux.Handle("GET /livez", w.HealthHandler(worker.Liveness))   // not live: Run returned or stuck, receives failing > 1 min
-	mux.Handle("GET /readyz", w.HealthHandler(worker.Readiness)) // ready: running and receiving
-	mux.Handle("GET /debug/sqsworker/stats", w.StatsHandler())   // for sqsworker cost
+	mux.Handle("GET /livez", w.LivenessHandler())              // not live: Run returned or stuck, receives failing > 1 min
+	mux.Handle("GET /readyz", w.ReadinessHandler())            // ready: running and receiving
+	mux.Handle("GET /debug/sqsworker/stats", w.StatsHandler()) // for sqsworker cost
 	go http.ListenAndServe("127.0.0.1:8080", mux)
 }
 
@@ -222,19 +222,17 @@ type Invoice struct {
 }
 
 func publishInvoices(ctx context.Context, topics *sns.Client, topicARN string, invoices []Invoice) error {
-	p, err := fanout.NewPublisher(topics, topicARN)
+	p, err := producer.NewTopic(topics, topicARN) // the producer, for a topic
 	if err != nil {
 		return err
 	}
-	typed := fanout.JSON[Invoice](p)
-	msgs := make([]fanout.Message, len(invoices))
-	for i, inv := range invoices {
-		if msgs[i], err = typed.Message(inv, fanout.WithGroup(inv.Tenant, "")); err != nil {
-			return err
+	typed := producer.JSON[Invoice](p)
+	for _, inv := range invoices {
+		if _, err = typed.Enqueue(ctx, inv, producer.WithGroup(inv.Tenant, "")); err != nil {
+			break // not accepted: ctx ended
 		}
 	}
-	_, err = p.PublishBatch(ctx, msgs) // a *fanout.PublishError when any failed; each result says why
-	return err
+	return errors.Join(err, p.Close(ctx)) // Close sends what waits: a *producer.BatchError when any failed
 }
 
 func newSQSClient(cfg aws.Config) *sqs.Client {

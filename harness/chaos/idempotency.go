@@ -161,12 +161,12 @@ func (w *idemWorker) effect(ctx context.Context, job Job) error {
 	_, err := w.client.PutItem(cctx, &dynamodb.PutItemInput{
 		TableName: aws.String(w.effectTable),
 		Item: map[string]types.AttributeValue{
-			idempotency.KeyAttribute: &types.AttributeValueMemberS{Value: effectKey(job.ID)},
-			"run":                    &types.AttributeValueMemberS{Value: rec.Run},
-			"at":                     &types.AttributeValueMemberN{Value: fmt.Sprint(rec.Time.UnixMilli())},
+			"key": &types.AttributeValueMemberS{Value: effectKey(job.ID)},
+			"run": &types.AttributeValueMemberS{Value: rec.Run},
+			"at":  &types.AttributeValueMemberN{Value: fmt.Sprint(rec.Time.UnixMilli())},
 		},
 		ConditionExpression:                 aws.String("attribute_not_exists(#k)"),
-		ExpressionAttributeNames:            map[string]string{"#k": idempotency.KeyAttribute},
+		ExpressionAttributeNames:            map[string]string{"#k": "key"},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	cancel()
@@ -230,7 +230,7 @@ func (d *watchedDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, 
 	start := time.Now()
 	out, err := d.API.PutItem(ctx, in, optFns...)
 	if err == nil && out != nil {
-		if s, ok := out.Attributes[idempotency.StatusAttribute].(*types.AttributeValueMemberS); ok && s.Value == string(idempotency.Completed) {
+		if s, ok := out.Attributes["status"].(*types.AttributeValueMemberS); ok && s.Value == string(idempotency.Completed) {
 			d.w.completions.write(CompletionRecord{Job: jobOfKey(in.Item), Worker: d.w.name, OK: true, Start: start, End: time.Now(), Overwrote: true})
 		}
 	}
@@ -239,7 +239,7 @@ func (d *watchedDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, 
 
 // jobOfKey is the job ID of a Guard record's key.
 func jobOfKey(item map[string]types.AttributeValue) string {
-	if v, ok := item[idempotency.KeyAttribute].(*types.AttributeValueMemberS); ok {
+	if v, ok := item["key"].(*types.AttributeValueMemberS); ok {
 		return strings.TrimPrefix(v.Value, idemKeyPrefix+"#")
 	}
 	return ""
@@ -328,9 +328,9 @@ func (ir *idemRun) warm(ctx context.Context, table string) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := 0; wctx.Err() == nil; i++ {
-				key := map[string]types.AttributeValue{idempotency.KeyAttribute: &types.AttributeValueMemberS{Value: fmt.Sprintf("warm#%d#%d", g, i)}}
+				key := map[string]types.AttributeValue{"key": &types.AttributeValueMemberS{Value: fmt.Sprintf("warm#%d#%d", g, i)}}
 				ir.direct.PutItem(wctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: key,
-					ConditionExpression: aws.String("attribute_not_exists(#k)"), ExpressionAttributeNames: map[string]string{"#k": idempotency.KeyAttribute}})
+					ConditionExpression: aws.String("attribute_not_exists(#k)"), ExpressionAttributeNames: map[string]string{"#k": "key"}})
 				ir.direct.DeleteItem(context.WithoutCancel(wctx), &dynamodb.DeleteItemInput{TableName: aws.String(table), Key: key})
 			}
 		})
@@ -374,7 +374,7 @@ func (ir *idemRun) finish(ctx context.Context) (*idemEvidence, error) {
 			}
 		}},
 		{ev.Table, func(key string, item map[string]types.AttributeValue) {
-			if v, ok := item[idempotency.StatusAttribute].(*types.AttributeValueMemberS); ok {
+			if v, ok := item["status"].(*types.AttributeValueMemberS); ok {
 				ev.Records[strings.TrimPrefix(key, idemKeyPrefix+"#")] = v.Value
 			}
 		}},
@@ -386,7 +386,7 @@ func (ir *idemRun) finish(ctx context.Context) (*idemEvidence, error) {
 				return nil, fmt.Errorf("chaos: reading table %s: %w", t.table, err)
 			}
 			for _, item := range page.Items {
-				if k, ok := item[idempotency.KeyAttribute].(*types.AttributeValueMemberS); ok {
+				if k, ok := item["key"].(*types.AttributeValueMemberS); ok {
 					t.into(k.Value, item)
 				}
 			}
@@ -711,5 +711,5 @@ func idempotencyVariant(c *Config) {
 	c.DynamoFaults = chaosFaults()
 	c.Kills = Kills{MinEvery: time.Second, MaxEvery: 4 * time.Second, KillShare: 0.5}
 	c.Worker.Mode = ModeIdempotency
-	c.Worker.Idem = &IdemConfig{LockMargin: idempotency.DefaultLockMargin, CallTimeout: 5 * time.Second}
+	c.Worker.Idem = &IdemConfig{LockMargin: 5 * time.Second, CallTimeout: 5 * time.Second}
 }

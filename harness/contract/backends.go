@@ -50,7 +50,7 @@ func newFakeEnv(t *testing.T) *Env {
 	var removes []func()
 	return &Env{Client: f, Observer: f, Source: src, DLQ: dlqURL, DLQGone: gone.Load,
 		Heal: func() {
-			t.Logf("requests to the fake (the suite's own included): %s", f.RequestSummary())
+			t.Logf("requests to the fake (the suite's own included): %v", f.Requests())
 			for _, remove := range removes {
 				remove()
 			}
@@ -59,9 +59,9 @@ func newFakeEnv(t *testing.T) *Env {
 			in := sqstest.Fault{API: ft.API, Times: ft.Times}
 			switch ft.Kind {
 			case Throttle:
-				in.Err = sqstest.Throttled()
+				in.Code = "RequestThrottled"
 			case ServerError:
-				in.Err = sqstest.ServerError()
+				in.Code = "InternalError"
 			case AccessDenied:
 				in.Err = accessDenied()
 			case KMSAccessDenied:
@@ -69,7 +69,7 @@ func newFakeEnv(t *testing.T) *Env {
 			case QueueDoesNotExist:
 				in.Err = &types.QueueDoesNotExist{Message: aws.String("The specified queue does not exist.")}
 			case EntryThrottle:
-				in.Err, in.Entries = sqstest.Throttled(), true
+				in.Code, in.Entries = "RequestThrottled", true
 			case EntryAccessDenied:
 				in.Err, in.Entries = accessDenied(), true
 			case EntryKMSAccessDenied:
@@ -77,7 +77,7 @@ func newFakeEnv(t *testing.T) *Env {
 			case EntryOmitted:
 				in.Entries, in.Omit = true, true
 			case LostResponse:
-				in.Err, in.AfterEffect = sqstest.ServerError(), true
+				in.Code, in.AfterEffect = "InternalError", true
 			case Hang:
 				in.Hang = true
 			case DLQDeleted:

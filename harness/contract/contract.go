@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/harness/conformance"
 	"github.com/sqsworker/sqsworker/retry"
-	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -238,10 +238,10 @@ func (f Fault) String() string {
 // Env is one scenario's queues on a backend.
 type Env struct {
 	// Client is what the runtime calls: injected faults apply to it.
-	Client sqstest.API
+	Client conformance.API
 	// Observer sends the scenario's messages before the faults are
 	// injected, and reads the queues for the fate once they are healed.
-	Observer sqstest.API
+	Observer conformance.API
 	// Source is the source queue's URL (VisibilityTimeout, a RedrivePolicy
 	// to DLQ), DLQ the dead-letter queue's.
 	Source, DLQ string
@@ -279,7 +279,7 @@ type Backend struct {
 type Setup struct {
 	// Client is the runtime's SQS client; the scenario's faults apply to
 	// it.
-	Client sqstest.API
+	Client conformance.API
 	// Source is the queue to consume, by URL.
 	Source string
 	// Handler runs each message: the scenario's behaviour.
@@ -513,7 +513,7 @@ func checkProvenance(t *testing.T, runtime, source string, m types.Message, want
 
 // countIn returns how many messages a queue holds: visible, in flight and
 // delayed.
-func countIn(t *testing.T, api sqstest.API, url string) int {
+func countIn(t *testing.T, api conformance.API, url string) int {
 	t.Helper()
 	out, err := api.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(url),
@@ -532,7 +532,7 @@ func countIn(t *testing.T, api sqstest.API, url string) int {
 }
 
 // receive receives once from url, long-polling for wait.
-func receive(t *testing.T, api sqstest.API, url string, wait time.Duration) []types.Message {
+func receive(t *testing.T, api conformance.API, url string, wait time.Duration) []types.Message {
 	t.Helper()
 	out, err := api.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: int32(wait / time.Second),
@@ -547,7 +547,7 @@ func receive(t *testing.T, api sqstest.API, url string, wait time.Duration) []ty
 // receiveN polls url until it has received n messages or deadline
 // passes, and returns how many it received. (Short polls, so a message is
 // seen when it turns visible, whatever the backend's long polling does.)
-func receiveN(t *testing.T, api sqstest.API, url string, n int, deadline time.Time) int {
+func receiveN(t *testing.T, api conformance.API, url string, n int, deadline time.Time) int {
 	t.Helper()
 	got := 0
 	for {
@@ -561,7 +561,7 @@ func receiveN(t *testing.T, api sqstest.API, url string, n int, deadline time.Ti
 }
 
 // receiveAll receives every message of url (all visible now).
-func receiveAll(t *testing.T, api sqstest.API, url string) []types.Message {
+func receiveAll(t *testing.T, api conformance.API, url string) []types.Message {
 	t.Helper()
 	var all []types.Message
 	for {

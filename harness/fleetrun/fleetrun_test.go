@@ -56,11 +56,15 @@ type child struct {
 	stopped bool // stopAll or kill ended it
 }
 
+// newRun makes the run's queue with dlq.Setup's defaults (maxReceiveCount
+// 5), the settings the docs recommend with fleet controls: waiting is
+// relayed and spends no receive, so no run may dead-letter a job that did
+// not fail, however long its flood lasts.
 func newRun(t *testing.T, visibility string) *run {
 	t.Helper()
 	sq := testenv.SQS(t)
 	ctx := t.Context()
-	res, err := dlq.Setup(ctx, sq, dlq.SetupOptions{Name: testenv.UniqueName("fleetrun"), MaxReceiveCount: 1000, Attributes: map[string]string{"VisibilityTimeout": visibility}})
+	res, err := dlq.Setup(ctx, sq, dlq.SetupOptions{Name: testenv.UniqueName("fleetrun"), Attributes: map[string]string{"VisibilityTimeout": visibility}})
 	if err != nil {
 		t.Fatal(err)
 	}

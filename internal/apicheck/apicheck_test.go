@@ -238,3 +238,55 @@ func TestExportedNameBudget(t *testing.T) {
 	}
 	t.Logf("exported names: %d", total)
 }
+
+// TestArchitectureLayers checks the layer table of docs/ARCHITECTURE.md
+// (its ```layers block, top to bottom) against the imports: every package
+// of the library is in one layer and imports only packages of lower layers.
+func TestArchitectureLayers(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "ARCHITECTURE.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "```layers\n")
+	if !ok {
+		t.Fatal("docs/ARCHITECTURE.md has no ```layers block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	lines := strings.Split(strings.TrimSpace(block), "\n")
+	layer := map[string]int{}
+	for i, l := range lines {
+		for _, p := range strings.Fields(l) {
+			if _, dup := layer[p]; dup {
+				t.Errorf("docs/ARCHITECTURE.md lists %s twice", p)
+			}
+			layer[p] = len(lines) - i // the bottom layer is 1
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range goList(t, root) {
+		r := rel(p.ImportPath)
+		if within(r, "harness") || within(r, "examples") || within(r, "cmd") || within(r, "localstack") || within(r, "internal/apicheck") {
+			continue
+		}
+		seen[r] = true
+		l, ok := layer[r]
+		if !ok {
+			t.Errorf("package %s is in no layer of docs/ARCHITECTURE.md", r)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if !strings.HasPrefix(imp, Module+"/") {
+				continue
+			}
+			ir := rel(imp)
+			if il, ok := layer[ir]; ok && il >= l {
+				t.Errorf("%s imports %s, which is not in a layer below it (docs/ARCHITECTURE.md)", r, ir)
+			}
+		}
+	}
+	for p := range layer {
+		if !seen[p] {
+			t.Errorf("docs/ARCHITECTURE.md lists %s, which is not a package of the library", p)
+		}
+	}
+}

@@ -14,7 +14,7 @@ import (
 // String attribute holding an RFC 3339 time in UTC with milliseconds
 // ("2026-03-01T09:30:00.000Z"). The name shares the "sqsworker." prefix of
 // the library's other attributes but not the "sqsworker.dlq." prefix of
-// dead-letter provenance, so dlq.StripProvenance and a manual redrive keep
+// dead-letter provenance, so deadletter.StripProvenance and a manual redrive keep
 // it (a redriven job whose due time has passed simply runs).
 const Attribute = "sqsworker.due"
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 )
 
@@ -64,7 +63,7 @@ type Input struct {
 	// value: the queue has no redrive policy, so receives are not limited.
 	MaxReceiveCount int
 	// Retention is the queue's MessageRetentionPeriod. Zero value:
-	// dlq.DefaultRetention (4 days, SQS's default).
+	// sqslimit.DefaultRetention (4 days, SQS's default).
 	Retention time.Duration
 	// NoHide parks the message by re-sending only, never by hiding it.
 	// Hidden messages count toward SQS's limit of in-flight messages per
@@ -136,7 +135,7 @@ func Decide(in Input) Decision {
 	}
 	retention := in.Retention
 	if retention <= 0 {
-		retention = dlq.DefaultRetention
+		retention = sqslimit.DefaultRetention
 	}
 	// hop is the longest a re-sent copy is delayed: SQS's 15 minutes, or
 	// less on a queue whose retention would not outlast it comfortably.

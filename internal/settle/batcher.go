@@ -11,10 +11,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/heartbeat"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
-	"github.com/sqsworker/sqsworker/visibility"
 )
 
 // The batch calls, one narrow interface each, with the SDK's signatures
@@ -29,7 +29,7 @@ type (
 )
 
 // Lease is the part of a visibility lease a Batcher uses
-// (*visibility.Lease has it).
+// (*heartbeat.Lease has it).
 type Lease interface {
 	Hold() (deadline time.Time, err error)
 	Release()
@@ -376,7 +376,7 @@ func (b *Batcher) deliver(batch []*Entry, closing bool, buf *callBuffers) {
 		e.lapsed = e.lapsed || now.After(deadline) || e.Lease.Lapsed()
 		// A lease ended by the 12-hour limit is still ours until its
 		// deadline: what its handler returned applies as usual.
-		stale := cause != nil && !errors.Is(cause, visibility.ErrMaxVisibility)
+		stale := cause != nil && !errors.Is(cause, heartbeat.ErrMaxVisibility)
 		switch {
 		case closing && (stale || now.After(deadline)):
 			// Its handle may no longer be valid: it comes back anyway.

@@ -98,7 +98,7 @@ func TestEveryTenthCallThrottledAllConfirmed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := sqstest.For(t)
 		url, msgs := received(t, f, 300)
-		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.Throttled(), Every: 10})
+		f.InjectFault(sqstest.Fault{API: "DeleteMessageBatch", Code: "RequestThrottled", Every: 10})
 		var retried atomic.Int64 // two senders report retries
 		b := mustBatcher(t)(settle.NewDeleter(f, url, settle.BatcherOptions{Senders: 2, OnRetry: func(n int) { retried.Add(int64(n)) }}))
 		o := newOutcomes()
@@ -113,10 +113,10 @@ func TestEveryTenthCallThrottledAllConfirmed(t *testing.T) {
 				t.Fatalf("entry %d: %+v, want confirmed, not late", i, out)
 			}
 		}
-		if v, inflight, _ := f.Count(url); v+inflight != 0 {
-			t.Fatalf("%d messages left, want 0", v+inflight)
+		if n := len(f.Messages(url, "visible", "inflight")); n != 0 {
+			t.Fatalf("%d messages left, want 0", n)
 		}
-		if calls := f.RequestCount("DeleteMessageBatch"); calls < 33 || calls > 40 || retried.Load() == 0 {
+		if calls := f.Requests()["DeleteMessageBatch"]; calls < 33 || calls > 40 || retried.Load() == 0 {
 			t.Fatalf("%d calls with %d entries retried; want 30 full calls plus a few retries", calls, retried.Load())
 		}
 		// A throttled entry's lease went back to the heartbeat between tries.
@@ -140,7 +140,7 @@ func TestEntryFailuresRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := sqstest.For(t)
 		url, msgs := received(t, f, 20)
-		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Err: sqstest.ServerError(), Entries: true, Every: 3})
+		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Code: "InternalError", Entries: true, Every: 3})
 		b := mustBatcher(t)(settle.NewChanger(f, url, settle.BatcherOptions{}))
 		o := newOutcomes()
 		for i, m := range msgs {
@@ -152,7 +152,7 @@ func TestEntryFailuresRetried(t *testing.T) {
 				t.Fatalf("entry %d: %+v", i, o.got[i])
 			}
 		}
-		if v, _, _ := f.Count(url); v != 20 {
+		if v := len(f.Messages(url, "visible")); v != 20 {
 			t.Fatalf("%d visible, want 20 released", v)
 		}
 	})
@@ -238,7 +238,7 @@ func TestCloseSkipsInvalidHandles(t *testing.T) {
 		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Lease: expired, Owner: o.done(0)})
 		b.Add(&settle.Entry{Handle: *msgs[1].ReceiptHandle, Lease: lost, Owner: o.done(1)})
 		b.Close(context.Background())
-		if n := f.RequestCount("DeleteMessageBatch"); n != 0 {
+		if n := f.Requests()["DeleteMessageBatch"]; n != 0 {
 			t.Fatalf("%d calls; handles no longer valid must not be flushed", n)
 		}
 		for i := range 2 {
@@ -260,8 +260,8 @@ func TestChangeLeavesLostMessageAlone(t *testing.T) {
 		var out settle.Outcome
 		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Timeout: 60, Lease: &fakeLease{cause: errors.New("lost")}, Urgent: true, Owner: settle.DoneFunc(func(o settle.Outcome) { out = o })})
 		b.Close(context.Background())
-		if out.OK || out.Class != sqserr.Stale || f.RequestCount("ChangeMessageVisibilityBatch") != 0 {
-			t.Fatalf("outcome %+v after %d calls; want the change not sent", out, f.RequestCount("ChangeMessageVisibilityBatch"))
+		if out.OK || out.Class != sqserr.Stale || f.Requests()["ChangeMessageVisibilityBatch"] != 0 {
+			t.Fatalf("outcome %+v after %d calls; want the change not sent", out, f.Requests()["ChangeMessageVisibilityBatch"])
 		}
 	})
 }
@@ -299,23 +299,23 @@ func TestLingerAndFullBatches(t *testing.T) {
 			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Owner: o.done(i)})
 		}
 		synctest.Wait()
-		if f.RequestCount("DeleteMessageBatch") != 0 {
+		if f.Requests()["DeleteMessageBatch"] != 0 {
 			t.Fatal("a partial batch went out before its linger")
 		}
 		time.Sleep(50 * time.Millisecond)
 		synctest.Wait()
-		if f.RequestCount("DeleteMessageBatch") != 1 || time.Since(start) != 50*time.Millisecond {
-			t.Fatalf("%d calls after the linger", f.RequestCount("DeleteMessageBatch"))
+		if f.Requests()["DeleteMessageBatch"] != 1 || time.Since(start) != 50*time.Millisecond {
+			t.Fatalf("%d calls after the linger", f.Requests()["DeleteMessageBatch"])
 		}
 		for i, m := range msgs[3:] {
 			b.Add(&settle.Entry{Handle: *m.ReceiptHandle, Owner: o.done(3 + i)})
 		}
 		synctest.Wait()
-		if n := f.RequestCount("DeleteMessageBatch"); n != 3 {
+		if n := f.Requests()["DeleteMessageBatch"]; n != 3 {
 			t.Fatalf("%d calls, want 1 + 2 full batches before any linger", n)
 		}
 		b.Close(context.Background())
-		if n := f.RequestCount("DeleteMessageBatch"); n != 4 || len(o.got) != 25 {
+		if n := f.Requests()["DeleteMessageBatch"]; n != 4 || len(o.got) != 25 {
 			t.Fatalf("%d calls, %d outcomes; want 4 and 25", n, len(o.got))
 		}
 	})
@@ -327,7 +327,7 @@ func TestLingerAndFullBatches(t *testing.T) {
 func TestLingerTimerArmedForEachBatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, msgs, b, o := lingerDeleter(t, 13)
-		calls := func() int { synctest.Wait(); return f.RequestCount("DeleteMessageBatch") }
+		calls := func() int { synctest.Wait(); return f.Requests()["DeleteMessageBatch"] }
 		b.Add(&settle.Entry{Handle: *msgs[0].ReceiptHandle, Owner: o.done(0)})
 		time.Sleep(30 * time.Millisecond)
 		for i, m := range msgs[1:10] { // fills the batch: cut at 30 ms
@@ -379,7 +379,7 @@ func TestSendsCutBySize(t *testing.T) {
 				t.Fatalf("send %d: %+v", i, out)
 			}
 		}
-		if n := f.RequestCount("SendMessageBatch"); n != 4 {
+		if n := f.Requests()["SendMessageBatch"]; n != 4 {
 			t.Fatalf("%d calls for 10 × 300 KiB, want 4 (3 per 1 MiB batch)", n)
 		}
 	})

@@ -58,7 +58,7 @@ func Decide(err error, attempt int, policy retry.Policy) Decision {
 	if err == nil {
 		return Decision{Action: Delete}
 	}
-	if retry.IsPermanent(err) {
+	if errors.Is(err, retry.ErrPermanent) {
 		return Decision{Action: DeadLetter, Reason: "permanent failure"}
 	}
 	if d, ok := SnoozeDelay(err); ok {
@@ -105,9 +105,11 @@ func Invoke[M any](ctx context.Context, log *slog.Logger, id string, h Handler[M
 // CountAttempt sets m.Attempt from counter: the receive count for
 // retry.ReceiveCount (no call, no allocation), else the counter's answer
 // within timeout (the receive count, with a warning, when the counter
-// fails).
+// fails). The receive count adds the attempts spent in earlier copies
+// (m.Earlier); a counter keys them by m.ID, which stays the job's first
+// message ID across copies, so it counts them itself.
 func CountAttempt(ctx context.Context, timeout time.Duration, counter retry.AttemptCounter, m *Message, log *slog.Logger) {
-	if _, byReceives := counter.(retry.ReceiveCount); byReceives {
+	if counter == retry.ReceiveCount() {
 		return
 	}
 	if timeout > 0 {
@@ -118,16 +120,15 @@ func CountAttempt(ctx context.Context, timeout time.Duration, counter retry.Atte
 	attempt, err := counter.Attempt(ctx, m.ID, m.ReceiveCount)
 	if err != nil {
 		log.Warn("sqsworker: attempt counter failed; using the receive count", "message", m.ID, "err", err)
-		attempt = m.ReceiveCount
+		attempt = m.ReceiveCount + m.Earlier
 	}
 	m.Attempt = max(attempt, 1)
 }
 
-// Uncount takes a snoozed attempt back when counter can (an
-// AttemptUncounter); a failure is logged, never fatal.
+// Uncount takes a snoozed attempt back when counter can (retry.ReceiveCount
+// cannot: no call); a failure is logged, never fatal.
 func Uncount(ctx context.Context, timeout time.Duration, counter retry.AttemptCounter, m *Message, log *slog.Logger) {
-	u, ok := counter.(retry.AttemptUncounter)
-	if !ok {
+	if counter == retry.ReceiveCount() {
 		return
 	}
 	if timeout > 0 {
@@ -135,7 +136,7 @@ func Uncount(ctx context.Context, timeout time.Duration, counter retry.AttemptCo
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	if err := u.Uncount(ctx, m.ID); err != nil {
+	if err := counter.Uncount(ctx, m.ID); err != nil {
 		log.Warn("sqsworker: the attempt counter could not take back a snoozed attempt; it counts", "message", m.ID, "err", err)
 	}
 }
@@ -144,7 +145,7 @@ func Uncount(ctx context.Context, timeout time.Duration, counter retry.AttemptCo
 type deadlineKey struct{}
 
 // Deadliner tells a message's current visibility deadline
-// (*visibility.Lease is one).
+// (*heartbeat.Lease is one).
 type Deadliner interface {
 	Deadline() time.Time
 }
@@ -190,7 +191,7 @@ func (d FixedDeadline) Deadline() time.Time { return time.Time(d) }
 // cause and the handler returned an error that does not say so, unless the
 // error is permanent (its reason stands).
 func WithCause(herr, cause error) error {
-	if herr == nil || cause == nil || errors.Is(herr, cause) || retry.IsPermanent(herr) {
+	if herr == nil || cause == nil || errors.Is(herr, cause) || errors.Is(herr, retry.ErrPermanent) {
 		return herr
 	}
 	return fmt.Errorf("%w: %w", cause, herr)

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -41,7 +43,7 @@ type Port interface {
 	// Resend sends the fresh copy j.Entry.Send back to the message's queue.
 	Resend(j *Job)
 	// DLQ returns the dead-letter queue's Copier, or why there is none.
-	DLQ() (*dlq.Copier, error)
+	DLQ() (*deadletter.Copier, error)
 	// Queue returns what the schedule of delayed jobs needs to know of the
 	// message's queue; it is asked only for a message that carries a due
 	// time.
@@ -218,7 +220,7 @@ func (e *Engine) Wait(j *Job) {
 
 func (e *Engine) counter() retry.AttemptCounter {
 	if e.Counter == nil {
-		return retry.ReceiveCount{}
+		return retry.ReceiveCount()
 	}
 	return e.Counter
 }
@@ -248,7 +250,7 @@ func (e *Engine) Handled(ctx context.Context, j *Job, herr error) {
 	case Retry:
 		if d.Snoozed {
 			Uncount(ctx, e.CallTimeout, e.counter(), &j.Msg, e.log())
-			e.hide(j, Snoozed, d.Delay, "")
+			e.snooze(j, d.Delay)
 			return
 		}
 		e.hide(j, Retrying, d.Delay, "")
@@ -269,6 +271,67 @@ func (e *Engine) Release(j *Job, reason string) {
 // cannot settle it): the Port is told result with reason.
 func (e *Engine) Drop(j *Job, result Result, reason string) {
 	j.port.Done(j, Final{Result: result, Wanted: result, Reason: reason})
+}
+
+// snooze settles a message its handler snoozed (retry.Snooze): waiting
+// must never spend the queue's receive budget, or SQS would dead-letter a
+// job that never failed once its snoozes reach maxReceiveCount. On a
+// standard queue the message is relayed — a fresh copy, delayed by d and
+// carrying the attempts spent so far (schedule.AttemptsAttribute), is sent,
+// then the message is deleted once the copy is confirmed — when:
+//
+//   - attempts are counted by receives (retry.ReceiveCount()): every receive
+//     of a copy then is an attempt, so a snooze must not be one, however
+//     far the queue's maxReceiveCount is; or
+//   - the next receive would come within schedule.Reserve of the queue's
+//     maxReceiveCount (or the redrive policy is unknown): an exact counter
+//     takes the snooze back, but SQS still counts the receive.
+//
+// Otherwise the message is hidden for d (one call, no copy). A FIFO
+// message is always hidden (a copy would go to the end of its group, and
+// FIFO queues take no per-message delay), as is a message whose copy could
+// not carry the attributes (SQS allows 10 message attributes).
+func (e *Engine) snooze(j *Job, d time.Duration) {
+	q := j.port.Queue()
+	byReceives := e.counter() == retry.ReceiveCount()
+	nearDLQ := q.RedriveUnknown || q.MaxReceiveCount > 0 && j.Msg.ReceiveCount+1+schedule.Reserve > q.MaxReceiveCount
+	if q.FIFO || q.NoCalls || !byReceives && !nearDLQ {
+		e.hide(j, Snoozed, d, "")
+		return
+	}
+	in, ok := relayInput(&j.Msg, d, time.Now())
+	if !ok {
+		e.Warn.Warn("relay-attributes", e.Name+": a snoozed message cannot be relayed as a fresh copy (the copy's three sqsworker attributes would take it past SQS's limit of 10 message attributes); it is hidden instead, and its receives count toward maxReceiveCount",
+			"queue", j.Msg.QueueURL, "message", j.Msg.ID)
+		e.hide(j, Snoozed, d, "")
+		return
+	}
+	j.want, j.why, j.delay, j.stage = Snoozed, "relayed as a fresh copy", time.Duration(in.DelaySeconds)*time.Second, stageResend
+	j.Entry = Entry{Send: SendEntry(in), Owner: j}
+	j.port.Resend(j)
+}
+
+// relayInput is the fresh copy of m that carries a snooze of d sent at now:
+// body and attributes as received, the job's first message ID, the attempts
+// spent so far (the snoozed receive not among them), and the delay — natively up to SQS's 15 minutes,
+// beyond that as a due time (schedule.Attribute) the copy waits for like
+// any delayed job. ok is false when the copy would carry more message
+// attributes than SQS allows.
+func relayInput(m *Message, d time.Duration, now time.Time) (*sqs.SendMessageInput, bool) {
+	attrs := make(map[string]types.MessageAttributeValue, len(m.MessageAttributes)+3)
+	maps.Copy(attrs, m.MessageAttributes)
+	attrs[schedule.AttemptsAttribute] = schedule.AttemptsValue(m.Attempt - 1)
+	attrs[schedule.OriginAttribute] = schedule.OriginValue(m.ID)
+	delay, due := schedule.Send(now.Add(d), now)
+	if due {
+		attrs[schedule.Attribute] = schedule.Value(now.Add(d))
+	}
+	if len(attrs) > sqslimit.MaxMessageAttributes {
+		return nil, false
+	}
+	raw := m.dlqSource()
+	raw.MessageAttributes = attrs
+	return schedule.ResendInput(m.QueueURL, raw, delay), true
 }
 
 // hide hides the message for d (capped by what is left of SQS's 12-hour
@@ -312,7 +375,7 @@ func (e *Engine) deadLetter(j *Job, reason string) {
 		e.retryLater(j, reason, "none", err)
 		return
 	}
-	in, err := c.Input(j.Msg.dlqSource(), dlq.Provenance{
+	in, err := c.Input(j.Msg.dlqSource(), deadletter.Provenance{
 		SourceQueue:   j.Msg.QueueURL,
 		Error:         fmt.Sprintf("%s: %v", reason, j.Err),
 		Attempt:       j.Msg.Attempt,
@@ -351,6 +414,13 @@ func (j *Job) Settled(_ *Entry, o Outcome) {
 	e := j.e
 	switch j.stage {
 	case stageResend:
+		if !o.OK && j.want == Snoozed {
+			// Not relayed: the message itself waits out the snooze, and
+			// its next receive counts toward maxReceiveCount.
+			e.Warn.Warn("relay", e.Name+": relaying a snoozed message as a fresh copy failed; the message itself is hidden for the snooze instead", "message", j.Msg.ID, "err", o.Err)
+			e.hide(j, Snoozed, j.delay, j.why)
+			return
+		}
 		if !o.OK {
 			// Not re-sent: it waits a visibility timeout and is tried again.
 			e.Warn.Warn("resend", e.Name+": re-sending a job that is not due yet failed; it is tried again after the visibility timeout", "message", j.Msg.ID, "err", o.Err)

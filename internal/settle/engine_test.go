@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/retry"
@@ -22,9 +22,11 @@ import (
 type port struct {
 	calls  []string
 	answer func(call string) settle.Outcome
-	copier *dlq.Copier
+	copier *deadletter.Copier
 	final  *settle.Final
 	dlqErr error
+	queue  settle.Queue
+	sent   *types.SendMessageBatchRequestEntry // the last Copy or Resend
 }
 
 func (p *port) do(j *settle.Job, call string) {
@@ -39,14 +41,14 @@ func (p *port) do(j *settle.Job, call string) {
 func (p *port) Delete(j *settle.Job) { p.do(j, "delete") }
 func (p *port) Change(j *settle.Job) { p.do(j, fmt.Sprintf("change %d", j.Entry.Timeout)) }
 func (p *port) Copy(j *settle.Job)   { p.do(j, "copy") }
-func (p *port) Resend(j *settle.Job) { p.do(j, "resend") }
-func (p *port) DLQ() (*dlq.Copier, error) {
+func (p *port) Resend(j *settle.Job) { p.sent = j.Entry.Send; p.do(j, "resend") }
+func (p *port) DLQ() (*deadletter.Copier, error) {
 	if p.copier == nil {
 		return nil, p.dlqErr
 	}
 	return p.copier, nil
 }
-func (p *port) Queue() settle.Queue { return settle.Queue{} }
+func (p *port) Queue() settle.Queue { return p.queue }
 func (p *port) Done(_ *settle.Job, f settle.Final) {
 	if p.final != nil {
 		panic("Done told twice")
@@ -56,7 +58,7 @@ func (p *port) Done(_ *settle.Job, f settle.Final) {
 
 func newJob(t *testing.T, e *settle.Engine, p *port) *settle.Job {
 	t.Helper()
-	c, err := dlq.NewCopier(dlq.Target{SourceURL: "https://sqs.example/1/src", DLQURL: "https://sqs.example/1/src-dlq", DLQARN: "arn:aws:sqs:us-east-1:1:src-dlq", MaxReceiveCount: 10})
+	c, err := deadletter.NewCopier(deadletter.Target{SourceURL: "https://sqs.example/1/src", DLQURL: "https://sqs.example/1/src-dlq", DLQARN: "arn:aws:sqs:us-east-1:1:src-dlq", MaxReceiveCount: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestEnginePlans(t *testing.T) {
 	}{
 		{name: "success", calls: "delete", result: settle.Deleted},
 		{name: "retry", herr: errors.New("busy"), calls: "change 7", result: settle.Retrying},
-		{name: "snooze", herr: retry.Snooze(3*time.Second, "wait"), calls: "change 3", result: settle.Snoozed},
+		{name: "snooze", herr: retry.Snooze(3*time.Second, "wait"), calls: "resend delete", result: settle.Snoozed, reason: "relayed"},
 		{name: "permanent", herr: retry.Permanent(errors.New("bad")), calls: "copy delete", result: settle.DeadLettered, reason: "permanent failure"},
 		{name: "exhausted", herr: errors.New("busy"), calls: "copy delete", result: settle.DeadLettered, reason: "retries exhausted after 3 attempts"},
 		{name: "copy refused for good", herr: retry.Permanent(errors.New("bad")), answer: copyFails(sqserr.Fatal), calls: "copy change 30", result: settle.Retrying, reason: "not dead-lettered: copy refused"},

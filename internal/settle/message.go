@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/schedule"
 )
 
 // Message is the runtime's own copy of a received message: what settlement
@@ -22,10 +24,16 @@ type Message struct {
 	MessageAttributes map[string]types.MessageAttributeValue
 	ReceiveCount      int
 	Attempt           int
-	SentAt            time.Time
-	FirstReceivedAt   time.Time
-	ReceivedAt        time.Time
-	GroupID           string
+	// Earlier is the attempts the job spent in earlier copies of its
+	// message (schedule.AttemptsAttribute, set when a snooze was relayed
+	// as a fresh copy); Attempt counted by receives includes them. ID is
+	// then the job's first message ID (schedule.OriginAttribute), and
+	// Raw.MessageId this copy's.
+	Earlier         int
+	SentAt          time.Time
+	FirstReceivedAt time.Time
+	ReceivedAt      time.Time
+	GroupID         string
 	// TraceHeader is the AWSTraceHeader system attribute, kept for the
 	// dead-letter copy.
 	TraceHeader string
@@ -46,7 +54,11 @@ func Parse(raw types.Message, queueURL string, receivedAt time.Time) Message {
 		Raw:               raw,
 	}
 	m.ReceiveCount, _ = strconv.Atoi(raw.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-	m.Attempt = max(m.ReceiveCount, 1)
+	if origin := schedule.Origin(raw.MessageAttributes); origin != "" {
+		m.ID = origin
+	}
+	m.Earlier = schedule.Attempts(raw.MessageAttributes)
+	m.Attempt = max(m.ReceiveCount, 1) + m.Earlier
 	m.SentAt = millis(raw.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)])
 	m.FirstReceivedAt = millis(raw.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)])
 	m.GroupID = raw.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]

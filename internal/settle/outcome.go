@@ -22,7 +22,7 @@ func AfterDelay(err error) (time.Duration, bool) {
 // even when it wraps one.
 func SnoozeDelay(err error) (time.Duration, bool) {
 	var se *retry.SnoozeError
-	if !errors.As(err, &se) || retry.IsPermanent(err) {
+	if !errors.As(err, &se) || errors.Is(err, retry.ErrPermanent) {
 		return 0, false
 	}
 	if _, after := AfterDelay(err); after {

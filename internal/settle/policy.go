@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/retry"
 )
 
@@ -12,10 +12,10 @@ import (
 // policy gives up, which moves it without provenance. The worker and the
 // Lambda adapter check their queues with it.
 func CheckPolicy(log *slog.Logger, queueURL string, fifo bool, maxReceiveCount int, policy retry.Policy) {
-	attempts := retry.MaxDeliveries(policy)
-	// The FIFO rule (dlq.RecommendedMaxReceiveCount) is the one Setup and
-	// Lint apply too.
-	suggested := dlq.RecommendedMaxReceiveCount(attempts, true)
+	attempts := maxDeliveries(policy)
+	// The FIFO rule (deadletter.RecommendedMaxReceiveCount) is the one
+	// dlq.Setup and dlq.Lint apply too.
+	suggested := deadletter.RecommendedMaxReceiveCount(attempts, true)
 	if fifo && maxReceiveCount >= attempts && maxReceiveCount < suggested {
 		log.Warn("sqsworker: on a FIFO queue a message's receive count also grows each time an earlier message of its group fails (it is released unprocessed), so SQS may dead-letter a message that never ran; raise maxReceiveCount (SQS allows up to 1000)",
 			"queue", queueURL, "maxReceiveCount", maxReceiveCount, "policyAttempts", attempts, "suggested", suggested)
@@ -27,17 +27,18 @@ func CheckPolicy(log *slog.Logger, queueURL string, fifo bool, maxReceiveCount i
 }
 
 // DiscoverDLQ finds queueURL's dead-letter queue from its RedrivePolicy
-// (dlq.Discover) and returns the Copier that builds its dead-letter copies,
-// after warning (CheckPolicy) when SQS would dead-letter a message before
-// policy gives up. The worker and the Lambda adapter find their dead-letter
-// queue with it; the error wraps dlq.ErrNoRedrivePolicy for a queue without
-// one. copier configures the Copier (its Logger is log).
-func DiscoverDLQ(ctx context.Context, client dlq.QueueAPI, queueURL string, policy retry.Policy, log *slog.Logger, copier ...func(*dlq.MoverOptions)) (*dlq.Copier, error) {
-	t, err := dlq.Discover(ctx, client, queueURL)
+// (deadletter.Discover) and returns the Copier that builds its dead-letter
+// copies, after warning (CheckPolicy) when SQS would dead-letter a message
+// before policy gives up. The worker and the Lambda adapter find their
+// dead-letter queue with it; the error wraps deadletter.ErrNoRedrivePolicy
+// (dlq.ErrNoRedrivePolicy) for a queue without one. copier configures the
+// Copier (its Logger is log).
+func DiscoverDLQ(ctx context.Context, client deadletter.QueueAPI, queueURL string, policy retry.Policy, log *slog.Logger, copier ...func(*deadletter.Options)) (*deadletter.Copier, error) {
+	t, err := deadletter.Discover(ctx, client, queueURL)
 	if err != nil {
 		return nil, err
 	}
-	c, err := dlq.NewCopier(t, append([]func(*dlq.MoverOptions){func(o *dlq.MoverOptions) { o.Logger = log }}, copier...)...)
+	c, err := deadletter.NewCopier(t, append([]func(*deadletter.Options){func(o *deadletter.Options) { o.Logger = log }}, copier...)...)
 	if err != nil {
 		return nil, err
 	}

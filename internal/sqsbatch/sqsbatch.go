@@ -2,8 +2,8 @@
 // (SendMessageBatch, DeleteMessageBatch, ChangeMessageVisibilityBatch) and
 // SNS's PublishBatch, which has the same shape (ten entries, results by Id,
 // failures with a code and SenderFault). Every package that makes them —
-// the settlement batcher, the heartbeat, the producer, the dead-letter
-// tools, the Lambda adapter's local runner, the fan-out publisher — goes
+// the settlement batcher, the heartbeat, the producer (for queues and SNS
+// topics), the dead-letter tools, the Lambda adapter's local runner — goes
 // through it, so each call is made the same way:
 //
 //   - entries go out in calls of at most ten (sends and publishes also at

@@ -5,16 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/sqsworker/sqsworker/internal/sqserr"
-	"github.com/sqsworker/sqsworker/sqstest"
 )
+
+// serverError is an HTTP 500 InternalError, as SQS returns when it fails on
+// its side.
+func serverError() error {
+	return &awshttp.ResponseError{
+		ResponseError: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: http.StatusInternalServerError, Header: http.Header{}}},
+			Err:      &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error. Please try again.", Fault: smithy.FaultServer},
+		},
+		RequestID: "test",
+	}
+}
 
 func TestOf(t *testing.T) {
 	op := func(err error) error { return &smithy.OperationError{ServiceID: "SQS", OperationName: "X", Err: err} }
@@ -22,8 +36,8 @@ func TestOf(t *testing.T) {
 		err  error
 		want sqserr.Class
 	}{
-		{op(sqstest.Throttled()), sqserr.Throttled},
-		{op(sqstest.ServerError()), sqserr.Transient},
+		{op(&types.RequestThrottled{Message: aws.String("Rate exceeded"), ErrorCodeOverride: aws.String("RequestThrottled")}), sqserr.Throttled},
+		{op(serverError()), sqserr.Transient},
 		{op(&types.QueueDoesNotExist{}), sqserr.Fatal},
 		{op(&smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue", Fault: smithy.FaultClient}), sqserr.Fatal},
 		{op(&smithy.GenericAPIError{Code: "AccessDenied", Fault: smithy.FaultClient}), sqserr.Fatal},
@@ -84,7 +98,7 @@ func TestNotExistAndUnsupported(t *testing.T) {
 			t.Errorf("%v: Unsupported %v, NotExist %v; want an unsupported call", err, sqserr.Unsupported(err), sqserr.NotExist(err))
 		}
 	}
-	for _, err := range []error{nil, errors.New("network"), api("AccessDenied"), op(sqstest.ServerError())} {
+	for _, err := range []error{nil, errors.New("network"), api("AccessDenied"), op(serverError())} {
 		if sqserr.NotExist(err) || sqserr.Unsupported(err) {
 			t.Errorf("%v taken for a missing queue or an unsupported call", err)
 		}

@@ -29,6 +29,19 @@ const (
 	MaxDelay = 15 * time.Minute
 )
 
+const (
+	// DefaultMaxMessageSize is the message size limit assumed when a
+	// queue's MaximumMessageSize is unknown: 256 KiB, SQS's limit for
+	// years, which queues created before 2025 may still have.
+	DefaultMaxMessageSize = 256 << 10
+	// MaxRetention is the longest MessageRetentionPeriod SQS allows (14 days).
+	MaxRetention = 14 * 24 * time.Hour
+	// DefaultRetention is SQS's MessageRetentionPeriod when none is set (4 days).
+	DefaultRetention = 4 * 24 * time.Hour
+	// MaxReceiveCount is the largest RedrivePolicy maxReceiveCount SQS accepts.
+	MaxReceiveCount = 1000
+)
+
 // MessageSize is how SQS counts a message against MaxMessageSize: its body
 // plus, for each message attribute, its name, data type and value.
 func MessageSize(body string, attrs map[string]types.MessageAttributeValue) int {

@@ -14,30 +14,32 @@ import (
 	"github.com/sqsworker/sqsworker/retry"
 )
 
-// The attribute names of a counter item.
+// The attribute names of a counter item (the package documentation lists
+// them for infrastructure code).
 const (
-	// KeyAttribute is the table's partition key (type S): the SQS message ID.
-	KeyAttribute = "messageId"
-	// CountAttribute holds the number of handler starts (type N).
-	CountAttribute = "attempts"
-	// TTLAttribute holds the item's expiry in epoch seconds (type N); the
-	// table's time-to-live setting uses it.
-	TTLAttribute = "expiresAt"
+	keyAttribute   = "messageId" // the partition key (type S): the SQS message ID
+	countAttribute = "attempts"  // the number of handler starts (type N)
+	ttlAttribute   = "expiresAt" // the expiry in epoch seconds (type N), for the table's TTL
 )
 
-// DefaultTTL is how long a counter item lives after its last update unless
+// defaultTTL is how long a counter item lives after its last update unless
 // Options.TTL says otherwise: SQS's longest retention period (14 days) plus
 // one day.
-const DefaultTTL = 15 * 24 * time.Hour
+const defaultTTL = 15 * 24 * time.Hour
 
-// API is the part of the DynamoDB client the counter uses.
+// API is the part of the DynamoDB client the counter (UpdateItem) and
+// CreateTable (the others) use. *dynamodb.Client satisfies it.
 type API interface {
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	CreateTable(ctx context.Context, params *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, params *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	UpdateTimeToLive(ctx context.Context, params *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 }
 
 var (
 	_ API                  = (*dynamodb.Client)(nil)
-	_ retry.AttemptCounter = (*Counter)(nil)
+	_ retry.AttemptCounter = (*counter)(nil)
 )
 
 // ErrTableNotFound matches, with errors.Is, the errors of a counter or of
@@ -48,31 +50,41 @@ var ErrTableNotFound = errors.New("dynamocounter: table not found")
 // throttling that outlasted the SDK's retries.
 var ErrThrottled = errors.New("dynamocounter: throttled")
 
-// Options configures a Counter.
+// Options configures the counter New returns and CreateTable.
 type Options struct {
 	// TTL is how long an item lives after its last update before DynamoDB may
-	// delete it. Zero means DefaultTTL (15 days); New refuses a negative
-	// TTL. Keep it longer than the queue's retention period, or a count may
-	// restart at 1.
+	// delete it. Zero means 15 days (SQS's longest retention period plus a
+	// day); New refuses a negative TTL. Keep it longer than the queue's
+	// retention period, or a count may restart at 1.
 	TTL time.Duration
 	// Now returns the current time, used only to compute the expiry. Nil
 	// means time.Now.
 	Now func() time.Time
+	// MaxWait bounds CreateTable's wait for a new table to become ACTIVE.
+	// Zero means 5 minutes. ctx's deadline, if sooner, applies too.
+	MaxWait time.Duration
 }
 
-// Counter counts handler starts per message in a DynamoDB table. It is safe
-// for concurrent use.
-type Counter struct {
+// counter counts handler starts per message in a DynamoDB table.
+type counter struct {
 	client API
 	table  string
 	ttl    time.Duration
 	now    func() time.Time
 }
 
-// New returns a Counter that keeps its counts in table through client. The
-// table must exist (see CreateTable). New returns an error if client is nil,
-// table is empty or Options.TTL is negative.
-func New(client API, table string, optFns ...func(*Options)) (*Counter, error) {
+// New returns an attempt counter that counts handler starts per message in
+// table through client, for worker.Options.AttemptCounter; it is safe for
+// concurrent use. The table must exist (see CreateTable). New returns an
+// error if client is nil, table is empty or Options.TTL is negative.
+//
+// Its Attempt records one more handler start of the message and returns
+// the new count, 1 for the first start, with exactly one UpdateItem call;
+// it ignores receiveCount (the count is of handler starts, not of
+// receives). Its Uncount takes back one attempt of a message a handler
+// snoozed (retry.Snooze), never below zero, with one conditional
+// UpdateItem.
+func New(client API, table string, optFns ...func(*Options)) (retry.AttemptCounter, error) {
 	if client == nil {
 		return nil, errors.New("dynamocounter.New: client is nil; pass a *dynamodb.Client")
 	}
@@ -84,7 +96,7 @@ func New(client API, table string, optFns ...func(*Options)) (*Counter, error) {
 		fn(&o)
 	}
 	if o.TTL == 0 {
-		o.TTL = DefaultTTL
+		o.TTL = defaultTTL
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -92,13 +104,12 @@ func New(client API, table string, optFns ...func(*Options)) (*Counter, error) {
 	if o.TTL < 0 {
 		return nil, fmt.Errorf("dynamocounter.New: Options.TTL is %v; use a positive duration (or 0 for the default)", o.TTL)
 	}
-	return &Counter{client: client, table: table, ttl: o.TTL, now: o.Now}, nil
+	return &counter{client: client, table: table, ttl: o.TTL, now: o.Now}, nil
 }
 
 // Attempt records one more handler start of the message and returns the new
-// count: 1 for the first start. receiveCount is ignored (the count is of
-// handler starts, not of receives). It makes exactly one UpdateItem call.
-func (c *Counter) Attempt(ctx context.Context, messageID string, _ int) (int, error) {
+// count: 1 for the first start (see New).
+func (c *counter) Attempt(ctx context.Context, messageID string, _ int) (int, error) {
 	if messageID == "" {
 		return 0, errors.New("dynamocounter: empty message ID; pass the SQS message's MessageId")
 	}
@@ -106,12 +117,12 @@ func (c *Counter) Attempt(ctx context.Context, messageID string, _ int) (int, er
 	out, err := c.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(c.table),
 		Key: map[string]types.AttributeValue{
-			KeyAttribute: &types.AttributeValueMemberS{Value: messageID},
+			keyAttribute: &types.AttributeValueMemberS{Value: messageID},
 		},
 		UpdateExpression: aws.String("ADD #attempts :one SET #expires = :expires"),
 		ExpressionAttributeNames: map[string]string{
-			"#attempts": CountAttribute,
-			"#expires":  TTLAttribute,
+			"#attempts": countAttribute,
+			"#expires":  ttlAttribute,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":one":     &types.AttributeValueMemberN{Value: "1"},
@@ -123,31 +134,29 @@ func (c *Counter) Attempt(ctx context.Context, messageID string, _ int) (int, er
 		return 0, c.explain(err, messageID)
 	}
 	var n int
-	if av, ok := out.Attributes[CountAttribute].(*types.AttributeValueMemberN); ok {
+	if av, ok := out.Attributes[countAttribute].(*types.AttributeValueMemberN); ok {
 		n, err = strconv.Atoi(av.Value)
 	}
 	if n < 1 || err != nil {
-		return 0, fmt.Errorf("dynamocounter: UpdateItem on table %q returned no positive %s number for message %s (got %v); check that nothing else writes that attribute", c.table, CountAttribute, messageID, out.Attributes[CountAttribute])
+		return 0, fmt.Errorf("dynamocounter: UpdateItem on table %q returned no positive %s number for message %s (got %v); check that nothing else writes that attribute", c.table, countAttribute, messageID, out.Attributes[countAttribute])
 	}
 	return n, nil
 }
 
-var _ retry.AttemptUncounter = (*Counter)(nil)
-
 // Uncount takes back one attempt of the message (after a handler snoozed
 // it, retry.Snooze), never below zero: one conditional UpdateItem.
-func (c *Counter) Uncount(ctx context.Context, messageID string) error {
+func (c *counter) Uncount(ctx context.Context, messageID string) error {
 	if messageID == "" {
 		return errors.New("dynamocounter: empty message ID; pass the SQS message's MessageId")
 	}
 	_, err := c.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(c.table),
 		Key: map[string]types.AttributeValue{
-			KeyAttribute: &types.AttributeValueMemberS{Value: messageID},
+			keyAttribute: &types.AttributeValueMemberS{Value: messageID},
 		},
 		UpdateExpression:         aws.String("ADD #attempts :minus"),
 		ConditionExpression:      aws.String("#attempts > :zero"),
-		ExpressionAttributeNames: map[string]string{"#attempts": CountAttribute},
+		ExpressionAttributeNames: map[string]string{"#attempts": countAttribute},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":minus": &types.AttributeValueMemberN{Value: "-1"},
 			":zero":  &types.AttributeValueMemberN{Value: "0"},
@@ -164,7 +173,7 @@ func (c *Counter) Uncount(ctx context.Context, messageID string) error {
 }
 
 // explain wraps an UpdateItem error with what to do about it.
-func (c *Counter) explain(err error, messageID string) error {
+func (c *counter) explain(err error, messageID string) error {
 	what := fmt.Sprintf("dynamocounter: counting attempt of message %s in table %q", messageID, c.table)
 	return counterTable(c.table).Explain(err, what, "dynamodb:UpdateItem")
 }

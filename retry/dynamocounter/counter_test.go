@@ -13,11 +13,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/retry/dynamocounter"
 )
 
-// fakeAPI is a scripted UpdateItem.
+// fakeAPI is a scripted UpdateItem (the table calls are not used).
 type fakeAPI struct {
+	dynamocounter.API
 	calls []*dynamodb.UpdateItemInput
 	out   *dynamodb.UpdateItemOutput
 	err   error
@@ -152,10 +154,10 @@ func TestAttemptRejectsEmptyMessageID(t *testing.T) {
 }
 
 func TestNewRefusesBadArguments(t *testing.T) {
-	for name, f := range map[string]func() (*dynamocounter.Counter, error){
-		"nil client":  func() (*dynamocounter.Counter, error) { return dynamocounter.New(nil, "t") },
-		"empty table": func() (*dynamocounter.Counter, error) { return dynamocounter.New(&fakeAPI{}, "") },
-		"negative TTL": func() (*dynamocounter.Counter, error) {
+	for name, f := range map[string]func() (retry.AttemptCounter, error){
+		"nil client":  func() (retry.AttemptCounter, error) { return dynamocounter.New(nil, "t") },
+		"empty table": func() (retry.AttemptCounter, error) { return dynamocounter.New(&fakeAPI{}, "") },
+		"negative TTL": func() (retry.AttemptCounter, error) {
 			return dynamocounter.New(&fakeAPI{}, "t", func(o *dynamocounter.Options) { o.TTL = -time.Hour })
 		},
 	} {
@@ -166,7 +168,7 @@ func TestNewRefusesBadArguments(t *testing.T) {
 }
 
 // mustCounter is New, failing t on error.
-func mustCounter(t *testing.T, client dynamocounter.API, table string, optFns ...func(*dynamocounter.Options)) *dynamocounter.Counter {
+func mustCounter(t *testing.T, client dynamocounter.API, table string, optFns ...func(*dynamocounter.Options)) retry.AttemptCounter {
 	t.Helper()
 	c, err := dynamocounter.New(client, table, optFns...)
 	if err != nil {

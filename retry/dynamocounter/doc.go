@@ -3,7 +3,8 @@
 //
 // SQS's ApproximateReceiveCount (the default count, retry.ReceiveCount) also
 // counts receives that never reached a handler, so a message can run out of
-// attempts early. [Counter] instead performs one UpdateItem per handler start,
+// attempts early. The counter [New] returns instead performs one UpdateItem
+// per handler start,
 //
 //	UpdateItem  Key {messageId: <SQS message ID>}
 //	            UpdateExpression "ADD attempts :1 SET expiresAt = :expires"
@@ -17,6 +18,9 @@
 // table does not grow without bound. The default TTL, 15 days, outlives SQS's
 // longest retention period (14 days); a TTL shorter than the queue's
 // retention period lets a count restart at 1 (more retries, never fewer).
+// After a handler snoozed its message (retry.Snooze), the counter takes the
+// attempt back with one UpdateItem that adds −1 to attempts on condition
+// that it is above 0.
 //
 // # Table
 //
@@ -39,6 +43,6 @@
 // or [ErrThrottled] with errors.Is where that applies. The SDK client's own
 // retries apply before an error is returned.
 //
-// The counter takes the narrow [API] interface, which *dynamodb.Client
-// satisfies; tests can pass a small fake.
+// The counter and CreateTable take the [API] interface, which
+// *dynamodb.Client satisfies; tests can pass a small fake.
 package dynamocounter

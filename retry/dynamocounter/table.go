@@ -2,39 +2,20 @@ package dynamocounter
 
 import (
 	"context"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqsworker/sqsworker/internal/dynamo"
 )
 
-// TableAPI is the part of the DynamoDB client CreateTable uses.
-type TableAPI interface {
-	CreateTable(ctx context.Context, params *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
-	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
-	DescribeTimeToLive(ctx context.Context, params *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
-	UpdateTimeToLive(ctx context.Context, params *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
-}
-
-var _ TableAPI = (*dynamodb.Client)(nil)
-
-// TableOptions configures CreateTable.
-type TableOptions struct {
-	// MaxWait bounds the wait for a new table to become ACTIVE. Zero means 5
-	// minutes. ctx's deadline, if sooner, applies too.
-	MaxWait time.Duration
-}
-
-// CreateTable makes table ready for a Counter: it creates it if it does not
-// exist (partition key messageId of type S, on-demand capacity), waits until
-// it is ACTIVE, and enables time-to-live on expiresAt. It is idempotent: on an
-// existing table it checks the key schema and the TTL setting and changes
-// nothing that is already right. It needs dynamodb:CreateTable,
-// dynamodb:DescribeTable, dynamodb:DescribeTimeToLive and
-// dynamodb:UpdateTimeToLive.
-func CreateTable(ctx context.Context, client TableAPI, table string, optFns ...func(*TableOptions)) error {
-	o := TableOptions{MaxWait: dynamo.DefaultMaxWait}
+// CreateTable makes table ready for the counter: it creates it if it does
+// not exist (partition key messageId of type S, on-demand capacity), waits
+// until it is ACTIVE (at most Options.MaxWait, 5 minutes by default), and
+// enables time-to-live on expiresAt. It is idempotent: on an existing table
+// it checks the key schema and the TTL setting and changes nothing that is
+// already right. It needs dynamodb:CreateTable, dynamodb:DescribeTable,
+// dynamodb:DescribeTimeToLive and dynamodb:UpdateTimeToLive. Options.TTL
+// and Options.Now do not matter here.
+func CreateTable(ctx context.Context, client API, table string, optFns ...func(*Options)) error {
+	o := Options{MaxWait: dynamo.DefaultMaxWait}
 	for _, fn := range optFns {
 		fn(&o)
 	}
@@ -44,7 +25,7 @@ func CreateTable(ctx context.Context, client TableAPI, table string, optFns ...f
 // counterTable describes the counter's table to package dynamo.
 func counterTable(name string) dynamo.Table {
 	return dynamo.Table{
-		Name: name, Key: KeyAttribute, TTL: TTLAttribute,
+		Name: name, Key: keyAttribute, TTL: ttlAttribute,
 		Pkg: "dynamocounter", Items: "counter items", Use: "the counter",
 		NotFound: ErrTableNotFound, Throttled: ErrThrottled,
 	}

@@ -15,8 +15,11 @@ import (
 	"github.com/sqsworker/sqsworker/retry/dynamocounter"
 )
 
-// fakeTables is a scripted TableAPI.
+// fakeTables is a scripted set of the table calls of API (UpdateItem is
+// not used).
 type fakeTables struct {
+	dynamocounter.API
+
 	createErr error
 	status    types.TableStatus
 	keys      []types.KeySchemaElement

@@ -31,9 +31,9 @@ func retryDelay(n int) time.Duration {
 	if n > shaped {
 		return 20 * time.Second
 	}
-	p := retry.DeliveryPolicy{Jitter: retry.NoJitter, HealthyRetryPolicy: retry.HealthyRetryPolicy{
+	p := retry.DeliveryPolicy{Jitter: "none", HealthyRetryPolicy: retry.HealthyRetryPolicy{
 		MinDelayTarget: 1, MaxDelayTarget: 20, NumRetries: shaped,
-		NumNoDelayRetries: 3, NumMinDelayRetries: 2, BackoffFunction: retry.Exponential,
+		NumNoDelayRetries: 3, NumMinDelayRetries: 2, BackoffFunction: "exponential",
 	}}
 	d, _ := p.Delay(n)
 	return d

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
@@ -30,7 +31,8 @@ func Example() {
 	}
 	topic, _ := topics.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String("rental-orders")})
 	q, _ := queues.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("billing")})
-	queueARN := queues.QueueARN(*q.QueueUrl)
+	attrs, _ := queues.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{"QueueArn"}})
+	queueARN := attrs.Attributes["QueueArn"]
 	_, err = topics.Subscribe(ctx, &sns.SubscribeInput{TopicArn: topic.TopicArn, Protocol: aws.String("sqs"), Endpoint: aws.String(queueARN),
 		Attributes: map[string]string{"RawMessageDelivery": "true", "FilterPolicy": `{"order-status":["confirmed"]}`}})
 	if err != nil {

@@ -32,9 +32,9 @@ import (
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
-// API is every SNS call the Fake implements, with the SDK's signatures.
+// api is every SNS call the Fake implements, with the SDK's signatures.
 // Both *sns.Client and *Fake satisfy it.
-type API interface {
+type api interface {
 	CreateTopic(ctx context.Context, params *sns.CreateTopicInput, optFns ...func(*sns.Options)) (*sns.CreateTopicOutput, error)
 	DeleteTopic(ctx context.Context, params *sns.DeleteTopicInput, optFns ...func(*sns.Options)) (*sns.DeleteTopicOutput, error)
 	GetTopicAttributes(ctx context.Context, params *sns.GetTopicAttributesInput, optFns ...func(*sns.Options)) (*sns.GetTopicAttributesOutput, error)
@@ -50,8 +50,8 @@ type API interface {
 }
 
 var (
-	_ API = (*sns.Client)(nil)
-	_ API = (*Fake)(nil)
+	_ api = (*sns.Client)(nil)
+	_ api = (*Fake)(nil)
 )
 
 // Queues is what the Fake delivers through: the SQS calls SNS's delivery
@@ -183,8 +183,8 @@ func (f *Fake) Stats() Stats {
 	return f.stats
 }
 
-// TopicARN returns the ARN a topic called name has in the Fake.
-func (f *Fake) TopicARN(name string) string {
+// topicARN returns the ARN a topic called name has in the Fake.
+func (f *Fake) topicARN(name string) string {
 	return fmt.Sprintf("arn:aws:sns:%s:%s:%s", f.opts.Region, f.opts.AccountID, name)
 }
 
@@ -242,7 +242,7 @@ func (f *Fake) CreateTopic(ctx context.Context, params *sns.CreateTopicInput, op
 	case fifo != hasSuffix:
 		return nil, invalid(op, "Topic Name: a FIFO topic's name ends in .fifo and it has the attribute FifoTopic=true; a standard topic has neither")
 	}
-	arn := f.TopicARN(name)
+	arn := f.topicARN(name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if t, ok := f.topics[arn]; ok {
@@ -615,7 +615,8 @@ func (f *Fake) SetSubscriptionAttributes(ctx context.Context, params *sns.SetSub
 // message, or is lost without one, as SNS discards it.
 //
 // A delivery that fails with a server error or throttling (sqstest's
-// InjectFault with ServerError or Throttled, a timeout) is retried on SNS's
+// InjectFault with Fault.Code "InternalError" or "RequestThrottled", a
+// timeout) is retried on SNS's
 // delivery policy for SQS endpoints, which cannot be changed: 3 retries at
 // once (before Publish returns), 2 after 1 s, 10 from 1 s to 20 s
 // (exponential), then 100,000 every 20 s — 100,015 retries over 23 days —

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 
 	"github.com/sqsworker/sqsworker/internal/queuepolicy"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -94,7 +95,7 @@ func TestTransientDeliveryErrorsAreRetried(t *testing.T) {
 		topics := snstest.For(t, queues)
 		dlq, redrive := withDLQ(t, queues)
 		topic, queue, _ := subscribed(t, queues, topics, redrive)
-		queues.InjectFault(sqstest.Fault{API: "SendMessage", Err: sqstest.Throttled(), Times: 5})
+		queues.InjectFault(sqstest.Fault{API: "SendMessage", Code: "RequestThrottled", Times: 5})
 		publish(t, topics, topic, "order 1")
 		if st := topics.Stats(); st.Waiting != 1 || st.Retried != 3 || st.Delivered != 0 || st.DeadLettered != 0 {
 			t.Fatalf("after 4 failed attempts: %+v; want 3 immediate retries made and the delivery waiting", st)
@@ -126,7 +127,7 @@ type failingQueue struct {
 
 func (q failingQueue) SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
 	if aws.ToString(in.QueueUrl) == q.url {
-		return nil, sqstest.ServerError()
+		return nil, &smithy.GenericAPIError{Code: "InternalError", Message: "We encountered an internal error.", Fault: smithy.FaultServer}
 	}
 	return q.Fake.SendMessage(ctx, in, optFns...)
 }

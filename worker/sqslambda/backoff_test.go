@@ -60,7 +60,7 @@ func TestFailedRecordComesBackAfterThePolicyDelay(t *testing.T) {
 		if got, want := bodiesOf(ev, failedIDs(resp)), []string{"flaky-1", "later-1"}; !slices.Equal(got, want) {
 			t.Fatalf("failures %v, want %v", got, want)
 		}
-		if n := f.RequestCount("ChangeMessageVisibilityBatch"); n != 1 {
+		if n := f.Requests()["ChangeMessageVisibilityBatch"]; n != 1 {
 			t.Errorf("%d ChangeMessageVisibilityBatch calls, want 1 for both records", n)
 		}
 		if d := time.Until(messageByBody(t, f, src, "flaky-1").VisibleAt); d != 2*time.Second {
@@ -69,7 +69,7 @@ func TestFailedRecordComesBackAfterThePolicyDelay(t *testing.T) {
 		if d := time.Until(messageByBody(t, f, src, "later-1").VisibleAt); d != 7*time.Second {
 			t.Errorf("later-1 visible again in %v, want exactly retry.After's 7s", d)
 		}
-		if v, inflight, _ := f.Count(src); v != 0 || inflight != 4 {
+		if v, inflight := len(f.Messages(src, "visible")), len(f.Messages(src, "inflight")); v != 0 || inflight != 4 {
 			t.Fatalf("queue: %d visible, %d in flight; want all 4 in flight (Lambda deletes the successes)", v, inflight)
 		}
 
@@ -123,13 +123,13 @@ func TestPermanentGoesToTheDLQAndIsNotReported(t *testing.T) {
 			t.Errorf("the message's own attribute was not kept: %v", dead[0].Attributes)
 		}
 		// A second dead-lettering reuses the discovered DLQ.
-		calls := f.RequestCount("GetQueueAttributes")
+		calls := f.Requests()["GetQueueAttributes"]
 		f.MustSend(t, src, "poison-2")
 		f.Advance(time.Minute) // ok-1 back in view too, nobody deleted it
 		if _, err := h.Handle(t.Context(), receiveEvent(t, f, src, 10)); err != nil {
 			t.Fatal(err)
 		}
-		if n := f.RequestCount("GetQueueAttributes"); n != calls {
+		if n := f.Requests()["GetQueueAttributes"]; n != calls {
 			t.Errorf("GetQueueAttributes called %d more times; the DLQ must be discovered once per queue", n-calls)
 		}
 		if n := len(f.Messages(dlqURL)); n != 2 {
@@ -175,7 +175,7 @@ func TestFailedMoveIsReportedAndKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, src, dlqURL := newFakeQueue(t, "orders")
 		f.MustSend(t, src, "poison-1")
-		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError()})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "InternalError"})
 		h := mustNew(t, jobs, func(o *sqslambda.Options) { o.Logger = quiet; o.Client = f })
 		ev := receiveEvent(t, f, src, 10)
 		resp, err := h.Handle(t.Context(), ev)
@@ -223,7 +223,7 @@ func TestVisibilityChangesGoInBatchesOfTen(t *testing.T) {
 			o.RetryPolicy = fixedPolicy(3, 4*time.Second)
 			o.Concurrency = 10
 		})
-		f.ResetRequests()
+		before := f.Requests()
 		resp, err := h.Handle(t.Context(), ev)
 		if err != nil {
 			t.Fatal(err)
@@ -231,7 +231,7 @@ func TestVisibilityChangesGoInBatchesOfTen(t *testing.T) {
 		if len(resp.BatchItemFailures) != 25 {
 			t.Fatalf("%d failures, want 25", len(resp.BatchItemFailures))
 		}
-		if n := f.RequestCount("ChangeMessageVisibilityBatch"); n != 3 {
+		if n := f.Requests()["ChangeMessageVisibilityBatch"] - before["ChangeMessageVisibilityBatch"]; n != 3 {
 			t.Errorf("%d ChangeMessageVisibilityBatch calls for 25 records, want 3", n)
 		}
 		for _, m := range f.Messages(src) {
@@ -257,7 +257,7 @@ func TestQueueURLResolvedOnceWithGetQueueUrl(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n := f.RequestCount("GetQueueUrl"); n != 1 {
+		if n := f.Requests()["GetQueueUrl"]; n != 1 {
 			t.Errorf("GetQueueUrl called %d times over two invocations, want 1", n)
 		}
 		if len(urls) != 2 || urls[0] != src || urls[1] != src {

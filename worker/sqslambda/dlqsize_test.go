@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -56,7 +56,7 @@ func TestLambdaDeadLetterCopyTooLargeForTheDLQ(t *testing.T) {
 		t.Errorf("failures %v; want the record reported as failed (kept in the queue)", resp.BatchItemFailures)
 	}
 	l := logs.String()
-	if !strings.Contains(l, dlq.CodeDLQMaxMessageSizeSmaller) {
+	if !strings.Contains(l, deadletter.CodeDLQMaxMessageSizeSmaller) {
 		t.Errorf("no warning about the smaller dead-letter queue in %q", l)
 	}
 	if !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "report template missing") {

@@ -34,7 +34,7 @@
 // FirstReceivedAt and GroupID parsed from them, ReceivedAt set to the
 // invocation's start, QueueURL resolved from the eventSourceARN (see
 // Options.Client), and Raw the SDK message ReceiveMessage would have
-// returned, which dlq.Mover can move.
+// returned, from which the dead-letter copy is built.
 //
 // # Outcomes
 //
@@ -87,12 +87,12 @@
 // A batch from a FIFO queue (an eventSourceARN ending in ".fifo") keeps
 // every message group in order: the records of a group run one after
 // another, in batch order, and a record runs only after the previous record
-// of its group succeeded. After a failure, by default (StopOnFailure), no
-// further record starts and every record not run is reported as failed,
-// which is what AWS documents for FIFO partial batch responses: stop at the
-// first failure and return the failed message and all after it. With
-// Options.FIFO = SkipGroupOnFailure only the rest of the failed record's
-// group is reported without running; the other groups carry on. Records
+// of its group succeeded. After a failure, by default, no further record
+// starts and every record not run is reported as failed, which is what AWS
+// documents for FIFO partial batch responses: stop at the first failure and
+// return the failed message and all after it. With
+// Options.SkipGroupOnFailure only the rest of the failed record's group is
+// reported without running; the other groups carry on. Records
 // reported without running are released (visibility 0); SQS's group lock
 // holds them back until the failed record of their group is settled.
 //

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
@@ -54,7 +55,7 @@ func TestFIFOStopsAtTheFirstFailure(t *testing.T) {
 
 func TestFIFOSkipGroupOnFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ran, failed := fifoRun(t, func(o *sqslambda.Options) { o.FIFO = sqslambda.SkipGroupOnFailure })
+		ran, failed := fifoRun(t, func(o *sqslambda.Options) { o.SkipGroupOnFailure = true })
 		if want := []string{"A1", "B1", "A2", "B2"}; !slices.Equal(ran, want) {
 			t.Errorf("ran %v, want %v", ran, want)
 		}
@@ -68,7 +69,7 @@ func TestFIFOGroupsRunInParallelInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
 		ran, failed := fifoRun(t, func(o *sqslambda.Options) {
-			o.FIFO = sqslambda.SkipGroupOnFailure
+			o.SkipGroupOnFailure = true
 			o.Concurrency = 4
 		})
 		// A1 ∥ B1, then A2 ∥ B2; A3 is skipped after A2 failed.
@@ -106,7 +107,7 @@ func TestFIFOBackoffKeepsGroupOrder(t *testing.T) {
 		f := sqstest.For(t)
 		src, _ := f.MustCreateQueueWithDLQ(t, "payments.fifo", 10, map[string]string{"VisibilityTimeout": "30"})
 		for _, b := range []struct{ g, body string }{{"A", "A1"}, {"A", "A2"}, {"A", "A3"}, {"B", "B1"}} {
-			f.MustSend(t, src, b.body, sqstest.SendGroup(b.g, b.body))
+			f.MustSend(t, src, b.body, sqsfake.Group(b.g, b.body))
 		}
 		ev := receiveEvent(t, f, src, 10)
 		if len(ev.Records) != 4 {
@@ -129,11 +130,11 @@ func TestFIFOBackoffKeepsGroupOrder(t *testing.T) {
 		if got, want := bodiesOf(ev, failedIDs(resp)), []string{"A2", "A3", "B1"}; !slices.Equal(got, want) {
 			t.Fatalf("failures %v, want %v", got, want)
 		}
-		if m := messageByBody(t, f, src, "A2"); m.State != sqstest.InFlight || time.Until(m.VisibleAt) != 10*time.Second {
+		if m := messageByBody(t, f, src, "A2"); m.State != "inflight" || time.Until(m.VisibleAt) != 10*time.Second {
 			t.Errorf("A2 = %s, visible in %v; want in flight for the 10s retry delay", m.State, time.Until(m.VisibleAt))
 		}
 		for _, b := range []string{"A3", "B1"} {
-			if m := messageByBody(t, f, src, b); m.State != sqstest.Visible {
+			if m := messageByBody(t, f, src, b); m.State != "visible" {
 				t.Errorf("%s = %s; a record that did not run is released at once", b, m.State)
 			}
 		}

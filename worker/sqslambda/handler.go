@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/worker"
 )
@@ -230,10 +230,10 @@ func (b *batch) run() {
 				if !r.ok {
 					b.failedAny = true
 				}
-				if b.fifo && (r.ok || b.h.opts.FIFO != StopOnFailure) {
+				if b.fifo && (r.ok || b.h.opts.SkipGroupOnFailure) {
 					// The next record of its group runs only after this one
 					// succeeded; otherwise the rest of the group is not run.
-					// (StopOnFailure: take stops the whole batch.)
+					// (By default take stops the whole batch.)
 					next, ok, rest := b.groups.Settled(r.Msg.GroupID, r, r.ok)
 					if ok {
 						next.waits = false
@@ -266,7 +266,7 @@ func (b *batch) take() *rec {
 		case !b.cutoff.IsZero() && !time.Now().Before(b.cutoff):
 			b.skipRestLocked("not started: the invocation deadline is near")
 			return nil
-		case b.fifo && b.failedAny && b.h.opts.FIFO == StopOnFailure:
+		case b.fifo && b.failedAny && !b.h.opts.SkipGroupOnFailure:
 			b.skipRestLocked("not started: an earlier record of this FIFO batch failed")
 			return nil
 		}
@@ -377,7 +377,7 @@ func (r *rec) Resend(j *settle.Job) {
 var errNoClient = errors.New("without Options.Client SQS's own redrive moves it after maxReceiveCount receives, without provenance")
 
 // DLQ returns the record's dead-letter Copier (settle.Port).
-func (r *rec) DLQ() (*dlq.Copier, error) {
+func (r *rec) DLQ() (*deadletter.Copier, error) {
 	if r.b.h.opts.Client == nil {
 		return nil, errNoClient
 	}

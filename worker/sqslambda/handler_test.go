@@ -255,7 +255,7 @@ func TestAttemptCounterFeedsThePolicy(t *testing.T) {
 		return errors.New("fails")
 	}), func(o *sqslambda.Options) {
 		o.Logger = quiet
-		o.AttemptCounter = retry.AttemptCounterFunc(func(ctx context.Context, id string, receives int) (int, error) {
+		o.AttemptCounter = attemptFunc(func(ctx context.Context, id string, receives int) (int, error) {
 			counted.Add(1)
 			return 7, nil
 		})
@@ -315,7 +315,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"negative call timeout": func(o *sqslambda.Options) { o.CallTimeout = -time.Second },
 		"negative concurrency":  func(o *sqslambda.Options) { o.Concurrency = -1 },
 		"negative margin":       func(o *sqslambda.Options) { o.DeadlineMargin = -time.Second },
-		"unknown FIFO mode":     func(o *sqslambda.Options) { o.FIFO = 7 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			if l, err := sqslambda.New(h, fn); err == nil || l != nil {
@@ -324,3 +323,13 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// attemptFunc is an attempt counter that numbers attempts with a function
+// and takes none back.
+type attemptFunc func(ctx context.Context, messageID string, receiveCount int) (int, error)
+
+func (f attemptFunc) Attempt(ctx context.Context, messageID string, receiveCount int) (int, error) {
+	return f(ctx, messageID, receiveCount)
+}
+
+func (attemptFunc) Uncount(context.Context, string) error { return nil }

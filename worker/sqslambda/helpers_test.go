@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -79,7 +80,7 @@ func receiveEvent(t *testing.T, f *sqstest.Fake, url string, n int32) events.SQS
 	if err != nil {
 		t.Fatalf("receive: %v", err)
 	}
-	ev, err := sqslambda.NewEvent(f.QueueARN(url), out.Messages...)
+	ev, err := sqslambda.NewEvent(sqsfake.ARN(url), out.Messages...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/harness/testenv"
+	"github.com/sqsworker/sqsworker/internal/queueurl"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
@@ -152,7 +153,7 @@ func TestEmulatorWorkerAndLambdaAgree(t *testing.T) {
 	wq, lq := setup("lamw"), setup("laml")
 	ws := &scenario{queueURL: wq.SourceURL, attempts: map[string][]time.Time{}, done: map[string]bool{}}
 	ls := &scenario{queueURL: lq.SourceURL, attempts: map[string][]time.Time{}, done: map[string]bool{}}
-	if arn, _ := queueref.ParseARN(lq.SourceARN); arn.URL() == lq.SourceURL {
+	if arn, _ := queueref.ParseARN(lq.SourceARN); queueurl.FromARN(arn) == lq.SourceURL {
 		t.Logf("note: the emulator's queue URL equals the public form; GetQueueUrl resolution is not exercised")
 	}
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/harness/sdkretry"
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
 	"github.com/sqsworker/sqsworker/worker/sqslambda"
@@ -224,7 +225,7 @@ func TestRunLocalEventIsLambdas(t *testing.T) {
 		}
 		r := got.Records[0]
 		sum := md5.Sum([]byte(r.Body))
-		if r.EventSource != "aws:sqs" || r.EventSourceARN != f.QueueARN(src) || r.AWSRegion != "us-east-1" || r.Md5OfBody != hex.EncodeToString(sum[:]) {
+		if r.EventSource != "aws:sqs" || r.EventSourceARN != sqsfake.ARN(src) || r.AWSRegion != "us-east-1" || r.Md5OfBody != hex.EncodeToString(sum[:]) {
 			t.Errorf("record = %+v", r)
 		}
 		for _, a := range []string{"ApproximateReceiveCount", "SentTimestamp", "SenderId", "ApproximateFirstReceiveTimestamp"} {
@@ -315,13 +316,13 @@ func TestRunLocalReleasesGatheredRecordsOnStop(t *testing.T) {
 			o.MaximumBatchingWindow = time.Minute
 		})
 		time.Sleep(time.Second)
-		if _, inflight, _ := f.Count(src); inflight != 3 {
+		if inflight := len(f.Messages(src, "inflight")); inflight != 3 {
 			t.Fatalf("%d in flight while gathering, want 3", inflight)
 		}
 		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
-		if v, _, _ := f.Count(src); v != 3 || invoked {
+		if v := len(f.Messages(src, "visible")); v != 3 || invoked {
 			t.Errorf("after stopping: %d visible, invoked=%v; gathered records must be released, not invoked", v, invoked)
 		}
 	})
@@ -400,8 +401,8 @@ func TestRunLocalDeletesOnceLikeTheMapping(t *testing.T) {
 		name  string
 		fault sqstest.Fault
 	}{
-		{"call", sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.Throttled(), Times: 1}},
-		{"entry", sqstest.Fault{API: "DeleteMessageBatch", Err: sqstest.ServerError(), Entries: true, Times: 1}},
+		{"call", sqstest.Fault{API: "DeleteMessageBatch", Code: "RequestThrottled", Times: 1}},
+		{"entry", sqstest.Fault{API: "DeleteMessageBatch", Code: "InternalError", Entries: true, Times: 1}},
 		{"left out", sqstest.Fault{API: "DeleteMessageBatch", Omit: true, Entries: true, Times: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,35 +36,6 @@ type API interface {
 
 var _ API = (*sqs.Client)(nil)
 
-// FIFOMode says what happens to the rest of a batch from a FIFO queue once
-// a record fails.
-type FIFOMode int
-
-const (
-	// StopOnFailure is AWS's documented rule for partial batch responses
-	// from FIFO queues: stop at the first failure and report the failed
-	// record and every record that has not run as failed, whatever its
-	// message group. With Concurrency 1 (the default) records run in batch
-	// order, so that is "the failed record and all after it".
-	StopOnFailure FIFOMode = iota
-	// SkipGroupOnFailure reports as failed, without running them, only the
-	// later records of the failed record's message group; other groups
-	// carry on. Order still holds within every group, and one poison group
-	// does not hold back the others in the batch.
-	SkipGroupOnFailure
-)
-
-// String returns the mode's name.
-func (m FIFOMode) String() string {
-	switch m {
-	case StopOnFailure:
-		return "StopOnFailure"
-	case SkipGroupOnFailure:
-		return "SkipGroupOnFailure"
-	}
-	return fmt.Sprintf("FIFOMode(%d)", int(m))
-}
-
 // Options configures a Handler. Every field's zero value selects the
 // documented default; pass functions that set fields to New.
 type Options struct {
@@ -110,11 +81,19 @@ type Options struct {
 	// Without a context deadline there is no limit.
 	DeadlineMargin time.Duration
 
-	// FIFO is the rule for the rest of a FIFO batch after a failure. A
-	// batch is treated as FIFO when its eventSourceARN names a ".fifo"
-	// queue, or, without an ARN, when its records carry a MessageGroupId.
-	// Zero value: StopOnFailure, AWS's documented behaviour.
-	FIFO FIFOMode
+	// SkipGroupOnFailure is the rule for the rest of a FIFO batch after a
+	// failure. False is AWS's documented rule for partial batch responses
+	// from FIFO queues: stop at the first failure and report the failed
+	// record and every record that has not run as failed, whatever its
+	// message group (with Concurrency 1, records run in batch order, so
+	// that is "the failed record and all after it"). True reports as
+	// failed, without running them, only the later records of the failed
+	// record's message group; other groups carry on. Order still holds
+	// within every group, and one poison group does not hold back the
+	// others in the batch. A batch is treated as FIFO when its
+	// eventSourceARN names a ".fifo" queue, or, without an ARN, when its
+	// records carry a MessageGroupId. Zero value: false, AWS's rule.
+	SkipGroupOnFailure bool
 
 	// CallTimeout bounds each SQS call the Handler makes (within the
 	// invocation's deadline). Zero value: 10 s.
@@ -159,9 +138,6 @@ func (o *Options) setDefaults() error {
 	if o.DeadlineMargin < 0 {
 		return fmt.Errorf("sqslambda: Options.DeadlineMargin is %v; use a positive duration (or 0 for the default of 1s)", o.DeadlineMargin)
 	}
-	if o.FIFO != StopOnFailure && o.FIFO != SkipGroupOnFailure {
-		return fmt.Errorf("sqslambda: Options.FIFO is %v; use StopOnFailure or SkipGroupOnFailure", o.FIFO)
-	}
 	if o.Concurrency == 0 {
 		o.Concurrency = 1
 	}
@@ -178,7 +154,7 @@ func (o *Options) setDefaults() error {
 		o.RetryPolicy = retry.DefaultDeliveryPolicy()
 	}
 	if o.AttemptCounter == nil {
-		o.AttemptCounter = retry.ReceiveCount{}
+		o.AttemptCounter = retry.ReceiveCount()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

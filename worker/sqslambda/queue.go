@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/deadletter"
+	"github.com/sqsworker/sqsworker/internal/queueurl"
 	"github.com/sqsworker/sqsworker/internal/settle"
 	"github.com/sqsworker/sqsworker/queueref"
 )
@@ -25,9 +27,9 @@ type queueState struct {
 	fifo bool
 
 	mu       sync.Mutex
-	resolved bool          // url came from GetQueueUrl, or needs no call
-	copier   *dlq.Copier   // the dead-letter queue, once discovered
-	settings *settle.Queue // retention and maxReceiveCount, once read
+	resolved bool               // url came from GetQueueUrl, or needs no call
+	copier   *deadletter.Copier // the dead-letter queue, once discovered
+	settings *settle.Queue      // retention and maxReceiveCount, once read
 }
 
 // invocationQueue is one queue's share of one invocation: the lookups made
@@ -38,7 +40,7 @@ type invocationQueue struct {
 
 	mu        sync.Mutex // records run concurrently
 	triedDLQ  bool
-	copier    *dlq.Copier
+	copier    *deadletter.Copier
 	copierErr error
 	changes   *settle.Batcher
 	sends     *settle.Batcher
@@ -70,7 +72,7 @@ func (h *Handler) queue(ctx context.Context, arn string) *queueState {
 	if !ok {
 		q = &queueState{arn: arn}
 		if a, err := queueref.ParseARN(arn); err == nil {
-			q.url, q.fifo = a.URL(), a.FIFO()
+			q.url, q.fifo = queueurl.FromARN(a), queueref.FIFO(a.Name)
 			q.resolved = h.opts.Client == nil
 		} else {
 			q.resolved = true
@@ -104,7 +106,7 @@ func (h *Handler) queue(ctx context.Context, arn string) *queueState {
 // queue from the RedrivePolicy at most once per invocation. A discovery
 // that fails is not kept, so a fixed queue is picked up by the next
 // invocation.
-func (iq *invocationQueue) dlq(ctx context.Context, h *Handler) (*dlq.Copier, error) {
+func (iq *invocationQueue) dlq(ctx context.Context, h *Handler) (*deadletter.Copier, error) {
 	iq.mu.Lock()
 	defer iq.mu.Unlock()
 	if iq.triedDLQ {
@@ -124,7 +126,7 @@ func (iq *invocationQueue) dlq(ctx context.Context, h *Handler) (*dlq.Copier, er
 	}
 	cctx, cancel := context.WithTimeout(ctx, h.opts.CallTimeout)
 	defer cancel()
-	c, err := settle.DiscoverDLQ(cctx, h.opts.Client, q.url, h.opts.RetryPolicy, h.opts.Logger, func(o *dlq.MoverOptions) {
+	c, err := settle.DiscoverDLQ(cctx, h.opts.Client, q.url, h.opts.RetryPolicy, h.opts.Logger, func(o *deadletter.Options) {
 		o.Offloader, o.OffloadTimeout = h.opts.DeadLetterOffloader, h.opts.CallTimeout
 	})
 	if err != nil {
@@ -206,7 +208,7 @@ func (iq *invocationQueue) changer(h *Handler) *settle.Batcher {
 }
 
 // sender is the invocation's Batcher of dead-letter copies (c's queue).
-func (iq *invocationQueue) sender(h *Handler, c *dlq.Copier) *settle.Batcher {
+func (iq *invocationQueue) sender(h *Handler, c *deadletter.Copier) *settle.Batcher {
 	return iq.batcher(&iq.sends, func() (*settle.Batcher, error) {
 		return settle.NewSender(h.opts.Client, c.Target().DLQURL, h.batcherOptions())
 	})

@@ -17,7 +17,7 @@ var errNoMessageID = errors.New("sqslambda: a failed record has no messageId, so
 // ReceiveMessage would have returned for it: ID, receipt handle, body, MD5s,
 // system attributes, and message attributes with their data types (String,
 // Number, Binary and custom types such as "Number.float"). It is what
-// worker.Message.Raw holds, so dlq.Mover can move the message.
+// worker.Message.Raw holds, so a dead-letter copy keeps all of it.
 func RawMessage(r events.SQSMessage) types.Message {
 	m := types.Message{
 		MessageId:     aws.String(r.MessageId),

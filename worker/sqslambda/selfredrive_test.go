@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/worker"
@@ -25,7 +26,7 @@ import (
 func TestPermanentFailureOnASelfRedrivingQueueIsNotMovedIntoItself(t *testing.T) {
 	f := sqstest.For(t)
 	url := f.MustCreateQueue(t, "q2", nil)
-	policy := `{"deadLetterTargetArn":"` + f.QueueARN(url) + `","maxReceiveCount":3}`
+	policy := `{"deadLetterTargetArn":"` + sqsfake.ARN(url) + `","maxReceiveCount":3}`
 	if _, err := f.SetQueueAttributes(t.Context(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url), Attributes: map[string]string{"RedrivePolicy": policy}}); err != nil {
 		t.Fatal(err)
 	}

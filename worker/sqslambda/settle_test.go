@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/sqsworker/sqsworker/harness/sqsfake"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -36,7 +37,7 @@ func TestFailingQueueLookupOncePerInvocation(t *testing.T) {
 			msgs[i] = types.Message{MessageId: aws.String(fmt.Sprint(i)), ReceiptHandle: aws.String(fmt.Sprint("h", i)), Body: aws.String(fmt.Sprint(i)),
 				Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
 		}
-		ev, err := sqslambda.NewEvent(f.QueueARN(src), msgs...)
+		ev, err := sqslambda.NewEvent(sqsfake.ARN(src), msgs...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,13 +53,13 @@ func TestFailingQueueLookupOncePerInvocation(t *testing.T) {
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("Handle = %v, %v; want every record done", resp, err)
 		}
-		if ran.Load() != 2000 || f.RequestCount("GetQueueUrl") != 1 || time.Since(start) > time.Second {
-			t.Fatalf("%d records ran, %d GetQueueUrl calls, %v; want 2000, 1, well within the deadline", ran.Load(), f.RequestCount("GetQueueUrl"), time.Since(start))
+		if ran.Load() != 2000 || f.Requests()["GetQueueUrl"] != 1 || time.Since(start) > time.Second {
+			t.Fatalf("%d records ran, %d GetQueueUrl calls, %v; want 2000, 1, well within the deadline", ran.Load(), f.Requests()["GetQueueUrl"], time.Since(start))
 		}
 		if _, err := h.Handle(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
-		if n := f.RequestCount("GetQueueUrl"); n != 2 {
+		if n := f.Requests()["GetQueueUrl"]; n != 2 {
 			t.Fatalf("%d GetQueueUrl calls after a second invocation, want 2 (one per invocation while it fails)", n)
 		}
 	})
@@ -87,9 +88,9 @@ func TestWorkerAndLambdaSameFaultsSameResult(t *testing.T) {
 	// are Lambda's own in the adapter — RunLocal's here — so they are left
 	// alone; the worker's delete retries are tested in package worker.)
 	faults := func(f *sqstest.Fake) {
-		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Err: sqstest.Throttled(), Times: 1})
-		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.ServerError(), Times: 1})
-		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Err: sqstest.Throttled(), Entries: true, Times: 1})
+		f.InjectFault(sqstest.Fault{API: "ChangeMessageVisibilityBatch", Code: "RequestThrottled", Times: 1})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "InternalError", Times: 1})
+		f.InjectFault(sqstest.Fault{API: "SendMessageBatch", Code: "RequestThrottled", Entries: true, Times: 1})
 	}
 	type result struct {
 		dlq      []string
@@ -238,7 +239,7 @@ func TestThirtyDayDelayInLambda(t *testing.T) {
 				// Each hide holds the job for up to 12 hours: about 60 over
 				// 30 days. A hide SQS refuses (beyond 12 hours from the
 				// receive) brings the job back every visibility timeout.
-				if n := f.RequestCount("ChangeMessageVisibilityBatch"); n == 0 || n > 70 {
+				if n := f.Requests()["ChangeMessageVisibilityBatch"]; n == 0 || n > 70 {
 					t.Fatalf("%d visibility changes over 30 days; want about 60 (one hide per 12 hours)", n)
 				}
 			})

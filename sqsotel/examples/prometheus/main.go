@@ -53,7 +53,7 @@ func main() {
 // client is what the example asks of SQS.
 type client interface {
 	worker.API
-	dlq.SetupAPI
+	dlq.API
 	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	DeleteQueue(ctx context.Context, params *sqs.DeleteQueueInput, optFns ...func(*sqs.Options)) (*sqs.DeleteQueueOutput, error)
 }
@@ -121,8 +121,8 @@ func run(ctx context.Context, out io.Writer, c client, addr string, hold time.Du
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
-	mux.Handle("GET /livez", w.HealthHandler(worker.Liveness))
-	mux.Handle("GET /readyz", w.HealthHandler(worker.Readiness))
+	mux.Handle("GET /livez", w.LivenessHandler())
+	mux.Handle("GET /readyz", w.ReadinessHandler())
 	mux.Handle("GET /debug/sqsworker/stats", w.StatsHandler())
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

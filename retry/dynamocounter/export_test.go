@@ -1,0 +1,9 @@
+package dynamocounter
+
+// The attribute names and the default TTL, for the tests.
+const (
+	KeyAttribute   = keyAttribute
+	CountAttribute = countAttribute
+	TTLAttribute   = ttlAttribute
+	DefaultTTL     = defaultTTL
+)

@@ -1,0 +1,10 @@
+package retry
+
+// The limits of a delivery policy, for the tests.
+const (
+	SNSMaxDelayTarget = snsMaxDelayTarget
+	SQSMaxDelayTarget = sqsMaxDelayTarget
+	SNSMaxRetries     = snsMaxRetries
+	SQSMaxRetries     = sqsMaxRetries
+	SNSMaxTotal       = snsMaxTotal
+)
