@@ -86,7 +86,10 @@
 // parses them into Message.Provenance and leaves them out of
 // Message.Attributes, and a [Filter] matches them by name in either form.
 // The manual [Redrive] removes them, so the source gets the original
-// message back (unless RedriveOptions.KeepProvenance).
+// message back (unless RedriveOptions.KeepProvenance). It also removes,
+// always, the attributes a snoozed job's relayed copy carries
+// ("sqsworker.attempts", "sqsworker.origin"; see package worker): a
+// redriven job starts afresh, with a whole retry budget.
 //
 // # A dead-letter queue smaller than its source
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/deadletter"
+	sched "github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -198,10 +199,11 @@ type RedriveOptions struct {
 	//     endpoint that offers move tasks for the queue), else the manual
 	//     move;
 	//   - "move-task" uses SQS's StartMessageMoveTask only: SQS moves the
-	//     messages server-side, as they are (provenance attributes stay on
-	//     them);
+	//     messages server-side, as they are (provenance and relay
+	//     attributes stay on them);
 	//   - "manual" receives, sends and deletes the messages itself,
-	//     rate-limited, filtered, and with provenance removed.
+	//     rate-limited, filtered, with provenance removed, and as fresh
+	//     jobs (see KeepProvenance).
 	//
 	// Zero value: "auto".
 	Method string
@@ -220,7 +222,12 @@ type RedriveOptions struct {
 	Rate float64
 	// KeepProvenance keeps the provenance attributes on the moved messages.
 	// Zero value: the manual move removes them, so the destination gets the
-	// original message. (A move task cannot remove them.)
+	// original message. (A move task cannot remove them.) Either way the
+	// manual move removes the attributes the runtime adds to a snoozed job's
+	// fresh copy ("sqsworker.attempts", "sqsworker.origin"): a redriven
+	// job gets a whole retry budget again, under its new message ID. A move
+	// task keeps them, so a job relayed before it failed counts on from the
+	// attempts it had spent.
 	KeepProvenance bool
 	// Hold is how long the manual move keeps received messages hidden while
 	// it works; the ones it does not move are released at the end. It is
@@ -401,7 +408,8 @@ type redriver struct {
 }
 
 // contentKey identifies a message's content: body, group and own
-// attributes (provenance left out).
+// attributes (provenance and relay attributes left out, as a redrive sends
+// it).
 type contentKey [sha256.Size]byte
 
 func keyOf(m Message) contentKey {
@@ -412,7 +420,7 @@ func keyOf(m Message) contentKey {
 	}
 	write(m.Body)
 	write(m.GroupID)
-	attrs := deadletter.StripProvenance(m.raw.MessageAttributes)
+	attrs := deadletter.StripProvenance(sched.StripRelay(m.raw.MessageAttributes))
 	names := make([]string, 0, len(attrs))
 	for k := range attrs {
 		names = append(names, k)
@@ -445,18 +453,21 @@ func (r *redriver) sentCopy(m Message, id string) {
 
 // cameBack reports whether m, received from the dead-letter queue, is a
 // copy this redrive sent that failed again and was dead-lettered anew. It
-// tells exactly, by message ID: SQS's own redrive keeps the message ID, and
-// the library's dead-letter copy names the ID the message had in its
-// queue (deadletter.AttrMessageID). Only a copy that had no attribute left for that
-// ID (the message has SQS's ten) is told by its content instead: it came
-// back if this redrive sent a message with the same body, group and
-// attributes whose return it has not seen yet.
+// tells exactly, by message ID: SQS's own redrive keeps the message ID, the
+// library's dead-letter copy names the ID the message had in its queue
+// (deadletter.AttrMessageID), and a copy the runtime relayed (a snooze)
+// names its job's first message ID (sched.OriginAttribute) — the ID
+// this redrive's send gave it, since the redrive strips the relay
+// attributes. Only a copy that had no attribute left for its ID (the
+// message has SQS's ten) is told by its content instead: it came back if
+// this redrive sent a message with the same body, group and attributes
+// whose return it has not seen yet.
 func (r *redriver) cameBack(m Message) bool {
 	if len(r.sent) == 0 {
 		return false
 	}
 	src := deadletter.SourceMessageID(m.raw.MessageAttributes)
-	for _, id := range []string{m.ID, src} {
+	for _, id := range []string{m.ID, src, sched.Origin(m.raw.MessageAttributes)} {
 		if k, ok := r.sent[id]; ok && id != "" {
 			if !r.back[id] {
 				r.back[id] = true
@@ -847,7 +858,10 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 // entry builds the SendMessageBatch entry that moves m to the destination.
 func (r *redriver) entry(m Message, destFIFO bool) (types.SendMessageBatchRequestEntry, error) {
 	e := types.SendMessageBatchRequestEntry{MessageBody: aws.String(m.Body)}
-	attrs := m.raw.MessageAttributes
+	// A redriven job starts afresh: the attempts it spent and the first
+	// message ID of a job the runtime relayed (a snooze) go, so it has a
+	// whole retry budget again, under the ID this send gives it.
+	attrs := sched.StripRelay(m.raw.MessageAttributes)
 	if !r.opts.KeepProvenance {
 		attrs = deadletter.StripProvenance(attrs)
 	}

@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/deadletter"
+	sched "github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -22,8 +24,10 @@ type failAgain struct {
 	t    *testing.T
 	f    *sqstest.Fake
 	tgt  Target
-	how  string // "move": the library's copy (a new ID); "sqs": SQS's own redrive (the same ID)
+	how  string // "move": the library's copy (a new ID); "sqs": SQS's own redrive (the same ID); "relay": snoozed first (see run)
 	runs map[string]int
+	// relayed holds the IDs of the fresh copies "relay" sent.
+	relayed map[string]bool
 }
 
 // run takes what the redrive has moved so far and fails it.
@@ -41,6 +45,14 @@ func (w *failAgain) run() {
 			return
 		}
 		for _, m := range out.Messages {
+			if w.how == "relay" && !w.relayed[aws.ToString(m.MessageId)] {
+				// The job snoozes first: the runtime relays it as a fresh
+				// copy carrying its first message ID and the attempts it
+				// spent, and deletes it. The copy then fails as under
+				// "sqs": SQS moves it, keeping the copy's own ID.
+				w.relay(m)
+				continue
+			}
 			w.runs[aws.ToString(m.Body)]++
 			if w.how == "move" {
 				if err := mustMover(w.t, w.f, w.tgt).Move(ctx, m, Provenance{Error: "still broken", Handler: "h"}); err != nil {
@@ -50,12 +62,38 @@ func (w *failAgain) run() {
 			// "sqs": released at once (visibility 0); the next receive finds
 			// it past maxReceiveCount (1), and the fake moves it to the
 			// dead-letter queue as SQS does, keeping its message ID.
-			if w.how == "sqs" {
+			if w.how == "sqs" || w.how == "relay" {
 				if _, err := w.f.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(w.tgt.SourceURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 					w.t.Fatalf("worker release: %v", err)
 				}
 			}
 		}
+	}
+}
+
+// relay does what the settlement engine does with a snoozed message on a
+// standard queue: a fresh copy with the job's first message ID (the one it
+// has, or this message's) and its spent attempts, then the delete.
+func (w *failAgain) relay(m types.Message) {
+	ctx := context.Background()
+	attrs := map[string]types.MessageAttributeValue{}
+	maps.Copy(attrs, m.MessageAttributes)
+	origin := sched.Origin(m.MessageAttributes)
+	if origin == "" {
+		origin = aws.ToString(m.MessageId)
+	}
+	attrs[sched.OriginAttribute] = sched.OriginValue(origin)
+	attrs[sched.AttemptsAttribute] = sched.AttemptsValue(sched.Attempts(m.MessageAttributes) + 1)
+	out, err := w.f.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(w.tgt.SourceURL), MessageBody: m.Body, MessageAttributes: attrs})
+	if err != nil {
+		w.t.Fatalf("worker relay: %v", err)
+	}
+	if w.relayed == nil {
+		w.relayed = map[string]bool{}
+	}
+	w.relayed[aws.ToString(out.MessageId)] = true
+	if _, err := w.f.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(w.tgt.SourceURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		w.t.Fatalf("worker relay delete: %v", err)
 	}
 }
 
@@ -67,8 +105,10 @@ func (w *failAgain) run() {
 // began; the ones that come back are counted and left there, whether they
 // come back with the same message ID (SQS's own redrive) or as the
 // library's dead-letter copy (a new ID that names the one it was sent with),
-// or — with no attribute left to name it (ten of the sender's) — by their
-// content.
+// or as a copy the runtime relayed (a snooze) before SQS moved it (a new ID;
+// its origin attribute names the one the redrive sent, since the redrive
+// strips the relay attributes the job had before), or — with no attribute
+// left to name it (ten of the sender's) — by their content.
 func TestRedriveLeavesWhatComesBack(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -79,12 +119,13 @@ func TestRedriveLeavesWhatComesBack(t *testing.T) {
 		{"library copy, separate provenance fills the attributes", "move", 4},
 		{"library copy, no attribute left", "move", 10},
 		{"SQS redrive", "sqs", 2},
+		{"relayed, then SQS redrive", "relay", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := sqstest.For(t)
 				maxReceive := 5
-				if tc.how == "sqs" {
+				if tc.how == "sqs" || tc.how == "relay" {
 					maxReceive = 1
 				}
 				src, _ := f.MustCreateQueueWithDLQ(t, "jobs", maxReceive, nil)
@@ -97,7 +138,14 @@ func TestRedriveLeavesWhatComesBack(t *testing.T) {
 				// without any).
 				bodies := []string{"job-a", "job-b", "job-b"}
 				for _, b := range bodies {
-					f.MustSend(t, tgt.SourceURL, b, withAttrs(userAttrs(tc.attrs)))
+					attrs := userAttrs(tc.attrs)
+					if tc.how == "relay" {
+						// Jobs the runtime had relayed before they
+						// failed: the redrive strips what they carry.
+						attrs[sched.OriginAttribute] = sched.OriginValue("first-" + b)
+						attrs[sched.AttemptsAttribute] = sched.AttemptsValue(4)
+					}
+					f.MustSend(t, tgt.SourceURL, b, withAttrs(attrs))
 				}
 				w := &failAgain{t: t, f: f, tgt: tgt, how: "move", runs: map[string]int{}}
 				w.run() // the first failure: into the dead-letter queue
@@ -209,6 +257,47 @@ func TestSourceMessageIDOnCopies(t *testing.T) {
 			if s := deadletter.StripProvenance(attrs); len(s) != n {
 				t.Errorf("StripProvenance left %d attributes, want the user's %d", len(s), n)
 			}
+		})
+	}
+}
+
+// A manual redrive sends a job back as a fresh one: the attributes the
+// runtime's snooze relay put on it (the attempts its job spent, its first
+// message ID) are removed, with or without its provenance, so the job has
+// a whole retry budget again under its new ID; the sender's own
+// attributes stay.
+func TestRedriveStripsRelayAttributes(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KeepProvenance=%v", keep), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f, tgt := fakePair(t, "orders")
+				attrs := userAttrs(2)
+				attrs[sched.OriginAttribute] = sched.OriginValue("first-id")
+				attrs[sched.AttemptsAttribute] = sched.AttemptsValue(4)
+				deadLetter(t, f, tgt, 3, attrs, failedWith("boom"))
+				res, err := Redrive(context.Background(), f, tgt, RedriveOptions{Method: "manual", Rate: -1, KeepProvenance: keep})
+				if err != nil || res.Moved != 3 {
+					t.Fatalf("Redrive = %+v, %v; want 3 moved", res, err)
+				}
+				msgs := f.Messages(tgt.SourceURL)
+				if len(msgs) != 3 {
+					t.Fatalf("the source holds %d messages, want 3", len(msgs))
+				}
+				for _, m := range msgs {
+					if _, ok := m.Attributes[sched.OriginAttribute]; ok {
+						t.Errorf("message %s redriven with %s", m.ID, sched.OriginAttribute)
+					}
+					if _, ok := m.Attributes[sched.AttemptsAttribute]; ok {
+						t.Errorf("message %s redriven with %s", m.ID, sched.AttemptsAttribute)
+					}
+					if m.Attributes["u0"].StringValue == nil || m.Attributes["u1"].StringValue == nil {
+						t.Errorf("message %s lost the sender's attributes: %v", m.ID, keys(m.Attributes))
+					}
+					if _, ok := ParseProvenance(m.Attributes); ok != keep {
+						t.Errorf("message %s: provenance kept %v, want %v", m.ID, ok, keep)
+					}
+				}
+			})
 		})
 	}
 }

@@ -1,8 +1,9 @@
 // Command mutate is the mutation check behind `make mutate`: it applies a
 // recorded list of one-line changes (mutations) to the code that decides a
-// job's fate — the settlement engine, the batch layers, fleet, visibility,
-// dlq and the Lambda adapter — runs the tests that should notice each one,
-// and fails if any change survives (its tests still pass).
+// job's fate — the settlement engine and its snooze relay, the batch
+// layers, fleet, the heartbeat, the dead-letter tools and the worker's
+// shutdown, the Lambda adapter — runs the tests that should notice each
+// one, and fails if any change survives (its tests still pass).
 //
 // Each mutation is one that would lose or mishandle a job while every test
 // passed, until a test was written for it (issue 37 found three). The list

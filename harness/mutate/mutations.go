@@ -19,7 +19,7 @@ var mutations = []Mutation{
 	},
 	{
 		Name: "settle/permanent-retried", File: "internal/settle/decide.go",
-		Original: "if retry.IsPermanent(err) {", Mutant: "if false && retry.IsPermanent(err) {",
+		Original: "if errors.Is(err, retry.ErrPermanent) {", Mutant: "if false && errors.Is(err, retry.ErrPermanent) {",
 		Packages: []string{"./internal/settle/"}, Run: "TestDecide|TestEnginePlans",
 		Why: "a poison message (retry.Permanent) is retried instead of dead-lettered at once",
 	},
@@ -34,6 +34,26 @@ var mutations = []Mutation{
 		Original: "return max(min(sqslimit.CapVisibility(d), left), 0)", Mutant: "return max(sqslimit.CapVisibility(d), 0*left)",
 		Packages: []string{"./internal/settle/"}, Run: "TestEngineCapsTheDelayFromTheReceive",
 		Why: "a retry delay beyond what is left of the 12-hour limit is asked for: SQS refuses it and the message comes back at once",
+	},
+	// The snooze relay (internal/settle/engine.go): waiting never spends the
+	// queue's receive budget, and a relayed copy is the same job.
+	{
+		Name: "settle/relay-failed-then-deleted", File: "internal/settle/engine.go",
+		Original: "if !o.OK && j.want == Snoozed {", Mutant: "if !o.OK && j.want == Snoozed { o.OK = true }; if false {",
+		Packages: []string{"./internal/settle/"}, Run: "TestSnoozeRelay",
+		Why: "a snoozed message whose fresh copy was not confirmed is deleted anyway: the job is gone",
+	},
+	{
+		Name: "settle/relay-not-near-dlq", File: "internal/settle/engine.go",
+		Original: "!byReceives && !nearDLQ", Mutant: "!byReceives",
+		Packages: []string{"./internal/settle/"}, Run: "TestSnoozeRelay",
+		Why: "with an exact attempt counter, a snooze whose next receive reaches maxReceiveCount is hidden, not relayed: SQS dead-letters a job that only waited",
+	},
+	{
+		Name: "settle/relay-attempts-reset", File: "internal/settle/engine.go",
+		Original: "schedule.AttemptsValue(m.Attempt - 1)", Mutant: "schedule.AttemptsValue(0)",
+		Packages: []string{"./internal/settle/"}, Run: "TestSnoozeRelay|TestRelayedCopyIsTheSameJob",
+		Why: "a relayed copy forgets the attempts its job spent: each snooze gives a failing job a fresh retry budget, so it is never dead-lettered",
 	},
 	// The settlement batcher (internal/settle/batcher.go).
 	{
@@ -67,23 +87,23 @@ var mutations = []Mutation{
 		Packages: []string{"./internal/sqsbatch/"}, Run: "TestRetryRule",
 		Why: "an entry SQS refused for good is sent again and again",
 	},
-	// The heartbeat (visibility).
+	// The heartbeat (internal/heartbeat, behind visibility and the worker).
 	{
-		Name: "visibility/extend-at-the-deadline", File: "visibility/heartbeat.go",
+		Name: "heartbeat/extend-at-the-deadline", File: "internal/heartbeat/heartbeat.go",
 		Original: "l.at = l.deadline - h.cfg.threshold", Mutant: "l.at = l.deadline",
-		Packages: []string{"./visibility/"}, Run: "TestExtendsThresholdBeforeEachDeadline",
+		Packages: []string{"./internal/heartbeat/"}, Run: "TestExtendsThresholdBeforeEachDeadline",
 		Why: "leases are extended at their deadline, not before it: the message is visible for a moment and runs twice",
 	},
 	{
-		Name: "visibility/past-twelve-hours", File: "visibility/heartbeat.go",
+		Name: "heartbeat/past-twelve-hours", File: "internal/heartbeat/heartbeat.go",
 		Original: "if left < ask {", Mutant: "if false {",
-		Packages: []string{"./visibility/"}, Run: "TestTwelveHourLimit",
+		Packages: []string{"./internal/heartbeat/"}, Run: "TestTwelveHourLimit",
 		Why: "an extension beyond SQS's 12-hour limit is asked for: refused, and the handler is not told",
 	},
 	{
-		Name: "visibility/stale-retried", File: "visibility/heartbeat.go",
+		Name: "heartbeat/stale-retried", File: "internal/heartbeat/heartbeat.go",
 		Original: "case sqserr.Stale, sqserr.Invalid, sqserr.Fatal:", Mutant: "case sqserr.Invalid, sqserr.Fatal:",
-		Packages: []string{"./visibility/"}, Run: "TestLostOwnershipEndsOnlyThatLease|TestEntryFailureCodes",
+		Packages: []string{"./internal/heartbeat/"}, Run: "TestLostOwnershipEndsOnlyThatLease|TestEntryFailureCodes",
 		Why: "a lease whose ownership is lost is retried instead of ending its handler: two consumers run the job",
 	},
 	// Fleet controls: waiting never costs a job.
@@ -125,10 +145,16 @@ var mutations = []Mutation{
 		Why: "a redrive moves the jobs that fail again over and over, until interrupted (issue 37)",
 	},
 	{
-		Name: "dlq/move-deletes-unsent", File: "dlq/move.go",
+		Name: "deadletter/move-deletes-unsent", File: "internal/deadletter/copy.go",
 		Anchor: "out, err := m.client.SendMessage(ctx, in)", Original: "if err != nil {", Mutant: "if false {",
-		Packages: []string{"./dlq/"}, Run: "TestMoveSendFailsDeletesNothing",
-		Why: "Move deletes the source message although its dead-letter copy was not sent: lost",
+		Packages: []string{"./internal/deadletter/"}, Run: "TestMoveSendFailsDeletesNothing",
+		Why: "a Mover deletes the source message although its dead-letter copy was not sent: lost",
+	},
+	{
+		Name: "dlq/redrive-keeps-relay-attributes", File: "dlq/redrive.go",
+		Original: "attrs := sched.StripRelay(m.raw.MessageAttributes)", Mutant: "attrs := m.raw.MessageAttributes",
+		Packages: []string{"./dlq/"}, Run: "TestRedriveStripsRelayAttributes|TestRedriveLeavesWhatComesBack",
+		Why: "a redriven job keeps the attempts it spent before a snooze: it is dead-lettered again at its first failure, and if it was relayed again the redrive cannot tell it came back",
 	},
 	{
 		Name: "dlq/redrive-release-later", File: "dlq/inspect.go",
