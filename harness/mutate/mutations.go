@@ -45,7 +45,7 @@ var mutations = []Mutation{
 	},
 	{
 		Name: "settle/relay-not-near-dlq", File: "internal/settle/engine.go",
-		Original: "!byReceives && !nearDLQ", Mutant: "!byReceives",
+		Original: "nearDLQ := q.RedriveUnknown || q.MaxReceiveCount > 0 && j.Msg.ReceiveCount+1+schedule.Reserve > q.MaxReceiveCount", Mutant: "nearDLQ := q.RedriveUnknown",
 		Packages: []string{"./internal/settle/"}, Run: "TestSnoozeRelay",
 		Why: "with an exact attempt counter, a snooze whose next receive reaches maxReceiveCount is hidden, not relayed: SQS dead-letters a job that only waited",
 	},
