@@ -31,7 +31,14 @@ STATICCHECK     := $(GO) run $(STATICCHECK_PKG)
 TESTFLAGS ?=
 BENCHTIME ?= 3x
 
-.PHONY: api apicount test conformance unit lint bench bench-latency demo console console-screenshots chaos emulators-start emulators-stop fuzz
+.PHONY: api apicount mutate test conformance unit lint bench bench-latency demo console console-screenshots chaos emulators-start emulators-stop fuzz
+
+# mutate is the mutation check (not part of test): harness/mutate applies each of
+# its recorded one-line changes to the code that decides a job's fate (through
+# go test -overlay: the tree is never written), runs the tests that must notice
+# it, and fails if one survives. Its last result is in RELIABILITY.md.
+mutate:
+	$(WITH_AWS) $(GO) run ./harness/mutate $(MUTATEFLAGS)
 
 # test prints the conformance suite's summary first (fake and emulator), then runs
 # every package. -count=1: integration results depend on the emulators, never cache them.

@@ -117,6 +117,7 @@ type jobStatus struct {
 	Skipped    int    `json:"skipped"`
 	Failed     int    `json:"failed"`
 	NotSeen    int    `json:"notSeen"`
+	CameBack   int    `json:"cameBack"`
 	Error      string `json:"error,omitempty"`
 	Note       string `json:"note,omitempty"`
 }
@@ -157,7 +158,7 @@ func (h *handler) start(w http.ResponseWriter, r *http.Request, kind string, t d
 		st := j.status()
 		// Audit first: once the page shows the job finished, its record is in the log.
 		log.Info("sqsworker/console: action finished", "ok", err == nil, "moved", st.Moved, "deleted", st.Deleted, "sent", st.Sent,
-			"duplicated", st.Duplicated, "failed", st.Failed, "not_seen", st.NotSeen, "error", errString(err))
+			"duplicated", st.Duplicated, "failed", st.Failed, "not_seen", st.NotSeen, "came_back", st.CameBack, "error", errString(err))
 		j.update(func(st *jobStatus) {
 			st.Finished, st.OK = true, err == nil
 			st.Error = errString(err)
@@ -189,7 +190,10 @@ func (h *handler) redrive(w http.ResponseWriter, r *http.Request) {
 			st.setProgress(res.Progress)
 			st.NotSeen = res.NotSeen
 			if res.NotSeen > 0 {
-				st.Note = fmt.Sprintf("%d messages were held by another reader and not seen; they stay in the dead-letter queue: run again after their visibility timeout", res.NotSeen)
+				st.Note = fmt.Sprintf("Not seen: %s, held by another reader; they stay in the dead-letter queue: run again after their visibility timeout.", plural(res.NotSeen, "message"))
+			}
+			if res.CameBack > 0 {
+				st.Note = strings.TrimSpace(st.Note + " " + fmt.Sprintf("%s came back: the redrive moved them, they failed again and were dead-lettered anew; they stay in the dead-letter queue (fix the cause, then redrive again).", plural(res.CameBack, "message")))
 			}
 		})
 		return err
@@ -198,7 +202,7 @@ func (h *handler) redrive(w http.ResponseWriter, r *http.Request) {
 
 func (st *jobStatus) setProgress(p dlq.Progress) {
 	st.Method, st.Total, st.Scanned, st.Matched, st.Moved = string(p.Method), p.Total, p.Scanned, p.Matched, p.Moved
-	st.Duplicated, st.Skipped, st.Failed = p.Duplicated, p.Skipped, p.Failed
+	st.Duplicated, st.Skipped, st.Failed, st.CameBack = p.Duplicated, p.Skipped, p.Failed, p.CameBack
 }
 
 // delete deletes the selected messages with dlq.Delete, after the user
@@ -265,7 +269,7 @@ func (h *handler) purge(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadGateway, fmt.Errorf("purging %s: %w", name, err))
 		return
 	}
-	http.Redirect(w, r, h.path("/queues/"+url.PathEscape(queue)+"/dlq?notice="+url.QueryEscape(fmt.Sprintf("Purged %s (about %d messages).", name, counts.Total()))), http.StatusSeeOther)
+	http.Redirect(w, r, h.path("/queues/"+url.PathEscape(queue)+"/dlq?notice="+url.QueryEscape(fmt.Sprintf("Purged %s (about %s).", name, plural(counts.Total(), "message")))), http.StatusSeeOther)
 }
 
 // send sends an edited body back to the source queue with the message's

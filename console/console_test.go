@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
@@ -663,4 +664,34 @@ func TestOverviewShowsTheFanOutChain(t *testing.T) {
 	if !strings.Contains(page, "envelope-delivery") {
 		t.Errorf("the overview lacks fanout.Lint's %s finding", "envelope-delivery")
 	}
+}
+
+// A message without provenance is labelled by how it got there: SQS's own
+// redrive sets DeadLetterQueueSourceArn on the messages it moves; one sent
+// to the dead-letter queue directly has none (issue 37).
+func TestNoProvenanceSaysHowTheMessageGotThere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.For(t)
+		src, dlqURL := f.MustCreateQueueWithDLQ(t, "jobs", 1, nil)
+		f.MustSend(t, src, "moved by SQS")
+		for range 2 { // past maxReceiveCount 1: the second receive moves it
+			if _, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(src), VisibilityTimeout: 0}); err != nil {
+				t.Fatal(err)
+			}
+			f.Advance(time.Minute)
+		}
+		f.MustSend(t, dlqURL, "sent directly")
+		h, err := New(f, func(o *Options) { o.Logger = slog.New(slog.DiscardHandler); o.Now = f.Now })
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/queues/jobs/dlq", nil))
+		page := rec.Body.String()
+		for _, want := range []string{html.EscapeString(noProvenanceRedrive), html.EscapeString(noProvenanceSent), `<span id="total">2</span> messages in <span id="group-count">2</span> groups`, "<summary>1 message</summary>"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("the page lacks %q:\n%s", want, page)
+			}
+		}
+	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/queueref"
 )
@@ -19,12 +20,17 @@ type pauseRow struct {
 	Name  string
 	State fleet.PauseState
 	Err   string
+	// DLQOf names the shown queues whose dead-letter queue this is: no
+	// worker receives from it, so the page offers no Pause.
+	DLQOf []string
 }
 
-// pauseStates reads the pause switch of each queue, eight at a time; a
-// failure is shown on its row.
+// pauseStates reads the pause switch of each queue, and which queues are
+// the others' dead-letter queues, eight at a time; a failure is shown on
+// its row.
 func (h *handler) pauseStates(ctx context.Context, urls []string) []*pauseRow {
 	rows := make([]*pauseRow, len(urls))
+	dlqs := make([]string, len(urls))
 	var g errgroup.Group
 	g.SetLimit(8)
 	for i, u := range urls {
@@ -32,10 +38,20 @@ func (h *handler) pauseStates(ctx context.Context, urls []string) []*pauseRow {
 		g.Go(func() error {
 			st, err := h.opts.Fleet.PauseState(ctx, u)
 			rows[i].State, rows[i].Err = st, errString(err)
+			if t, err := dlq.Discover(ctx, h.client, u); err == nil {
+				dlqs[i] = queueref.Name(t.DLQURL)
+			}
 			return nil
 		})
 	}
 	_ = g.Wait()
+	for i, d := range dlqs {
+		for _, r := range rows {
+			if d != "" && r.Name == d && r.Name != rows[i].Name {
+				r.DLQOf = append(r.DLQOf, rows[i].Name)
+			}
+		}
+	}
 	return rows
 }
 

@@ -54,6 +54,10 @@ func TestFleetPagePausesAndResumesAQueue(t *testing.T) {
 	if !strings.Contains(row, "receiving") || !strings.Contains(row, `/queues/orders/pause"`) || cookie == nil || token == "" {
 		t.Fatalf("fleet page before a pause: want orders receiving with a Pause form; row:\n%s", row)
 	}
+	// No worker receives from a dead-letter queue: the page offers no Pause.
+	if row := rowOf(page, "orders-dlq"); strings.Contains(row, "/pause\"") || !strings.Contains(row, "dead-letter queue of orders") {
+		t.Fatalf("fleet page: want no Pause on orders-dlq, and why; row:\n%s", row)
+	}
 	for _, want := range []string{`data-breaker="payments-api"`, "open</span> until", `data-cap="tenant" data-key="acme"`, `<td class="n slots">2</td>`, "worker-7"} {
 		if !strings.Contains(page, want) {
 			t.Fatalf("fleet page: want %q in\n%s", want, page)

@@ -182,15 +182,28 @@ type group struct {
 	Messages []dlq.Message
 }
 
-// noProvenance is the reason shown for messages SQS itself dead-lettered.
-const noProvenance = "no provenance: SQS moved it after maxReceiveCount receives (the handler's error is not known)"
+// The reasons shown for messages without provenance: SQS's own redrive
+// moved it (it sets DeadLetterQueueSourceArn on the messages it moves), or
+// something sent it to the dead-letter queue directly.
+const (
+	noProvenanceRedrive = "no provenance: SQS moved it after maxReceiveCount receives (the handler's error is not known)"
+	noProvenanceSent    = "no provenance: sent to the dead-letter queue directly, not moved there by SQS or by sqsworker (the reason is not known)"
+)
+
+// noProvenance returns the reason shown for m, a message without provenance.
+func noProvenance(m dlq.Message) string {
+	if m.DeadLetterSourceARN != "" {
+		return noProvenanceRedrive
+	}
+	return noProvenanceSent
+}
 
 // groupKey identifies m's group. Redrive and Delete select a group with a
 // Filter.Match built on it, so it must depend on the message alone.
 func groupKey(m dlq.Message) string {
 	reason := m.Provenance.Error
 	if !m.HasProvenance {
-		reason = noProvenance
+		reason = noProvenance(m)
 	}
 	sum := sha256.Sum256([]byte(queueref.Name(m.Origin()) + "\x00" + m.Provenance.Handler + "\x00" + reason))
 	return hex.EncodeToString(sum[:8])
@@ -212,7 +225,7 @@ func groups(msgs []dlq.Message) []*group {
 			g = &group{Key: k, Reason: m.Provenance.Error, Source: queueref.Name(m.Origin()), Handler: m.Provenance.Handler,
 				First: at, Last: at, MinTries: tries, MaxTries: tries, Receives: receives, Sample: m}
 			if !m.HasProvenance {
-				g.Reason = noProvenance
+				g.Reason = noProvenance(m)
 			} else if g.Reason == "" {
 				g.Reason = "(no error text)"
 			}
@@ -241,6 +254,6 @@ func groups(msgs []dlq.Message) []*group {
 
 // describeHold says, in words, what the read did to the queue.
 func (s *snapshot) describeHold() string {
-	return fmt.Sprintf("Reading %d messages hid them from consumers for %s (the hold is %s at most) and raised their receive count by one; all were released at once when the read ended.",
-		len(s.Messages), s.Took.Round(10*time.Millisecond), s.Hold)
+	return fmt.Sprintf("Reading %s hid them from consumers for %s (the hold is %s at most) and raised their receive count by one; all were released at once when the read ended.",
+		plural(len(s.Messages), "message"), s.Took.Round(10*time.Millisecond), s.Hold)
 }

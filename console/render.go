@@ -38,6 +38,7 @@ func (h *handler) parseTemplates() error {
 			return ago(h.opts.Now().Sub(t))
 		},
 		"severity": func(s dlq.Severity) string { return s.String() },
+		"plural":   plural,
 	}
 	maps.Copy(funcs, h.moreFuncs())
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(uiFS, "ui/layout.html")
@@ -53,6 +54,15 @@ func (h *handler) parseTemplates() error {
 		h.pages[name] = t
 	}
 	return nil
+}
+
+// plural returns n with noun, in the plural unless n is 1: "1 message",
+// "3 messages".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // ago says how long ago d was, in the largest unit that fits.

@@ -63,16 +63,20 @@
 //	sqsworker.dlq.first-received  String  FirstReceived (RFC 3339 UTC)
 //	sqsworker.dlq.failed-at       String  FailedAt (RFC 3339 UTC)
 //	sqsworker.dlq.handler         String  Handler
+//	sqsworker.dlq.message-id      String  the message's ID in the queue it failed in (not a field)
 //	sqsworker.dlq.provenance      String  all of them as one JSON object
 //
 // SQS allows ten message attributes per message and a maximum message size
 // (256 KiB, or the dead-letter queue's MaximumMessageSize). The message's
 // own attributes always stay; provenance takes what is left:
 //
-//   - up to 4 attributes of the user's: one attribute per field (up to 6);
+//   - up to 4 attributes of the user's: one attribute per field (up to 6),
+//     and, with an attribute left, message-id (the message's ID in the
+//     queue it failed in, by which [Redrive] tells a message it moved that
+//     came back);
 //   - 5 to 9: everything in the single JSON attribute
 //     "sqsworker.dlq.provenance" ({"source":…,"error":…,"attempt":…,
-//     "firstReceived":…,"failedAt":…,"handler":…});
+//     "firstReceived":…,"failedAt":…,"handler":…,"messageId":…});
 //   - 10: no provenance. The move still happens, and the runtime logs the
 //     provenance as a warning instead.
 //
@@ -82,7 +86,10 @@
 // parses them into Message.Provenance and leaves them out of
 // Message.Attributes, and a [Filter] matches them by name in either form.
 // The manual [Redrive] removes them, so the source gets the original
-// message back (unless RedriveOptions.KeepProvenance).
+// message back (unless RedriveOptions.KeepProvenance). It also removes,
+// always, the attributes a snoozed job's relayed copy carries
+// ("sqsworker.attempts", "sqsworker.origin"; see package worker): a
+// redriven job starts afresh, with a whole retry budget.
 //
 // # A dead-letter queue smaller than its source
 //

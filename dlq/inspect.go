@@ -205,6 +205,7 @@ type scanner struct {
 	lostBy error             // the last of those receives' errors
 	held   map[string]string // message ID → latest receipt handle
 	order  []string          // held IDs in receive order
+	extra  int               // messages seen that were not in the queue at the start (a redrive's own copies, back)
 }
 
 func newScanner(client API, url string, start Counts, hold, wait time.Duration) *scanner {
@@ -299,7 +300,7 @@ func interrupted(ctx context.Context) error {
 // when receives of its own lost their responses (their messages may be
 // hidden still, whatever else arrived meanwhile), and nil otherwise.
 func (s *scanner) notSeen() error {
-	e := &NotSeenError{Queue: s.url, Expected: s.start.Visible + s.start.InFlight, InFlight: s.start.InFlight, Seen: len(s.seen), Lost: s.lost, Hold: s.hide, lostBy: s.lostBy}
+	e := &NotSeenError{Queue: s.url, Expected: s.start.Visible + s.start.InFlight, InFlight: s.start.InFlight, Seen: len(s.seen) - s.extra, Lost: s.lost, Hold: s.hide, lostBy: s.lostBy}
 	if e.NotSeen() <= 0 {
 		return nil
 	}

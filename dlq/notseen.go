@@ -37,7 +37,8 @@ type NotSeenError struct {
 	// InFlight is how many of them were already hidden at the start.
 	InFlight int
 	// Seen is how many distinct messages the run received (messages that
-	// arrived during the run included).
+	// arrived during the run included, but not the ones a redrive moved
+	// and that came back during it).
 	Seen int
 	// Lost is how many messages the run's own receives may have hidden: a
 	// receive whose response was lost (an error other than throttling) may

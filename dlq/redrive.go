@@ -3,10 +3,12 @@ package dlq
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +19,10 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/deadletter"
+	sched "github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 	"github.com/sqsworker/sqsworker/internal/sqserr"
+	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -37,6 +41,7 @@ const (
 	actionSkipped     = "skipped"
 	actionOtherSource = "other-source"
 	actionFailed      = "failed"
+	actionCameBack    = "came-back"
 )
 
 // Filter selects the messages a manual redrive moves. A message must meet
@@ -146,6 +151,12 @@ type Progress struct {
 	Skipped int `json:"skipped"`
 	// Failed is how many could not be sent and stay in the dead-letter queue.
 	Failed int `json:"failed"`
+	// CameBack is how many messages this redrive moved came back to the
+	// dead-letter queue while it ran: they failed again. The manual move
+	// tells them by their message IDs, not by time, and leaves them in the
+	// dead-letter queue (they are not in Scanned's other counts); a
+	// redrive moves only the messages that were there when it started.
+	CameBack int `json:"cameBack,omitempty"`
 	// Done reports the last report of a redrive that ran to its end: it
 	// went through the whole dead-letter queue (or up to Max) and saw every
 	// message it expected. It stays false when the redrive was interrupted,
@@ -189,10 +200,11 @@ type RedriveOptions struct {
 	//     endpoint that offers move tasks for the queue), else the manual
 	//     move;
 	//   - "move-task" uses SQS's StartMessageMoveTask only: SQS moves the
-	//     messages server-side, as they are (provenance attributes stay on
-	//     them);
+	//     messages server-side, as they are (provenance and relay
+	//     attributes stay on them);
 	//   - "manual" receives, sends and deletes the messages itself,
-	//     rate-limited, filtered, and with provenance removed.
+	//     rate-limited, filtered, with provenance removed, and as fresh
+	//     jobs (see KeepProvenance).
 	//
 	// Zero value: "auto".
 	Method string
@@ -211,7 +223,12 @@ type RedriveOptions struct {
 	Rate float64
 	// KeepProvenance keeps the provenance attributes on the moved messages.
 	// Zero value: the manual move removes them, so the destination gets the
-	// original message. (A move task cannot remove them.)
+	// original message. (A move task cannot remove them.) Either way the
+	// manual move removes the attributes the runtime adds to a snoozed job's
+	// fresh copy ("sqsworker.attempts", "sqsworker.origin"): a redriven
+	// job gets a whole retry budget again, under its new message ID. A move
+	// task keeps them, so a job relayed before it failed counts on from the
+	// attempts it had spent.
 	KeepProvenance bool
 	// Hold is how long the manual move keeps received messages hidden while
 	// it works; the ones it does not move are released at the end. It is
@@ -235,7 +252,9 @@ type RedriveOptions struct {
 	//   - "would-move": a dry run's message that matches and would be moved;
 	//   - "skipped": it does not match the filter; left in the DLQ;
 	//   - "other-source": it came from another source queue; left in the DLQ;
-	//   - "failed": it could not be sent; left in the DLQ (err says why).
+	//   - "failed": it could not be sent; left in the DLQ (err says why);
+	//   - "came-back": this redrive moved it, it failed again and was
+	//     dead-lettered anew; left in the DLQ (Progress.CameBack).
 	OnMessage func(m Message, action string, err error)
 	// Now is the clock for Filter's age conditions. Zero value: time.Now.
 	Now func() time.Time
@@ -275,6 +294,27 @@ func (e *errNoMoveTask) Is(target error) bool { return target == ErrNoMoveTask }
 // queue with DeleteMessageBatch only after the send succeeded. A crash or
 // failure in between may leave a message in both queues, never in neither.
 // Messages it does not move are released at the end.
+//
+// A redrive moves the messages that were in the dead-letter queue when it
+// began, once. A job that fails again while the redrive runs comes back to
+// the dead-letter queue as a new receive; the manual move tells these
+// exactly, by message ID, not by time: SQS's own redrive keeps a message's
+// ID, and the library's dead-letter copy (worker, Lambda adapter)
+// records the ID the message had in its queue, which is the ID
+// SendMessageBatch gave the copy this redrive sent. (A copy whose message
+// has SQS's ten attributes of its own has no room for that ID; it is told
+// by its body, group and attributes instead.) It leaves them in the
+// dead-letter queue, counts them in Progress.CameBack and reports them as
+// "came-back": a redrive of jobs that still fail ends, each job having
+// run once more. A message move task is SQS's own: AWS documents that it
+// counts the messages to move when it starts
+// (ApproximateNumberOfMessagesToMove) and that a redriven message is a new
+// message in the destination, with a new message ID and enqueue time; it
+// does not document whether a message dead-lettered again while the task
+// runs is moved again by the same task. Redrive reports the task's own
+// counts (Total is that start count) and cannot tell the messages that came
+// back: after a move task, what the dead-letter queue holds failed again or
+// is new. Use the method "manual" to have them counted and left.
 //
 // A dead-letter queue may serve several queues. Redrive moves only the
 // messages that came from t's source queue (by their provenance or their
@@ -361,6 +401,92 @@ type redriver struct {
 	opts   RedriveOptions
 	dest   string
 	res    RedriveResult
+
+	// What the manual move sent, to tell its copies when they come back.
+	sent    map[string]contentKey // message ID of each copy sent → its content
+	back    map[string]bool       // the copies that came back
+	pending map[contentKey]int    // copies sent and not back, by content
+}
+
+// contentKey identifies a message's content: body, group and own
+// attributes (provenance and relay attributes left out, as a redrive sends
+// it).
+type contentKey [sha256.Size]byte
+
+func keyOf(m Message) contentKey {
+	h := sha256.New()
+	write := func(s string) { // length-prefixed, so fields cannot run into each other
+		h.Write(binary.AppendUvarint(nil, uint64(len(s))))
+		h.Write([]byte(s))
+	}
+	write(m.Body)
+	write(m.GroupID)
+	attrs := deadletter.StripProvenance(sched.StripRelay(m.raw.MessageAttributes))
+	names := make([]string, 0, len(attrs))
+	for k := range attrs {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		v := attrs[k]
+		write(k)
+		write(aws.ToString(v.DataType))
+		write(aws.ToString(v.StringValue))
+		write(string(v.BinaryValue))
+	}
+	var k contentKey
+	h.Sum(k[:0])
+	return k
+}
+
+// sentCopy records that m was sent to the destination as message id.
+func (r *redriver) sentCopy(m Message, id string) {
+	if id == "" {
+		return
+	}
+	if r.sent == nil {
+		r.sent, r.back, r.pending = map[string]contentKey{}, map[string]bool{}, map[contentKey]int{}
+	}
+	k := keyOf(m)
+	r.sent[id] = k
+	r.pending[k]++
+}
+
+// cameBack reports whether m, received from the dead-letter queue, is a
+// copy this redrive sent that failed again and was dead-lettered anew. It
+// tells exactly, by message ID: SQS's own redrive keeps the message ID, the
+// library's dead-letter copy names the ID the message had in its queue
+// (deadletter.AttrMessageID), and a copy the runtime relayed (a snooze)
+// names its job's first message ID (sched.OriginAttribute) — the ID
+// this redrive's send gave it, since the redrive strips the relay
+// attributes. Only a copy that had no attribute left for its ID (the
+// message has SQS's ten) is told by its content instead: it came back if
+// this redrive sent a message with the same body, group and attributes
+// whose return it has not seen yet.
+func (r *redriver) cameBack(m Message) bool {
+	if len(r.sent) == 0 {
+		return false
+	}
+	src := deadletter.SourceMessageID(m.raw.MessageAttributes)
+	for _, id := range []string{m.ID, src, sched.Origin(m.raw.MessageAttributes)} {
+		if k, ok := r.sent[id]; ok && id != "" {
+			if !r.back[id] {
+				r.back[id] = true
+				if r.pending[k] > 0 {
+					r.pending[k]--
+				}
+			}
+			return true
+		}
+	}
+	if src != "" || len(m.raw.MessageAttributes) < sqslimit.MaxMessageAttributes {
+		return false
+	}
+	if k := keyOf(m); r.pending[k] > 0 {
+		r.pending[k]--
+		return true
+	}
+	return false
 }
 
 func (r *redriver) report() {
@@ -571,6 +697,13 @@ func (r *redriver) manual(ctx context.Context) (res RedriveResult, err error) {
 			m := newMessage(raw)
 			r.res.Scanned++
 			switch {
+			case r.cameBack(m):
+				// A copy this redrive sent, dead-lettered again: it
+				// was not in the queue when the redrive started.
+				s.hold(raw)
+				s.extra++
+				r.res.CameBack++
+				r.on(m, actionCameBack, nil)
 			case !r.opts.AllSources && m.Origin() != "" && queueref.Name(m.Origin()) != queueref.Name(r.t.SourceURL):
 				s.hold(raw)
 				r.res.Skipped++
@@ -669,6 +802,7 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 		m := ready[i]
 		switch {
 		case res.OK:
+			r.sentCopy(m, res.MessageID)
 			del = append(del, sqsbatch.Entry{Handle: s.handle(m.ID, m.raw)})
 			delMsgs = append(delMsgs, m)
 		case res.Class == sqserr.Canceled && ctx.Err() != nil:
@@ -725,7 +859,10 @@ func (r *redriver) send(ctx context.Context, s *scanner, lim *limiter, msgs []Me
 // entry builds the SendMessageBatch entry that moves m to the destination.
 func (r *redriver) entry(m Message, destFIFO bool) (types.SendMessageBatchRequestEntry, error) {
 	e := types.SendMessageBatchRequestEntry{MessageBody: aws.String(m.Body)}
-	attrs := m.raw.MessageAttributes
+	// A redriven job starts afresh: the attempts it spent and the first
+	// message ID of a job the runtime relayed (a snooze) go, so it has a
+	// whole retry budget again, under the ID this send gives it.
+	attrs := sched.StripRelay(m.raw.MessageAttributes)
 	if !r.opts.KeepProvenance {
 		attrs = deadletter.StripProvenance(attrs)
 	}

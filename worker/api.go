@@ -60,6 +60,9 @@ type countingClient struct {
 	bytes   [numAPIs]atomic.Int64 // message payload sent and received
 	billed  [numAPIs]atomic.Int64 // requests as SQS bills them (64 KiB chunks)
 	health  health
+	// deleted, when set, is told how long each DeleteMessageBatch that
+	// succeeded took (the delete path's part of Stats.Capacity).
+	deleted func(now time.Time, took time.Duration)
 }
 
 // The result classes of Stats.RequestResults: "ok", then sqserr's classes.
@@ -119,7 +122,12 @@ func (c *countingClient) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMess
 }
 
 func (c *countingClient) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	began := time.Now()
 	out, err := c.next.DeleteMessageBatch(ctx, in, optFns...)
+	if err == nil && c.deleted != nil {
+		now := time.Now()
+		c.deleted(now, now.Sub(began))
+	}
 	c.count(apiDeleteMessageBatch, err, 0)
 	return out, err
 }
@@ -156,9 +164,9 @@ type Stats struct {
 	// them again.
 	Lost int64
 	// Abandoned counts settlements that could not be confirmed (the
-	// shutdown flush ended, or SQS refused them for good), and messages
-	// whose handler Run returned without (ErrHandlersNotStopped): SQS
-	// delivers those messages again.
+	// shutdown flush ended, or SQS refused them for good): SQS delivers
+	// those messages again. (A message whose handler Run returned without,
+	// ErrHandlersNotStopped, is settled as usual when the handler returns.)
 	Abandoned int64
 	// DeleteRetried counts deletes sent again after a failed call or entry
 	// (throttling, server errors, timeouts). The message stays owned, and
@@ -241,9 +249,13 @@ type Stats struct {
 	MeanHandlerTime time.Duration
 	// Capacity is how many messages per second the worker can take with
 	// every slot busy: Concurrency ÷ MeanHandlerTime (zero before the first
-	// handler returns). It is measured, not observed: a worker idling on an
-	// empty queue keeps the capacity of its last busy minutes. The backlog
-	// one worker clears within a latency L is Capacity × L.
+	// handler returns), bounded by what its receive and delete paths
+	// measured over the same minutes — Pollers × 10 messages per mean
+	// round trip of a receive that came back full, and of a
+	// DeleteMessageBatch — so that fast handlers do not claim more than the
+	// worker can receive and delete. It is measured, not observed: a worker
+	// idling on an empty queue keeps the capacity of its last busy minutes.
+	// The backlog one worker clears within a latency L is Capacity × L.
 	Capacity float64
 	// OldestAge is the age at receipt of the oldest message received for
 	// the first time (ApproximateReceiveCount 1) in the last one to two

@@ -19,7 +19,9 @@
 //	                                        visibility.ErrMaxVisibility at SQS's 12 h limit)
 //	received, not started, at shutdown    → released at once (visibility 0) for another consumer
 //	running when the shutdown deadline passes → handler cancelled (cause ErrShutdown); message released when it returns
-//	still running FlushTimeout/2 after that → Run returns without it (ErrHandlersNotStopped); message left to SQS
+//	still running FlushTimeout/2 after that → Run returns without it (ErrHandlersNotStopped); while the process lives
+//	                                        the message stays leased (up to 12 h) and what the handler returns is
+//	                                        settled as usual; if the process exits, SQS delivers it again
 //	queue without RedrivePolicy           → New refuses, unless Options.AllowNoDLQ
 //
 // A failed message is deleted only after its dead-letter copy is confirmed
@@ -106,16 +108,17 @@
 // Nor can a handler that ignores its context hold Run: a goroutine cannot
 // be stopped from outside, so, as http.Server.Shutdown does, Run returns
 // without it. A cancelled handler has the first half of FlushTimeout to
-// return; one still running then is given up: its message is neither
-// released (another consumer would run the job while this handler still
-// does) nor deleted, and its lease is not extended once Run has returned,
-// so SQS delivers it again when its visibility timeout ends (an attempt
-// that counts). It is counted in Stats.Abandoned, reported to Options.OnSettled
-// as Abandoned with the reason, and logged at ERROR with its message ID;
-// Run's error wraps ErrHandlersNotStopped and says how many there were.
-// Whatever such a handler returns later is not applied — nothing is
-// deleted, retried or dead-lettered after Run returned — and is logged at
-// WARN. Exit the process once Run has returned.
+// return; Run returns without one still running then, logging it at ERROR
+// with its message ID, and Run's error wraps ErrHandlersNotStopped and
+// says how many there were. Its message is not released: another consumer
+// would run the job while this handler still does. While the process lives
+// (an HTTP service embedding the worker, say) the message stays leased —
+// the heartbeat goes on extending it after Run returned, up to SQS's
+// 12-hour limit — and what the handler returns is settled as usual:
+// deleted on success, retried, dead-lettered or released, counted in Stats
+// and reported to Options.OnSettled. If the process exits first, SQS
+// delivers the message again when its visibility timeout ends (an attempt
+// that counts).
 //
 // # FIFO queues
 //

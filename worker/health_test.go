@@ -222,6 +222,7 @@ func TestHealthShutdownWithStuckHandler(t *testing.T) {
 			t.Fatalf("after Run returned: %+v; want stopped, neither ready nor live", st)
 		}
 		close(release)
+		time.Sleep(time.Second) // its message, held over, is settled
 	})
 }
 

@@ -37,8 +37,9 @@ type Options struct {
 	// for running handlers to finish before cancelling them (cause
 	// ErrShutdown) and releasing their messages as they return. Cancelled
 	// handlers then have half of FlushTimeout to return; Run returns
-	// without those that do not (ErrHandlersNotStopped: their messages are
-	// left to SQS, see Run). Run flushes pending settlements for at most
+	// without those that do not (ErrHandlersNotStopped: their messages stay
+	// leased while the process lives and are settled as usual when the
+	// handlers return, see Run). Run flushes pending settlements for at most
 	// FlushTimeout from the deadline (or from the moment every handler has
 	// returned), so it returns within ShutdownTimeout + FlushTimeout
 	// whatever the network and the handlers do. Zero value: 30 s.

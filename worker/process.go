@@ -75,10 +75,10 @@ func (w *Worker) process(r *run, j *job) {
 		hctx, cancelTimeout = context.WithTimeoutCause(hctx, w.opts.HandlerTimeout, ErrHandlerTimeout)
 		defer cancelTimeout()
 	}
-	herr, detached := w.invoke(hctx, r, j, j.handlerMessage())
-	if detached {
+	herr, ran := w.invoke(hctx, r, j, j.handlerMessage())
+	if !ran {
 		cancelHandler(nil)
-		return // Run returned without this handler: nothing it returns is applied (see Run)
+		return // not started: Run was returning (see invoke)
 	}
 	cause := context.Cause(hctx)
 	cancelHandler(nil)
@@ -143,23 +143,23 @@ func (w *Worker) release(r *run, j *job) {
 // Delete queues the message's delete (settle.Port).
 func (j *job) Delete(*settle.Job) {
 	j.Entry.Lease, j.Entry.Urgent = j.lease, j.r.w.fifo
-	j.r.deletes.Add(&j.Entry)
+	j.r.carrier(j).deletes.Add(&j.Entry)
 }
 
 // Change queues the message's visibility change (settle.Port).
 func (j *job) Change(*settle.Job) {
 	j.Entry.Lease = j.lease
-	j.r.changes.Add(&j.Entry)
+	j.r.carrier(j).changes.Add(&j.Entry)
 }
 
 // Copy queues the message's dead-letter copy (settle.Port).
 func (j *job) Copy(*settle.Job) {
 	j.Entry.Urgent = j.r.w.fifo
-	j.r.sends.Add(&j.Entry)
+	j.r.carrier(j).sends.Add(&j.Entry)
 }
 
 // Resend queues a fresh copy of a job not due yet (settle.Port).
-func (j *job) Resend(*settle.Job) { j.r.resends.Add(&j.Entry) }
+func (j *job) Resend(*settle.Job) { j.r.carrier(j).resends.Add(&j.Entry) }
 
 // DLQ returns the queue's dead-letter Copier (settle.Port).
 func (j *job) DLQ() (*deadletter.Copier, error) {
@@ -211,6 +211,9 @@ func (j *job) Done(_ *settle.Job, f settle.Final) {
 		}
 	}
 	w.c.inFlight.Add(-1)
+	if h := r.holdover.Load(); h != nil {
+		defer h.settled(j) // after the hook is queued: the holdover then closes it
+	}
 	if w.notify == nil {
 		return
 	}

@@ -98,6 +98,11 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		failures = 0
 		got := len(out.Messages)
 		w.c.receiveSizes[min(got, len(w.c.receiveSizes)-1)].Add(1)
+		if got > 0 && got >= n {
+			// Full: it did not wait for messages, so it measures the
+			// receive path (Stats.Capacity).
+			w.signals.fullReceive(receivedAt, receivedAt.Sub(began))
+		}
 		if w.limiter != nil {
 			w.limiter.refund(n - got)
 		}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ type signals struct {
 	cur, prev   bucket
 	curStart    time.Time // when cur began; zero: no bucket yet
 	concurrency int
+	pollers     int        // receive calls in flight at once, and settling calls of each kind
 	depth       QueueDepth // the last read of the queue's depth
 }
 
@@ -37,6 +39,42 @@ type bucket struct {
 	runs   int64
 	busy   time.Duration
 	oldest time.Duration // the largest age at first receipt
+	// The receive and delete paths: calls and their total round trip
+	// (receives that came back full; DeleteMessageBatch calls).
+	receives, deletes       int64
+	receiveTime, deleteTime time.Duration
+}
+
+// pathMessages is the most messages one receive or one delete call carries.
+const pathMessages = 10
+
+// fullReceive records a receive that came back with every message it
+// asked for, after took.
+func (s *signals) fullReceive(now time.Time, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rotateLocked(now)
+	s.cur.receives++
+	s.cur.receiveTime += took
+}
+
+// deleteCall records a DeleteMessageBatch call that took took.
+func (s *signals) deleteCall(now time.Time, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rotateLocked(now)
+	s.cur.deletes++
+	s.cur.deleteTime += took
+}
+
+// pathBound is the most messages per second calls of one kind can carry:
+// pollers calls at a time, pathMessages each, at their mean round trip;
+// +Inf when none was measured.
+func pathBound(pollers int, calls int64, took time.Duration) float64 {
+	if calls == 0 || took <= 0 || pollers <= 0 {
+		return math.Inf(1)
+	}
+	return float64(pollers) * pathMessages * float64(calls) / took.Seconds()
 }
 
 // rotateLocked moves the buckets on to now's window.
@@ -94,6 +132,10 @@ func (s *signals) fill(now time.Time, st *Stats) {
 		st.MeanHandlerTime = busy / time.Duration(runs)
 		if busy > 0 {
 			st.Capacity = float64(s.concurrency) * float64(runs) / busy.Seconds()
+			// Fast handlers: the receive and delete paths are the bound.
+			st.Capacity = min(st.Capacity,
+				pathBound(s.pollers, s.cur.receives+s.prev.receives, s.cur.receiveTime+s.prev.receiveTime),
+				pathBound(s.pollers, s.cur.deletes+s.prev.deletes, s.cur.deleteTime+s.prev.deleteTime))
 		}
 	}
 	st.OldestAge = max(s.cur.oldest, s.prev.oldest)

@@ -113,3 +113,37 @@ func TestBacklogSampled(t *testing.T) {
 		}
 	})
 }
+
+// Fast handlers do not claim more than the worker can receive and delete
+// (issue 37: a no-op handler reported 1.3 M messages/s on the emulator,
+// where the worker handled about 5,000, and the KEDA template turned that
+// into a queueLength no backlog reaches). With 2 pollers and SQS answering
+// in 20 ms, at most 2 × 10 / 20 ms = 1,000 messages a second come in, and
+// Capacity says so although 10 slots of 1 ms could take 10,000.
+func TestCapacityBoundedByTheReceiveAndDeletePaths(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := sqstest.For(t, func(o *sqstest.Options) { o.Latency = 20 * time.Millisecond })
+		src, _ := f.MustCreateQueueWithDLQ(t, "jobs", 5, map[string]string{"VisibilityTimeout": "30"})
+		const jobs = 3000
+		for i := range jobs {
+			f.MustSend(t, src, fmt.Sprint(i))
+		}
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			time.Sleep(time.Millisecond)
+			return nil
+		}), func(o *worker.Options) { o.Concurrency = 10; o.Pollers = 2 })
+		for h.w.Stats().Deleted < jobs {
+			time.Sleep(100 * time.Millisecond)
+		}
+		s := h.w.Stats()
+		if s.MeanHandlerTime > 2*time.Millisecond {
+			t.Fatalf("MeanHandlerTime = %v; the test wants fast handlers", s.MeanHandlerTime)
+		}
+		if s.Capacity > 1000*1.05 || s.Capacity < 500 {
+			t.Errorf("Capacity = %.0f messages/s; want it bounded by the receive and delete paths, 1,000 (the slots alone: %.0f)", s.Capacity, float64(s.Concurrency)/s.MeanHandlerTime.Seconds())
+		}
+		if err := h.stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -40,7 +40,8 @@ var (
 	// ErrHandlersNotStopped is wrapped by the error Run returns when
 	// handlers were still running half of Options.FlushTimeout after the
 	// shutdown deadline cancelled their contexts: Run returned without them.
-	// Their messages were neither released nor deleted (see Run).
+	// Their messages stay leased while the process lives, and what the
+	// handlers return is settled as usual (see Run).
 	ErrHandlersNotStopped = errors.New("sqsworker: handlers did not stop")
 )
 
@@ -106,7 +107,8 @@ func New(client API, queue string, h Handler, optFns ...func(*Options)) (*Worker
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
-	w := &Worker{client: &countingClient{next: client}, handler: h, opts: o, warn: &settle.Warner{Log: o.Logger}, signals: &signals{concurrency: o.Concurrency}}
+	w := &Worker{client: &countingClient{next: client}, handler: h, opts: o, warn: &settle.Warner{Log: o.Logger}, signals: &signals{concurrency: o.Concurrency, pollers: o.Pollers}}
+	w.client.deleted = w.signals.deleteCall
 	if o.OnSettled != nil {
 		w.notify = &settle.Notifier{Hook: settlementHook(o.OnSettled), Log: o.Logger, Warn: w.warn}
 	}
@@ -254,10 +256,9 @@ type run struct {
 	gate     *gate // Options.ReceiveGate's state
 	handlers sync.WaitGroup
 	hb       *heartbeat.Heartbeat
-	deletes  *settle.Batcher
-	changes  *settle.Batcher
-	sends    *settle.Batcher // dead-letter copies; nil without a DLQ
-	resends  *settle.Batcher // fresh copies of jobs not yet due (internal/schedule)
+	settlers // the run's batchers: deletes, changes, sends, resends
+	bo       settle.BatcherOptions
+	holdover atomic.Pointer[holdover] // the handlers Run returned without, once it does
 
 	mu       sync.Mutex
 	running  *job  // handlers under way (see invoke): a list through job.prev and job.next
@@ -278,18 +279,18 @@ func (r *run) cancelHandlers(cause error) {
 	}
 }
 
-// invoke runs the handler on j's message and reports whether Run gave up
-// on it meanwhile (or before it started): then Run has returned, or is
-// returning, without it, the job is already accounted for as abandoned,
-// and nothing the handler returned may be applied.
-func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err error, detached bool) {
+// invoke runs the handler on j's message, and reports false when it did
+// not start because Run had given up on its handlers (then the job is
+// accounted for as abandoned). A handler Run returned without (see detach)
+// is settled as usual when it returns, through the holdover.
+func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err error, ran bool) {
 	r.mu.Lock()
 	if r.detached {
 		r.mu.Unlock()
 		// Reached its handler only after Run gave up (a slow attempt
 		// counter): it does not start.
 		w.abandon(r, j, "not started: Run was returning; SQS delivers the message again when its visibility timeout ends")
-		return nil, true
+		return nil, false
 	}
 	r.joinLocked(j)
 	r.mu.Unlock()
@@ -298,13 +299,13 @@ func (w *Worker) invoke(ctx context.Context, r *run, j *job, m *Message) (err er
 
 	r.mu.Lock()
 	r.leaveLocked(j)
-	detached = r.detached
+	detached := r.detached
 	r.mu.Unlock()
 	if detached {
-		w.opts.Logger.Warn("sqsworker: a handler returned after Run had returned without it; its result is not applied (nothing is deleted, retried or dead-lettered), and SQS delivers the message again",
+		w.opts.Logger.Warn("sqsworker: a handler returned after Run had returned without it; its message, kept leased meanwhile, is settled as usual",
 			"queue", w.queueURL, "message", j.Msg.ID, "err", err)
 	}
-	return err, detached
+	return err, true
 }
 
 // joinLocked adds j, whose handler is about to start, to the running
@@ -337,28 +338,44 @@ func (r *run) leaveLocked(j *job) {
 }
 
 // detach gives up on the handlers still running at the end of the
-// shutdown's wait: their messages are not released while the handler
-// runs, their leases end with the heartbeat, each is counted as abandoned
-// and reported, and what they return later is not applied. It returns how
-// many there were.
+// shutdown's wait, so that Run can return: they are held over (see
+// holdover). Their messages are not released while their handlers run
+// (another consumer would run them at the same time): they stay leased
+// while the process lives, and what the handlers return is settled as
+// usual. It returns how many there were.
 func (w *Worker) detach(r *run) int {
+	h := &holdover{jobs: map[*job]bool{}}
+	s, err := w.newSettlers(r.bo)
 	r.mu.Lock()
 	r.detached = true
 	var stuck []*job
 	for j := r.running; j != nil; j = j.next {
 		stuck = append(stuck, j)
+		h.jobs[j] = true
+	}
+	if len(stuck) > 0 && err == nil {
+		h.settlers = s
+		h.left.Add(len(stuck))
+		r.holdover.Store(h)
 	}
 	r.mu.Unlock()
+	if err == nil && len(stuck) == 0 {
+		s.close(context.Background()) // nothing in them
+	}
 	if len(stuck) == 0 {
 		return 0
 	}
 	ids := make([]string, len(stuck))
 	for i, j := range stuck {
 		ids[i] = j.Msg.ID
-		w.abandon(r, j, fmt.Sprintf("the handler did not return within ShutdownTimeout (%v) + FlushTimeout/2 (%v) after its context was cancelled; the message was neither released nor deleted: SQS delivers it again when its visibility timeout (%v) ends",
-			w.opts.ShutdownTimeout, w.opts.FlushTimeout/2, w.visibility))
 	}
-	w.opts.Logger.Error(fmt.Sprintf("sqsworker: %s ignored the cancellation of their context; Run returns without them, and their messages will be delivered again when their visibility timeout ends (whatever these handlers do now is not applied; exit the process)", countHandlers(len(stuck))),
+	if err != nil { // cannot happen: the run's own settlers were made alike
+		for _, j := range stuck {
+			w.abandon(r, j, "the handler did not return after its context was cancelled at shutdown: "+err.Error())
+		}
+		return len(stuck)
+	}
+	w.opts.Logger.Error(fmt.Sprintf("sqsworker: %s ignored the cancellation of their context; Run returns without them. Their messages stay leased (extended up to SQS's 12-hour limit) while this process lives, and what the handlers return is settled as usual; if the process exits first, SQS delivers the messages again when their visibility timeout ends", countHandlers(len(stuck))),
 		"queue", w.queueURL, "messages", ids)
 	return len(stuck)
 }
@@ -382,7 +399,7 @@ func countHandlers(n int) string {
 
 // stuckError is Run's error for n handlers it returned without.
 func (w *Worker) stuckError(n int) error {
-	return fmt.Errorf("%w: %s still running %v after the shutdown deadline cancelled their contexts (FlushTimeout/2); Run returned without them: their messages were neither released (that would run them twice at once) nor deleted, and SQS delivers them again when their visibility timeout (%v) ends; what the handlers return is not applied. Make handlers return when their context is cancelled, and exit the process once Run has returned",
+	return fmt.Errorf("%w: %s still running %v after the shutdown deadline cancelled their contexts (FlushTimeout/2); Run returned without them. While this process lives their messages stay leased (extended up to SQS's 12-hour limit), so no other consumer runs them meanwhile, and what the handlers return is settled as usual; if the process exits first, SQS delivers them again when their visibility timeout (%v) ends. Make handlers return when their context is cancelled",
 		ErrHandlersNotStopped, countHandlers(n), w.opts.FlushTimeout/2, w.visibility)
 }
 
@@ -396,13 +413,14 @@ func (w *Worker) stuckError(n int) error {
 //
 // Cancelled handlers have half of FlushTimeout to return. Run returns
 // without those that do not (a handler that ignores its context), with an
-// error wrapping ErrHandlersNotStopped that counts them: their messages
-// are neither released (another consumer would run them while these
-// handlers still do) nor deleted, but left to SQS, which delivers them
-// again when their visibility timeout ends; each is counted in
-// Stats.Abandoned, reported to Options.OnSettled as Abandoned and logged
-// at ERROR, and whatever such a handler returns later is not applied
-// (logged at WARN). Exit the process once Run has returned.
+// error wrapping ErrHandlersNotStopped that counts them (logged at ERROR).
+// Their messages are not released, since another consumer would then run
+// them while these handlers still do: while the process lives they stay
+// leased — the heartbeat goes on extending them, up to SQS's 12-hour
+// limit — and what such a handler returns is settled as usual (deleted,
+// retried, dead-lettered, released; counted in Stats and reported to
+// Options.OnSettled). If the process exits first, SQS delivers them again
+// when their visibility timeout ends.
 //
 // Run returns an error early when receiving fails in a way retrying cannot
 // fix (the queue was deleted, access was denied), after the same shutdown.
@@ -435,19 +453,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 	// As many calls of each kind in flight as receive calls keeps up with
 	// them without opening more connections than the SDK keeps idle.
-	bo := settle.BatcherOptions{Linger: w.opts.BatchLinger, Senders: w.opts.Pollers, CallTimeout: w.opts.CallTimeout, Log: log, Warn: w.warn}
-	deleteOpts := bo
-	deleteOpts.OnRetry = func(n int) { w.c.deleteRetried.Add(int64(n)) }
-	var errs [4]error
-	r.deletes, errs[0] = settle.NewDeleter(w.client, w.queueURL, deleteOpts)
-	r.changes, errs[1] = settle.NewChanger(w.client, w.queueURL, bo)
-	if w.target != nil {
-		r.sends, errs[2] = settle.NewSender(w.client, w.target.DLQURL, bo)
-	}
-	if !w.fifo {
-		r.resends, errs[3] = settle.NewSender(w.client, w.queueURL, bo)
-	}
-	if err := errors.Join(errs[:]...); err != nil {
+	r.bo = settle.BatcherOptions{Linger: w.opts.BatchLinger, Senders: w.opts.Pollers, CallTimeout: w.opts.CallTimeout, Log: log, Warn: w.warn}
+	if r.settlers, err = w.newSettlers(r.bo); err != nil {
 		stopHB()
 		<-hbDone
 		return fmt.Errorf("sqsworker: %w", err)
@@ -544,19 +551,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopHBAfterFlush := context.AfterFunc(flushCtx, stopHB)
 	defer stopHBAfterFlush()
 	before := w.c.abandoned.Load()
-	if r.sends != nil {
-		r.sends.Close(flushCtx)
-	}
-	if r.resends != nil {
-		r.resends.Close(flushCtx)
-	}
-	var flush sync.WaitGroup
-	flush.Go(func() { r.deletes.Close(flushCtx) })
-	flush.Go(func() { r.changes.Close(flushCtx) })
-	flush.Wait()
+	r.settlers.close(flushCtx)
 	stopHB()
 	<-hbDone
-	w.notify.Close(flushCtx)
+	if h := r.holdover.Load(); h != nil {
+		// Handlers Run returns without: their messages stay leased, and
+		// they are settled as usual when the handlers return.
+		w.notify.Flush(flushCtx)
+		w.keepHeldOver(bg, h, hb)
+	} else {
+		w.notify.Close(flushCtx)
+	}
 	if n := w.c.abandoned.Load() - before; n > 0 {
 		log.Warn(fmt.Sprintf("sqsworker: %d settlements not confirmed at shutdown; those messages will be delivered again", n),
 			"queue", w.queueURL, "flushTimeout", w.opts.FlushTimeout)

@@ -515,6 +515,12 @@ queues, never in neither. The manual move removes sqsworker's provenance
 attributes (unless --keep-provenance), so the queue gets the original
 message; a move task cannot.
 
+A redrive moves the messages that were in the dead-letter queue when it
+began, once. Jobs that fail again meanwhile come back to it: the manual move
+knows the copies it sent by their message IDs, leaves the ones that come
+back in the dead-letter queue and says how many ("3 messages came back (they
+failed again)"). A move task reports SQS's own counts.
+
 A dead-letter queue shared by several queues: only the messages that came
 from QUEUE are moved, also with --to, and always by the manual move (a move
 task would move every queue's messages; --method move-task is refused).
@@ -715,6 +721,9 @@ func runDLQRedrive(a *app, ctx context.Context, cmd *command, args []string) int
 	if res.NotSeen > 0 {
 		fmt.Fprintf(a.stdout, "; %d not seen (hidden: they stay in the dead-letter queue)", res.NotSeen)
 	}
+	if res.CameBack > 0 {
+		fmt.Fprintf(a.stdout, "; %s came back (they failed again) and stay in the dead-letter queue", count(res.CameBack, "message"))
+	}
 	fmt.Fprintln(a.stdout)
 	return exit
 }
@@ -796,6 +805,9 @@ func progressText(pr dlq.Progress) string {
 	}
 	if pr.Duplicated > 0 {
 		fmt.Fprintf(&b, ", %d duplicated", pr.Duplicated)
+	}
+	if pr.CameBack > 0 {
+		fmt.Fprintf(&b, ", %d came back (failed again)", pr.CameBack)
 	}
 	if pr.Done {
 		b.WriteString(", done")

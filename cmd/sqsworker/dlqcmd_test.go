@@ -16,6 +16,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
+	"github.com/sqsworker/sqsworker/sqstest"
 )
 
 // deadLetter creates queue name with a DLQ and moves n messages there
@@ -153,6 +154,81 @@ func TestDLQRedrive(t *testing.T) {
 		}
 		if n := len(h.fake.Messages(target.SourceURL)); n != 6 || len(h.fake.Messages(target.DLQURL)) != 0 {
 			t.Errorf("source %d, DLQ %d", n, len(h.fake.Messages(target.DLQURL)))
+		}
+	})
+}
+
+// failingAgain is an SQS client whose queue's jobs fail again as soon as a
+// redrive has moved them: after each delete from the dead-letter queue, a
+// worker takes what the queue holds and dead-letters it anew.
+type failingAgain struct {
+	*sqstest.Fake
+	t      *testing.T
+	target dlq.Target
+	runs   int
+}
+
+func (c *failingAgain) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	out, err := c.Fake.DeleteMessageBatch(ctx, in, optFns...)
+	if aws.ToString(in.QueueUrl) != c.target.DLQURL || err != nil {
+		return out, err
+	}
+	mover, merr := deadletter.NewMover(c.Fake, deadletter.Target(c.target))
+	if merr != nil {
+		c.t.Fatal(merr)
+	}
+	for {
+		got, rerr := c.Fake.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.target.SourceURL), MaxNumberOfMessages: 10,
+			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{"All"}})
+		if rerr != nil {
+			c.t.Fatal(rerr)
+		}
+		if len(got.Messages) == 0 {
+			return out, err
+		}
+		for _, m := range got.Messages {
+			c.runs++
+			if merr := mover.Move(ctx, m, deadletter.Provenance{Error: "still failing", Handler: "billing.Charge"}); merr != nil {
+				c.t.Fatal(merr)
+			}
+		}
+	}
+}
+
+// A redrive of jobs that fail again ends, and says how many came back
+// (issue 37: "210/3 moved (100%)", then "624/3", until a timeout stopped it).
+func TestDLQRedriveReportsWhatCameBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t)
+		target := deadLetter(t, h, "orders", 3, func(int) string { return "boom" })
+		c := &failingAgain{Fake: h.fake, t: t, target: target}
+		h.client = c
+		code, out, errOut := h.run(t, "dlq", "redrive", "orders", "--method", "manual")
+		if code != exitOK || !strings.Contains(out, "moved 3 messages from orders-dlq to orders (manual); 3 messages came back (they failed again) and stay in the dead-letter queue") {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		if !strings.Contains(errOut, "orders-dlq → orders: 3/3 moved (100%), 6 scanned, 3 came back (failed again), done") {
+			t.Errorf("progress:\n%s", errOut)
+		}
+		if c.runs != 3 || len(h.fake.Messages(target.DLQURL)) != 3 {
+			t.Errorf("the jobs ran %d times; the DLQ holds %d; want 3 and 3", c.runs, len(h.fake.Messages(target.DLQURL)))
+		}
+		code, out, _ = h.run(t, "dlq", "redrive", "orders", "--method", "manual", "-o", "json")
+		var res struct {
+			dlq.RedriveResult
+			Messages []messageOut `json:"messages"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); code != exitOK || err != nil || res.Moved != 3 || res.CameBack != 3 || !strings.Contains(out, `"cameBack": 3`) {
+			t.Fatalf("json: exit %d, %v\n%s", code, err, out)
+		}
+		back := 0
+		for _, m := range res.Messages {
+			if m.Action == "came-back" {
+				back++
+			}
+		}
+		if back != 3 {
+			t.Errorf("the JSON lists %d messages as came-back, want 3:\n%s", back, out)
 		}
 	})
 }

@@ -297,6 +297,13 @@ func TestGoldenJSON(t *testing.T) {
 			deadLetter(t, h, "returns", 2, func(int) string { return "x" })
 			g.exitOnly(t, h, "dlq-purge-not-confirmed", "dlq", "purge", "returns", "-o", "json")
 			g.run(t, h, "dlq-purge", "dlq", "purge", "returns", "--yes", "-o", "json")
+
+			// Jobs that fail again while they are redriven: the manual
+			// move counts them (cameBack) and lists them as "came-back".
+			billing := deadLetter(t, h, "billing", 2, func(int) string { return "card declined" })
+			h.client = &failingAgain{Fake: h.fake, t: t, target: billing}
+			g.run(t, h, "dlq-redrive-came-back", "dlq", "redrive", "billing", "--method", "manual", "-o", "json")
+			h.client = h.fake
 		})
 	})
 

@@ -137,6 +137,7 @@ type scalingOptions struct {
 	maxCount         int
 	activation       int
 	countDelayed     bool
+	countInFlight    bool
 	triggerAuth      string
 	cluster, service string
 	outCooldown      time.Duration
@@ -184,6 +185,7 @@ func runScaling(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.IntVar(&o.maxCount, "max", 10, "keda: maxReplicaCount; ecs: MaxCapacity")
 	fs.IntVar(&o.activation, "activation", 0, "keda: activationQueueLength, the messages that wake a fleet scaled to zero (0: the first one)")
 	fs.BoolVar(&o.countDelayed, "count-delayed", false, "keda: scaleOnDelayed, count delayed messages as backlog")
+	fs.BoolVar(&o.countInFlight, "count-in-flight", false, "keda: scaleOnInFlight, count in-flight messages (running, or hidden until their retry) as backlog")
 	fs.StringVar(&o.triggerAuth, "trigger-auth", "", "keda: the TriggerAuthentication holding the AWS identity")
 	fs.StringVar(&o.cluster, "cluster", "", "ecs: the cluster's name")
 	fs.StringVar(&o.service, "service", "", "ecs: the service's name")
@@ -225,6 +227,9 @@ func runScaling(a *app, ctx context.Context, cmd *command, args []string) int {
 			return exitUsage
 		}
 		return exitProblems
+	}
+	if w := implausible(m); w != "" {
+		fmt.Fprintf(a.stderr, "sqsworker %s --scaling %s: warning: %s\n", cmd.path, o.kind, w)
 	}
 	var doc *yaml.Node
 	switch o.kind {
@@ -331,6 +336,26 @@ func (a *app) measure(ctx context.Context, o *scalingOptions, set map[string]boo
 		source: fmt.Sprintf("--concurrency %d / --handler-time %v", c, o.handlerTime), timeSource: "--handler-time"}, nil
 }
 
+// plausibleCapacity is the most messages per second one worker plausibly
+// takes: each receive brings at most 10 messages and takes milliseconds,
+// with a few receives in flight (Options.Pollers), and each is deleted in
+// batches of 10 alike.
+const plausibleCapacity = 10_000
+
+// implausible returns a warning when the measured capacity is more than a
+// worker plausibly takes (a fast handler measured by a worker whose
+// Stats.Capacity was not yet bounded by its receive and delete paths, or a
+// mistyped --capacity): the template's backlog target would then be one
+// no backlog reaches, and the fleet would never scale out.
+func implausible(m measured) string {
+	if m.capacity <= plausibleCapacity {
+		return ""
+	}
+	return fmt.Sprintf("the capacity, %s messages/s per worker (%s), is more than one worker plausibly takes (each receive brings at most 10 messages, a few receives at a time; about %s/s at most): "+
+		"the backlog target below would be one no backlog reaches, and the fleet would not scale out. Measure a worker under load with this version (its Capacity is bounded by what its receive and delete paths measured), or give --capacity or --handler-time",
+		fmtFloat(m.capacity), m.source, fmtFloat(plausibleCapacity))
+}
+
 // backlogTarget is the backlog one worker clears within the target
 // latency: the number KEDA's queueLength and ECS's target value are.
 func backlogTarget(o scalingOptions, m measured) (int, string, error) {
@@ -389,10 +414,14 @@ func kedaTemplate(o scalingOptions, m measured) (*yaml.Node, error) {
 		"queueLength", fmt.Sprint(qlen),
 		"# Messages that wake a fleet scaled to zero (0: the first one).",
 		"activationQueueLength", fmt.Sprint(o.activation),
-		"# Count in-flight messages (ApproximateNumberOfMessagesNotVisible) with the visible ones, so\n" +
-			"# KEDA does not scale in workers that still hold messages (keda#1663). Messages waiting\n" +
-			"# for a retry are in flight too (the worker sets their visibility to the retry delay).",
-		"scaleOnInFlight", "true",
+		"# Count in-flight messages (ApproximateNumberOfMessagesNotVisible) as backlog: the jobs\n" +
+			"# running, and the failed ones hidden until their retry (the worker sets a failed\n" +
+			"# message's visibility to its retry delay). During a downstream outage that is every\n" +
+			"# failing job, so true would scale to maxReplicaCount with pods idle until the retries\n" +
+			"# are due. false counts the visible messages only: the work no worker has taken. A\n" +
+			"# worker scaled in finishes its running jobs within the stop budget and releases the\n" +
+			"# rest (--count-in-flight for true; keda#1663).",
+		"scaleOnInFlight", fmt.Sprint(o.countInFlight),
 		"# Count delayed messages (ApproximateNumberOfMessagesDelayed, keda#4900) as backlog:\n" +
 			"# true keeps workers up for messages not yet due; false lets the fleet scale to zero\n" +
 			"# and wakes it when they become visible (--count-delayed).",

@@ -85,7 +85,7 @@ func TestScalingKEDA(t *testing.T) {
 	// KEDA's trigger metadata are strings.
 	for k, want := range map[string]string{
 		"queueURL": "https://sqs.eu-west-1.amazonaws.com/123456789012/Orders", "awsRegion": "eu-west-1",
-		"queueLength": "2400", "activationQueueLength": "0", "scaleOnInFlight": "true", "scaleOnDelayed": "false",
+		"queueLength": "2400", "activationQueueLength": "0", "scaleOnInFlight": "false", "scaleOnDelayed": "false",
 	} {
 		if got := dig(t, trig, "metadata", k); got != want {
 			t.Errorf("metadata.%s = %#v, want %q", k, got, want)
@@ -309,5 +309,45 @@ func TestScalingBadInputs(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 saying %q", code, out, errOut, tc.want)
 			}
 		})
+	}
+}
+
+// scaleOnInFlight counts the messages hidden for a retry's backoff as work:
+// during a downstream outage KEDA would scale to the maximum with idle pods
+// (issue 37). It is off unless asked for, and the template says what it
+// counts.
+func TestScalingKEDAInFlightCountsRetries(t *testing.T) {
+	h := newHarness(t)
+	args := []string{"template", "--scaling", "keda", "--capacity", "80", "--target-latency", "30s", "https://sqs.eu-west-1.amazonaws.com/123456789012/Orders"}
+	code, out, errOut := h.run(t, args...)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got := dig(t, parseYAML(t, out), "spec", "triggers", 0, "metadata", "scaleOnInFlight"); got != "false" {
+		t.Errorf("scaleOnInFlight = %v by default; want false", got)
+	}
+	if !strings.Contains(out, "hidden until their retry") || !strings.Contains(out, "maxReplicaCount with pods idle") {
+		t.Errorf("the template does not say what scaleOnInFlight counts:\n%s", out)
+	}
+	code, out, _ = h.run(t, append([]string{args[0], args[1], args[2], "--count-in-flight"}, args[3:]...)...)
+	if got := dig(t, parseYAML(t, out), "spec", "triggers", 0, "metadata", "scaleOnInFlight"); code != exitOK || got != "true" {
+		t.Errorf("--count-in-flight: exit %d, scaleOnInFlight = %v; want true", code, got)
+	}
+}
+
+// A capacity no worker plausibly has (issue 37: a no-op handler's
+// unbounded Stats.Capacity made queueLength "39202977") is warned of.
+func TestScalingWarnsOfAnImplausibleCapacity(t *testing.T) {
+	h := newHarness(t)
+	code, out, errOut := h.run(t, "template", "--scaling", "keda", "--capacity", "1306765.9", "--target-latency", "30s", "https://sqs.eu-west-1.amazonaws.com/123456789012/Orders")
+	if code != exitOK || !strings.Contains(out, `queueLength: "39202977"`) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "warning: the capacity, 1306765.9 messages/s per worker") || !strings.Contains(errOut, "would not scale out") {
+		t.Errorf("no warning of the implausible capacity on stderr: %q", errOut)
+	}
+	_, _, errOut = h.run(t, "template", "--scaling", "keda", "--capacity", "800", "--target-latency", "30s", "https://sqs.eu-west-1.amazonaws.com/123456789012/Orders")
+	if errOut != "" {
+		t.Errorf("a plausible capacity is warned of: %q", errOut)
 	}
 }

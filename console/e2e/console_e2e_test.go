@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -295,6 +296,10 @@ func TestConsoleInChromium(t *testing.T) {
 		if got := b.text(fmt.Sprintf(`tr[data-queue=%q] a.dlq`, src)); got != dlqName {
 			t.Errorf("DLQ %q; want %s", got, dlqName)
 		}
+		// The page has an icon (no 404 in the browser's console).
+		if code := run(b, chromedp.Evaluate[int](`fetch(document.querySelector('link[rel=icon]').href).then(r => r.status)`, chromedp.EvalAwaitPromise)); code != http.StatusOK {
+			t.Errorf("the icon answers %d", code)
+		}
 		b.shot("overview")
 	})
 
@@ -460,6 +465,13 @@ func TestConsoleInChromium(t *testing.T) {
 		if got := b.text(row + ".state"); got != "receiving" {
 			t.Fatalf("before the pause the page says %q; want receiving", got)
 		}
+		// No worker receives from a dead-letter queue: no Pause for it.
+		if n := run(b, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll('#pauses tr[data-queue=%q] button.pause').length`, dlqName))); n != 0 {
+			t.Errorf("the fleet page offers Pause on dead-letter queue %s", dlqName)
+		}
+		if note := b.text(fmt.Sprintf(`#pauses tr[data-queue=%q] .dlq-note`, dlqName)); !strings.Contains(note, "dead-letter queue of "+src) {
+			t.Errorf("the dead-letter queue's row says %q", note)
+		}
 		if got := b.text(`#caps tr[data-cap="tenant"][data-key="acme"] .slots`); got != "2" {
 			t.Errorf("cap tenant, key acme: the page says %q slots held; want 2", got)
 		}
@@ -487,4 +499,132 @@ func TestConsoleInChromium(t *testing.T) {
 			t.Errorf("the read-only fleet page has %d controls", n)
 		}
 	})
+}
+
+// startBrowser starts a headless Chromium tab for t, ended with the test.
+func startBrowser(t *testing.T) *browser {
+	t.Helper()
+	exe := chromium(t)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 860),
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("no-proxy-server", true))...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	bctx, cancelTimeout := context.WithTimeout(bctx, 3*time.Minute)
+	t.Cleanup(cancelTimeout)
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("starting %s: %v", exe, err)
+	}
+	return &browser{t: t, ctx: bctx, dir: t.TempDir()}
+}
+
+// TestConsoleRedriveWhileJobsFailAgain is issue 37's first finding from the
+// console: redriving a group whose jobs still fail (the demo's outage still
+// on) moved their fresh dead-letter copies again and again ("Scanned 360,
+// Matched 352, Moved 352" for 4 messages). The job page now says 3 moved
+// and 3 came back, the redrive ends, and each job ran once more.
+func TestConsoleRedriveWhileJobsFailAgain(t *testing.T) {
+	b := startBrowser(t)
+	client := testenv.SQS(t)
+	ctx := context.Background()
+	setup, err := dlq.Setup(ctx, client, dlq.SetupOptions{Name: testenv.UniqueName("console-back")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := setup.Target()
+
+	var mu sync.Mutex
+	runs := map[string]int{}
+	w, err := worker.New(client, target.SourceURL, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		mu.Lock()
+		runs[m.Body]++
+		mu.Unlock()
+		return retry.Permanent(errors.New("inventory: service unavailable"))
+	}), func(o *worker.Options) {
+		o.HandlerName = "inventory"
+		o.Logger = slog.New(slog.DiscardHandler)
+		o.WaitTime = time.Second
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stopWorker := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(wctx) }()
+	defer func() {
+		stopWorker()
+		if err := <-ran; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}()
+	for i := range 3 {
+		if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String(fmt.Sprintf(`{"sku":"sku-%d"}`, i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); w.Stats().DeadLettered < 3; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker dead-lettered %d of 3 jobs in 30 s", w.Stats().DeadLettered)
+		}
+	}
+	mu.Lock()
+	clear(runs)
+	mu.Unlock()
+
+	var audit lockedBuffer
+	h, err := console.New(client, func(o *console.Options) {
+		o.Queues = []string{target.SourceURL, target.DLQURL}
+		o.Actions = true
+		o.Logger = slog.New(slog.NewTextHandler(&audit, nil))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	src := queueref.Name(target.SourceURL)
+
+	b.do(chromedp.Navigate(srv.URL+"/queues/"+src+"/dlq"), chromedp.WaitVisible(chromedp.CSS("#groups")))
+	if got := b.text("tbody.group .count"); got != "3" {
+		t.Fatalf("the group holds %q messages; want 3", got)
+	}
+	// The group's message list, expanded, lines up with the table.
+	b.do(chromedp.Click(chromedp.CSS("tbody.group tr.members summary")), chromedp.WaitVisible(chromedp.CSS("tbody.group table.messages td")))
+	offset := run(b, chromedp.Evaluate[float64](`(() => {
+		const left = el => el.getBoundingClientRect().left + parseFloat(getComputedStyle(el).paddingLeft);
+		return left(document.querySelector("tbody.group table.messages td")) - left(document.querySelector("tbody.group td.reason"));
+	})()`))
+	if offset < -1 || offset > 1 {
+		t.Errorf("the expanded message list starts %.1f px right of the table's first column; want it lined up", offset)
+	}
+	b.shot("triage-members")
+	b.do(chromedp.Click(chromedp.CSS("tbody.group button.redrive-group")))
+	if state := b.waitJob(); state != "done" {
+		t.Fatalf("redrive job %s: %s", state, b.text("#job-error"))
+	}
+	moved, back, scanned := b.text("#job-moved"), b.text("#job-cameback"), b.text("#job-scanned")
+	if moved != "3" || back != "3" {
+		t.Errorf("the job page says %s moved, %s came back (%s scanned); want 3 and 3", moved, back, scanned)
+	}
+	if note := b.text("#job-note"); !strings.Contains(note, "3 messages came back") {
+		t.Errorf("the job page's note %q does not say that 3 came back", note)
+	}
+	mu.Lock()
+	got := maps.Clone(runs)
+	mu.Unlock()
+	if len(got) != 3 {
+		t.Errorf("the jobs ran %v after the redrive began; want each of the 3 once", got)
+	}
+	for body, n := range got {
+		if n != 1 {
+			t.Errorf("job %s ran %d times after the redrive began; want once", body, n)
+		}
+	}
+	if c, err := dlq.Count(ctx, client, target.DLQURL); err != nil || c.Total() != 3 {
+		t.Errorf("the dead-letter queue counts %+v (%v); want the 3 that came back", c, err)
+	}
+	if !strings.Contains(audit.String(), "came_back=3") {
+		t.Errorf("the audit log does not count the messages that came back:\n%s", audit.String())
+	}
 }

@@ -269,7 +269,7 @@ func (m *Copier) InputContext(ctx context.Context, msg types.Message, p Provenan
 		return nil, m.tooLarge(id, size, limit, p, offloadErr)
 	}
 	budget := limit - size
-	attrs, kept, mode := attachProvenance(user, p, budget)
+	attrs, kept, mode := attachProvenance(user, p, sanitize(id), budget)
 	switch {
 	case mode == provenanceNone:
 		m.opts.Logger.Warn("sqsworker/dlq: moving message without provenance attributes: no attribute or byte left",

@@ -57,7 +57,7 @@ func FuzzProvenanceRoundTrip(f *testing.F) {
 		p := Provenance{SourceQueue: source, Error: errText, Attempt: attempt, FirstReceived: when, FailedAt: when, Handler: handler}
 		attrs := separateAttributes(p)
 		if packed {
-			attrs = jsonAttribute(p)
+			attrs = jsonAttribute(p, "")
 		}
 		got, _ := ParseProvenance(attrs)
 		if got.SourceQueue != p.SourceQueue || got.Error != p.Error || got.Handler != p.Handler {

@@ -49,6 +49,11 @@ const (
 	// AttrProvenance holds all of Provenance as one JSON object, used when
 	// the message's own attributes leave no room for one attribute per field.
 	AttrProvenance = AttrPrefix + "provenance"
+	// AttrMessageID carries, on a dead-letter copy, the message's ID in the
+	// queue it failed in (in the JSON form: "messageId"). A redrive that
+	// sent that message tells by it that the copy came back: it failed
+	// again.
+	AttrMessageID = AttrPrefix + "message-id"
 )
 
 // timeLayout is RFC 3339 with milliseconds, as SQS's own timestamps have.
@@ -62,6 +67,7 @@ type provenanceJSON struct {
 	FirstReceived string `json:"firstReceived,omitempty"`
 	FailedAt      string `json:"failedAt,omitempty"`
 	Handler       string `json:"handler,omitempty"`
+	MessageID     string `json:"messageId,omitempty"`
 }
 
 // IsProvenanceAttribute reports whether a message attribute name is one
@@ -135,6 +141,21 @@ func ParseProvenance(attrs map[string]types.MessageAttributeValue) (Provenance, 
 	return p, found
 }
 
+// SourceMessageID returns the message ID a dead-letter copy had in the
+// queue it failed in (AttrMessageID, or the JSON form's messageId), or "".
+func SourceMessageID(attrs map[string]types.MessageAttributeValue) string {
+	if v, ok := attrs[AttrMessageID]; ok && v.StringValue != nil {
+		return *v.StringValue
+	}
+	if v, ok := attrs[AttrProvenance]; ok && v.StringValue != nil {
+		var j provenanceJSON
+		if json.Unmarshal([]byte(*v.StringValue), &j) == nil {
+			return j.MessageID
+		}
+	}
+	return ""
+}
+
 // FormatTime formats a provenance time as the attributes carry it: RFC
 // 3339 UTC with milliseconds, "" for the zero time.
 func FormatTime(t time.Time) string {
@@ -167,11 +188,13 @@ func separateAttributes(p Provenance) map[string]types.MessageAttributeValue {
 	return out
 }
 
-// jsonAttribute returns Provenance packed into the AttrProvenance attribute.
-func jsonAttribute(p Provenance) map[string]types.MessageAttributeValue {
+// jsonAttribute returns Provenance and the message's source ID packed into
+// the AttrProvenance attribute.
+func jsonAttribute(p Provenance, id string) map[string]types.MessageAttributeValue {
 	b, _ := json.Marshal(provenanceJSON{
 		Source: p.SourceQueue, Error: p.Error, Attempt: p.Attempt,
 		FirstReceived: FormatTime(p.FirstReceived), FailedAt: FormatTime(p.FailedAt), Handler: p.Handler,
+		MessageID: id,
 	})
 	return map[string]types.MessageAttributeValue{AttrProvenance: stringAttr(string(b))}
 }
@@ -192,18 +215,22 @@ const (
 )
 
 // attachProvenance returns the attributes to send: the user's own (any
-// earlier provenance removed) plus p, within SQS's ten-attribute limit and
-// the given byte budget for the attributes added. The user's attributes
-// always stay. The rule:
+// earlier provenance removed) plus p and the message's ID in its source
+// queue (id, AttrMessageID), within SQS's ten-attribute limit and the given
+// byte budget for the attributes added. The user's attributes always stay.
+// The rule:
 //
-//   - the fields fit as separate attributes (count and bytes): use them;
-//   - else at least one attribute is free: one JSON attribute, its error
-//     text shortened until it fits the byte budget;
-//   - else (ten user attributes, or no bytes left): no provenance.
+//   - the fields fit as separate attributes (count and bytes): use them,
+//     with the message ID as one more if an attribute and the bytes are
+//     left;
+//   - else at least one attribute is free: one JSON attribute (with the
+//     message ID), its error text shortened until it fits the byte budget;
+//   - else no provenance: only the message ID if it fits, else nothing
+//     (ten user attributes, or no bytes left).
 //
 // It also returns the provenance as attached (its error text possibly
 // shortened).
-func attachProvenance(user map[string]types.MessageAttributeValue, p Provenance, budget int) (map[string]types.MessageAttributeValue, Provenance, provenanceMode) {
+func attachProvenance(user map[string]types.MessageAttributeValue, p Provenance, id string, budget int) (map[string]types.MessageAttributeValue, Provenance, provenanceMode) {
 	out := StripProvenance(user)
 	if out == nil {
 		out = map[string]types.MessageAttributeValue{}
@@ -213,13 +240,16 @@ func attachProvenance(user map[string]types.MessageAttributeValue, p Provenance,
 		return out, Provenance{}, provenanceNone
 	}
 	if sep := separateAttributes(p); len(sep) <= free && attributesSize(sep) <= budget {
+		if idAttr := idAttribute(id); len(idAttr) > 0 && len(sep) < free && attributesSize(sep)+attributesSize(idAttr) <= budget {
+			sep[AttrMessageID] = idAttr[AttrMessageID]
+		}
 		for k, v := range sep {
 			out[k] = v
 		}
 		return out, p, provenanceSeparate
 	}
 	for {
-		js := jsonAttribute(p)
+		js := jsonAttribute(p, id)
 		size := attributesSize(js)
 		if size <= budget {
 			for k, v := range js {
@@ -228,6 +258,9 @@ func attachProvenance(user map[string]types.MessageAttributeValue, p Provenance,
 			return out, p, provenanceJSONMode
 		}
 		if p.Error == "" {
+			if idAttr := idAttribute(id); len(idAttr) > 0 && attributesSize(idAttr) <= budget {
+				out[AttrMessageID] = idAttr[AttrMessageID]
+			}
 			return out, Provenance{}, provenanceNone
 		}
 		// Shorten the error by what is over, plus room for escaping and the
@@ -239,6 +272,14 @@ func attachProvenance(user map[string]types.MessageAttributeValue, p Provenance,
 		}
 		p.Error = truncate(p.Error, keep)
 	}
+}
+
+// idAttribute returns the AttrMessageID attribute for id (none for "").
+func idAttribute(id string) map[string]types.MessageAttributeValue {
+	if id == "" {
+		return nil
+	}
+	return map[string]types.MessageAttributeValue{AttrMessageID: stringAttr(id)}
 }
 
 const truncMarker = "… [truncated]"

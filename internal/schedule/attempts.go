@@ -62,3 +62,21 @@ func Attempts(attrs map[string]types.MessageAttributeValue) int {
 func AttemptsValue(n int) types.MessageAttributeValue {
 	return types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.Itoa(max(n, 0)))}
 }
+
+// StripRelay returns a copy of attrs without the attributes a relay adds
+// (AttemptsAttribute, OriginAttribute), or nil when nothing is left: a
+// message sent without them starts as a job of its own, with a fresh
+// attempt budget under its new message ID (dlq's manual redrive).
+func StripRelay(attrs map[string]types.MessageAttributeValue) map[string]types.MessageAttributeValue {
+	var out map[string]types.MessageAttributeValue
+	for k, v := range attrs {
+		if k == AttemptsAttribute || k == OriginAttribute {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]types.MessageAttributeValue, len(attrs))
+		}
+		out[k] = v
+	}
+	return out
+}

@@ -21,6 +21,7 @@ document.addEventListener("DOMContentLoaded", () => {
     poll(job.dataset.status, 500, (st) => {
       for (const k of ["scanned", "matched", "moved", "deleted", "sent", "duplicated", "skipped", "failed"]) set("job-" + k, st[k]);
       set("job-notseen", st.notSeen);
+      set("job-cameback", st.cameBack);
       set("job-error", st.error || "");
       set("job-note", st.note || "");
       const bar = document.getElementById("job-progress");
