@@ -31,6 +31,8 @@ STATICCHECK     := $(GO) run $(STATICCHECK_PKG)
 TESTFLAGS ?=
 BENCHTIME ?= 3x
 
+.DEFAULT_GOAL := test
+
 .PHONY: api apicount mutate test conformance unit lint bench bench-latency demo console console-screenshots chaos emulators-start emulators-stop fuzz
 
 # mutate is the mutation check (not part of test): harness/mutate applies each of
