@@ -186,14 +186,16 @@ func commands() []*command {
 		resumeCommand(),
 		pausedCommand(),
 		statusCommand(),
+		fleetCreateTableCommand(),
+		fleetCheckCommand(),
 	}
 }
 
 const overview = `sqsworker is the operator's tool for queues run by the sqsworker library:
 it creates queue pairs, checks their dead-letter setup, inspects and
-redrives dead-letter queues, previews retry schedules, pauses and resumes
-queues for their whole fleet of workers, and shows a queue's state with its
-fleet controls.
+redrives dead-letter queues, previews retry schedules, creates the fleet
+table, pauses and resumes queues for their whole fleet of workers, and shows
+a queue's state with its fleet controls.
 
 Usage: sqsworker <command> [flags] [arguments]
 
@@ -304,7 +306,7 @@ func callsAWS(cmd *command) bool {
 	case "setup", "doctor", "console", "pause", "resume", "paused", "status":
 		return true
 	}
-	return strings.HasPrefix(cmd.path, "dlq ")
+	return strings.HasPrefix(cmd.path, "dlq ") || strings.HasPrefix(cmd.path, "fleet ")
 }
 
 func equalWords(a, b []string) bool {

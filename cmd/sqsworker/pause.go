@@ -97,7 +97,7 @@ func fleetFlagsOn(fs *flag.FlagSet) fleetFlags {
 // openFleet checks that QUEUE exists and opens the fleet table.
 func (a *app) openFleet(ctx context.Context, cmd *command, ff fleetFlags, queue string) (*fleet.Fleet, string, int, bool) {
 	if *ff.table == "" {
-		fmt.Fprintf(a.stderr, "sqsworker %s: no fleet table; pass --table or set %s (create one with fleet.CreateTable)\n", cmd.path, tableEnv)
+		fmt.Fprintf(a.stderr, "sqsworker %s: no fleet table; pass --table or set %s (create one with `sqsworker fleet create-table NAME`)\n", cmd.path, tableEnv)
 		return nil, "", exitUsage, false
 	}
 	c, ok := a.connect(ctx, cmd, ff.conn)
@@ -117,7 +117,7 @@ func (a *app) openFleet(ctx context.Context, cmd *command, ff fleetFlags, queue 
 		o.Now = a.now
 	})
 	if err != nil {
-		return nil, "", a.fail(cmd, err), false
+		return nil, "", a.failFleet(cmd, *ff.table, err), false
 	}
 	return f, url, exitOK, true
 }
