@@ -338,9 +338,40 @@ func (a *app) printUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {
 		return
 	}
 	fmt.Fprintln(w, "\nFlags:")
+	// A flag whose usage states its default itself ("(default 5m)", or
+	// more: "(default: keep; new queue: 4d)") must not get the flag
+	// package's "(default 5m)" as well, which PrintDefaults appends for any
+	// value that is not its type's zero (a duration flag given a starting
+	// value).
+	fs.VisitAll(func(f *flag.Flag) {
+		if strings.Contains(f.Usage, "(default") {
+			f.DefValue = zeroDefValue(f)
+		}
+	})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// zeroDefValue is the DefValue for which PrintDefaults prints no default:
+// the text of the flag's zero value ("" for the flag.Value types here,
+// "0" for numbers, "false" for booleans).
+func zeroDefValue(f *flag.Flag) string {
+	switch f.Value.(type) {
+	case durationValue, *multiFlag:
+		return ""
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case int, int64, uint, uint64:
+			return "0"
+		case float64:
+			return "0"
+		case bool:
+			return "false"
+		}
+	}
+	return ""
 }
 
 // parse parses flags given before, between and after the arguments, and
