@@ -217,9 +217,19 @@ Exit codes: 0 ok; 1 problems found or an operation failed; 2 usage error;
 func (a *app) usage(w io.Writer) {
 	var b strings.Builder
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-16s %s\n", c.path, c.synopsis)
+		fmt.Fprintf(&b, "  %-*s %s\n", pathWidth(), c.path, c.synopsis)
 	}
 	fmt.Fprintf(w, overview, b.String())
+}
+
+// pathWidth is the width of the command column in the command lists: the
+// longest command path.
+func pathWidth() int {
+	w := 0
+	for _, c := range commands() {
+		w = max(w, len(c.path))
+	}
+	return w
 }
 
 // globalFlags are the AWS connection flags, which may also come before the
@@ -284,7 +294,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 			}
 			fmt.Fprintf(w, "Usage: sqsworker %s <command> [flags] [arguments]\n\nCommands:\n", args[0])
 			for _, c := range group {
-				fmt.Fprintf(w, "  %-16s %s\n", c.path, c.synopsis)
+				fmt.Fprintf(w, "  %-*s %s\n", pathWidth(), c.path, c.synopsis)
 			}
 			return code
 		}
