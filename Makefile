@@ -85,9 +85,13 @@ demo:
 # demo queue pair whose worker dead-letters some jobs and watches the queue's
 # pause switch in a fleet table, until Ctrl-C; it prints
 # the URL (http://127.0.0.1:9470/ unless CONSOLEADDR says otherwise).
+# It runs the built program, not go run: go run exits 1 when interrupted,
+# whatever the program does, and Ctrl-C is how the console demo ends (it then
+# deletes its queues and table, says so, and exits 0).
 CONSOLEADDR ?= 127.0.0.1:9470
 console:
-	$(WITH_AWS) $(GO) run ./examples/console -addr $(CONSOLEADDR)
+	$(GO) build -o bin/console ./examples/console
+	$(WITH_AWS) bin/console -addr $(CONSOLEADDR)
 
 # console-screenshots runs the console's browser tests and keeps their
 # screenshots in docs/console (the README shows them).

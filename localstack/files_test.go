@@ -51,8 +51,8 @@ func TestDockerComposeParsesAndIsPinned(t *testing.T) {
 			t.Errorf("SERVICES=%q lacks %s", services, want)
 		}
 	}
-	// The README says which services LocalStack runs: all of them.
-	readme, err := os.ReadFile("../README.md")
+	// CONTRIBUTING.md says which services LocalStack runs: all of them.
+	readme, err := os.ReadFile("../CONTRIBUTING.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +63,11 @@ func TestDockerComposeParsesAndIsPinned(t *testing.T) {
 	for _, s := range strings.Split(services, ",") {
 		name, ok := names[strings.TrimSpace(s)]
 		if !ok {
-			t.Errorf("SERVICES has %q, which this test does not know: add it here and to the README", s)
+			t.Errorf("SERVICES has %q, which this test does not know: add it here and to CONTRIBUTING.md", s)
 			continue
 		}
 		if !strings.Contains(section, name) {
-			t.Errorf("the README's LocalStack section does not list %s, which docker-compose.yml runs", name)
+			t.Errorf("CONTRIBUTING.md's LocalStack section does not list %s, which docker-compose.yml runs", name)
 		}
 	}
 	if len(ls.Healthcheck.Test) == 0 || ls.Healthcheck.Retries == 0 {

@@ -30,7 +30,12 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT
+# Ctrl-C reaches COMMAND too (the terminal signals the whole process group):
+# while COMMAND runs, its status is the one to exit with, so a program that
+# handles the interrupt and exits 0 (make console) makes this script exit 0,
+# and one the interrupt kills makes it exit 130. (A trap that exits at once
+# would turn every interrupted run into a failure.)
+trap ':' INT
 trap 'exit 143' TERM
 
 env_lines=$("$here/start.sh")

@@ -23,7 +23,7 @@ type meter struct {
 func newMeter() *meter { return &meter{calls: map[string]int64{}} }
 
 // client is the HTTP client every consumer gets: the SDK's default,
-// counted, with the idle-connection pool the README advises (enough idle
+// counted, with the idle-connection pool docs/guides/scaling.md advises (enough idle
 // connections per host for every call the consumer keeps in flight).
 func (m *meter) client() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {

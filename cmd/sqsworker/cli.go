@@ -186,14 +186,16 @@ func commands() []*command {
 		resumeCommand(),
 		pausedCommand(),
 		statusCommand(),
+		fleetCreateTableCommand(),
+		fleetCheckCommand(),
 	}
 }
 
 const overview = `sqsworker is the operator's tool for queues run by the sqsworker library:
 it creates queue pairs, checks their dead-letter setup, inspects and
-redrives dead-letter queues, previews retry schedules, pauses and resumes
-queues for their whole fleet of workers, and shows a queue's state with its
-fleet controls.
+redrives dead-letter queues, previews retry schedules, creates the fleet
+table, pauses and resumes queues for their whole fleet of workers, and shows
+a queue's state with its fleet controls.
 
 Usage: sqsworker <command> [flags] [arguments]
 
@@ -216,9 +218,19 @@ Exit codes: 0 ok; 1 problems found or an operation failed; 2 usage error;
 func (a *app) usage(w io.Writer) {
 	var b strings.Builder
 	for _, c := range commands() {
-		fmt.Fprintf(&b, "  %-16s %s\n", c.path, c.synopsis)
+		fmt.Fprintf(&b, "  %-*s %s\n", pathWidth(), c.path, c.synopsis)
 	}
 	fmt.Fprintf(w, overview, b.String())
+}
+
+// pathWidth is the width of the command column in the command lists: the
+// longest command path.
+func pathWidth() int {
+	w := 0
+	for _, c := range commands() {
+		w = max(w, len(c.path))
+	}
+	return w
 }
 
 // globalFlags are the AWS connection flags, which may also come before the
@@ -283,7 +295,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 			}
 			fmt.Fprintf(w, "Usage: sqsworker %s <command> [flags] [arguments]\n\nCommands:\n", args[0])
 			for _, c := range group {
-				fmt.Fprintf(w, "  %-16s %s\n", c.path, c.synopsis)
+				fmt.Fprintf(w, "  %-*s %s\n", pathWidth(), c.path, c.synopsis)
 			}
 			return code
 		}
@@ -305,7 +317,7 @@ func callsAWS(cmd *command) bool {
 	case "setup", "doctor", "console", "pause", "resume", "paused", "status":
 		return true
 	}
-	return strings.HasPrefix(cmd.path, "dlq ")
+	return strings.HasPrefix(cmd.path, "dlq ") || strings.HasPrefix(cmd.path, "fleet ")
 }
 
 func equalWords(a, b []string) bool {
@@ -337,9 +349,40 @@ func (a *app) printUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {
 		return
 	}
 	fmt.Fprintln(w, "\nFlags:")
+	// A flag whose usage states its default itself ("(default 5m)", or
+	// more: "(default: keep; new queue: 4d)") must not get the flag
+	// package's "(default 5m)" as well, which PrintDefaults appends for any
+	// value that is not its type's zero (a duration flag given a starting
+	// value).
+	fs.VisitAll(func(f *flag.Flag) {
+		if strings.Contains(f.Usage, "(default") {
+			f.DefValue = zeroDefValue(f)
+		}
+	})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// zeroDefValue is the DefValue for which PrintDefaults prints no default:
+// the text of the flag's zero value ("" for the flag.Value types here,
+// "0" for numbers, "false" for booleans).
+func zeroDefValue(f *flag.Flag) string {
+	switch f.Value.(type) {
+	case durationValue, *multiFlag:
+		return ""
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case int, int64, uint, uint64:
+			return "0"
+		case float64:
+			return "0"
+		case bool:
+			return "false"
+		}
+	}
+	return ""
 }
 
 // parse parses flags given before, between and after the arguments, and

@@ -1,8 +1,8 @@
 // Command sqsworker is the operator's tool for queues run by the sqsworker
 // library: it creates queue pairs, checks their dead-letter setup, inspects
 // and redrives dead-letter queues, previews retry schedules, pauses and
-// resumes queues for their whole fleet of workers, and shows a queue's
-// state with its fleet controls.
+// resumes queues for their whole fleet of workers (creating the fleet
+// table they share), and shows a queue's state with its fleet controls.
 //
 // Usage:
 //
@@ -83,6 +83,13 @@
 //	                      with a fleet table (--table or SQSWORKER_FLEET_TABLE)
 //	                      also its pause switch, the shared breakers (open until
 //	                      when) and the cap slots in use, per cap and key
+//	fleet create-table TABLE  create the fleet table the fleet controls (pause,
+//	                      rate limits, caps, shared breakers) keep their state
+//	                      in, with fleet.CreateTable: partition key pk, on-demand,
+//	                      time-to-live on expiresAt; on an existing table it
+//	                      checks the key and turns time-to-live on
+//	fleet check TABLE     check, without changes, that TABLE exists with the
+//	                      fleet's key and time-to-live
 //
 // QUEUE is a queue name, URL or ARN (package queueref): a name is the queue
 // of the configured region and account, an ARN the queue of its own region
@@ -155,6 +162,9 @@
 //	paused         sqs:GetQueueUrl; dynamodb:DescribeTable, dynamodb:GetItem on the fleet table
 //	status         sqs:GetQueueUrl, sqs:GetQueueAttributes (queue and DLQ); with a table also
 //	               dynamodb:DescribeTable, dynamodb:GetItem, dynamodb:Scan on the fleet table
+//	fleet create-table  dynamodb:CreateTable, dynamodb:DescribeTable, dynamodb:DescribeTimeToLive,
+//	               dynamodb:UpdateTimeToLive on the fleet table
+//	fleet check    dynamodb:DescribeTable, dynamodb:DescribeTimeToLive on the fleet table
 //
 // The fleet commands reach DynamoDB through the same configuration; its
 // endpoint comes from AWS_ENDPOINT_URL_DYNAMODB, else --endpoint-url, else

@@ -178,6 +178,7 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 			r.Error = err.Error()
 			exit = exitProblems
 		}
+		setupFixes(q, r.Findings)
 		for _, f := range r.Findings {
 			if f.Severity >= dlq.SeverityWarning {
 				exit = exitProblems

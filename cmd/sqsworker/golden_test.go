@@ -497,6 +497,9 @@ func TestGoldenJSON(t *testing.T) {
 		run("status-fleet", "status", "--table", table, "orders", "-o", "json")
 		run("resume", "resume", "--table", table, "orders", "-o", "json")
 		exitOnly("status-missing-table", "status", "--table", "no-such-table", "orders", "-o", "json")
+		run("fleet-check", "fleet", "check", table, "-o", "json")
+		run("fleet-check-missing", "fleet", "check", "no-such-table", "-o", "json")
+		run("fleet-create-table-exists", "fleet", "create-table", table, "-o", "json")
 	})
 
 	t.Run("usage", func(t *testing.T) {

@@ -22,7 +22,7 @@ func TestPauseResumeCommands(t *testing.T) {
 	if code, _, errOut := h.run(t, "pause", "--table", table, "no-such-queue"); code != exitProblems || !strings.Contains(errOut, "no-such-queue") {
 		t.Fatalf("pause of an unknown queue: exit %d, %q", code, errOut)
 	}
-	if code, _, errOut := h.run(t, "pause", "--table", "no-such-table", "orders"); code != exitProblems || !strings.Contains(errOut, "CreateTable") {
+	if code, _, errOut := h.run(t, "pause", "--table", "no-such-table", "orders"); code != exitProblems || !strings.Contains(errOut, "`sqsworker fleet create-table no-such-table`") {
 		t.Fatalf("pause with a missing table: exit %d, %q; want it to say how to create one", code, errOut)
 	}
 

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -180,7 +182,7 @@ func runScaling(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.Var(durationValue{&o.flush}, "flush-timeout", "the worker's Options.FlushTimeout (default 5s)")
 	fs.StringVar(&o.name, "name", "", "keda: the ScaledObject and its Deployment (default: the queue's name, lowercased)")
 	fs.StringVar(&o.namespace, "namespace", "", "keda: the Kubernetes namespace")
-	region := fs.String("region", "", "keda: the queue's region (default: from the queue's URL or ARN)")
+	region := fs.String("region", "", "keda: the queue's region (default: from the queue's URL or ARN, else AWS_REGION or AWS_DEFAULT_REGION)")
 	fs.IntVar(&o.minCount, "min", 0, "keda: minReplicaCount (default 0: scale to zero); ecs: MinCapacity (default 1)")
 	fs.IntVar(&o.maxCount, "max", 10, "keda: maxReplicaCount; ecs: MaxCapacity")
 	fs.IntVar(&o.activation, "activation", 0, "keda: activationQueueLength, the messages that wake a fleet scaled to zero (0: the first one)")
@@ -214,8 +216,19 @@ func runScaling(a *app, ctx context.Context, cmd *command, args []string) int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *region != "" {
+	switch {
+	case *region != "":
 		o.queue.region = *region
+	case o.queue.region == "":
+		// A bare name: the region the SDK would use, as the global help
+		// says (nothing here calls AWS, so only the environment counts).
+		o.queue.region = cmp.Or(os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"))
+	}
+	if o.kind == "keda" {
+		if err := checkKubernetesNames(&o); err != nil {
+			fmt.Fprintf(a.stderr, "sqsworker %s --scaling keda: %v\n", cmd.path, err)
+			return exitUsage
+		}
 	}
 	if o.kind == "ecs" && !set["min"] {
 		o.minCount = 1
@@ -395,7 +408,7 @@ func kedaTemplate(o scalingOptions, m measured) (*yaml.Node, error) {
 	}
 	region := o.queue.region
 	if region == "" {
-		return nil, errors.New("KEDA needs the queue's region: give the queue's URL or ARN, or --region")
+		return nil, errors.New("KEDA needs the queue's region: give the queue's URL or ARN, --region, or set AWS_REGION")
 	}
 	minR := o.minCount
 	if minR < 0 || o.maxCount < max(minR, 1) || o.activation < 0 {
@@ -403,7 +416,9 @@ func kedaTemplate(o scalingOptions, m measured) (*yaml.Node, error) {
 	}
 	name := o.name
 	if name == "" {
-		name = dnsName(o.queue.name)
+		if name = dnsName(o.queue.name); name == "" {
+			return nil, fmt.Errorf("queue name %q gives no Kubernetes name: give --name", o.queue.name)
+		}
 	}
 	need, give := drainBudget(o)
 	meta := []any{
@@ -700,7 +715,8 @@ func (q queueRef) arnNode() *yaml.Node {
 	return mapping("Fn::Sub", "arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:"+q.name)
 }
 
-// dnsName turns a queue name into a Kubernetes object name.
+// dnsName turns a queue name into a Kubernetes object name: a DNS-1123
+// label (see checkDNSLabel), cut to its 63 characters.
 func dnsName(s string) string {
 	s = strings.ToLower(strings.TrimSuffix(s, ".fifo"))
 	s = strings.Map(func(r rune) rune {
@@ -709,7 +725,63 @@ func dnsName(s string) string {
 		}
 		return '-'
 	}, s)
-	return strings.Trim(s, "-")
+	s = strings.Trim(s, "-")
+	if len(s) > dnsLabelMax {
+		s = strings.TrimRight(s[:dnsLabelMax], "-")
+	}
+	return s
+}
+
+// dnsLabelMax is the length limit of a DNS-1123 label.
+const dnsLabelMax = 63
+
+// checkDNSLabel checks a Kubernetes name against the DNS-1123 label rule
+// (RFC 1123), which Kubernetes applies to namespaces and, through the
+// labels KEDA derives from it, to a ScaledObject's name: at most 63
+// lowercase letters, digits and '-', starting and ending with a letter or
+// a digit.
+func checkDNSLabel(flagName, v string) error {
+	bad := ""
+	for _, r := range v {
+		if r > 0x7f || !isAlnum(byte(r)) && r != '-' {
+			bad = fmt.Sprintf("it has %q", r)
+			break
+		}
+	}
+	switch {
+	case bad != "":
+	case v == "":
+		bad = "it is empty"
+	case len(v) > dnsLabelMax:
+		bad = fmt.Sprintf("it is %d characters long", len(v))
+	case !isAlnum(v[0]) || !isAlnum(v[len(v)-1]):
+		bad = "it must start and end with a lowercase letter or a digit"
+	}
+	if bad == "" {
+		return nil
+	}
+	msg := fmt.Sprintf("--%s %q is not a valid Kubernetes name (%s): use at most %d lowercase letters, digits and '-', starting and ending with a letter or a digit", flagName, v, bad, dnsLabelMax)
+	if s := dnsName(v); s != "" && s != v {
+		msg += fmt.Sprintf(", e.g. %q", s)
+	}
+	return errors.New(msg)
+}
+
+func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
+// checkKubernetesNames checks the names KEDA's template gives Kubernetes:
+// --name (the ScaledObject and its Deployment) and --namespace. Names
+// derived from the queue are made valid by dnsName instead.
+func checkKubernetesNames(o *scalingOptions) error {
+	if o.name != "" {
+		if err := checkDNSLabel("name", o.name); err != nil {
+			return err
+		}
+	}
+	if o.namespace != "" {
+		return checkDNSLabel("namespace", o.namespace)
+	}
+	return nil
 }
 
 // fmtFloat writes a rate briefly.

@@ -274,6 +274,9 @@ func TestScalingFromWorkerStats(t *testing.T) {
 }
 
 func TestScalingBadInputs(t *testing.T) {
+	// No region in the environment either: a bare queue name has none.
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
 	keda := []string{"template", "--scaling", "keda", "--region", "us-east-1"}
 	ecs := []string{"template", "--scaling", "ecs", "--cluster", "c", "--service", "s"}
 	lambda := []string{"template", "--scaling", "lambda", "--function", "fn", "--handler-time", "100ms", "--rate", "50"}

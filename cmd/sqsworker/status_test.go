@@ -54,7 +54,7 @@ func TestStatusCommand(t *testing.T) {
 		len(r.Fleet.Breakers) != 1 || !r.Fleet.Breakers[0].Open || len(r.Fleet.Caps) != 1 || r.Fleet.Caps[0].Slots != 2 {
 		t.Fatalf("status -o json: exit %d, %v\n%s", code, err, out)
 	}
-	if code, _, errOut := h.run(t, "status", "--table", "no-such-table", "orders"); code != exitProblems || !strings.Contains(errOut, "CreateTable") {
+	if code, _, errOut := h.run(t, "status", "--table", "no-such-table", "orders"); code != exitProblems || !strings.Contains(errOut, "`sqsworker fleet create-table no-such-table`") {
 		t.Fatalf("status with a missing table: exit %d, %q; want it to say how to create one", code, errOut)
 	}
 }

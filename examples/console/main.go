@@ -53,14 +53,17 @@ func run(ctx context.Context, out io.Writer, client *sqs.Client, snsClient fanou
 		return err
 	}
 	target := setup.Target()
-	defer exampleutil.DeleteQueues(context.WithoutCancel(ctx), client, target.SourceURL, target.DLQURL)
+	table := ""
+	// Whatever ends the demo (Ctrl-C, an error), it deletes what it made
+	// and says so, after the worker and the servers have stopped.
+	defer func() { cleanUp(context.WithoutCancel(ctx), out, client, db, target, table) }()
 
 	// The fleet table: the worker watches the queue's pause switch in it,
 	// and the console's Fleet page pauses and resumes the queue.
 	if err := fleet.CreateTable(ctx, db, name, 0); err != nil {
 		return err
 	}
-	defer db.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	table = name
 	consoleFleet, err := fleet.New(db, name, func(o *fleet.Options) { o.Holder = "console-demo" })
 	if err != nil {
 		return err
@@ -168,9 +171,36 @@ Ctrl-C stops the demo and deletes its queues and table.
 		ready(url)
 	}
 	<-ctx.Done()
+	fmt.Fprintln(out, "\nStopping: the worker drains, then the demo deletes what it made.")
 	stopWorker()
 	if err := <-ran; err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// cleanUp deletes the demo's queues and fleet table (table is empty when it
+// was not made) and says which it deleted, or how to delete one it could
+// not.
+func cleanUp(ctx context.Context, out io.Writer, client *sqs.Client, db *dynamodb.Client, target dlq.Target, table string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var deleted []string
+	for _, q := range []struct{ what, url string }{{"queue", target.SourceURL}, {"dead-letter queue", target.DLQURL}} {
+		if _, err := client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(q.url)}); err != nil {
+			fmt.Fprintf(out, "could not delete %s %s (%v); delete it with: aws sqs delete-queue --queue-url %s\n", q.what, queueref.Name(q.url), err, q.url)
+			continue
+		}
+		deleted = append(deleted, q.what+" "+queueref.Name(q.url))
+	}
+	if table != "" {
+		if _, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)}); err != nil {
+			fmt.Fprintf(out, "could not delete fleet table %s (%v); delete it with: aws dynamodb delete-table --table-name %s\n", table, err, table)
+		} else {
+			deleted = append(deleted, "fleet table "+table)
+		}
+	}
+	if len(deleted) > 0 {
+		fmt.Fprintf(out, "Deleted %s.\n", strings.Join(deleted, ", "))
+	}
 }

@@ -22,8 +22,13 @@
 // It closes with a reconciliation computed from facts — what was sent, what
 // the handlers completed, what the dead-letter queue holds:
 //
-//	sent 300 = done 297 + in DLQ 3, lost 0, duplicates 0, SQS requests per job 1.11
-//	SQS cost per million jobs $0.44 (the worker's requests at $0.40 per million, …)
+//	sent 300 = done 297 + in DLQ 3, lost 0, duplicates 0, SQS requests per job N
+//	SQS cost per million jobs $C (the worker's requests at $0.40 per million, …)
+//
+// N and C (about N × $0.40) vary from run to run: they depend on how full
+// the receive and delete batches are while the jobs arrive, and on the
+// empty long polls while the worker waits for retries; the line between
+// them breaks the requests down by API.
 //
 // and exits non-zero if any job is lost. It takes about 20 seconds and
 // deletes its queues at the end (it keeps them, and says so, when something

@@ -1,8 +1,10 @@
 // Package readme holds, as compiled Go, every Go snippet of the project's
-// README.md, and tests that keep the two in step: each ```go block of the
-// README must appear verbatim in readme_test.go, the configuration
-// reference must name every worker.Options field, and every example program
-// under examples/ must be listed.
+// documentation — README.md, CONTRIBUTING.md and docs/**/*.md — and tests
+// that keep the two in step: each ```go block must appear verbatim in this
+// package's files (or be examples/quickstart/main.go, the quick start's
+// program), the options reference must name every worker.Options field,
+// every example program under examples/ must be listed in the README, and
+// every relative link and #anchor must resolve by GitHub's rules.
 //
 // Run its tests with the rest of the examples:
 //

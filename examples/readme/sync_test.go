@@ -49,46 +49,59 @@ func section(md, heading string) string {
 	return body
 }
 
-// TestReadmeGoBlocksAreCompiled checks that every Go block of the README
-// appears verbatim in readme_test.go, where it compiles (and the test
-// snippet runs), so the README's code cannot drift from the API. Blocks that
-// use the OpenTelemetry module (sqsotel) compile in that module instead, in
+// TestReadmeGoBlocksAreCompiled checks that every Go block of the docs
+// (README.md, CONTRIBUTING.md, docs/**/*.md) appears verbatim in this
+// package's Go files, where it compiles (and the test snippet runs), or is
+// the whole of examples/quickstart/main.go, the quick start's program, so
+// the docs' code cannot drift from the API. Blocks that use the
+// OpenTelemetry module (sqsotel) compile in that module instead, in
 // sqsotel/readme_test.go: the library's module cannot import it.
 func TestReadmeGoBlocksAreCompiled(t *testing.T) {
-	md := readFile(t, "../../README.md")
-	src := readFile(t, "readme_test.go") + readFile(t, "../../sqsotel/readme_test.go")
-	blocks := fencedBlocks(md, "go")
-	if len(blocks) < 2 {
-		t.Fatalf("found %d Go blocks in README.md; expected the embedding and the sqstest snippets at least", len(blocks))
+	src := readFile(t, "../../sqsotel/readme_test.go")
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, b := range blocks {
-		if !strings.Contains(src, b) {
-			first, _, _ := strings.Cut(b, "\n")
-			t.Errorf("README.md Go block %d (%q) does not appear verbatim in examples/readme/readme_test.go (or sqsotel/readme_test.go for OpenTelemetry code); copy it there so it compiles", i+1, first)
+	for _, f := range files {
+		src += readFile(t, f)
+	}
+	quickstart := readFile(t, "../quickstart/main.go")
+	total := 0
+	for _, doc := range docFiles(t) {
+		blocks := fencedBlocks(readFile(t, filepath.Join(repoRoot, doc)), "go")
+		total += len(blocks)
+		for i, b := range blocks {
+			if b != quickstart && !strings.Contains(src, b) {
+				first, _, _ := strings.Cut(b, "\n")
+				t.Errorf("%s Go block %d (%q) does not appear verbatim in examples/readme (or sqsotel/readme_test.go for OpenTelemetry code); copy it there so it compiles", doc, i+1, first)
+			}
 		}
+	}
+	if total < 10 {
+		t.Fatalf("found %d Go blocks in the docs; expected the quick start, the guides' and the references' snippets", total)
 	}
 }
 
-// TestReadmeConfigurationReference checks that the configuration table
-// has a row for every worker.Options field and none for a field that is
-// gone.
+// TestReadmeConfigurationReference checks that the options reference
+// (docs/reference/options.md) has a row for every worker.Options field and
+// none for a field that is gone.
 func TestReadmeConfigurationReference(t *testing.T) {
-	ref := section(readFile(t, "../../README.md"), "## Configuration reference")
+	ref := section(readFile(t, "../../docs/reference/options.md"), "## worker.Options")
 	if ref == "" {
-		t.Fatal(`README.md has no "## Configuration reference" section`)
+		t.Fatal(`docs/reference/options.md has no "## worker.Options" section`)
 	}
 	fields := map[string]bool{}
 	for f := range reflect.TypeFor[worker.Options]().Fields() {
 		if f.IsExported() {
 			fields[f.Name] = true
 			if !strings.Contains(ref, "\n| `"+f.Name+"` |") {
-				t.Errorf("the configuration reference has no row for worker.Options.%s; add it with its default from worker/options.go", f.Name)
+				t.Errorf("docs/reference/options.md has no row for worker.Options.%s; add it with its default from worker/options.go", f.Name)
 			}
 		}
 	}
 	for _, m := range regexp.MustCompile("\n\\| `([A-Za-z]+)` \\|").FindAllStringSubmatch(ref, -1) {
 		if !fields[m[1]] {
-			t.Errorf("the configuration reference has a row for %s, which worker.Options does not have", m[1])
+			t.Errorf("docs/reference/options.md has a row for %s, which worker.Options does not have", m[1])
 		}
 	}
 }
@@ -111,5 +124,14 @@ func TestReadmeListsEveryExample(t *testing.T) {
 		if !strings.Contains(md, "(examples/"+d.Name()+")") {
 			t.Errorf("README.md does not link examples/%s; add it to the examples table", d.Name())
 		}
+	}
+}
+
+// TestReadmeIsShort keeps the README a page a newcomer reads in ten
+// minutes: what it is, install, the quick start, setup, the commands and
+// the guides. Everything else goes to docs/ and CONTRIBUTING.md.
+func TestReadmeIsShort(t *testing.T) {
+	if n := strings.Count(readFile(t, "../../README.md"), "\n"); n > 400 {
+		t.Errorf("README.md has %d lines, over 400: move detail to docs/guides, docs/reference or CONTRIBUTING.md", n)
 	}
 }

@@ -232,7 +232,7 @@ func newSQS(t testing.TB, endpoint string) *sqs.Client {
 }
 
 // sqsHTTPClient keeps as many idle connections as a worker keeps calls in
-// flight, as the README tells users to (the SDK's default keeps 10 per
+// flight, as docs/guides/scaling.md tells users to (the SDK's default keeps 10 per
 // host, so a worker's receives, deletes and extensions would open and
 // close connections).
 var sqsHTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
