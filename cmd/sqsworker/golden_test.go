@@ -502,6 +502,21 @@ func TestGoldenJSON(t *testing.T) {
 		run("fleet-create-table-exists", "fleet", "create-table", table, "-o", "json")
 	})
 
+	t.Run("schedules", func(t *testing.T) {
+		h := newHarness(t)
+		yml, v2 := "testdata/schedules/reports.yaml", "testdata/schedules/reports-v2.json"
+		g.run(t, h, "schedules-ls-empty", "schedules", "ls", "--group", "reports", "-o", "json")
+		g.run(t, h, "schedules-diff", "schedules", "diff", yml, "-o", "json")
+		g.run(t, h, "schedules-apply", "schedules", "apply", yml, "-o", "json")
+		g.run(t, h, "schedules-apply-unchanged", "schedules", "apply", yml, "-o", "json")
+		g.run(t, h, "schedules-ls", "schedules", "ls", "--group", "reports", "-o", "json")
+		g.run(t, h, "schedules-diff-check", "schedules", "diff", "--check", v2, "-o", "json")
+		g.run(t, h, "schedules-apply-changes", "schedules", "apply", v2, "-o", "json")
+		g.exitOnly(t, h, "schedules-invalid", "schedules", "diff", "testdata/schedules/bad-zone.yaml", "-o", "json")
+		g.exitOnly(t, h, "schedules-unknown-field", "schedules", "apply", "testdata/schedules/unknown-field.yaml", "-o", "json")
+		g.exitOnly(t, h, "schedules-missing-file", "schedules", "apply", "-o", "json")
+	})
+
 	t.Run("usage", func(t *testing.T) {
 		h := newHarness(t)
 		for name, args := range map[string][]string{
