@@ -54,7 +54,9 @@
 //	                      cumulative time, total and a chart; --compare shows the
 //	                      four backoff functions side by side
 //	template QUEUE        a CloudFormation template for the queue pair (and with
-//	                      --topic the fan-out chain), with an alarm on every DLQ;
+//	                      --topic the fan-out chain, with --schedule-group the
+//	                      schedule group, Scheduler's execution role and its
+//	                      DLQ), with an alarm on every DLQ;
 //	                      with --scaling keda|ecs|lambda a scaling configuration
 //	                      (KEDA ScaledObject, ECS backlog-per-task policy, Lambda
 //	                      event source mapping) derived from a measured capacity

@@ -359,6 +359,8 @@ func TestGoldenJSON(t *testing.T) {
 		g.run(t, h, "template", "template", "orders", "-o", "json")
 		g.run(t, h, "template-fanout-fifo", "template", "ledger", "--topic", "rental-orders.fifo", "--raw", "-o", "json")
 		g.exitOnly(t, h, "template-bad-name", "template", "bad name!", "-o", "json")
+		g.run(t, h, "template-schedule-group", "template", "orders", "--schedule-group", "reports", "-o", "json")
+		g.exitOnly(t, h, "template-bad-schedule-group", "template", "orders", "--schedule-group", "bad group!", "-o", "json")
 		g.run(t, h, "template-scaling-keda", "template", "--scaling", "keda", "--handler-time", "200ms", "--concurrency", "16",
 			"--target-latency", "30s", "--namespace", "jobs", "--max", "20", "--trigger-auth", "sqs-reader",
 			"https://sqs.eu-west-1.amazonaws.com/123456789012/Orders", "-o", "json")

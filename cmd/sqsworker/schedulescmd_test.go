@@ -146,3 +146,49 @@ func TestSchedulesHelp(t *testing.T) {
 		}
 	}
 }
+
+// template --schedule-group adds the schedule group, Scheduler's execution
+// role (trusted by scheduler.amazonaws.com for the account, sending to the
+// queue and to Scheduler's DLQ) and that DLQ with its alarm.
+func TestTemplateScheduleGroup(t *testing.T) {
+	h := newHarness(t)
+	code, out, errOut := h.run(t, "template", "orders.fifo", "--schedule-group", "reports", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Resources map[string]struct {
+			Type       string
+			Properties map[string]any
+		}
+		Outputs map[string]any
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	r := doc.Resources
+	if r["ScheduleGroup"].Type != "AWS::Scheduler::ScheduleGroup" || r["ScheduleGroup"].Properties["Name"] != "reports" {
+		t.Errorf("ScheduleGroup: %+v", r["ScheduleGroup"])
+	}
+	if dlq := r["SchedulerDeadLetterQueue"]; dlq.Properties["QueueName"] != "orders-scheduler-dlq" || dlq.Properties["FifoQueue"] != nil {
+		t.Errorf("Scheduler's DLQ must be a standard queue: %+v", dlq)
+	}
+	role, _ := json.Marshal(r["SchedulerRole"])
+	for _, want := range []string{`"Service":"scheduler.amazonaws.com"`, `"aws:SourceAccount":{"Ref":"AWS::AccountId"}`, `"Action":"sqs:SendMessage"`,
+		`{"Fn::GetAtt":["Queue","Arn"]}`, `{"Fn::GetAtt":["SchedulerDeadLetterQueue","Arn"]}`} {
+		if !strings.Contains(string(role), want) {
+			t.Errorf("SchedulerRole lacks %s: %s", want, role)
+		}
+	}
+	if r["SchedulerDeadLetterQueueAlarm"].Type != "AWS::CloudWatch::Alarm" {
+		t.Errorf("no alarm on Scheduler's DLQ")
+	}
+	for _, o := range []string{"ScheduleGroupName", "SchedulerRoleArn", "SchedulerDeadLetterQueueArn"} {
+		if doc.Outputs[o] == nil {
+			t.Errorf("no output %s", o)
+		}
+	}
+	if code, _, errOut := h.run(t, "template", "orders", "--schedule-group", "bad group!"); code != exitUsage || !strings.Contains(errOut, "--schedule-group") {
+		t.Errorf("bad group name: exit %d, %q", code, errOut)
+	}
+}
