@@ -23,6 +23,7 @@ import (
 	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/queueref"
+	"github.com/sqsworker/sqsworker/schedules"
 )
 
 // Exit codes; the package documentation explains them.
@@ -71,6 +72,8 @@ type app struct {
 	newSNS func(ctx context.Context, f awsFlags) (snsClient, error)
 	// newDynamo connects to DynamoDB (the fleet table).
 	newDynamo func(ctx context.Context, f awsFlags) (fleet.API, error)
+	// newScheduler connects to EventBridge Scheduler (the schedules commands).
+	newScheduler func(ctx context.Context, f awsFlags) (schedules.API, error)
 	// isTerminal reports whether a stream is an interactive terminal.
 	isTerminal func(v any) bool
 	// now is the clock for ages shown to the user.
@@ -82,7 +85,7 @@ type app struct {
 // run is the program: it parses args, runs the command and returns the exit
 // code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, newClient: connect, newSNS: connectSNS, newDynamo: connectDynamo, isTerminal: isTerminal, now: time.Now, buildInfo: debug.ReadBuildInfo}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, newClient: connect, newSNS: connectSNS, newDynamo: connectDynamo, newScheduler: connectScheduler, isTerminal: isTerminal, now: time.Now, buildInfo: debug.ReadBuildInfo}
 	return a.run(ctx, args)
 }
 
@@ -188,14 +191,18 @@ func commands() []*command {
 		statusCommand(),
 		fleetCreateTableCommand(),
 		fleetCheckCommand(),
+		schedulesDiffCommand(),
+		schedulesApplyCommand(),
+		schedulesLsCommand(),
 	}
 }
 
 const overview = `sqsworker is the operator's tool for queues run by the sqsworker library:
 it creates queue pairs, checks their dead-letter setup, inspects and
 redrives dead-letter queues, previews retry schedules, creates the fleet
-table, pauses and resumes queues for their whole fleet of workers, and shows
-a queue's state with its fleet controls.
+table, pauses and resumes queues for their whole fleet of workers, shows
+a queue's state with its fleet controls, and reconciles EventBridge
+Scheduler schedules with a declared set.
 
 Usage: sqsworker <command> [flags] [arguments]
 
@@ -317,7 +324,7 @@ func callsAWS(cmd *command) bool {
 	case "setup", "doctor", "console", "pause", "resume", "paused", "status":
 		return true
 	}
-	return strings.HasPrefix(cmd.path, "dlq ") || strings.HasPrefix(cmd.path, "fleet ")
+	return strings.HasPrefix(cmd.path, "dlq ") || strings.HasPrefix(cmd.path, "fleet ") || strings.HasPrefix(cmd.path, "schedules ")
 }
 
 func equalWords(a, b []string) bool {
@@ -530,7 +537,7 @@ func (a *app) fail(cmd *command, err error) int {
 		return exitProblems
 	}
 	fmt.Fprintf(a.stderr, "sqsworker %s: %s\n", cmd.path, trimPrefix(err.Error(), cmd))
-	if errors.Is(err, queueref.ErrInvalid) || errors.Is(err, dlq.ErrRedrivesToItself) {
+	if errors.Is(err, queueref.ErrInvalid) || errors.Is(err, dlq.ErrRedrivesToItself) || errors.Is(err, schedules.ErrInvalid) {
 		return exitUsage // what was asked for cannot be done as asked: fix the input or the queue's setup
 	}
 	return exitProblems

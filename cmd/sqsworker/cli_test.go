@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/schedules"
+	"github.com/sqsworker/sqsworker/schedules/schedulestest"
 	"github.com/sqsworker/sqsworker/sqstest"
 	"github.com/sqsworker/sqsworker/sqstest/snstest"
 )
@@ -32,6 +34,9 @@ type harness struct {
 	onConnect func(awsFlags)
 	// dynamo is the DynamoDB client of the fleet commands (DynamoDB Local).
 	dynamo fleet.API
+	// scheduler is the EventBridge Scheduler of the schedules commands: an
+	// in-memory one delivering into fake, made on first use.
+	scheduler *schedulestest.Scheduler
 }
 
 func newHarness(t testing.TB) *harness {
@@ -59,6 +64,16 @@ func (h *harness) run(t *testing.T, args ...string) (code int, stdout, stderr st
 				return nil, errors.New("this test gives the commands no DynamoDB")
 			}
 			return h.dynamo, nil
+		},
+		newScheduler: func(context.Context, awsFlags) (schedules.API, error) {
+			if h.scheduler == nil {
+				s, err := schedulestest.New(h.fake)
+				if err != nil {
+					return nil, err
+				}
+				h.scheduler = s
+			}
+			return h.scheduler, nil
 		},
 		isTerminal: func(any) bool { return h.tty },
 		now:        func() time.Time { return h.now },

@@ -460,7 +460,7 @@ func TestEveryCommandRejectsUnknownOutput(t *testing.T) {
 		h := newHarness(t)
 		args := append(strings.Fields(c.path), "x")
 		switch c.path {
-		case "policy preview", "version", "dlq ls", "console":
+		case "policy preview", "version", "dlq ls", "console", "schedules ls":
 			args = args[:len(args)-1]
 		}
 		for _, o := range [][]string{{"-o", "yaml"}, {"--output", "xml"}} {

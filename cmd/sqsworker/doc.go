@@ -2,7 +2,8 @@
 // library: it creates queue pairs, checks their dead-letter setup, inspects
 // and redrives dead-letter queues, previews retry schedules, pauses and
 // resumes queues for their whole fleet of workers (creating the fleet
-// table they share), and shows a queue's state with its fleet controls.
+// table they share), shows a queue's state with its fleet controls, and
+// reconciles EventBridge Scheduler schedules with a declared set.
 //
 // Usage:
 //
@@ -53,7 +54,9 @@
 //	                      cumulative time, total and a chart; --compare shows the
 //	                      four backoff functions side by side
 //	template QUEUE        a CloudFormation template for the queue pair (and with
-//	                      --topic the fan-out chain), with an alarm on every DLQ;
+//	                      --topic the fan-out chain, with --schedule-group the
+//	                      schedule group, Scheduler's execution role and its
+//	                      DLQ), with an alarm on every DLQ;
 //	                      with --scaling keda|ecs|lambda a scaling configuration
 //	                      (KEDA ScaledObject, ECS backlog-per-task policy, Lambda
 //	                      event source mapping) derived from a measured capacity
@@ -90,6 +93,17 @@
 //	                      checks the key and turns time-to-live on
 //	fleet check TABLE     check, without changes, that TABLE exists with the
 //	                      fleet's key and time-to-live
+//	schedules diff FILE   the changes (create, update with the fields, delete)
+//	                      that would make an EventBridge Scheduler schedule
+//	                      group hold the schedules FILE declares (JSON or YAML,
+//	                      the fields of schedules.Schedule), without writing;
+//	                      --check exits 1 when there are changes
+//	schedules apply FILE  make the group hold exactly those schedules
+//	                      (schedules.Apply): create, update, delete the rest;
+//	                      idempotent; --role-arn, --dlq, --max-retries,
+//	                      --max-event-age
+//	schedules ls          a group's schedules (--group) with their next fire
+//	                      time; -o json prints them as a FILE
 //
 // QUEUE is a queue name, URL or ARN (package queueref): a name is the queue
 // of the configured region and account, an ARN the queue of its own region
@@ -126,13 +140,15 @@
 //	1    problems: doctor found a warning or an error, a queue could not be
 //	     read, a redrive left messages behind, dlq peek or dlq redrive went
 //	     through a dead-letter queue without seeing every message it held (some
-//	     were hidden), or an AWS call failed
+//	     were hidden), schedules diff --check found changes, or an AWS call
+//	     failed
 //	2    usage error, before any change: unknown command, bad flag or argument
 //	     (a negative number, a value out of SQS's range, a queue or topic
 //	     name SQS or SNS refuses, a filter policy of the wrong shape), an
-//	     invalid policy file, setup lowering a setting without --force, or
+//	     invalid policy file, setup lowering a setting without --force,
 //	     --method move-task where a move task cannot be used (use --method
-//	     manual)
+//	     manual), or a schedules FILE that cannot be read or declares an
+//	     invalid schedule (schedules.ErrInvalid; also a missing schedule group)
 //	3    not confirmed: purge was declined or could not ask (no terminal, no --yes)
 //	130  interrupted (Ctrl-C)
 //
@@ -165,9 +181,16 @@
 //	fleet create-table  dynamodb:CreateTable, dynamodb:DescribeTable, dynamodb:DescribeTimeToLive,
 //	               dynamodb:UpdateTimeToLive on the fleet table
 //	fleet check    dynamodb:DescribeTable, dynamodb:DescribeTimeToLive on the fleet table
+//	schedules diff, ls  scheduler:ListSchedules (resource *), scheduler:GetSchedule on
+//	               arn:aws:scheduler:REGION:ACCOUNT:schedule/GROUP/*
+//	schedules apply  diff's, scheduler:CreateSchedule, scheduler:UpdateSchedule,
+//	               scheduler:DeleteSchedule on the group's schedules; iam:PassRole on the
+//	               execution role (iam:PassedToService = scheduler.amazonaws.com)
 //
 // The fleet commands reach DynamoDB through the same configuration; its
 // endpoint comes from AWS_ENDPOINT_URL_DYNAMODB, else --endpoint-url, else
 // AWS_ENDPOINT_URL: a command given a local endpoint never writes to the
-// real regional DynamoDB.
+// real regional DynamoDB. The schedules commands reach EventBridge
+// Scheduler the same way (AWS_ENDPOINT_URL_SCHEDULER, else --endpoint-url,
+// else AWS_ENDPOINT_URL).
 package main

@@ -359,6 +359,8 @@ func TestGoldenJSON(t *testing.T) {
 		g.run(t, h, "template", "template", "orders", "-o", "json")
 		g.run(t, h, "template-fanout-fifo", "template", "ledger", "--topic", "rental-orders.fifo", "--raw", "-o", "json")
 		g.exitOnly(t, h, "template-bad-name", "template", "bad name!", "-o", "json")
+		g.run(t, h, "template-schedule-group", "template", "orders", "--schedule-group", "reports", "-o", "json")
+		g.exitOnly(t, h, "template-bad-schedule-group", "template", "orders", "--schedule-group", "bad group!", "-o", "json")
 		g.run(t, h, "template-scaling-keda", "template", "--scaling", "keda", "--handler-time", "200ms", "--concurrency", "16",
 			"--target-latency", "30s", "--namespace", "jobs", "--max", "20", "--trigger-auth", "sqs-reader",
 			"https://sqs.eu-west-1.amazonaws.com/123456789012/Orders", "-o", "json")
@@ -500,6 +502,21 @@ func TestGoldenJSON(t *testing.T) {
 		run("fleet-check", "fleet", "check", table, "-o", "json")
 		run("fleet-check-missing", "fleet", "check", "no-such-table", "-o", "json")
 		run("fleet-create-table-exists", "fleet", "create-table", table, "-o", "json")
+	})
+
+	t.Run("schedules", func(t *testing.T) {
+		h := newHarness(t)
+		yml, v2 := "testdata/schedules/reports.yaml", "testdata/schedules/reports-v2.json"
+		g.run(t, h, "schedules-ls-empty", "schedules", "ls", "--group", "reports", "-o", "json")
+		g.run(t, h, "schedules-diff", "schedules", "diff", yml, "-o", "json")
+		g.run(t, h, "schedules-apply", "schedules", "apply", yml, "-o", "json")
+		g.run(t, h, "schedules-apply-unchanged", "schedules", "apply", yml, "-o", "json")
+		g.run(t, h, "schedules-ls", "schedules", "ls", "--group", "reports", "-o", "json")
+		g.run(t, h, "schedules-diff-check", "schedules", "diff", "--check", v2, "-o", "json")
+		g.run(t, h, "schedules-apply-changes", "schedules", "apply", v2, "-o", "json")
+		g.exitOnly(t, h, "schedules-invalid", "schedules", "diff", "testdata/schedules/bad-zone.yaml", "-o", "json")
+		g.exitOnly(t, h, "schedules-unknown-field", "schedules", "apply", "testdata/schedules/unknown-field.yaml", "-o", "json")
+		g.exitOnly(t, h, "schedules-missing-file", "schedules", "apply", "-o", "json")
 	})
 
 	t.Run("usage", func(t *testing.T) {

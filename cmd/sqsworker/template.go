@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,18 @@ NumberOfMessagesSent: AWS documents that NumberOfMessagesSent does not count
 the messages SQS's own redrive moves into a dead-letter queue after
 maxReceiveCount receives, so an alarm on it would miss exactly those.
 
-Nothing calls AWS; deploy it with aws cloudformation deploy.
+With --schedule-group GROUP it adds what package schedules and "sqsworker
+schedules apply" need: the schedule group, the execution role Scheduler
+assumes to send (trusted by scheduler.amazonaws.com for this account only,
+with sqs:SendMessage on QUEUE and on Scheduler's dead-letter queue), and
+that dead-letter queue, QUEUE-scheduler-dlq (a standard queue, as Scheduler
+requires, with its alarm). Pass the outputs SchedulerRoleArn and
+SchedulerDeadLetterQueueArn as Options.RoleARN and Options.DLQ (or --role-arn
+and --dlq). Deploying it needs iam:CreateRole, iam:PutRolePolicy and
+scheduler:CreateScheduleGroup besides the SQS and CloudWatch actions.
+
+Nothing calls AWS; deploy it with aws cloudformation deploy (with
+--capabilities CAPABILITY_NAMED_IAM when --schedule-group is given).
 
 With --scaling keda|ecs|lambda it prints a scaling configuration for the
 workers instead: run "sqsworker template --scaling keda --help".`,
@@ -44,6 +56,7 @@ workers instead: run "sqsworker template --scaling keda --help".`,
 // templateOptions shape the template.
 type templateOptions struct {
 	queue, topic, filterPolicy, filterScope, alarmTopic string
+	scheduleGroup                                       string
 	raw, fifo                                           bool
 	maxReceiveCount                                     int
 	visibility, retention                               int // seconds; 0: SQS's default
@@ -65,6 +78,7 @@ func runTemplate(a *app, ctx context.Context, cmd *command, args []string) int {
 	var visibility, retention time.Duration
 	fs.Var(durationValue{&visibility}, "visibility-timeout", "the queue's VisibilityTimeout (default: SQS's 30s)")
 	fs.Var(durationValue{&retention}, "retention", "the queue's MessageRetentionPeriod (default 4d)")
+	fs.StringVar(&o.scheduleGroup, "schedule-group", "", "add an EventBridge Scheduler schedule group of this name, the execution role Scheduler sends to QUEUE with, and Scheduler's own dead-letter queue QUEUE-scheduler-dlq (package schedules)")
 	fs.StringVar(&o.alarmTopic, "alarm-topic", "", "ARN of an SNS topic the alarms notify (default: the stack parameter AlarmTopicArn, empty: no notification)")
 	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
 	if !ok {
@@ -87,6 +101,8 @@ func runTemplate(a *app, ctx context.Context, cmd *command, args []string) int {
 	}
 	return a.writeDoc(cmd, doc, *out)
 }
+
+var scheduleGroupRE = regexp.MustCompile(`^[0-9a-zA-Z_.-]{1,64}$`)
 
 // Node builders: a template is a tree of ordered mappings.
 
@@ -187,6 +203,9 @@ func buildTemplate(o templateOptions) (*yaml.Node, error) {
 	if o.topic != "" && fifo != topicFIFO {
 		return nil, fmt.Errorf("a FIFO queue needs a FIFO topic and the reverse: name both with .fifo, or neither")
 	}
+	if o.scheduleGroup != "" && !scheduleGroupRE.MatchString(o.scheduleGroup) {
+		return nil, fmt.Errorf("--schedule-group %q: use 1 to 64 letters, digits, '-', '_' or '.'", o.scheduleGroup)
+	}
 	if o.topic == "" && (o.raw || o.filterPolicy != "" || o.filterScope != "") {
 		return nil, fmt.Errorf("--raw, --filter-policy and --filter-policy-scope need --topic")
 	}
@@ -275,6 +294,21 @@ func buildTemplate(o templateOptions) (*yaml.Node, error) {
 					"Condition", mapping("ArnEquals", mapping("aws:SourceArn", ref("Topic")))))))))
 		alarms = append(alarms, struct{ id, queue string }{"FanoutDeadLetterQueueAlarm", "FanoutDeadLetterQueue"})
 	}
+	if o.scheduleGroup != "" {
+		add("ScheduleGroup", "The EventBridge Scheduler schedule group of package schedules (Options.Group,\nsqsworker schedules apply --group): Apply makes it hold exactly the declared\nschedules, so it belongs to this service alone.",
+			mapping("Type", "AWS::Scheduler::ScheduleGroup", "Properties", mapping("Name", o.scheduleGroup)))
+		add("SchedulerDeadLetterQueue", "Scheduler's own dead-letter queue (Options.DLQ): the deliveries it gave up on\nafter its retry policy. Scheduler takes a standard queue only.",
+			mapping("Type", "AWS::SQS::Queue", "Properties", mapping("QueueName", base+"-scheduler-dlq", "MessageRetentionPeriod", int(sqslimit.MaxRetention.Seconds()))))
+		add("SchedulerRole", "The execution role Scheduler assumes to send the jobs (Options.RoleARN):\ntrusted by scheduler.amazonaws.com for this account's schedules only, it may\nsend to Queue and to SchedulerDeadLetterQueue. The process that applies the\nschedules needs iam:PassRole on it.",
+			mapping("Type", "AWS::IAM::Role", "Properties", mapping(
+				"AssumeRolePolicyDocument", mapping("Version", "2012-10-17", "Statement", seq(mapping(
+					"Effect", "Allow", "Principal", mapping("Service", "scheduler.amazonaws.com"), "Action", "sts:AssumeRole",
+					"Condition", mapping("StringEquals", mapping("aws:SourceAccount", ref("AWS::AccountId")))))),
+				"Policies", seq(mapping("PolicyName", "send-scheduled-jobs", "PolicyDocument", mapping("Version", "2012-10-17", "Statement", seq(mapping(
+					"Effect", "Allow", "Action", "sqs:SendMessage",
+					"Resource", seq(getAtt("Queue", "Arn"), getAtt("SchedulerDeadLetterQueue", "Arn"))))))))))
+		alarms = append(alarms, struct{ id, queue string }{"SchedulerDeadLetterQueueAlarm", "SchedulerDeadLetterQueue"})
+	}
 	for i, al := range alarms {
 		comment := ""
 		if i == 0 {
@@ -298,9 +332,18 @@ func buildTemplate(o templateOptions) (*yaml.Node, error) {
 			scalar("TopicArn"), mapping("Value", ref("Topic")),
 			scalar("FanoutDeadLetterQueueUrl"), mapping("Value", ref("FanoutDeadLetterQueue")))
 	}
+	if o.scheduleGroup != "" {
+		outputs.Content = append(outputs.Content,
+			scalar("ScheduleGroupName"), mapping("Value", ref("ScheduleGroup")),
+			scalar("SchedulerRoleArn"), mapping("Value", getAtt("SchedulerRole", "Arn")),
+			scalar("SchedulerDeadLetterQueueArn"), mapping("Value", getAtt("SchedulerDeadLetterQueue", "Arn")))
+	}
 	what := "queue " + o.queue + " and its dead-letter queue"
 	if o.topic != "" {
 		what = "topic " + o.topic + " → subscription → " + what + ", with the subscription's dead-letter queue"
+	}
+	if o.scheduleGroup != "" {
+		what += ", schedule group " + o.scheduleGroup + " with Scheduler's execution role and dead-letter queue"
 	}
 	doc := mapping(
 		"AWSTemplateFormatVersion", "2010-09-09",
