@@ -84,15 +84,6 @@ func (h *handler) body(dlqURL string, m dlq.Message) string {
 	return m.Body
 }
 
-// preview returns the start of m's body for a table cell.
-func (h *handler) preview(dlqURL string, m dlq.Message) string {
-	b := []rune(h.body(dlqURL, m))
-	if len(b) > 120 {
-		return string(b[:120]) + "…"
-	}
-	return string(b)
-}
-
 // pretty indents a JSON body; other bodies are returned as they are.
 func pretty(body string) string {
 	var buf bytes.Buffer

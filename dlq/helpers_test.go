@@ -1,10 +1,8 @@
 package dlq
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -53,12 +51,6 @@ func userAttrs(n int) map[string]types.MessageAttributeValue {
 
 func withAttrs(attrs map[string]types.MessageAttributeValue) func(*sqs.SendMessageInput) {
 	return func(in *sqs.SendMessageInput) { in.MessageAttributes = attrs }
-}
-
-// logBuffer returns a logger writing text records to the returned buffer.
-func logBuffer() (*slog.Logger, *bytes.Buffer) {
-	var buf bytes.Buffer
-	return slog.New(slog.NewTextHandler(&buf, nil)), &buf
 }
 
 // fakePair creates a queue and its DLQ in a fresh Fake and discovers them.

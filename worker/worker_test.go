@@ -32,12 +32,12 @@ func fixedPolicy(n int, d time.Duration) retry.Policy {
 
 // harness runs a worker inside a synctest bubble.
 type harness struct {
-	t        *testing.T
-	f        *sqstest.Fake
-	src, dlq string
-	w        *worker.Worker
-	cancel   context.CancelFunc
-	done     chan error
+	t      *testing.T
+	f      *sqstest.Fake
+	src    string
+	w      *worker.Worker
+	cancel context.CancelFunc
+	done   chan error
 }
 
 func start(t *testing.T, f *sqstest.Fake, src string, h worker.Handler, optFns ...func(*worker.Options)) *harness {

@@ -53,8 +53,3 @@ func RawMessage(r events.SQSMessage) types.Message {
 	}
 	return m
 }
-
-// groupID returns a record's FIFO message group ID, or "".
-func groupID(r events.SQSMessage) string {
-	return r.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
-}
