@@ -188,6 +188,8 @@ func commands() []*command {
 		statusCommand(),
 		fleetCreateTableCommand(),
 		fleetCheckCommand(),
+		uniqueCreateTableCommand(),
+		uniqueCheckCommand(),
 	}
 }
 
@@ -317,7 +319,7 @@ func callsAWS(cmd *command) bool {
 	case "setup", "doctor", "console", "pause", "resume", "paused", "status":
 		return true
 	}
-	return strings.HasPrefix(cmd.path, "dlq ") || strings.HasPrefix(cmd.path, "fleet ")
+	return strings.HasPrefix(cmd.path, "dlq ") || strings.HasPrefix(cmd.path, "fleet ") || strings.HasPrefix(cmd.path, "unique ")
 }
 
 func equalWords(a, b []string) bool {

@@ -90,6 +90,11 @@
 //	                      checks the key and turns time-to-live on
 //	fleet check TABLE     check, without changes, that TABLE exists with the
 //	                      fleet's key and time-to-live
+//	unique create-table TABLE  create the unique keys table (package unique)
+//	                      with unique.CreateTable: partition key key,
+//	                      on-demand, time-to-live on expiresAt
+//	unique check TABLE    check, without changes, that TABLE exists with the
+//	                      unique keys' key and time-to-live
 //
 // QUEUE is a queue name, URL or ARN (package queueref): a name is the queue
 // of the configured region and account, an ARN the queue of its own region
@@ -165,6 +170,7 @@
 //	fleet create-table  dynamodb:CreateTable, dynamodb:DescribeTable, dynamodb:DescribeTimeToLive,
 //	               dynamodb:UpdateTimeToLive on the fleet table
 //	fleet check    dynamodb:DescribeTable, dynamodb:DescribeTimeToLive on the fleet table
+//	unique create-table, unique check  as fleet create-table and fleet check, on the unique keys table
 //
 // The fleet commands reach DynamoDB through the same configuration; its
 // endpoint comes from AWS_ENDPOINT_URL_DYNAMODB, else --endpoint-url, else
