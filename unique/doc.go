@@ -36,6 +36,7 @@
 //     Result carries the holding job's message ID (the job's first ID: a
 //     snooze relayed as a fresh copy keeps it), so the caller chooses to
 //     treat the refusal as an error or as "already enqueued".
+//
 //   - Positive: for a period. At most one job per key per window of that
 //     length, counted from the accepted send; the job's fate does not free
 //     the key, the window's end does.
