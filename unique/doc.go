@@ -26,7 +26,7 @@
 //
 // # Modes
 //
-// Key.For selects the mode:
+// Key.For and Key.Debounce select the mode:
 //
 //   - Zero: until settled. The key is held while its job is waiting
 //     (including a delay), retrying, snoozed or running, and freed when the
@@ -36,12 +36,24 @@
 //     Result carries the holding job's message ID (the job's first ID: a
 //     snooze relayed as a fresh copy keeps it), so the caller chooses to
 //     treat the refusal as an error or as "already enqueued".
+//
 //   - Positive: for a period. At most one job per key per window of that
 //     length, counted from the accepted send; the job's fate does not free
 //     the key, the window's end does.
 //
-// Debounce (collapsing sends within a window into one job with the last
-// body) is not implemented yet.
+//   - Debounce positive: debounce. The first send claims the key with its
+//     body and a due time (now + Debounce) stored on the key's item, and
+//     sends the job delayed by the window. A send while the job waits
+//     updates the item instead (one conditional UpdateItem): its body
+//     replaces the stored one and the due time moves to now + Debounce,
+//     never past Key.MaxDelay after the first send. It returns no error and
+//     the job's ID. The consumers wrap their handler with Store.Middleware:
+//     a job that arrives before its due time waits (a sleep of up to a
+//     second, else a snooze that spends no attempt); once due, it is
+//     marked as running, its body is replaced by the last send's, and the
+//     handler runs. From then on the key is held as in until-settled mode,
+//     and freed the same way. A debounced body is stored on the item, so
+//     it may have at most 380,000 bytes (DynamoDB items hold 400 KB).
 //
 // # How a key travels and is released
 //
@@ -95,7 +107,10 @@
 //
 // Partition key "key" (type S), time-to-live on "expiresAt" (epoch
 // seconds). Items: "token", "mode", "until" (expiry in epoch
-// milliseconds), "job" (the message ID). The senders need
+// milliseconds), "job" (the message ID); debounced keys add "body", "due"
+// and "cap" (epoch milliseconds) and "state" (set once the job runs).
+// The command sqsworker unique create-table makes the table, and sqsworker
+// unique check checks it. The senders need
 // dynamodb:PutItem, UpdateItem and DeleteItem; the consumers UpdateItem
 // and DeleteItem; New needs dynamodb:DescribeTable; Held needs dynamodb:Scan.
 package unique

@@ -111,7 +111,11 @@ func (f *fakeDB) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ .
 		return nil, err
 	}
 	f.items[key] = item
-	return &dynamodb.UpdateItemOutput{}, nil
+	out := &dynamodb.UpdateItemOutput{}
+	if in.ReturnValues == types.ReturnValueAllNew {
+		out.Attributes = maps.Clone(item)
+	}
+	return out, nil
 }
 
 func (f *fakeDB) DeleteItem(_ context.Context, in *dynamodb.DeleteItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
@@ -255,6 +259,8 @@ func (p *condParser) primary() (bool, error) {
 			return c != 0, nil
 		case "<":
 			return c < 0, nil
+		case "<=":
+			return c <= 0, nil
 		case ">":
 			return c > 0, nil
 		}

@@ -259,3 +259,60 @@ func TestEmulatorRequestsPerJob(t *testing.T) {
 		})
 	}
 }
+
+// Debounce on DynamoDB Local and the SQS emulator (the issue's
+// acceptance): 50 sends of one key over 5 s with a 1 s window run the job
+// once, with the last body, within the window + 1 s of the last send.
+func TestEmulatorDebounce(t *testing.T) {
+	e := newEmulator(t, false)
+	store, p := e.process(t)
+	var mu sync.Mutex
+	var bodies []string
+	var ranAt time.Time
+	h := worker.Chain(worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		mu.Lock()
+		bodies = append(bodies, m.Body)
+		ranAt = time.Now()
+		mu.Unlock()
+		return nil
+	}), store.Middleware)
+	w, err := worker.New(e.sqs, e.src, h, func(o *worker.Options) {
+		o.Logger, o.Concurrency, o.WaitTime, o.OnSettled = quiet, 4, 2*time.Second, store.Settled
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(ctx) }()
+	k := unique.Key{Name: "reindex-" + testenv.UniqueName("k"), Debounce: time.Second}
+	for i := range 50 {
+		if _, err := store.Send(t.Context(), p, k, producer.Message{Body: fmt.Sprint("request ", i)}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		if i < 49 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	last := time.Now()
+	time.Sleep(4 * time.Second)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && store.Stats().Released == 0; {
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bodies) != 1 || bodies[0] != "request 49" {
+		t.Fatalf("the job ran with %q; want once with the last body", bodies)
+	}
+	if lag := ranAt.Sub(last); lag > 2*time.Second {
+		t.Errorf("the job ran %v after the last send; want at most the window (1 s) + 1 s", lag)
+	}
+	if n, err := store.Held(t.Context()); err != nil || n != 0 {
+		t.Errorf("Held = %d, %v after the job", n, err)
+	}
+	t.Logf("ran %v after the last send; %+v", ranAt.Sub(last), store.Stats())
+}

@@ -25,6 +25,11 @@ const (
 	attrToken = "token"     // the claim's token (S)
 	attrMode  = "mode"      // modeSettled or modePeriod (S)
 	attrJob   = "job"       // the job's message ID (S)
+	// Debounce mode:
+	attrBody  = "body"  // the last send's body (S)
+	attrDue   = "due"   // when the job may run, epoch milliseconds (N)
+	attrCap   = "cap"   // the latest due time, epoch milliseconds (N)
+	attrState = "state" // "run" once the job has started (S)
 )
 
 // call makes one DynamoDB call by the library's retry rule: each request
@@ -62,15 +67,23 @@ func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Va
 
 // claim takes c's key at now with one conditional PutItem: the key is
 // free, or its expiry has passed (took reports that case). A key held
-// returns ErrDuplicate with its job's message ID, if recorded.
-func (s *Store) claim(ctx context.Context, c claim, now time.Time) (holder string, took bool, err error) {
+// returns ErrDuplicate with what the item says of its holder.
+func (s *Store) claim(ctx context.Context, c claim, now time.Time) (h holder, took bool, err error) {
+	item := map[string]types.AttributeValue{
+		attrKey: str(c.key), attrToken: str(c.token), attrMode: str(c.mode),
+		attrUntil: num(c.until.UnixMilli()), attrTTL: num(c.until.Add(time.Second).Unix()),
+	}
+	if c.body != nil {
+		item[attrBody] = str(*c.body)
+		item[attrDue] = num(c.due.UnixMilli())
+		if !c.cap.IsZero() {
+			item[attrCap] = num(c.cap.UnixMilli())
+		}
+	}
 	out, err := call(s, ctx, func(ctx context.Context) (*dynamodb.PutItemOutput, error) {
 		return s.client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(s.table),
-			Item: map[string]types.AttributeValue{
-				attrKey: str(c.key), attrToken: str(c.token), attrMode: str(c.mode),
-				attrUntil: num(c.until.UnixMilli()), attrTTL: num(c.until.Add(time.Second).Unix()),
-			},
+			TableName:                           aws.String(s.table),
+			Item:                                item,
 			ConditionExpression:                 aws.String("attribute_not_exists(#k) OR #u < :now"),
 			ExpressionAttributeNames:            map[string]string{"#k": attrKey, "#u": attrUntil},
 			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now.UnixMilli())},
@@ -81,19 +94,93 @@ func (s *Store) claim(ctx context.Context, c claim, now time.Time) (holder strin
 	if err != nil {
 		var cf *types.ConditionalCheckFailedException
 		if errors.As(err, &cf) {
-			if t, ok := cf.Item[attrToken].(*types.AttributeValueMemberS); ok && t.Value == c.token {
+			h = holder{job: strAttr(cf.Item, attrJob), token: strAttr(cf.Item, attrToken), mode: strAttr(cf.Item, attrMode), running: strAttr(cf.Item, attrState) != ""}
+			if ms, ok := numAttr(cf.Item, attrCap); ok {
+				h.cap = time.UnixMilli(ms)
+			}
+			if h.token == c.token {
 				// This claim's own item: an earlier request of this call
 				// took the key and its answer was lost (the rule retried).
-				return "", false, nil
+				return holder{}, false, nil
 			}
-			if j, ok := cf.Item[attrJob].(*types.AttributeValueMemberS); ok {
-				holder = j.Value
-			}
-			return holder, false, ErrDuplicate
+			return h, false, ErrDuplicate
 		}
-		return "", false, s.explain(err, "claiming key "+strconv.Quote(c.key))
+		return holder{}, false, s.explain(err, "claiming key "+strconv.Quote(c.key))
 	}
-	return "", len(out.Attributes) > 0, nil
+	return holder{}, len(out.Attributes) > 0, nil
+}
+
+func strAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func numAttr(item map[string]types.AttributeValue, name string) (int64, bool) {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	return n, err == nil
+}
+
+// fold folds a debounced send into the waiting job of token: the key's
+// body becomes body and its due time due, with one conditional
+// UpdateItem. It reports false when token no longer holds the key or its
+// job has started.
+func (s *Store) fold(ctx context.Context, k, token, body string, due, until time.Time) (bool, error) {
+	_, err := call(s, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+		return s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                aws.String(s.table),
+			Key:                      key(k),
+			UpdateExpression:         aws.String("SET #b = :b, #d = :d, #u = :u, #e = :e"),
+			ConditionExpression:      aws.String("#t = :t AND attribute_not_exists(#s)"),
+			ExpressionAttributeNames: map[string]string{"#b": attrBody, "#d": attrDue, "#u": attrUntil, "#e": attrTTL, "#t": attrToken, "#s": attrState},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":b": str(body), ":d": num(due.UnixMilli()), ":u": num(until.UnixMilli()), ":e": num(until.Add(time.Second).Unix()), ":t": str(token),
+			},
+		}, awscall.DynamoDBOff)
+	})
+	if conditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, s.explain(err, "debouncing key "+strconv.Quote(k))
+	}
+	return true, nil
+}
+
+// start marks the debounced job of token as running if it is due at now,
+// with one conditional UpdateItem, and returns its last body. When it is
+// not due yet, wait is how long until it is; found is false when token no
+// longer holds the key.
+func (s *Store) start(ctx context.Context, k, token string, now time.Time) (body string, wait time.Duration, found bool, err error) {
+	out, err := call(s, ctx, func(ctx context.Context) (*dynamodb.UpdateItemOutput, error) {
+		return s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           aws.String(s.table),
+			Key:                                 key(k),
+			UpdateExpression:                    aws.String("SET #s = :run"),
+			ConditionExpression:                 aws.String("#t = :t AND #d <= :now"),
+			ExpressionAttributeNames:            map[string]string{"#s": attrState, "#t": attrToken, "#d": attrDue},
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":run": str("run"), ":t": str(token), ":now": num(now.UnixMilli())},
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}, awscall.DynamoDBOff)
+	})
+	var cf *types.ConditionalCheckFailedException
+	if errors.As(err, &cf) {
+		if strAttr(cf.Item, attrToken) != token {
+			return "", 0, false, nil
+		}
+		due, _ := numAttr(cf.Item, attrDue)
+		return "", max(time.UnixMilli(due).Sub(now), time.Millisecond), true, nil
+	}
+	if err != nil {
+		return "", 0, false, s.explain(err, "starting the debounced job of key "+strconv.Quote(k))
+	}
+	return strAttr(out.Attributes, attrBody), 0, true, nil
 }
 
 // recordJob records the message ID of c's job on its key, if c still

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/internal/dynamo"
 	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -26,9 +28,18 @@ const attribute = "sqsworker.unique"
 
 // The modes in the attribute.
 const (
-	modeSettled = "s" // until settled
-	modePeriod  = "p" // for a period
+	modeSettled  = "s" // until settled
+	modePeriod   = "p" // for a period
+	modeDebounce = "d" // debounce
 )
+
+// maxDebounceBody is the largest body a debounced send takes: the body is
+// stored on the key's item, and a DynamoDB item holds at most 400 KB.
+const maxDebounceBody = 380_000
+
+// debounceSleep is the longest wait the Middleware sleeps through in the
+// handler; a longer one snoozes the message.
+const debounceSleep = time.Second
 
 // margin is added to a claim's expiry beyond the message's retention.
 const margin = time.Hour
@@ -101,6 +112,17 @@ type Key struct {
 	// period — at most one job per key in a window of For from the
 	// accepted send, whatever becomes of it.
 	For time.Duration
+	// Debounce, when positive, selects debounce mode with this window:
+	// sends of the key while its job waits collapse into that one job,
+	// which runs once no send has come for Debounce (or MaxDelay after
+	// the first send), with the last send's body. The job's other fields
+	// (attributes, group) are the first send's. Once the job runs, the key
+	// is held until it is settled, as in until-settled mode. Needs the
+	// Store's Middleware on the consumers, and a message without Delay.
+	Debounce time.Duration
+	// MaxDelay caps a debounced job's wait: it runs at most MaxDelay after
+	// the send that created it, however many sends follow. Zero: no cap.
+	MaxDelay time.Duration
 }
 
 // Stats are a Store's counters since New.
@@ -115,6 +137,9 @@ type Stats struct {
 	Recovered int64
 	// Released: keys freed by a settled job (Settled) or by Release.
 	Released int64
+	// Debounced: sends folded into a waiting debounced job (their body
+	// replaced its body, its wait was pushed later).
+	Debounced int64
 	// Refreshed: expiries pushed later by a snoozed job.
 	Refreshed int64
 	// FailedOpen: jobs sent without their key because the claim failed
@@ -136,7 +161,7 @@ type Store struct {
 	table  string
 	o      Options
 	st     struct {
-		claimed, refused, recovered, released, refreshed, failedOpen, sendErrors, releaseErrors, requests, requestErrors atomic.Int64
+		claimed, refused, debounced, recovered, released, refreshed, failedOpen, sendErrors, releaseErrors, requests, requestErrors atomic.Int64
 	}
 }
 
@@ -201,7 +226,7 @@ func keysTable(name string) dynamo.Table {
 // Stats returns the Store's counters.
 func (s *Store) Stats() Stats {
 	return Stats{
-		Claimed: s.st.claimed.Load(), Refused: s.st.refused.Load(), Recovered: s.st.recovered.Load(),
+		Claimed: s.st.claimed.Load(), Refused: s.st.refused.Load(), Debounced: s.st.debounced.Load(), Recovered: s.st.recovered.Load(),
 		Released: s.st.released.Load(), Refreshed: s.st.refreshed.Load(), FailedOpen: s.st.failedOpen.Load(),
 		SendErrors: s.st.sendErrors.Load(), ReleaseErrors: s.st.releaseErrors.Load(),
 		Requests: s.st.requests.Load(), RequestErrors: s.st.requestErrors.Load(),
@@ -222,27 +247,81 @@ func (s *Store) Send(ctx context.Context, p *producer.Producer, k Key, m produce
 	if k.Name == "" || len(k.Name) > 1024 {
 		return producer.Result{}, fmt.Errorf("unique: Send: the key must have 1 to 1,024 bytes, not %d", len(k.Name))
 	}
-	if k.For < 0 {
-		return producer.Result{}, errors.New("unique: Send: Key.For must not be negative (zero: until settled)")
+	if k.For < 0 || k.Debounce < 0 || k.MaxDelay < 0 {
+		return producer.Result{}, errors.New("unique: Send: Key.For, Debounce and MaxDelay must not be negative (zero For: until settled)")
 	}
+	if k.Debounce > 0 {
+		switch {
+		case k.For > 0:
+			return producer.Result{}, errors.New("unique: Send: Key.For and Key.Debounce select different modes; set one of them")
+		case m.Delay > 0:
+			return producer.Result{}, errors.New("unique: Send: a debounced job waits for its window (Key.Debounce); leave Message.Delay zero")
+		case len(m.Body) > maxDebounceBody:
+			return producer.Result{}, fmt.Errorf("unique: Send: a debounced job's body is kept on its key's DynamoDB item (at most 400 KB), so it may have at most 380,000 bytes, not %d; send a reference to the payload (an S3 key) instead", len(m.Body))
+		}
+	} else if k.MaxDelay > 0 {
+		return producer.Result{}, errors.New("unique: Send: Key.MaxDelay applies to debounce mode only; set Key.Debounce too")
+	}
+	for attempt := 0; ; attempt++ {
+		res, err, again := s.send(ctx, p, k, m)
+		if !again || attempt >= 4 {
+			return res, err
+		}
+	}
+}
+
+// send makes one try of Send; again reports that a debounced send lost a
+// race with its job's start or release and should try again.
+func (s *Store) send(ctx context.Context, p *producer.Producer, k Key, m producer.Message) (_ producer.Result, _ error, again bool) {
 	now := s.o.Now()
 	c := claim{key: k.Name, token: newToken(), mode: modeSettled}
-	if k.For > 0 {
+	switch {
+	case k.Debounce > 0:
+		c.mode, c.due = modeDebounce, now.Add(k.Debounce)
+		c.until = c.due.Add(s.o.Retention + margin)
+		c.body = &m.Body
+		if k.MaxDelay > 0 {
+			c.cap = now.Add(k.MaxDelay)
+			if c.cap.Before(c.due) { // a cap shorter than the window
+				c.due = c.cap
+			}
+		}
+		m.Delay = c.due.Sub(now)
+	case k.For > 0:
 		c.mode, c.until = modePeriod, now.Add(k.For)
-	} else {
+	default:
 		c.until = now.Add(max(m.Delay, 0) + s.o.Retention + margin)
 	}
-	holder, took, err := s.claim(ctx, c, now)
+	h, took, err := s.claim(ctx, c, now)
+	if errors.Is(err, ErrDuplicate) && c.mode == modeDebounce && h.mode == modeDebounce && !h.running {
+		due := now.Add(k.Debounce)
+		if !h.cap.IsZero() && h.cap.Before(due) {
+			due = h.cap
+		}
+		folded, ferr := s.fold(ctx, c.key, h.token, m.Body, due, due.Add(s.o.Retention+margin))
+		switch {
+		case ferr != nil && s.o.FailOpen:
+			err = ferr // sent below without the key
+		case ferr != nil:
+			return producer.Result{}, ferr, false
+		case !folded:
+			return producer.Result{}, nil, true
+		default:
+			s.st.debounced.Add(1)
+			return producer.Result{MessageID: h.job}, nil, false
+		}
+	}
 	switch {
 	case errors.Is(err, ErrDuplicate):
 		s.st.refused.Add(1)
-		return producer.Result{MessageID: holder}, err
+		return producer.Result{MessageID: h.job}, err, false
 	case err != nil && s.o.FailOpen:
 		s.st.failedOpen.Add(1)
 		s.o.Logger.Warn("unique: the key could not be claimed; sending the job without it (Options.FailOpen)", "key", k.Name, "err", err)
-		return p.Send(ctx, m)
+		res, err := p.Send(ctx, m)
+		return res, err, false
 	case err != nil:
-		return producer.Result{}, err
+		return producer.Result{}, err, false
 	}
 	s.st.claimed.Add(1)
 	if took {
@@ -251,7 +330,7 @@ func (s *Store) Send(ctx context.Context, p *producer.Producer, k Key, m produce
 	m.Attributes = cloneAttributes(m.Attributes)
 	if !m.SetAttribute(attribute, types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(c.value())}) {
 		s.free(context.WithoutCancel(ctx), c.key, c.token)
-		return producer.Result{}, errors.New("unique: Send: the message has no room for the unique key's attribute (SQS allows 10 message attributes, counting those the producer adds)")
+		return producer.Result{}, errors.New("unique: Send: the message has no room for the unique key's attribute (SQS allows 10 message attributes, counting those the producer adds)"), false
 	}
 	res, err := p.Send(ctx, m)
 	if err == nil {
@@ -260,14 +339,14 @@ func (s *Store) Send(ctx context.Context, p *producer.Producer, k Key, m produce
 	if err != nil {
 		s.st.sendErrors.Add(1)
 		s.free(context.WithoutCancel(ctx), c.key, c.token)
-		return res, err
+		return res, err, false
 	}
 	if !s.o.SkipJobID {
 		if err := s.recordJob(context.WithoutCancel(ctx), c, res.MessageID); err != nil {
 			s.o.Logger.Warn("unique: the job was sent but its message ID could not be recorded on its key; refused sends will not learn it", "key", k.Name, "message", res.MessageID, "err", err)
 		}
 	}
-	return res, nil
+	return res, nil, false
 }
 
 // free deletes a claim of this Store's own after a failed send.
@@ -293,7 +372,7 @@ func (s *Store) Settled(st worker.Settlement) {
 		return
 	}
 	c, ok := parse(st.Message.MessageAttributes)
-	if !ok || c.mode != modeSettled {
+	if !ok || (c.mode != modeSettled && c.mode != modeDebounce) {
 		return
 	}
 	ctx := context.Background()
@@ -331,10 +410,64 @@ func (s *Store) Release(ctx context.Context, key string) (bool, error) {
 // the whole table: for operators and tests, not for a hot path.
 func (s *Store) Held(ctx context.Context) (int, error) { return s.countHeld(ctx, s.o.Now()) }
 
+// Middleware runs debounced jobs (Key.Debounce) on a consumer: pass it in
+// worker.Chain (or wrap the sqslambda handler with it). When a debounced
+// job's message arrives before its window has been quiet, the job waits:
+// the Middleware sleeps through a wait of up to one second, and snoozes
+// the message for a longer one (retry.Snooze: no attempt spent). Once the
+// window is over it marks the job as running (one conditional UpdateItem;
+// later sends of the key are then refused until the job is settled),
+// replaces the message's body with the last send's, and calls next. A
+// debounced message whose key was released already (a repeated delivery
+// of a finished job) or taken over after its expiry is dropped without
+// calling next. Messages of the other modes and without a key go straight
+// to next.
+func (s *Store) Middleware(next worker.Handler) worker.Handler {
+	return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+		c, ok := parse(m.MessageAttributes)
+		if !ok || c.mode != modeDebounce {
+			return next.Handle(ctx, m)
+		}
+		for {
+			body, wait, found, err := s.start(ctx, c.key, c.token, s.o.Now())
+			switch {
+			case err != nil:
+				return err
+			case !found:
+				s.o.Logger.Info("unique: a debounced job whose key is no longer its own was dropped (a repeated delivery, or its key was released or expired)", "key", c.key, "message", m.ID)
+				return nil
+			case wait <= 0:
+				m.Body = body
+				return next.Handle(ctx, m)
+			case wait > debounceSleep:
+				return retry.Snooze(wait, "unique: the debounce window of key "+strconv.Quote(c.key)+" is not over")
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+	})
+}
+
 // claim is one send's claim on a key.
 type claim struct {
 	key, token, mode string
 	until            time.Time
+	// Debounce mode: the job's body, when it is due, and its cap (zero:
+	// none).
+	body     *string
+	due, cap time.Time
+}
+
+// holder is what a refused claim learns of the key's holder.
+type holder struct {
+	job, token, mode string
+	cap              time.Time // debounce: the cap on its due time
+	running          bool      // debounce: the job has started
 }
 
 // value is the claim's message attribute value.

@@ -194,6 +194,8 @@ func commands() []*command {
 		schedulesDiffCommand(),
 		schedulesApplyCommand(),
 		schedulesLsCommand(),
+		uniqueCreateTableCommand(),
+		uniqueCheckCommand(),
 	}
 }
 
@@ -324,7 +326,7 @@ func callsAWS(cmd *command) bool {
 	case "setup", "doctor", "console", "pause", "resume", "paused", "status":
 		return true
 	}
-	return strings.HasPrefix(cmd.path, "dlq ") || strings.HasPrefix(cmd.path, "fleet ") || strings.HasPrefix(cmd.path, "schedules ")
+	return strings.HasPrefix(cmd.path, "dlq ") || strings.HasPrefix(cmd.path, "fleet ") || strings.HasPrefix(cmd.path, "schedules ") || strings.HasPrefix(cmd.path, "unique ")
 }
 
 func equalWords(a, b []string) bool {

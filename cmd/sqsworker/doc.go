@@ -104,6 +104,11 @@
 //	                      --max-event-age
 //	schedules ls          a group's schedules (--group) with their next fire
 //	                      time; -o json prints them as a FILE
+//	unique create-table TABLE  create the unique keys table (package unique)
+//	                      with unique.CreateTable: partition key key,
+//	                      on-demand, time-to-live on expiresAt
+//	unique check TABLE    check, without changes, that TABLE exists with the
+//	                      unique keys' key and time-to-live
 //
 // QUEUE is a queue name, URL or ARN (package queueref): a name is the queue
 // of the configured region and account, an ARN the queue of its own region
@@ -186,6 +191,7 @@
 //	schedules apply  diff's, scheduler:CreateSchedule, scheduler:UpdateSchedule,
 //	               scheduler:DeleteSchedule on the group's schedules; iam:PassRole on the
 //	               execution role (iam:PassedToService = scheduler.amazonaws.com)
+//	unique create-table, unique check  as fleet create-table and fleet check, on the unique keys table
 //
 // The fleet commands reach DynamoDB through the same configuration; its
 // endpoint comes from AWS_ENDPOINT_URL_DYNAMODB, else --endpoint-url, else

@@ -170,8 +170,27 @@ func (a *app) printFleetProblems(r fleetTableReport) {
 // says what is wrong with them, each problem with the command that fixes
 // it.
 func (a *app) describeFleetTable(ctx context.Context, db fleet.API, table string) fleetTableReport {
+	return a.describeKeyTable(ctx, db, table, keyTableSpec{kind: "fleet", cmd: "fleet", key: fleetKey, ttl: fleetTTL, stale: "(a tenant gone quiet)"})
+}
+
+// keyTableSpec is the layout of a table a package creates (fleet,
+// unique): partition key key (S), time-to-live on ttl.
+type keyTableSpec struct {
+	kind, cmd, key, ttl, stale string
+}
+
+// tableDescriber is what describeKeyTable reads a table with.
+type tableDescriber interface {
+	DescribeTable(ctx context.Context, params *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	DescribeTimeToLive(ctx context.Context, params *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+}
+
+// describeKeyTable reads the table's key schema and time-to-live and
+// says what is wrong with them against spec, each problem with the
+// command that fixes it.
+func (a *app) describeKeyTable(ctx context.Context, db tableDescriber, table string, spec keyTableSpec) fleetTableReport {
 	r := fleetTableReport{Table: table, Problems: []string{}}
-	create := fmt.Sprintf("`sqsworker fleet create-table %s`", table)
+	create := fmt.Sprintf("`sqsworker %s create-table %s`", spec.cmd, table)
 	d, err := awscall.DynamoDB(ctx, awscall.Rule{}, db.DescribeTable, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		var nf *types.ResourceNotFoundException
@@ -189,12 +208,12 @@ func (a *app) describeFleetTable(ctx context.Context, db fleet.API, table string
 	r.Key = strings.Join(keys, ", ")
 	hashS := false
 	for _, def := range d.Table.AttributeDefinitions {
-		if aws.ToString(def.AttributeName) == fleetKey && def.AttributeType == types.ScalarAttributeTypeS {
+		if aws.ToString(def.AttributeName) == spec.key && def.AttributeType == types.ScalarAttributeTypeS {
 			hashS = true
 		}
 	}
-	if len(d.Table.KeySchema) != 1 || aws.ToString(d.Table.KeySchema[0].AttributeName) != fleetKey || d.Table.KeySchema[0].KeyType != types.KeyTypeHash || !hashS {
-		r.Problems = append(r.Problems, fmt.Sprintf("table %s has the key %s; a fleet table needs the partition key %s of type S and no sort key: create a new table with %s", table, r.Key, fleetKey, "`sqsworker fleet create-table NAME`"))
+	if len(d.Table.KeySchema) != 1 || aws.ToString(d.Table.KeySchema[0].AttributeName) != spec.key || d.Table.KeySchema[0].KeyType != types.KeyTypeHash || !hashS {
+		r.Problems = append(r.Problems, fmt.Sprintf("table %s has the key %s; a %s table needs the partition key %s of type S and no sort key: create a new table with %s", table, r.Key, spec.kind, spec.key, "`sqsworker "+spec.cmd+" create-table NAME`"))
 	}
 	ttl, err := awscall.DynamoDB(ctx, awscall.Rule{}, db.DescribeTimeToLive, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
 	switch {
@@ -204,12 +223,12 @@ func (a *app) describeFleetTable(ctx context.Context, db fleet.API, table string
 		r.TTL = string(types.TimeToLiveStatusDisabled)
 	default:
 		r.TTL = string(ttl.TimeToLiveDescription.TimeToLiveStatus)
-		if attr := aws.ToString(ttl.TimeToLiveDescription.AttributeName); attr != "" && attr != fleetTTL {
+		if attr := aws.ToString(ttl.TimeToLiveDescription.AttributeName); attr != "" && attr != spec.ttl {
 			r.TTL += " on " + attr
 		}
 	}
 	if err == nil && r.TTL != string(types.TimeToLiveStatusEnabled) && r.TTL != string(types.TimeToLiveStatusEnabling) {
-		r.Problems = append(r.Problems, fmt.Sprintf("table %s's time-to-live is %s, not on %s: the items of keys no longer used (a tenant gone quiet) never expire; %s turns it on", table, r.TTL, fleetTTL, create))
+		r.Problems = append(r.Problems, fmt.Sprintf("table %s's time-to-live is %s, not on %s: the items of keys no longer used %s never expire; %s turns it on", table, r.TTL, spec.ttl, spec.stale, create))
 	}
 	r.OK = len(r.Problems) == 0
 	return r

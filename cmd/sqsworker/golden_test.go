@@ -23,12 +23,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/harness/fleettable"
+	"github.com/sqsworker/sqsworker/harness/testenv"
 )
 
 // The machine-readable output of the command line is API: every JSON a
@@ -517,6 +519,25 @@ func TestGoldenJSON(t *testing.T) {
 		g.exitOnly(t, h, "schedules-invalid", "schedules", "diff", "testdata/schedules/bad-zone.yaml", "-o", "json")
 		g.exitOnly(t, h, "schedules-unknown-field", "schedules", "apply", "testdata/schedules/unknown-field.yaml", "-o", "json")
 		g.exitOnly(t, h, "schedules-missing-file", "schedules", "apply", "-o", "json")
+	})
+
+	t.Run("unique", func(t *testing.T) {
+		h, fleetTable := newFleetHarness(t, "golden-cli")
+		table := testenv.UniqueName("golden-unique")
+		t.Cleanup(func() {
+			if db, ok := h.dynamo.(*dynamodb.Client); ok {
+				_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+			}
+		})
+		run := func(name string, args ...string) {
+			t.Helper()
+			code, out, _ := h.run(t, args...)
+			g.record(t, name, args, code, out, table, "UNIQUE-TABLE", fleetTable, "FLEET-TABLE")
+		}
+		run("unique-create-table", "unique", "create-table", table, "-o", "json")
+		run("unique-check", "unique", "check", table, "-o", "json")
+		run("unique-check-missing", "unique", "check", "no-such-table", "-o", "json")
+		run("unique-check-wrong-key", "unique", "check", fleetTable, "-o", "json")
 	})
 
 	t.Run("usage", func(t *testing.T) {

@@ -47,6 +47,17 @@ func uniqueWorker(cfg aws.Config, queueURL string, h worker.Handler) (*unique.St
 	return keys, w, err
 }
 
+func requestReindex(ctx context.Context, keys *unique.Store, p *producer.Producer, site, settings string) (string, error) {
+	res, err := keys.Send(ctx, p, unique.Key{Name: "reindex/" + site, Debounce: time.Second, MaxDelay: time.Minute}, producer.Message{Body: settings})
+	return res.MessageID, err // the one job of the key, however many sends it took
+}
+
+func debouncedWorker(client *sqs.Client, queueURL string, keys *unique.Store, h worker.Handler) (*worker.Worker, error) {
+	return worker.New(client, queueURL, worker.Chain(h, keys.Middleware), func(o *worker.Options) {
+		o.OnSettled = keys.Settled // frees the key once the job is deleted or dead-lettered
+	})
+}
+
 // docs/guides/schedules.md.
 
 func TestNightlyReportOncePerTick(t *testing.T) {
