@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/sqsworker/sqsworker/harness/cloudwatchfake"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -32,6 +33,8 @@ type harness struct {
 	onConnect func(awsFlags)
 	// dynamo is the DynamoDB client of the fleet commands (DynamoDB Local).
 	dynamo fleet.API
+	// cw is console --cloudwatch's CloudWatch (harness.cloudWatch).
+	cw *cloudwatchfake.CloudWatch
 }
 
 func newHarness(t testing.TB) *harness {
