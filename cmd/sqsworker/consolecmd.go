@@ -15,6 +15,7 @@ import (
 
 	"github.com/sqsworker/sqsworker/console"
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 )
 
 // defaultConsoleAddr is where `sqsworker console` listens unless told
@@ -177,11 +178,12 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 }
 
 // connectCloudWatch builds a CloudWatch client from the standard AWS
-// configuration (AWS_ENDPOINT_URL_CLOUDWATCH overrides its endpoint).
+// configuration (AWS_ENDPOINT_URL_CLOUDWATCH overrides its endpoint), its
+// retryer off: the console's calls follow the library's retry rule.
 func connectCloudWatch(ctx context.Context, f awsFlags) (console.CloudWatchAPI, error) {
 	cfg, err := loadConfig(ctx, f)
 	if err != nil {
 		return nil, err
 	}
-	return cloudwatch.NewFromConfig(cfg), nil
+	return cloudwatch.NewFromConfig(cfg, awscall.CloudWatchOff), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 )
 
 // The fleet table's layout, as fleet.CreateTable makes it and the package
@@ -96,7 +97,7 @@ func runFleetCreateTable(a *app, ctx context.Context, cmd *command, args []strin
 	if err != nil {
 		return a.fail(cmd, err)
 	}
-	_, err = db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	_, err = awscall.DynamoDB(ctx, awscall.Rule{}, db.DescribeTable, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	var nf *types.ResourceNotFoundException
 	existed := !errors.As(err, &nf)
 	if err != nil && existed {
@@ -171,7 +172,7 @@ func (a *app) printFleetProblems(r fleetTableReport) {
 func (a *app) describeFleetTable(ctx context.Context, db fleet.API, table string) fleetTableReport {
 	r := fleetTableReport{Table: table, Problems: []string{}}
 	create := fmt.Sprintf("`sqsworker fleet create-table %s`", table)
-	d, err := db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	d, err := awscall.DynamoDB(ctx, awscall.Rule{}, db.DescribeTable, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 	if err != nil {
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {
@@ -195,7 +196,7 @@ func (a *app) describeFleetTable(ctx context.Context, db fleet.API, table string
 	if len(d.Table.KeySchema) != 1 || aws.ToString(d.Table.KeySchema[0].AttributeName) != fleetKey || d.Table.KeySchema[0].KeyType != types.KeyTypeHash || !hashS {
 		r.Problems = append(r.Problems, fmt.Sprintf("table %s has the key %s; a fleet table needs the partition key %s of type S and no sort key: create a new table with %s", table, r.Key, fleetKey, "`sqsworker fleet create-table NAME`"))
 	}
-	ttl, err := db.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	ttl, err := awscall.DynamoDB(ctx, awscall.Rule{}, db.DescribeTimeToLive, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
 	switch {
 	case err != nil:
 		r.Problems = append(r.Problems, fmt.Sprintf("reading table %s's time-to-live: %v", table, err))
