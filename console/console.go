@@ -131,6 +131,16 @@ type Options struct {
 	// queue (14 days at one a minute). The sampling ends when the handler
 	// is no longer referenced. Zero value: no sampling, no history.
 	SampleEvery time.Duration
+	// CloudWatch, if set, is where the History pages read a queue's
+	// history: SQS's metrics in CloudWatch (AWS/SQS) for the queue and its
+	// dead-letter queue, with GetMetricData (up to 500 metrics a request),
+	// at 1-minute points over an hour, 5-minute over a day and hourly over
+	// 14 days: depths, sent and deleted per minute and the oldest
+	// message's age. Each page load asks for 12 metrics (6 without a
+	// dead-letter queue), billed by AWS at $0.01 per 1,000 metrics; the
+	// page shows the cost. If CloudWatch fails, the page says so and falls
+	// back to the sampled history. Zero value: the sampled history only.
+	CloudWatch CloudWatchAPI
 }
 
 //go:embed ui

@@ -30,10 +30,16 @@
 //     text in the body, attribute, error, handler and failure time, 100
 //     results a page. Its Redrive and Delete take what it lists: the same
 //     conditions, at most as many messages, none enqueued after the read.
-//   - History, with Options.SampleEvery: each queue's visible, in-flight
-//     and delayed counts and its dead-letter queue's depth over 1 hour, 24
-//     hours or 14 days, as SVG charts with axis values and a text summary,
-//     from the console's own sampling (GetQueueAttributes) while it runs.
+//   - History: each queue's visible, in-flight and delayed counts and its
+//     dead-letter queue's depth over 1 hour, 24 hours or 14 days, as SVG
+//     charts with axis values and a text summary. With Options.CloudWatch
+//     they come from SQS's metrics in CloudWatch (GetMetricData, up to 500
+//     metrics a request; points of 1 minute, 5 minutes or 1 hour), which
+//     add the messages sent and deleted per minute and the oldest
+//     message's age; the page names the source and what its request cost
+//     (12 metrics, billed at $0.01 per 1,000). Otherwise, with
+//     Options.SampleEvery, from the console's own sampling
+//     (GetQueueAttributes) while it runs; the page says since when.
 //   - Actions: the redrives, deletes, edits and purges the console ran
 //     since it started (the last 100), with their results.
 //   - Workers: the statistics of workers whose StatsHandler you list in

@@ -218,10 +218,13 @@ type chart struct {
 }
 
 // historyPage serves a queue's history: its counts and its dead-letter
-// queue's depth over the chosen span, from the console's own sampling.
+// queue's depth over the chosen span, from CloudWatch with
+// Options.CloudWatch (and, with it, the sent and deleted rates and the
+// oldest message's age), else from the console's own sampling.
 func (h *handler) historyPage(w http.ResponseWriter, r *http.Request) {
 	queue := r.PathValue("queue")
-	if _, err := h.shownQueue(r.Context(), queue); err != nil {
+	url, err := h.shownQueue(r.Context(), queue)
+	if err != nil {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}
@@ -232,6 +235,13 @@ func (h *handler) historyPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	data := map[string]any{"Queue": queue, "Span": span.Key, "Spans": spans, "Sampling": h.hist != nil}
+	if h.opts.CloudWatch != nil {
+		now := h.opts.Now()
+		if h.cloudWatchHistory(r.Context(), queue, url, now.Add(-span.D), now, span.D, data) {
+			h.render(w, r, http.StatusOK, "history", "History of "+queue, data)
+			return
+		}
+	}
 	if h.hist == nil {
 		h.render(w, r, http.StatusOK, "history", "History of "+queue, data)
 		return

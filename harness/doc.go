@@ -2,7 +2,8 @@
 // suite run against the fake and the emulators (conformance), the lifecycle
 // contract over both runtimes (contract), the chaos and fleet runs (chaos,
 // fleetrun), the fault-injecting proxy (faultproxy) and the helpers the
-// tests share (testenv, jsontest, fleettable, sqsdrain, sdkretry, sqsfake).
+// tests share (testenv, jsontest, fleettable, sqsdrain, sdkretry, sqsfake, and cloudwatchfake, an in-memory
+// CloudWatch GetMetricData).
 //
 // The harness is not part of the library's API and carries no compatibility
 // promise: it lives apart from the runtime so that it may import every

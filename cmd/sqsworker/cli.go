@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/console"
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/fleet"
@@ -74,6 +75,9 @@ type app struct {
 	newDynamo func(ctx context.Context, f awsFlags) (fleet.API, error)
 	// newScheduler connects to EventBridge Scheduler (the schedules commands).
 	newScheduler func(ctx context.Context, f awsFlags) (schedules.API, error)
+	// newCloudWatch connects to CloudWatch (console --cloudwatch); nil:
+	// connectCloudWatch.
+	newCloudWatch func(ctx context.Context, f awsFlags) (console.CloudWatchAPI, error)
 	// isTerminal reports whether a stream is an interactive terminal.
 	isTerminal func(v any) bool
 	// now is the clock for ages shown to the user.

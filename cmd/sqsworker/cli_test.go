@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/sqsworker/sqsworker/harness/cloudwatchfake"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -37,6 +38,8 @@ type harness struct {
 	// scheduler is the EventBridge Scheduler of the schedules commands: an
 	// in-memory one delivering into fake, made on first use.
 	scheduler *schedulestest.Scheduler
+	// cw is console --cloudwatch's CloudWatch (harness.cloudWatch).
+	cw *cloudwatchfake.CloudWatch
 }
 
 func newHarness(t testing.TB) *harness {

@@ -11,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+
 	"github.com/sqsworker/sqsworker/console"
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/internal/awscall"
 )
 
 // defaultConsoleAddr is where `sqsworker console` listens unless told
@@ -51,7 +54,11 @@ sqs:ReceiveMessage, sqs:ChangeMessageVisibility, sns:ListSubscriptions and
 sns:GetSubscriptionAttributes; with --actions also sqs:SendMessage,
 sqs:DeleteMessage and sqs:PurgeQueue (and the move task calls of dlq redrive).
 With a table: dynamodb:DescribeTable, dynamodb:GetItem and dynamodb:Scan on it
-(each Fleet page load scans the table), and with --actions dynamodb:UpdateItem.`,
+(each Fleet page load scans the table), and with --actions dynamodb:UpdateItem.
+With --cloudwatch: cloudwatch:GetMetricData (each History page load asks for
+the queue's and its dead-letter queue's SQS metrics: 12 metrics, about
+$0.00012; the page shows the cost; if CloudWatch refuses, the page says so
+and shows the console's own samples).`,
 		run: runConsole,
 	}
 }
@@ -69,6 +76,7 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.Var(durationValue{&hold}, "hold", "the longest a dead-letter queue read keeps its messages hidden (default 30s)")
 	sampleEvery := 30 * time.Second
 	fs.Var(durationValue{&sampleEvery}, "sample-every", "how often the console samples the queues' counts for its History pages (0: no sampling)")
+	useCloudWatch := fs.Bool("cloudwatch", false, "chart the History pages from CloudWatch's SQS metrics (GetMetricData, 12 metrics per page load, billed by AWS at $0.01 per 1,000) instead of the console's own samples only")
 	table := fs.String("table", os.Getenv(tableEnv), "the fleet table whose controls to show (default: "+tableEnv+"; none: no Fleet page)")
 	if _, code, ok := a.parseWithOutput(cmd, fs, args, 0, 0, out); !ok {
 		return code
@@ -89,6 +97,17 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 	s, ok := a.connectSNS(ctx, cmd, conn)
 	if !ok {
 		return exitProblems
+	}
+	var cw console.CloudWatchAPI
+	if *useCloudWatch {
+		connectCW := a.newCloudWatch
+		if connectCW == nil {
+			connectCW = connectCloudWatch
+		}
+		var err error
+		if cw, err = connectCW(ctx, *conn); err != nil {
+			return a.fail(cmd, err)
+		}
 	}
 	var fl *fleet.Fleet
 	if *table != "" {
@@ -115,6 +134,7 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 		o.Fleet = fl
 		o.Hold = hold
 		o.SampleEvery = sampleEvery
+		o.CloudWatch = cw
 		o.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
 		o.Now = a.now
 	})
@@ -155,4 +175,15 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 		return a.fail(cmd, err)
 	}
 	return exitOK
+}
+
+// connectCloudWatch builds a CloudWatch client from the standard AWS
+// configuration (AWS_ENDPOINT_URL_CLOUDWATCH overrides its endpoint), its
+// retryer off: the console's calls follow the library's retry rule.
+func connectCloudWatch(ctx context.Context, f awsFlags) (console.CloudWatchAPI, error) {
+	cfg, err := loadConfig(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return cloudwatch.NewFromConfig(cfg, awscall.CloudWatchOff), nil
 }

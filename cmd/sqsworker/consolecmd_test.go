@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"github.com/sqsworker/sqsworker/console"
+	"github.com/sqsworker/sqsworker/harness/cloudwatchfake"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -64,7 +66,8 @@ func startConsole(t *testing.T, h *harness, args ...string) runningConsole {
 	pr, pw := io.Pipe()
 	var stderr strings.Builder
 	a := &app{
-		stdin: strings.NewReader(""), stdout: pw, stderr: &stderr,
+		newCloudWatch: func(context.Context, awsFlags) (console.CloudWatchAPI, error) { return h.cloudWatch(), nil },
+		stdin:         strings.NewReader(""), stdout: pw, stderr: &stderr,
 		newClient:  func(context.Context, awsFlags) (client, error) { return h.fake, nil },
 		newSNS:     func(context.Context, awsFlags) (snsClient, error) { return h.sns, nil },
 		newDynamo:  func(context.Context, awsFlags) (fleet.API, error) { return h.dynamo, nil },
@@ -138,5 +141,37 @@ func TestConsoleRefusesAMissingFleetTable(t *testing.T) {
 	code, out, errOut := h.run(t, "console", "--addr", "127.0.0.1:0", "--table", "no-such-table")
 	if code != exitProblems || !strings.Contains(errOut, "CreateTable") || strings.Contains(out, "http://") {
 		t.Fatalf("console with a missing table: exit %d, stdout %q, stderr %q; want it refused, saying how to create the table", code, out, errOut)
+	}
+}
+
+// cloudWatch is the harness's in-memory CloudWatch, made on first use.
+func (h *harness) cloudWatch() *cloudwatchfake.CloudWatch {
+	if h.cw == nil {
+		h.cw = cloudwatchfake.New()
+	}
+	return h.cw
+}
+
+// With --cloudwatch the History pages chart CloudWatch's metrics, the
+// sent rate among them, and say so.
+func TestConsoleCloudWatchHistory(t *testing.T) {
+	h := newHarness(t)
+	h.fake.MustCreateQueueWithDLQ(t, "orders", 5, nil)
+	h.cloudWatch().Add("AWS/SQS", "NumberOfMessagesSent", "orders", cloudwatchfake.Point{At: time.Now().Add(-2 * time.Minute), V: 42})
+	c := startConsole(t, h, "--addr", "127.0.0.1:0", "--queues", "orders", "--cloudwatch", "--sample-every", "0")
+	resp, err := http.Get(c.url + "queues/orders/history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "Source: CloudWatch") || !strings.Contains(string(b), "Sent per minute: now 42") {
+		t.Fatalf("GET history: %s\n%s", resp.Status, b)
+	}
+	if r, m := h.cw.Requests(); r != 1 || m != 12 {
+		t.Errorf("%d requests of %d metrics; want 1 of 12", r, m)
+	}
+	if code := c.stop(); code != exitOK {
+		t.Fatalf("exit code %d; stderr:\n%s", code, c.stderr.String())
 	}
 }

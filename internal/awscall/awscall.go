@@ -1,6 +1,7 @@
 // Package awscall is sqsworker's one retry rule for the AWS calls it makes
-// (SQS, SNS, DynamoDB, S3). Every call goes through it, or through
-// internal/sqsbatch, which retries batch entries by the same rule:
+// (SQS, SNS, DynamoDB, S3, EventBridge Scheduler, CloudWatch). Every call
+// goes through it, or through internal/sqsbatch, which retries batch
+// entries by the same rule:
 //
 //   - the SDK's own retryer is off on every call (aws.NopRetryer, set per
 //     call by the service's Off option), so no request is repeated unseen;
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
@@ -213,6 +215,9 @@ func DynamoDBOff(o *dynamodb.Options) { o.Retryer, o.RetryMaxAttempts = aws.NopR
 // SchedulerOff turns the SDK's retryer off for one EventBridge Scheduler
 // call.
 func SchedulerOff(o *scheduler.Options) { o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 1 }
+
+// CloudWatchOff turns the SDK's retryer off for one CloudWatch call.
+func CloudWatchOff(o *cloudwatch.Options) { o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 1 }
 
 // S3Off turns the SDK's retryer off for one S3 call.
 func S3Off(o *s3.Options) { o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 1 }

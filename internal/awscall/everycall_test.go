@@ -22,10 +22,11 @@ import (
 // method whose last parameter is ...func(*<service>.Options) is an AWS
 // call.
 var sdkServices = map[string]bool{
-	"github.com/aws/aws-sdk-go-v2/service/sqs":      true,
-	"github.com/aws/aws-sdk-go-v2/service/sns":      true,
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb": true,
-	"github.com/aws/aws-sdk-go-v2/service/s3":       true,
+	"github.com/aws/aws-sdk-go-v2/service/sqs":        true,
+	"github.com/aws/aws-sdk-go-v2/service/sns":        true,
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb":   true,
+	"github.com/aws/aws-sdk-go-v2/service/s3":         true,
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch": true,
 }
 
 // TestEveryAWSCallGoesThroughTheRule type-checks the library (not the test
