@@ -82,7 +82,38 @@ type fleetTableReport struct {
 	Problems []string `json:"problems"`
 }
 
+// keyTable is what the create-table and check commands of a package's
+// DynamoDB table (fleet, unique) differ by.
+type keyTable struct {
+	spec  keyTableSpec
+	label string // "fleet table"
+	// create makes the table ready (the package's CreateTable).
+	create func(ctx context.Context, db fleet.API, table string, wait time.Duration) error
+	// next is the line printed once a created table is ok.
+	next func(table string) string
+}
+
+var fleetKeyTable = keyTable{
+	spec: keyTableSpec{kind: "fleet", cmd: "fleet", key: fleetKey, ttl: fleetTTL, stale: "(a tenant gone quiet)"}, label: "fleet table",
+	create: func(ctx context.Context, db fleet.API, table string, wait time.Duration) error {
+		return fleet.CreateTable(ctx, db, table, wait)
+	},
+	next: func(table string) string {
+		return fmt.Sprintf("use it with --table %s (or SQSWORKER_FLEET_TABLE=%s) and fleet.New(client, %q) in the workers", table, table, table)
+	},
+}
+
 func runFleetCreateTable(a *app, ctx context.Context, cmd *command, args []string) int {
+	return runCreateKeyTable(a, ctx, cmd, args, fleetKeyTable)
+}
+
+func runFleetCheck(a *app, ctx context.Context, cmd *command, args []string) int {
+	return runCheckKeyTable(a, ctx, cmd, args, fleetKeyTable)
+}
+
+// runCreateKeyTable creates (or completes) a package's table and reports
+// what it then finds, like its check.
+func runCreateKeyTable(a *app, ctx context.Context, cmd *command, args []string, kt keyTable) int {
 	fs := a.flags(cmd)
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
@@ -103,10 +134,10 @@ func runFleetCreateTable(a *app, ctx context.Context, cmd *command, args []strin
 	if err != nil && existed {
 		return a.fail(cmd, err)
 	}
-	if err := fleet.CreateTable(ctx, db, table, wait); err != nil {
+	if err := kt.create(ctx, db, table, wait); err != nil {
 		return a.fail(cmd, err)
 	}
-	r := a.describeFleetTable(ctx, db, table)
+	r := a.describeKeyTable(ctx, db, table, kt.spec)
 	r.Created = !existed
 	if *out == "json" {
 		a.writeJSON(r)
@@ -115,10 +146,10 @@ func runFleetCreateTable(a *app, ctx context.Context, cmd *command, args []strin
 		if existed {
 			what = "exists"
 		}
-		fmt.Fprintf(a.stdout, "fleet table %s %s: partition key %s, on-demand, time-to-live on %s\n", table, what, fleetKey, fleetTTL)
+		fmt.Fprintf(a.stdout, "%s %s %s: partition key %s, on-demand, time-to-live on %s\n", kt.label, table, what, kt.spec.key, kt.spec.ttl)
 		a.printFleetProblems(r)
 		if r.OK {
-			fmt.Fprintf(a.stdout, "use it with --table %s (or SQSWORKER_FLEET_TABLE=%s) and fleet.New(client, %q) in the workers\n", table, table, table)
+			fmt.Fprintln(a.stdout, kt.next(table))
 		}
 	}
 	if !r.OK {
@@ -127,7 +158,8 @@ func runFleetCreateTable(a *app, ctx context.Context, cmd *command, args []strin
 	return exitOK
 }
 
-func runFleetCheck(a *app, ctx context.Context, cmd *command, args []string) int {
+// runCheckKeyTable checks a package's table without changing it.
+func runCheckKeyTable(a *app, ctx context.Context, cmd *command, args []string, kt keyTable) int {
 	fs := a.flags(cmd)
 	conn := awsFlagsOn(fs)
 	out := outputFlag(fs)
@@ -140,7 +172,7 @@ func runFleetCheck(a *app, ctx context.Context, cmd *command, args []string) int
 	if err != nil {
 		return a.fail(cmd, err)
 	}
-	r := a.describeFleetTable(ctx, db, table)
+	r := a.describeKeyTable(ctx, db, table, kt.spec)
 	if ctx.Err() != nil {
 		return a.fail(cmd, ctx.Err())
 	}
@@ -148,9 +180,9 @@ func runFleetCheck(a *app, ctx context.Context, cmd *command, args []string) int
 		a.writeJSON(r)
 	} else {
 		if r.OK {
-			fmt.Fprintf(a.stdout, "fleet table %s: ok (partition key %s, time-to-live on %s)\n", table, fleetKey, fleetTTL)
+			fmt.Fprintf(a.stdout, "%s %s: ok (partition key %s, time-to-live on %s)\n", kt.label, table, kt.spec.key, kt.spec.ttl)
 		} else {
-			fmt.Fprintf(a.stdout, "fleet table %s: %s\n", table, count(len(r.Problems), "problem"))
+			fmt.Fprintf(a.stdout, "%s %s: %s\n", kt.label, table, count(len(r.Problems), "problem"))
 		}
 		a.printFleetProblems(r)
 	}
@@ -170,7 +202,7 @@ func (a *app) printFleetProblems(r fleetTableReport) {
 // says what is wrong with them, each problem with the command that fixes
 // it.
 func (a *app) describeFleetTable(ctx context.Context, db fleet.API, table string) fleetTableReport {
-	return a.describeKeyTable(ctx, db, table, keyTableSpec{kind: "fleet", cmd: "fleet", key: fleetKey, ttl: fleetTTL, stale: "(a tenant gone quiet)"})
+	return a.describeKeyTable(ctx, db, table, fleetKeyTable.spec)
 }
 
 // keyTableSpec is the layout of a table a package creates (fleet,

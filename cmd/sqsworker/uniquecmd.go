@@ -6,11 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/sqsworker/sqsworker/internal/awscall"
+	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/unique"
 )
 
@@ -57,84 +53,25 @@ IAM: dynamodb:DescribeTable and dynamodb:DescribeTimeToLive on the table.`,
 	}
 }
 
+// uniqueKeyTable is the unique keys table's commands.
+var uniqueKeyTable = keyTable{
+	spec: uniqueTable, label: "unique keys table",
+	create: func(ctx context.Context, db fleet.API, table string, wait time.Duration) error {
+		u, ok := db.(unique.API)
+		if !ok {
+			return errors.New("the DynamoDB client cannot create tables")
+		}
+		return unique.CreateTable(ctx, u, table, wait)
+	},
+	next: func(table string) string {
+		return fmt.Sprintf("use it with unique.New(client, %q) in the producers and consumers", table)
+	},
+}
+
 func runUniqueCreateTable(a *app, ctx context.Context, cmd *command, args []string) int {
-	fs := a.flags(cmd)
-	conn := awsFlagsOn(fs)
-	out := outputFlag(fs)
-	wait := 5 * time.Minute
-	fs.Var(durationValue{&wait}, "wait", "how long to wait for a new table to become ACTIVE")
-	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
-	if !ok {
-		return code
-	}
-	table := pos[0]
-	fdb, err := a.newDynamo(ctx, *conn)
-	if err != nil {
-		return a.fail(cmd, err)
-	}
-	db, ok := fdb.(unique.API)
-	if !ok {
-		return a.fail(cmd, errors.New("the DynamoDB client cannot create tables"))
-	}
-	_, err = awscall.DynamoDB(ctx, awscall.Rule{}, db.DescribeTable, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
-	var nf *types.ResourceNotFoundException
-	existed := !errors.As(err, &nf)
-	if err != nil && existed {
-		return a.fail(cmd, err)
-	}
-	if err := unique.CreateTable(ctx, db, table, wait); err != nil {
-		return a.fail(cmd, err)
-	}
-	r := a.describeKeyTable(ctx, db, table, uniqueTable)
-	r.Created = !existed
-	if *out == "json" {
-		a.writeJSON(r)
-	} else {
-		what := "created"
-		if existed {
-			what = "exists"
-		}
-		fmt.Fprintf(a.stdout, "unique keys table %s %s: partition key %s, on-demand, time-to-live on %s\n", table, what, uniqueTable.key, uniqueTable.ttl)
-		a.printFleetProblems(r)
-		if r.OK {
-			fmt.Fprintf(a.stdout, "use it with unique.New(client, %q) in the producers and consumers\n", table)
-		}
-	}
-	if !r.OK {
-		return exitProblems
-	}
-	return exitOK
+	return runCreateKeyTable(a, ctx, cmd, args, uniqueKeyTable)
 }
 
 func runUniqueCheck(a *app, ctx context.Context, cmd *command, args []string) int {
-	fs := a.flags(cmd)
-	conn := awsFlagsOn(fs)
-	out := outputFlag(fs)
-	pos, code, ok := a.parseWithOutput(cmd, fs, args, 1, 1, out)
-	if !ok {
-		return code
-	}
-	table := pos[0]
-	db, err := a.newDynamo(ctx, *conn)
-	if err != nil {
-		return a.fail(cmd, err)
-	}
-	r := a.describeKeyTable(ctx, db, table, uniqueTable)
-	if ctx.Err() != nil {
-		return a.fail(cmd, ctx.Err())
-	}
-	if *out == "json" {
-		a.writeJSON(r)
-	} else {
-		if r.OK {
-			fmt.Fprintf(a.stdout, "unique keys table %s: ok (partition key %s, time-to-live on %s)\n", table, uniqueTable.key, uniqueTable.ttl)
-		} else {
-			fmt.Fprintf(a.stdout, "unique keys table %s: %s\n", table, count(len(r.Problems), "problem"))
-		}
-		a.printFleetProblems(r)
-	}
-	if !r.OK {
-		return exitProblems
-	}
-	return exitOK
+	return runCheckKeyTable(a, ctx, cmd, args, uniqueKeyTable)
 }
