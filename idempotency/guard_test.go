@@ -366,10 +366,10 @@ func TestLockTakenOverCancelsAndSnoozes(t *testing.T) {
 		}()
 		synctest.Wait()
 		// Another consumer takes the job over (as if this one's lock had expired).
-		db.mu.Lock()
-		db.items["m"]["token"] = &types.AttributeValueMemberS{Value: "someone else"}
-		db.items["m"]["messageId"] = &types.AttributeValueMemberS{Value: "other-copy"}
-		db.mu.Unlock()
+		db.Edit("m", func(it map[string]types.AttributeValue) {
+			it["token"] = &types.AttributeValueMemberS{Value: "someone else"}
+			it["messageId"] = &types.AttributeValueMemberS{Value: "other-copy"}
+		})
 		time.Sleep(5 * time.Second)
 		lease.Store(time.Now().Add(10 * time.Second).UnixNano()) // the heartbeat extends: the keeper tries to follow
 		err := <-errc

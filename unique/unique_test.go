@@ -241,13 +241,13 @@ func TestFailedSendFreesClaim(t *testing.T) {
 func TestClaimWithLostAnswerIsOwn(t *testing.T) {
 	e := newEnv(t)
 	lost := 0
-	e.db.lose = func(op string) error {
+	e.db.lose(func(op string) error {
 		if op == "PutItem" && lost == 0 {
 			lost++
 			return &smithy.GenericAPIError{Code: "InternalServerError", Message: "connection reset"}
 		}
 		return nil
-	}
+	})
 	if _, err := e.send(t, unique.Key{Name: "k"}, "a"); err != nil {
 		t.Fatalf("send after a lost claim answer: %v (want the job sent)", err)
 	}
