@@ -1,7 +1,9 @@
 // Package harness is the root of sqsworker's test harness: the conformance
 // suite run against the fake and the emulators (conformance), the lifecycle
 // contract over both runtimes (contract), the chaos and fleet runs (chaos,
-// fleetrun), the fault-injecting proxy (faultproxy) and the helpers the
+// fleetrun), the fault-injecting proxy (faultproxy), in-memory stand-ins
+// for services without an emulator here (dynamofake, cloudwatchfake), the
+// mutation check (mutate) and the helpers the
 // tests share (testenv, jsontest, fleettable, sqsdrain, sdkretry, sqsfake, and cloudwatchfake, an in-memory
 // CloudWatch GetMetricData).
 //
