@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/fleet"
@@ -59,6 +61,48 @@ type Record struct {
 type ChildStats struct {
 	Fleet  fleet.Stats
 	Worker worker.Stats
+	// Calls counts the fleet's DynamoDB requests by kind: the operation
+	// and the first words of its update expression (what the request did).
+	Calls map[string]int64
+}
+
+// countingDB counts the fleet's DynamoDB requests by kind.
+type countingDB struct {
+	fleet.API
+	mu    sync.Mutex
+	calls map[string]int64
+}
+
+// itemKind is the kind of the item key names: rate, cap, pause, breaker.
+func itemKind(key map[string]types.AttributeValue) string {
+	pk, _ := key["pk"].(*types.AttributeValueMemberS)
+	if pk == nil {
+		return "?"
+	}
+	kind, _, _ := strings.Cut(pk.Value, "|")
+	return kind
+}
+
+func (c *countingDB) add(kind string) {
+	c.mu.Lock()
+	c.calls[kind]++
+	c.mu.Unlock()
+}
+
+func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.add("GetItem " + itemKind(in.Key))
+	return c.API.GetItem(ctx, in, optFns...)
+}
+
+func (c *countingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	expr, _, _ := strings.Cut(aws.ToString(in.UpdateExpression), ",")
+	kind := "UpdateItem " + itemKind(in.Key) + " " + expr
+	out, err := c.API.UpdateItem(ctx, in, optFns...)
+	if err != nil {
+		kind += " (failed)"
+	}
+	c.add(kind)
+	return out, err
 }
 
 // RunChild runs a child until SIGTERM and returns its exit code.
@@ -96,7 +140,8 @@ func runChild(c ChildConfig) error {
 			o.BaseEndpoint = aws.String(dbEndpoint)
 		}
 	})
-	f, err := fleet.New(db, c.Table, func(o *fleet.Options) {
+	counted := &countingDB{API: db, calls: map[string]int64{}}
+	f, err := fleet.New(counted, c.Table, func(o *fleet.Options) {
 		o.Holder = c.Name
 		if c.Skew != 0 {
 			o.Now = func() time.Time { return time.Now().Add(c.Skew) }
@@ -129,7 +174,6 @@ func runChild(c ChildConfig) error {
 	if c.Cap > 0 {
 		capc, err := f.Cap("tenant", c.Cap, func(o *fleet.CapOptions) {
 			o.Key = fleet.ByAttribute("tenant")
-			o.FullSnooze = time.Second
 			o.ErrorSnooze = c.ErrorSnooze
 		})
 		if err != nil {
@@ -163,7 +207,9 @@ func runChild(c ChildConfig) error {
 		return err
 	}
 	runErr := w.Run(ctx)
-	b, _ := json.Marshal(ChildStats{Fleet: f.Stats(), Worker: w.Stats()})
+	counted.mu.Lock()
+	b, _ := json.Marshal(ChildStats{Fleet: f.Stats(), Worker: w.Stats(), Calls: counted.calls})
+	counted.mu.Unlock()
 	if err := os.WriteFile(fmt.Sprintf("%s/%s.stats", c.Dir, c.Name), b, 0o644); err != nil {
 		return err
 	}

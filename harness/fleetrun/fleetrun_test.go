@@ -481,6 +481,99 @@ func TestCapAcrossProcessesWithSIGKILL(t *testing.T) {
 	r.dlqEmpty()
 }
 
+// capUse is the share of a cap's slots in use, from the records, while
+// the backlog lasted: from the first start until fewer than limit of the
+// jobs were left to start (the start of the n-limit+1-th; from then on
+// the cap cannot be full), the jobs' running time within that span over
+// limit × the span.
+func capUse(recs []Record, limit int) (float64, time.Duration) {
+	starts := make([]int64, 0, len(recs))
+	for _, rec := range recs {
+		starts = append(starts, rec.Start)
+	}
+	slices.Sort(starts)
+	if len(starts) <= limit {
+		return 1, 0
+	}
+	first, last := starts[0], starts[len(starts)-limit]
+	var busy int64
+	for _, rec := range recs {
+		if rec.End != 0 && rec.Start < last {
+			busy += min(rec.End, last) - rec.Start
+		}
+	}
+	span := time.Duration(last - first)
+	if span <= 0 {
+		return 1, 0
+	}
+	return float64(busy) / (float64(limit) * float64(span)), span
+}
+
+// timeline is the mean number of jobs running in each second from the
+// first start, in tenths of a job.
+func timeline(recs []Record) []int {
+	if len(recs) == 0 {
+		return nil
+	}
+	first := recs[0].Start
+	var out []int
+	for _, rec := range recs {
+		if rec.End == 0 {
+			continue
+		}
+		for t := rec.Start; t < rec.End; {
+			sec := int((t - first) / int64(time.Second))
+			next := min(first+int64(sec+1)*int64(time.Second), rec.End)
+			for len(out) <= sec {
+				out = append(out, 0)
+			}
+			out[sec] += int((next - t) / int64(100*time.Millisecond))
+			t = next
+		}
+	}
+	return out
+}
+
+// A cap of 5 for one tenant that floods FLEETRUN_CAPUSE_JOBS jobs (200 by
+// default) of 500 ms, 4 processes × 5 handlers, the cap's default
+// settings: while the backlog lasts the cap's slots are in use at least
+// 80% of the time (a slot freed in one process goes to a job waiting in
+// any process within about a second), and nothing is dead-lettered.
+func TestCapUseAcrossProcesses(t *testing.T) {
+	n, limit := envInt("FLEETRUN_CAPUSE_JOBS", 200), 5
+	// A visibility timeout of 10 s: a message the emulator hands to a
+	// receive that has given up (a quirk of fauxqs under load) comes back
+	// after 10 s, not 30.
+	r := newRun(t, "10")
+	r.send(n, "tenant-a")
+	for p := range 4 {
+		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 5, Cap: limit, Work: 500 * time.Millisecond})
+	}
+	recs := r.waitDone(n, time.Duration(n)*time.Second/2+2*time.Minute)
+	r.stopAll()
+	use, span := capUse(recs, limit)
+	var st fleet.Stats
+	calls := map[string]int64{}
+	for _, s := range r.stats() {
+		for k, n := range s.Calls {
+			calls[k] += n
+		}
+		st.Requests += s.Fleet.Requests
+		st.CapSnoozed += s.Fleet.CapSnoozed
+		st.CapWaits += s.Fleet.CapWaits
+		st.CapHandoffs += s.Fleet.CapHandoffs
+	}
+	t.Logf("FLEETRUN cap use: %d jobs of 500 ms (%d runs), cap %d, 4 processes × 5 handlers: %.1f%% of the cap used over the %v the backlog lasted (full use: %v); %d DynamoDB requests (%.2f per job), %d snoozed (%.2f per job), %d waited in-process, %d slots handed over",
+		n, len(recs), limit, 100*use, span.Round(time.Millisecond), time.Duration(n)*500*time.Millisecond/time.Duration(limit),
+		st.Requests, float64(st.Requests)/float64(n), st.CapSnoozed, float64(st.CapSnoozed)/float64(n), st.CapWaits, st.CapHandoffs)
+	t.Logf("DynamoDB requests by kind: %v", calls)
+	t.Logf("slots in use by second: %v", timeline(recs))
+	if use < 0.8 {
+		t.Errorf("%.1f%% of the cap used while the backlog lasted; want at least 80%%\n%s", 100*use, r.diagnosis("tenant-a"))
+	}
+	r.dlqEmpty()
+}
+
 // Tenant A floods FLEETRUN_FAIR_A jobs (400 by default), then tenant B
 // sends FLEETRUN_FAIR_B (20): B's waiting time (from SQS's SentTimestamp
 // to its handler's start, p50 and p99) with no cap, and with a cap of 10
