@@ -568,9 +568,10 @@ func (c *Cap) snoozeLength(key string) time.Duration {
 }
 
 // register writes this process's entry in key's waiting map (one write):
-// its count of jobs of the key snoozed and not yet back, when that changed
-// by more than a quarter (and at least 3) since it was last written or
-// the entry is about to end; at most once a second. The entry holds until
+// its count of jobs of the key snoozed and not yet back, once it is at
+// least the cap's limit, when that changed by more than a quarter (and at
+// least 3) since it was last written or the entry is about to end; at most
+// once a second. The entry holds until
 // about when those jobs are back (their mean due time, at most
 // waitingTTL). Failures are left for the next snooze to mend.
 func (c *Cap) register(ctx context.Context, key string) {
@@ -585,7 +586,10 @@ func (c *Cap) register(ctx context.Context, key string) {
 	if change < 0 {
 		change = -change
 	}
-	due := now.Sub(k.wroteAt) >= time.Second && n > 0 &&
+	// Fewer than limit snoozed here and in each other process would not
+	// lengthen a snooze past FullSnooze unless jobs take seconds: such
+	// counts are not worth a write.
+	due := now.Sub(k.wroteAt) >= time.Second && n >= c.limit &&
 		(!live || k.until.Sub(now) < waitingTTL/2 || change > max(k.wrote/4, 2))
 	if !due {
 		c.mu.Unlock()

@@ -241,6 +241,11 @@ func (l *RateLimit) fetch(ctx context.Context, key string, b *bucket, k int) (in
 		// Take the tokens for every waiting job in one request: wait until
 		// they are all due, plus jitter, so that processes waiting on one
 		// bucket do not all ask at the same moment.
+		// The jobs that came to wait since the fetch began share its
+		// request.
+		b.mu.Lock()
+		k = max(k, b.waiting-b.spare)
+		b.mu.Unlock()
 		want := int64(min(k, l.o.Burst)) * 1000
 		if milli < want {
 			return 0, time.Duration(float64(want-milli) / l.rate * float64(time.Millisecond)), nil

@@ -43,6 +43,10 @@ type ChildConfig struct {
 	Skew time.Duration
 	// ErrorSnooze is the rate limit's and the cap's ErrorSnooze; 0: theirs.
 	ErrorSnooze time.Duration
+	// Breaker puts a shared breaker first in the chain (BreakerOptions.Shared;
+	// it counts no error, so it stays closed) and makes it, with the Pauser
+	// if Pause is set, the worker's ReceiveGate.
+	Breaker bool
 }
 
 // Record is one line of a child's .jobs file.
@@ -171,6 +175,18 @@ func runChild(c ChildConfig) error {
 		return nil
 	})
 	var mw []worker.Middleware
+	var gates []worker.ReceiveGate
+	if c.Breaker {
+		b, err := f.Breaker("downstream", func(o *fleet.BreakerOptions) {
+			o.Shared = true
+			o.Counts = func(error) bool { return false }
+		})
+		if err != nil {
+			return err
+		}
+		mw = append(mw, b.Middleware())
+		gates = append(gates, b)
+	}
 	if c.Cap > 0 {
 		capc, err := f.Cap("tenant", c.Cap, func(o *fleet.CapOptions) {
 			o.Key = fleet.ByAttribute("tenant")
@@ -188,13 +204,20 @@ func runChild(c ChildConfig) error {
 		}
 		mw = append(mw, l.Middleware())
 	}
-	var gate worker.ReceiveGate
 	if c.Pause {
 		p, err := f.Pauser(c.Queue)
 		if err != nil {
 			return err
 		}
-		gate = p
+		gates = append(gates, p)
+	}
+	var gate worker.ReceiveGate
+	switch len(gates) {
+	case 0:
+	case 1:
+		gate = gates[0]
+	default:
+		gate = fleet.AllOpen(gates...)
 	}
 	w, err := worker.New(sq, c.Queue, worker.Chain(h, mw...), func(o *worker.Options) {
 		o.ReceiveGate = gate

@@ -80,6 +80,13 @@ func newRun(t *testing.T, visibility string) *run {
 // send sends n jobs, with message attribute tenant when it is not empty.
 func (r *run) send(n int, tenant string) {
 	r.t.Helper()
+	r.sendMixed(n, tenant)
+}
+
+// sendMixed sends n jobs, the i-th with message attribute tenant
+// tenants[i % len(tenants)] (none when it is empty).
+func (r *run) sendMixed(n int, tenants ...string) {
+	r.t.Helper()
 	var g errgroup.Group
 	g.SetLimit(8)
 	for start := 0; start < n; start += 10 {
@@ -87,7 +94,7 @@ func (r *run) send(n int, tenant string) {
 			in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queue)}
 			for i := start; i < min(start+10, n); i++ {
 				e := types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String("job")}
-				if tenant != "" {
+				if tenant := tenants[i%len(tenants)]; tenant != "" {
 					e.MessageAttributes = map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String(tenant)}}
 				}
 				in.Entries = append(in.Entries, e)
@@ -461,12 +468,18 @@ func TestCapAcrossProcessesWithSIGKILL(t *testing.T) {
 	for _, rec := range recs {
 		last = max(last, rec.End)
 	}
-	var waited, handed, snoozed int64
+	var waited, handed, snoozed, requests int64
+	calls := map[string]int64{}
 	for _, s := range r.stats() {
 		waited, handed, snoozed = waited+s.Fleet.CapWaits, handed+s.Fleet.CapHandoffs, snoozed+s.Fleet.CapSnoozed
+		for k, c := range s.Calls {
+			requests += c
+			calls[k] += c
+		}
 	}
-	t.Logf("FLEETRUN cap: %d jobs (%d runs) by 4 processes × 3 handlers under a cap of %d in %v from the first start; %s SIGKILLed while running; at most %d at once; %d running again %v after the kill (lease %v); in the 3 processes that lived: %d jobs waited in-process, %d slots handed over, %d snoozed",
-		n, len(recs), limit, time.Duration(last-recs[0].Start).Round(100*time.Millisecond), victim, peak, limit, back.Round(time.Millisecond), lease, waited, handed, snoozed)
+	t.Logf("DynamoDB requests by kind: %v", calls)
+	t.Logf("FLEETRUN cap: %d jobs (%d runs) by 4 processes × 3 handlers under a cap of %d in %v from the first start; %s SIGKILLed while running; at most %d at once; %d running again %v after the kill (lease %v); in the 3 processes that lived: %d jobs waited in-process, %d slots handed over, %d snoozed, %d DynamoDB requests (%.2f per job, renewals included)",
+		n, len(recs), limit, time.Duration(last-recs[0].Start).Round(100*time.Millisecond), victim, peak, limit, back.Round(time.Millisecond), lease, waited, handed, snoozed, requests, float64(requests)/float64(n))
 	if peak > limit {
 		t.Errorf("%d jobs ran at once; the cap is %d", peak, limit)
 	}
@@ -806,4 +819,73 @@ func TestDynamoDBFaultsAndClockSkewAcrossProcesses(t *testing.T) {
 		t.Errorf("%d of %d jobs done", d, n)
 	}
 	r.dlqEmpty()
+}
+
+// What each control costs in DynamoDB requests per job, for 4 processes
+// × 5 handlers and jobs of 200 ms (FLEETRUN_COSTS set: 0, 50 and 200 ms),
+// each control measured in a run of its own: a rate limit of 50 jobs/s
+// over a backlog of 400 jobs; a cap of 3 per tenant, 4 tenants, 400 jobs
+// (12 slots for 20 handlers: the cap is full all along); a shared breaker
+// (closed) and a Pauser, both as the worker's ReceiveGate, 400 jobs. The
+// requests are counted by the items they read or write (rate|, cap|,
+// breaker|, pause|), New's check of the table left out. At 200 ms jobs the
+// rate limit takes at most 1 request per job and the cap at most 3,
+// renewals included.
+func TestControlCosts(t *testing.T) {
+	durations := []time.Duration{200 * time.Millisecond}
+	if os.Getenv("FLEETRUN_COSTS") != "" {
+		durations = []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond}
+	}
+	const n = 400
+	tenants := []string{"tenant-a", "tenant-b", "tenant-c", "tenant-d"}
+	for _, work := range durations {
+		perJob := map[string]float64{}
+		var line []string
+		for _, run := range []struct {
+			name string
+			c    ChildConfig
+		}{
+			{"rate", ChildConfig{Rate: 50}},
+			{"cap", ChildConfig{Cap: 3}},
+			{"breaker+pause", ChildConfig{Breaker: true, Pause: true}},
+		} {
+			r := newRun(t, "10")
+			r.sendMixed(n, tenants...)
+			began := time.Now()
+			for p := range 4 {
+				c := run.c
+				c.Name, c.Concurrency, c.Work = fmt.Sprintf("p%d", p), 5, work
+				r.start(c)
+			}
+			recs := r.waitDone(n, 3*time.Minute)
+			took := time.Since(began)
+			r.stopAll()
+			byKind := map[string]int64{}
+			calls := map[string]int64{}
+			var snoozed int64
+			for _, s := range r.stats() {
+				for k, c := range s.Calls {
+					f := strings.Fields(k)
+					byKind[f[1]] += c
+					calls[k] += c
+				}
+				snoozed += s.Fleet.CapSnoozed + s.Fleet.RateSnoozed + s.Fleet.BreakerSnoozed
+			}
+			for kind, c := range byKind {
+				perJob[kind] = float64(c) / float64(n)
+			}
+			line = append(line, fmt.Sprintf("%s run %v (%d runs, %d snoozed): %v", run.name, took.Round(100*time.Millisecond), len(recs), snoozed, calls))
+			r.dlqEmpty()
+		}
+		t.Logf("FLEETRUN costs at %v jobs: DynamoDB requests per job: rate limit %.2f, cap %.2f, breaker (shared) %.3f, pause %.3f; %s",
+			work, perJob["rate"], perJob["cap"], perJob["breaker"], perJob["pause"], strings.Join(line, "; "))
+		if work == 200*time.Millisecond {
+			if perJob["rate"] > 1 {
+				t.Errorf("the rate limit took %.2f DynamoDB requests per job at 200 ms jobs; want at most 1", perJob["rate"])
+			}
+			if perJob["cap"] > 3 {
+				t.Errorf("the cap took %.2f DynamoDB requests per job at 200 ms jobs; want at most 3, renewals included", perJob["cap"])
+			}
+		}
+	}
 }
