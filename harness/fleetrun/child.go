@@ -3,12 +3,14 @@ package fleetrun
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,10 +46,27 @@ type ChildConfig struct {
 	// ErrorSnooze is the rate limit's and the cap's ErrorSnooze; 0: theirs.
 	ErrorSnooze time.Duration
 	// Breaker puts a shared breaker first in the chain (BreakerOptions.Shared;
-	// it counts no error, so it stays closed) and makes it, with the Pauser
-	// if Pause is set, the worker's ReceiveGate.
+	// it counts no error unless DownFile is set, so it stays closed) and
+	// makes it, with the Pauser if Pause is set, the worker's ReceiveGate.
 	Breaker bool
+	// DownFile, when set, is the downstream's switch: while the file
+	// exists, every job fails with an error the breaker counts (OpenFor
+	// 2 s, MaxOpenFor 4 s). Each message that reaches the breaker is
+	// recorded in Name.recv with the breaker's state, and the child counts
+	// the breaker's half-open windows (ChildStats.ProbeWindows).
+	DownFile string
 }
+
+// RecvRecord is one line of a child's .recv file: a message that reached
+// the breaker's middleware, and the breaker's state then.
+type RecvRecord struct {
+	At    int64  `json:"t"` // unix ns
+	ID    string `json:"id"`
+	State string `json:"s"`
+}
+
+// errDown is the downstream's failure while DownFile exists.
+var errDown = errors.New("downstream down")
 
 // Record is one line of a child's .jobs file.
 type Record struct {
@@ -68,6 +87,8 @@ type ChildStats struct {
 	// Calls counts the fleet's DynamoDB requests by kind: the operation
 	// and the first words of its update expression (what the request did).
 	Calls map[string]int64
+	// ProbeWindows counts the breaker's half-open spells (DownFile).
+	ProbeWindows int
 }
 
 // countingDB counts the fleet's DynamoDB requests by kind.
@@ -170,19 +191,57 @@ func runChild(c ChildConfig) error {
 		r := Record{Proc: c.Name, ID: m.ID, Group: fleet.ByAttribute("tenant")(m), Sent: m.SentAt.UnixNano(), Start: time.Now().UnixNano(), Receives: m.ReceiveCount}
 		write(r)
 		time.Sleep(c.Work)
+		if c.DownFile != "" {
+			if _, err := os.Stat(c.DownFile); err == nil {
+				return errDown
+			}
+		}
 		r.End = time.Now().UnixNano()
 		write(r)
 		return nil
 	})
 	var mw []worker.Middleware
 	var gates []worker.ReceiveGate
+	var windows atomic.Int64
 	if c.Breaker {
 		b, err := f.Breaker("downstream", func(o *fleet.BreakerOptions) {
 			o.Shared = true
-			o.Counts = func(error) bool { return false }
+			o.Counts = func(err error) bool { return errors.Is(err, errDown) }
+			if c.DownFile != "" {
+				o.OpenFor, o.MaxOpenFor = 2*time.Second, 4*time.Second
+			}
 		})
 		if err != nil {
 			return err
+		}
+		if c.DownFile != "" {
+			recv, err := os.OpenFile(fmt.Sprintf("%s/%s.recv", c.Dir, c.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return err
+			}
+			defer recv.Close()
+			state := func() string { return f.Stats().Breakers["downstream"] }
+			mw = append(mw, func(next worker.Handler) worker.Handler {
+				return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+					b, _ := json.Marshal(RecvRecord{At: time.Now().UnixNano(), ID: m.ID, State: state()})
+					mu.Lock()
+					_, _ = recv.Write(append(b, '\n'))
+					mu.Unlock()
+					return next.Handle(ctx, m)
+				})
+			})
+			go func() {
+				last := ""
+				for ctx.Err() == nil {
+					if s := state(); s != last {
+						if s == "half-open" {
+							windows.Add(1)
+						}
+						last = s
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}()
 		}
 		mw = append(mw, b.Middleware())
 		gates = append(gates, b)
@@ -231,7 +290,7 @@ func runChild(c ChildConfig) error {
 	}
 	runErr := w.Run(ctx)
 	counted.mu.Lock()
-	b, _ := json.Marshal(ChildStats{Fleet: f.Stats(), Worker: w.Stats(), Calls: counted.calls})
+	b, _ := json.Marshal(ChildStats{Fleet: f.Stats(), Worker: w.Stats(), Calls: counted.calls, ProbeWindows: int(windows.Load())})
 	counted.mu.Unlock()
 	if err := os.WriteFile(fmt.Sprintf("%s/%s.stats", c.Dir, c.Name), b, 0o644); err != nil {
 		return err

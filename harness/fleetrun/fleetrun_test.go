@@ -889,3 +889,87 @@ func TestControlCosts(t *testing.T) {
 		}
 	}
 }
+
+// A breaker across 4 processes × 5 handlers, each worker's ReceiveGate
+// (BreakerOptions.Shared, Threshold 5, OpenFor 2 s doubling up to 4 s):
+// jobs of 50 ms arrive at 10 per second for 24 s; the downstream fails
+// from 4 s to 16 s. While a process's breaker is open its worker receives
+// nothing, and each half-open window lets one message in, the probe: the
+// messages that reached a breaker while it was not closed, plus those its
+// gate released, are at most the messages that arrived meanwhile plus one
+// per process per probe window. Every job is done, none dead-lettered.
+func TestBreakerProbesAcrossProcesses(t *testing.T) {
+	const procs, rate, secs = 4, 10, 24
+	r := newRun(t, "30")
+	down := filepath.Join(r.dir, "down")
+	for p := range procs {
+		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 5, Breaker: true, DownFile: down, Work: 50 * time.Millisecond})
+	}
+	var sent []int64
+	begin := time.Now()
+	for i := range rate * secs {
+		at := begin.Add(time.Duration(i) * time.Second / rate)
+		time.Sleep(time.Until(at))
+		switch time.Since(begin).Round(time.Second / rate) {
+		case 4 * time.Second:
+			if err := os.WriteFile(down, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case 16 * time.Second:
+			if err := os.Remove(down); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.send(1, "")
+		sent = append(sent, time.Now().UnixNano())
+		r.failIfExited()
+	}
+	r.waitDone(len(sent), 2*time.Minute)
+	r.stopAll()
+
+	// The messages that reached a breaker while it was open or half-open.
+	var notClosed []RecvRecord
+	files, _ := filepath.Glob(filepath.Join(r.dir, "*.recv"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var rec RecvRecord
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.State != "closed" {
+				notClosed = append(notClosed, rec)
+			}
+		}
+	}
+	var windows int
+	var released, snoozed int64
+	for _, s := range r.stats() {
+		windows += s.ProbeWindows
+		released += s.Worker.Released
+		snoozed += s.Fleet.BreakerSnoozed
+	}
+	first, last := int64(0), int64(0)
+	for _, rec := range notClosed {
+		if first == 0 || rec.At < first {
+			first = rec.At
+		}
+		last = max(last, rec.At)
+	}
+	arrived := 0
+	for _, at := range sent {
+		if at >= first && at <= last {
+			arrived++
+		}
+	}
+	received := len(notClosed) + int(released)
+	t.Logf("FLEETRUN breaker: %d jobs of 50 ms at %d/s, downstream down from 4 s to 16 s, %d processes: %d messages reached a breaker while it was not closed and %d were released by a gate (%d in all), while %d arrived; %d half-open windows; %d snoozed by the breakers",
+		len(sent), rate, procs, len(notClosed), released, received, arrived, windows, snoozed)
+	if windows == 0 {
+		t.Errorf("no half-open window: the breakers never opened")
+	}
+	if received > arrived+windows {
+		t.Errorf("%d messages received while the breakers were not closed; want at most the %d that arrived meanwhile plus one per probe window (%d)", received, arrived, windows)
+	}
+	r.dlqEmpty()
+}
