@@ -97,6 +97,14 @@ type CapOptions struct {
 	// MaxSnooze caps a snooze's length (see FullSnooze). Zero value: 15
 	// minutes (SQS's longest delay).
 	MaxSnooze time.Duration
+	// Unkeyed says what becomes of a message Key gives no key ("": no
+	// MessageGroupId for ByGroup): "share" — run under the key "" with
+	// every such message, one limit for them all; "snooze" — snoozed for
+	// ErrorSnooze each time it comes (no attempt counted), held until the
+	// configuration changes; "refuse" — dead-lettered at once, its reason
+	// saying why (retry.Permanent). The first such message is logged
+	// either way, and Stats.Unkeyed counts them. Zero value: "share".
+	Unkeyed string
 	// FailOpen lets jobs run without a slot when DynamoDB cannot be asked:
 	// the cap may then be exceeded. Zero value: false — fail closed, the
 	// job is snoozed for ErrorSnooze.
@@ -113,10 +121,11 @@ type CapOptions struct {
 // stops renewing, and its slots expire with its messages' leases: the
 // next acquisition drops them.
 type Cap struct {
-	f     *Fleet
-	name  string
-	limit int
-	o     CapOptions
+	f       *Fleet
+	name    string
+	limit   int
+	o       CapOptions
+	unkeyed *unkeyed
 
 	mu    sync.Mutex
 	cache map[string]capItem // the items as last seen, by key
@@ -247,7 +256,11 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	if o.ErrorSnooze == 0 {
 		o.ErrorSnooze = 10 * time.Second
 	}
-	return &Cap{f: f, name: name, limit: limit, o: o, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}, waiters: map[string][]chan *capSlot{}, gone: map[string]map[string]bool{}, snoozes: map[string]*keySnoozes{}, writing: map[string]chan struct{}{}, idle: map[string][]*capSlot{}}, nil
+	u, err := newUnkeyed(f, fmt.Sprintf("Cap %q", name), o.Unkeyed, o.ErrorSnooze)
+	if err != nil {
+		return nil, err
+	}
+	return &Cap{f: f, name: name, limit: limit, o: o, unkeyed: u, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}, waiters: map[string][]chan *capSlot{}, gone: map[string]map[string]bool{}, snoozes: map[string]*keySnoozes{}, writing: map[string]chan struct{}{}, idle: map[string][]*capSlot{}}, nil
 }
 
 // capSlot is one running job's place under a Cap. Release it when the job
@@ -1014,7 +1027,11 @@ func (c *Cap) Middleware() worker.Middleware {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			key := ""
 			if c.o.Key != nil {
-				key = c.o.Key(m)
+				if key = c.o.Key(m); key == "" {
+					if err := c.unkeyed.handle(m); err != nil {
+						return err
+					}
+				}
 			}
 			margin := c.margin(ctx)
 			slot, err := c.obtain(ctx, key, func() time.Time { return c.leaseUntil(ctx, margin) })

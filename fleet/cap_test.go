@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -353,3 +356,66 @@ func TestCapAcquisitionThatFailedLeavesNoSlotTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A message ByGroup finds no MessageGroupId for has no key: by default it
+// shares the key "" (the first one is logged, every one counted in
+// Stats.Unkeyed); with Unkeyed "snooze" it is snoozed for ErrorSnooze, with
+// "refuse" dead-lettered at once (retry.Permanent); another value is
+// refused by the constructor. The same holds for a RateLimit.
+func TestUnkeyedMessages(t *testing.T) {
+	client, table := newTable(t)
+	var logs strings.Builder
+	var mu sync.Mutex
+	f := newFleet(t, client, table, "p1", func(o *fleet.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}), nil))
+	})
+	ran := 0
+	run := worker.HandlerFunc(func(context.Context, *worker.Message) error { ran++; return nil })
+	share, err := f.Cap("share", 2, func(o *fleet.CapOptions) { o.Key = fleet.ByGroup })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := share.Middleware()(run).Handle(t.Context(), &worker.Message{ID: "no-group"}); err != nil {
+			t.Fatalf("share: %v; want the job run under the key \"\"", err)
+		}
+	}
+	mu.Lock()
+	warnings := strings.Count(logs.String(), "has no key")
+	mu.Unlock()
+	if ran != 3 || warnings != 1 || f.Stats().Unkeyed != 3 {
+		t.Fatalf("share: %d ran, %d warnings, Stats.Unkeyed %d; want 3 run, the first logged, 3 counted", ran, warnings, f.Stats().Unkeyed)
+	}
+	snooze, err := f.Cap("snooze", 2, func(o *fleet.CapOptions) { o.Key, o.Unkeyed, o.ErrorSnooze = fleet.ByGroup, "snooze", 30*time.Second })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := retrySnooze(snooze.Middleware()(run).Handle(t.Context(), &worker.Message{ID: "no-group"})); !ok || d != 30*time.Second {
+		t.Fatalf("snooze: a snooze of %v (%v); want ErrorSnooze, 30 s", d, ok)
+	}
+	refuse, err := f.RateLimit("refuse", 10, func(o *fleet.RateLimitOptions) { o.Key, o.Unkeyed = fleet.ByGroup, "refuse" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := refuse.Middleware()(run).Handle(t.Context(), &worker.Message{ID: "no-group"}); !errors.Is(err, retry.ErrPermanent) || !strings.Contains(err.Error(), "MessageGroupId") {
+		t.Fatalf("refuse: %v; want a permanent error naming the missing MessageGroupId", err)
+	}
+	if err := refuse.Middleware()(run).Handle(t.Context(), &worker.Message{ID: "grouped", GroupID: "tenant-a"}); err != nil {
+		t.Fatalf("refuse, a message with a group: %v; want it run", err)
+	}
+	if ran != 4 || f.Stats().Unkeyed != 5 {
+		t.Fatalf("%d ran, Stats.Unkeyed %d; want 4 run, 5 counted", ran, f.Stats().Unkeyed)
+	}
+	if _, err := f.Cap("bad", 1, func(o *fleet.CapOptions) { o.Unkeyed = "drop" }); err == nil || !strings.Contains(err.Error(), `"refuse"`) {
+		t.Fatalf("Unkeyed \"drop\": %v; want it refused, naming the values", err)
+	}
+}
+
+// writerFunc is an io.Writer.
+type writerFunc func(p []byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
