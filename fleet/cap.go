@@ -126,6 +126,7 @@ type Cap struct {
 	limit   int
 	o       CapOptions
 	unkeyed *unkeyed
+	down    outage // the last failed acquisition
 
 	mu    sync.Mutex
 	cache map[string]capItem // the items as last seen, by key
@@ -703,11 +704,15 @@ func (c *Cap) obtain(ctx context.Context, key string, until func() time.Time) (*
 			return nil, err
 		}
 	}
-	slot, err := c.acquire(ctx, key, until(), false)
-	if err == nil {
+	if err := c.down.check(c.f.o.Now()); err != nil {
+		return nil, err
 	}
+	slot, err := c.acquire(ctx, key, until(), false)
 	if errors.Is(err, errCapFull) {
 		slot, err = c.await(ctx, key, until)
+	}
+	if !errors.Is(err, errCapFull) {
+		c.down.note(ctx, c.f.o.Now(), err)
 	}
 	return slot, err
 }

@@ -87,3 +87,54 @@ func TestRefusedControlCallsFailFast(t *testing.T) {
 		}
 	})
 }
+
+// In an outage a control waits on DynamoDB once per quarter second, not
+// once per job: within 250 ms of a failed call the next jobs are decided
+// by FailOpen at once, without a request; after that a job asks again.
+// So fail-open jobs run at their pace while DynamoDB refuses connections.
+func TestOutageDecidesAtOnceWithinAQuarterSecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		doer := &refusingDoer{}
+		client := dynamodb.New(dynamodb.Options{
+			Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"), HTTPClient: doer,
+			Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		})
+		f := newFleet(t, client, "fleet", "p1")
+		limit, err := f.RateLimit("api", 10, func(o *fleet.RateLimitOptions) { o.FailOpen = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		capped, err := f.Cap("tenant", 2, func(o *fleet.CapOptions) { o.FailOpen = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		doer.refuse.Store(true)
+		ran := 0
+		h := worker.HandlerFunc(func(context.Context, *worker.Message) error { ran++; return nil })
+		for _, mw := range []worker.Middleware{limit.Middleware(), capped.Middleware()} {
+			job := func() int64 {
+				before := doer.requests.Load()
+				if err := mw(h).Handle(t.Context(), &worker.Message{ID: "m"}); err != nil {
+					t.Fatalf("FailOpen: %v; want the job run", err)
+				}
+				return doer.requests.Load() - before
+			}
+			if n := job(); n != 2 {
+				t.Fatalf("the first job in the outage: %d requests; want 2 (the call and its retry)", n)
+			}
+			for range 3 {
+				start := time.Now()
+				if n := job(); n != 0 || time.Since(start) != 0 {
+					t.Fatalf("a job within 250 ms of the failure: %d requests, waited %v; want none, decided at once", n, time.Since(start))
+				}
+			}
+			time.Sleep(250 * time.Millisecond)
+			if n := job(); n != 2 {
+				t.Fatalf("a job 250 ms after the failure: %d requests; want DynamoDB asked again", n)
+			}
+		}
+		if s := f.Stats(); ran != 10 || s.FailedOpen != 10 {
+			t.Errorf("ran %d, FailedOpen %d; want all 10 jobs run open", ran, s.FailedOpen)
+		}
+	})
+}

@@ -287,6 +287,43 @@ func snoozeFor(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
+// outageWindow is how long a control whose DynamoDB call just failed (an
+// outage, a refused connection, throttling past the retry) decides its
+// next jobs by FailOpen at once, without asking: in an outage only one job
+// per window and control waits on DynamoDB's failure (about 100 ms, the
+// retry rule's one retry), the others run (FailOpen) or are snoozed at
+// once, and a DynamoDB back is asked again within the window.
+const outageWindow = 250 * time.Millisecond
+
+// outage is a control's memory of its last failed DynamoDB call.
+type outage struct {
+	mu    sync.Mutex
+	until time.Time
+	err   error
+}
+
+// check returns, within outageWindow of a failure, an error saying so
+// (wrapping the failure), without a request; nil otherwise.
+func (o *outage) check(now time.Time) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if now.Before(o.until) {
+		return fmt.Errorf("DynamoDB failed %v ago; asked again from %v on: %w", outageWindow-o.until.Sub(now), o.until.Format(time.StampMilli), o.err)
+	}
+	return nil
+}
+
+// note records a control call's outcome: a failure (not the caller's own
+// end) opens a window.
+func (o *outage) note(ctx context.Context, now time.Time, err error) {
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	o.mu.Lock()
+	o.until, o.err = now.Add(outageWindow), err
+	o.mu.Unlock()
+}
+
 // sleep waits d, or until ctx ends: false then.
 func sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {

@@ -71,6 +71,7 @@ type RateLimit struct {
 	rate    float64 // tokens per second
 	o       RateLimitOptions
 	unkeyed *unkeyed
+	down    outage
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -327,7 +328,11 @@ func (l *RateLimit) Middleware() worker.Middleware {
 					}
 				}
 			}
-			wait, err := l.take(ctx, key)
+			wait, err := time.Duration(0), l.down.check(l.f.o.Now())
+			if err == nil {
+				wait, err = l.take(ctx, key)
+				l.down.note(ctx, l.f.o.Now(), err)
+			}
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return retry.Snooze(time.Second, "fleet: rate limit "+l.name+": "+err.Error())
