@@ -1026,7 +1026,9 @@ func (c *Cap) margin(ctx context.Context) time.Duration {
 // follows the message's lease: it lives until the visibility deadline
 // plus a margin (a quarter of the lease, 250 ms to 5 s), renewed (one
 // write) whenever the worker's heartbeat has moved the deadline, or every
-// Lease/3 outside the worker. It is released when the handler returns.
+// Lease/3 outside the worker. When the handler returns the slot goes to
+// the next job of its key in this process, or is given back if none comes
+// within a quarter of a second.
 func (c *Cap) Middleware() worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {

@@ -575,7 +575,7 @@ func TestTenantFloodAcrossProcesses(t *testing.T) {
 	if full {
 		visibility = "30"
 	}
-	flood := func(capped bool) (recs []Record, bWait [2]time.Duration, took time.Duration, st fleet.Stats, calls map[string]int64, ws worker.Stats, why string) {
+	flood := func(capped bool) (recs []Record, bWait [2]time.Duration, took time.Duration, st fleet.Stats, calls map[string]int64, ws worker.Stats, billed int64, why string) {
 		r := newRun(t, visibility)
 		r.send(nA, "tenant-a")
 		r.send(nB, "tenant-b")
@@ -623,13 +623,16 @@ func TestTenantFloodAcrossProcesses(t *testing.T) {
 			ws.Received += s.Worker.Received
 			ws.Snoozed += s.Worker.Snoozed
 			ws.DeadLettered += s.Worker.DeadLettered
+			for _, c := range s.Worker.BilledRequests {
+				billed += c
+			}
 		}
 		why = r.diagnosis("tenant-a")
 		r.dlqEmpty()
-		return recs, bWait, took, st, calls, ws, why
+		return recs, bWait, took, st, calls, ws, billed, why
 	}
-	_, noCap, _, _, _, _, _ := flood(false)
-	recs, withCap, took, st, calls, ws, why := flood(true)
+	_, noCap, _, _, _, _, _, _ := flood(false)
+	recs, withCap, took, st, calls, ws, billed, why := flood(true)
 	var a []Record
 	for _, rec := range recs {
 		if rec.Group == "tenant-a" {
@@ -641,10 +644,10 @@ func TestTenantFloodAcrossProcesses(t *testing.T) {
 	for _, c := range calls {
 		requests += c
 	}
-	t.Logf("FLEETRUN flood: tenant A %d jobs then tenant B %d, 500 ms, 4 processes × 5 handlers, cap %d per tenant, maxReceiveCount 5: all done in %v (A alone at the cap: %v); A's slots %.1f%% in use while its backlog lasted (%v); B's wait p50 %v p99 %v with the cap, p50 %v p99 %v without; %d snoozed (%.2f per job), %d waited in-process, %d slots handed over, %d DynamoDB requests (%.2f per job); workers: %d received, %d snoozed, %d dead-lettered",
+	t.Logf("FLEETRUN flood: tenant A %d jobs then tenant B %d, 500 ms, 4 processes × 5 handlers, cap %d per tenant, maxReceiveCount 5: all done in %v (A alone at the cap: %v); A's slots %.1f%% in use while its backlog lasted (%v); B's wait p50 %v p99 %v with the cap, p50 %v p99 %v without; %d snoozed (%.2f per job), %d waited in-process, %d slots handed over, %d DynamoDB requests (%.2f per job); workers: %d received, %d snoozed, %d dead-lettered, %d SQS requests billed (%.2f per job)",
 		nA, nB, limit, took.Round(time.Second), time.Duration(nA)*500*time.Millisecond/limit, 100*use, span.Round(time.Second),
 		withCap[0].Round(time.Millisecond), withCap[1].Round(time.Millisecond), noCap[0].Round(time.Millisecond), noCap[1].Round(time.Millisecond),
-		st.CapSnoozed, float64(st.CapSnoozed)/float64(nA+nB), st.CapWaits, st.CapHandoffs, requests, float64(requests)/float64(nA+nB), ws.Received, ws.Snoozed, ws.DeadLettered)
+		st.CapSnoozed, float64(st.CapSnoozed)/float64(nA+nB), st.CapWaits, st.CapHandoffs, requests, float64(requests)/float64(nA+nB), ws.Received, ws.Snoozed, ws.DeadLettered, billed, float64(billed)/float64(nA+nB))
 	t.Logf("DynamoDB requests by kind: %v", calls)
 	t.Logf("A's slots in use by second (tenths): %v", timeline(a))
 	if len(a) > 0 {
@@ -972,6 +975,7 @@ func TestControlCosts(t *testing.T) {
 	tenants := []string{"tenant-a", "tenant-b", "tenant-c", "tenant-d"}
 	for _, work := range durations {
 		perJob := map[string]float64{}
+		sqsPerJob := map[string]float64{}
 		var line []string
 		for _, run := range []struct {
 			name string
@@ -994,23 +998,27 @@ func TestControlCosts(t *testing.T) {
 			r.stopAll()
 			byKind := map[string]int64{}
 			calls := map[string]int64{}
-			var snoozed int64
+			var snoozed, billed int64
 			for _, s := range r.stats() {
 				for k, c := range s.Calls {
 					f := strings.Fields(k)
 					byKind[f[1]] += c
 					calls[k] += c
 				}
+				for _, c := range s.Worker.BilledRequests {
+					billed += c
+				}
 				snoozed += s.Fleet.CapSnoozed + s.Fleet.RateSnoozed + s.Fleet.BreakerSnoozed
 			}
 			for kind, c := range byKind {
 				perJob[kind] = float64(c) / float64(n)
 			}
-			line = append(line, fmt.Sprintf("%s run %v (%d runs, %d snoozed): %v", run.name, took.Round(100*time.Millisecond), len(recs), snoozed, calls))
+			sqsPerJob[run.name] = float64(billed) / float64(n)
+			line = append(line, fmt.Sprintf("%s run %v (%d runs, %d snoozed, %.2f SQS requests per job): %v", run.name, took.Round(100*time.Millisecond), len(recs), snoozed, sqsPerJob[run.name], calls))
 			r.dlqEmpty()
 		}
-		t.Logf("FLEETRUN costs at %v jobs: DynamoDB requests per job: rate limit %.2f, cap %.2f, breaker (shared) %.3f, pause %.3f; %s",
-			work, perJob["rate"], perJob["cap"], perJob["breaker"], perJob["pause"], strings.Join(line, "; "))
+		t.Logf("FLEETRUN costs at %v jobs: DynamoDB requests per job: rate limit %.2f, cap %.2f, breaker (shared) %.3f, pause %.3f; SQS requests per job (the workers' billed requests, the sends not included): %.2f, %.2f, %.2f; %s",
+			work, perJob["rate"], perJob["cap"], perJob["breaker"], perJob["pause"], sqsPerJob["rate"], sqsPerJob["cap"], sqsPerJob["breaker+pause"], strings.Join(line, "; "))
 		if work == 200*time.Millisecond {
 			if perJob["rate"] > 1 {
 				t.Errorf("the rate limit took %.2f DynamoDB requests per job at 200 ms jobs; want at most 1", perJob["rate"])
