@@ -151,8 +151,10 @@ type Cap struct {
 }
 
 // linger is how long a slot whose job ended, with no job of its key
-// waiting in this process, stays with the process for the next job of its
-// key to arrive (handed over without a request) before it is released.
+// waiting in this process but a backlog of the key (a job of it found the
+// cap full here within the last second), stays with the process for the
+// next job of its key to arrive (handed over without a request) before it
+// is released.
 const linger = 250 * time.Millisecond
 
 // fullFor is how long a key found full is taken for full without a
@@ -188,6 +190,9 @@ type keySnoozes struct {
 	wrote   int       // the count last written
 	wroteAt time.Time // when (zero: never)
 	until   time.Time // until when that entry holds
+	// full: when a job of the key last found the cap full here (it waited
+	// or was snoozed): the key has a backlog
+	full time.Time
 }
 
 // prune drops the snoozes due by now.
@@ -564,6 +569,7 @@ func (c *Cap) snoozeLength(key string) time.Duration {
 	defer c.mu.Unlock()
 	k := c.keySnoozesLocked(key)
 	k.prune(now)
+	k.full = now
 	jobs := int64(k.out)
 	for p, e := range c.cache[key].waiting {
 		if p != c.f.o.Holder && e.until > now.UnixMilli() {
@@ -734,6 +740,7 @@ func (c *Cap) await(ctx context.Context, key string, until func() time.Time) (*c
 		}
 		c.mu.Lock()
 	}
+	c.keySnoozesLocked(key).full = c.f.o.Now()
 	if len(c.waiters[key]) >= c.o.MaxWaiting {
 		c.mu.Unlock()
 		return nil, errCapFull
@@ -816,10 +823,12 @@ func (c *Cap) finish(ctx context.Context, s *capSlot) error {
 	c.mu.Lock()
 	q := c.waiters[s.key]
 	if len(q) == 0 {
-		// Kept for the next job of the key to arrive here (receives
-		// bring them one after another while a key has a backlog), then
-		// released.
-		if linger <= 0 {
+		// While the key has a backlog (a job of it found the cap full here
+		// within the last second), kept for the next job of the key to
+		// arrive here (receives bring them one after another), then
+		// released; otherwise released now.
+		k := c.snoozes[s.key]
+		if k == nil || c.f.o.Now().Sub(k.full) > time.Second {
 			c.mu.Unlock()
 			s.mu.Unlock()
 			return s.release(ctx)
@@ -1027,8 +1036,9 @@ func (c *Cap) margin(ctx context.Context) time.Duration {
 // plus a margin (a quarter of the lease, 250 ms to 5 s), renewed (one
 // write) whenever the worker's heartbeat has moved the deadline, or every
 // Lease/3 outside the worker. When the handler returns the slot goes to
-// the next job of its key in this process, or is given back if none comes
-// within a quarter of a second.
+// the next job of its key in this process, or is given back (while the
+// key has a backlog here, once no job of it came within a quarter of a
+// second).
 func (c *Cap) Middleware() worker.Middleware {
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
