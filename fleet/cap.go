@@ -1014,7 +1014,7 @@ func (c *Cap) leaseUntil(ctx context.Context, margin time.Duration) time.Time {
 // clockOffset is how far the fleet's clock is ahead of the machine's, to
 // the millisecond (item times are in milliseconds): 0 unless injected.
 func (c *Cap) clockOffset() time.Duration {
-	return c.f.o.Now().Sub(time.Now()).Round(time.Millisecond)
+	return time.Until(c.f.o.Now()).Round(time.Millisecond)
 }
 
 // margin is a slot's margin over its message's visibility deadline: a
