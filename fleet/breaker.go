@@ -162,6 +162,7 @@ func (b *Breaker) admit(ctx context.Context) (run, probe bool, wait time.Duratio
 		return false, false, min(b.o.OpenFor, 5*time.Second)
 	}
 	b.probing = true
+	b.notifyLocked() // as a gate: closed while the probe runs
 	return true, true, 0
 }
 
@@ -259,28 +260,46 @@ func (b *Breaker) notifyLocked() {
 
 var _ worker.ReceiveGate = (*Breaker)(nil)
 
+// probeRearm is how long a half-open breaker's gate, open for a probe
+// that has not started (the message it let in did not come to this
+// breaker's Middleware), waits before it lets in another.
+const probeRearm = 2 * time.Second
+
 // Watch implements worker.ReceiveGate: the gate is closed while the
-// breaker is open and opens when it half-opens (to let the probe in) or
-// closes. Given to the worker as Options.ReceiveGate (with a Pauser,
-// through AllOpen), an open breaker stops receiving — the prefetched
-// messages are released at once — instead of receiving and snoozing
-// every message; Middleware still guards the jobs.
+// breaker is open, opens for one probe when it half-opens (Probe says so:
+// the worker receives one message), is closed while that probe runs, and
+// opens for good when a probe closes the breaker. Given to the worker as
+// Options.ReceiveGate (with a Pauser, through AllOpen), an open breaker
+// stops receiving — the prefetched messages are released at once —
+// instead of receiving and snoozing every message, and a half-open one
+// receives one message per probe window, not a batch; Middleware still
+// guards the jobs.
 func (b *Breaker) Watch(ctx context.Context, set func(open bool)) {
 	first, last := true, false
+	var reported time.Time
 	for {
 		b.mu.Lock()
 		now := b.f.o.Now()
 		b.advanceLocked(now)
-		open, until, changed := b.state != stateOpen, b.openUntil, b.changed
+		open := b.state == stateClosed || b.state == stateHalfOpen && !b.probing
+		waiting := b.state == stateHalfOpen && !b.probing // a probe window
+		until, changed := b.openUntil, b.changed
 		b.mu.Unlock()
-		if first || open != last {
-			set(open)
-			first, last = false, open
+		if first || open != last || waiting && now.Sub(reported) >= probeRearm {
+			set(open) // a report while open opens a new probe window
+			first, last, reported = false, open, now
 		}
 		var due <-chan time.Time
 		var t *time.Timer
-		if !open {
-			t = time.NewTimer(until.Sub(now))
+		switch {
+		case !open:
+			if b.stateNow() == stateOpen {
+				t = time.NewTimer(until.Sub(now))
+			}
+		case waiting:
+			t = time.NewTimer(max(probeRearm-now.Sub(reported), 0))
+		}
+		if t != nil {
 			due = t.C
 		}
 		select {
@@ -295,6 +314,13 @@ func (b *Breaker) Watch(ctx context.Context, set func(open bool)) {
 			return
 		}
 	}
+}
+
+// Probe reports whether the breaker is half-open: as a worker's
+// ReceiveGate, its gate is then open for one message at a time (see
+// worker.ReceiveGate).
+func (b *Breaker) Probe() bool {
+	return b.stateNow() == stateHalfOpen
 }
 
 // Middleware returns middleware that runs jobs through the breaker: while
@@ -334,8 +360,9 @@ func (b *Breaker) Middleware() worker.Middleware {
 // endProbe lets another job probe if the probe ended without a record.
 func (b *Breaker) endProbe() {
 	b.mu.Lock()
-	if b.state == stateHalfOpen {
+	if b.state == stateHalfOpen && b.probing {
 		b.probing = false
+		b.notifyLocked()
 	}
 	b.mu.Unlock()
 }

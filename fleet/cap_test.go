@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -161,11 +164,16 @@ func TestCapMiddleware(t *testing.T) {
 	go func() { done <- h.Handle(t.Context(), &worker.Message{ID: "first", GroupID: "tenant-a"}) }()
 	<-inside
 	err = h.Handle(t.Context(), &worker.Message{ID: "second", GroupID: "tenant-a"})
-	if d, ok := retrySnooze(err); !ok || d < 5*time.Second {
-		t.Fatalf("a second job of tenant-a under a cap of 1 = %v; want a snooze of FullSnooze (5 s) or more", err)
+	if d, ok := retrySnooze(err); !ok || d < time.Second {
+		t.Fatalf("a second job of tenant-a under a cap of 1 = %v; want a snooze of FullSnooze (1 s) or more", err)
 	}
 	if err := h.Handle(t.Context(), &worker.Message{ID: "other", GroupID: "tenant-b"}); err != nil {
 		t.Fatalf("tenant-b's job: %v; want it run", err)
+	}
+	// tenant-b's slot stays with the process a quarter of a second for the
+	// next job of its key, then is released.
+	for deadline := time.Now().Add(5 * time.Second); f.Stats().SlotsHeld != 1 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
 	}
 	if s := f.Stats(); s.SlotsHeld != 1 || s.CapSnoozed != 1 {
 		t.Errorf("Stats %+v; want 1 slot held, 1 snoozed", s)
@@ -177,8 +185,11 @@ func TestCapMiddleware(t *testing.T) {
 	if err := h.Handle(t.Context(), &worker.Message{ID: "third", GroupID: "tenant-a"}); err != nil {
 		t.Fatalf("after the first job ended: %v; want its slot released", err)
 	}
-	if s := f.Stats(); s.SlotsHeld != 0 {
-		t.Errorf("Stats %+v; want every slot released", s)
+	for deadline := time.Now().Add(5 * time.Second); f.Stats().SlotsHeld != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("Stats %+v; want every slot released", f.Stats())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -249,8 +260,13 @@ func TestCapHandsAFreedSlotToAWaitingJob(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !slotExpiry(t, client, table).IsZero() || f.Stats().SlotsHeld != 0 {
-		t.Errorf("the slot was not released when the second job ended")
+	// The slot stays with the process for the next job of its key for a
+	// quarter of a second (no job comes here), then is released.
+	for deadline := time.Now().Add(5 * time.Second); !slotExpiry(t, client, table).IsZero() || f.Stats().SlotsHeld != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot was not released after the second job ended; Stats %+v", f.Stats())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -340,3 +356,66 @@ func TestCapAcquisitionThatFailedLeavesNoSlotTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A message ByGroup finds no MessageGroupId for has no key: by default it
+// shares the key "" (the first one is logged, every one counted in
+// Stats.Unkeyed); with Unkeyed "snooze" it is snoozed for ErrorSnooze, with
+// "refuse" dead-lettered at once (retry.Permanent); another value is
+// refused by the constructor. The same holds for a RateLimit.
+func TestUnkeyedMessages(t *testing.T) {
+	client, table := newTable(t)
+	var logs strings.Builder
+	var mu sync.Mutex
+	f := newFleet(t, client, table, "p1", func(o *fleet.Options) {
+		o.Logger = slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return logs.Write(p)
+		}), nil))
+	})
+	ran := 0
+	run := worker.HandlerFunc(func(context.Context, *worker.Message) error { ran++; return nil })
+	share, err := f.Cap("share", 2, func(o *fleet.CapOptions) { o.Key = fleet.ByGroup })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := share.Middleware()(run).Handle(t.Context(), &worker.Message{ID: "no-group"}); err != nil {
+			t.Fatalf("share: %v; want the job run under the key \"\"", err)
+		}
+	}
+	mu.Lock()
+	warnings := strings.Count(logs.String(), "has no key")
+	mu.Unlock()
+	if ran != 3 || warnings != 1 || f.Stats().Unkeyed != 3 {
+		t.Fatalf("share: %d ran, %d warnings, Stats.Unkeyed %d; want 3 run, the first logged, 3 counted", ran, warnings, f.Stats().Unkeyed)
+	}
+	snooze, err := f.Cap("snooze", 2, func(o *fleet.CapOptions) { o.Key, o.Unkeyed, o.ErrorSnooze = fleet.ByGroup, "snooze", 30*time.Second })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := retrySnooze(snooze.Middleware()(run).Handle(t.Context(), &worker.Message{ID: "no-group"})); !ok || d != 30*time.Second {
+		t.Fatalf("snooze: a snooze of %v (%v); want ErrorSnooze, 30 s", d, ok)
+	}
+	refuse, err := f.RateLimit("refuse", 10, func(o *fleet.RateLimitOptions) { o.Key, o.Unkeyed = fleet.ByGroup, "refuse" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := refuse.Middleware()(run).Handle(t.Context(), &worker.Message{ID: "no-group"}); !errors.Is(err, retry.ErrPermanent) || !strings.Contains(err.Error(), "MessageGroupId") {
+		t.Fatalf("refuse: %v; want a permanent error naming the missing MessageGroupId", err)
+	}
+	if err := refuse.Middleware()(run).Handle(t.Context(), &worker.Message{ID: "grouped", GroupID: "tenant-a"}); err != nil {
+		t.Fatalf("refuse, a message with a group: %v; want it run", err)
+	}
+	if ran != 4 || f.Stats().Unkeyed != 5 {
+		t.Fatalf("%d ran, Stats.Unkeyed %d; want 4 run, 5 counted", ran, f.Stats().Unkeyed)
+	}
+	if _, err := f.Cap("bad", 1, func(o *fleet.CapOptions) { o.Unkeyed = "drop" }); err == nil || !strings.Contains(err.Error(), `"refuse"`) {
+		t.Fatalf("Unkeyed \"drop\": %v; want it refused, naming the values", err)
+	}
+}
+
+// writerFunc is an io.Writer.
+type writerFunc func(p []byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }

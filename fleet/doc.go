@@ -57,20 +57,22 @@
 // # Rate limits
 //
 // RateLimit is a token bucket per key in one item: rate tokens per
-// second, at most Burst (a tenth of a second's worth by default) stored.
+// second, at most Burst (a fifth of a second's worth by default) stored.
 // A process takes tokens with conditional writes, for as many of its jobs
-// as are waiting (up to Burst) in one request, and never holds tokens
-// for later: over any window of t seconds at most Burst + rate × t jobs
-// start fleet-wide. A write that loses a race reads the winner's state
-// from the failed condition (no extra read), and a process that knows no
-// token is due does not ask.
+// as are waiting (up to Burst) in one request — the jobs that come to wait
+// while the request is on its way included — and never holds tokens for
+// later: over any window of t seconds at most Burst + rate × t jobs start
+// fleet-wide. A write that loses a race reads the winner's state from the
+// failed condition (no extra read), and a process that knows no token is
+// due does not ask. Measured cost (4 processes, BENCHMARKS.md): about 0.6
+// DynamoDB requests per job.
 //
 // # Concurrency caps and tenant fairness
 //
 // Cap allows K running jobs per key across the fleet. A slot is an entry
 // in the key's item with a lease expiry that follows the message's
 // visibility deadline (worker.VisibilityDeadline): renewed whenever the
-// worker's heartbeat extends the message, removed when the handler
+// worker's heartbeat extends the message, given up when the handler
 // returns. It lives until that deadline plus a margin (a quarter of the
 // lease, 250 ms to 5 s) that covers a renewal's way to DynamoDB. When a
 // process dies (kill -9), its slots expire that margin after its messages
@@ -78,28 +80,49 @@
 // acquisition drops them. Keyed by ByGroup (the MessageGroupId of an SQS
 // fair queue: a standard queue whose producers set it, see
 // producer.Message.GroupID) or ByAttribute, a Cap keeps one flooding
-// tenant from taking every handler: its jobs beyond the cap are snoozed
-// while other tenants' jobs run. A key found full is taken for full for
-// half a second without asking DynamoDB again (unless this process
-// releases one of its slots), so a flood is snoozed at the handlers'
-// speed.
+// tenant from taking every handler: its jobs beyond the cap wait or are
+// snoozed while other tenants' jobs run. A message without a key (no
+// MessageGroupId) is shared, snoozed or refused as CapOptions.Unkeyed says;
+// the first is logged and Stats.Unkeyed counts them.
 //
-// Short jobs keep their slots busy: a job that finds the cap full where
-// jobs of its key run in this process waits in-process
-// (CapOptions.MaxWait, 1 s) and is handed the slot of the next of them to
-// end, without a request; it also asks DynamoDB every half second for a
-// slot another process freed. A waiting job keeps its message leased and
-// holds its handler, so at most CapOptions.MaxWaiting (1) jobs of a key
-// wait in a process, and none where no job of the key runs: a key
-// occupies at most its running jobs plus one of a process's handlers,
-// and with worker.Options.Concurrency above the cap plus one a flooding
-// key always leaves handlers to the others. In one process, 60 jobs of
-// 500 ms under a cap of 3 take 10.2 s (3 slots busy throughout: 10 s),
-// none snoozed. Across processes a slot freed where no job of its key
-// waits stays free until a job of the key comes, in any process: the
-// jobs snoozed meanwhile come back after FullSnooze (doubling up to
-// MaxSnooze), so there a key of short jobs still runs below its cap
-// (BENCHMARKS.md has the figures).
+// A cap keeps its slots busy across the fleet as follows:
+//
+//   - A job that finds the cap full waits in-process (CapOptions.MaxWait,
+//     1 s; at most MaxWaiting, 1, per key and process, in any process).
+//     A slot this process frees goes to it at once, without a request;
+//     otherwise it asks DynamoDB again every job time of its key (the
+//     slots' turnover, measured: 100 to 500 ms, spread at random), so a
+//     slot freed anywhere in the fleet goes to a waiting job within about
+//     a second. A key occupies at most its running jobs plus MaxWaiting of
+//     a process's handlers: with worker.Options.Concurrency above the cap
+//     plus one, a flooding key always leaves handlers to the others.
+//   - A slot whose job ended with no job of its key waiting, while the key
+//     has a backlog (one of its jobs found the cap full here within the
+//     last second), stays with the process for a quarter of a second, for
+//     the next job of the key that the worker receives (handed over
+//     without a request), then is given back; otherwise it is given back
+//     at once. The acquisitions of a key in one process go one at a time (two
+//     conditional writes at once would fail each other).
+//   - A job that got no slot is snoozed (relayed, see above) for a quarter
+//     of the time the key's backlog takes at the cap: the key's jobs
+//     snoozed across the fleet and not yet back (each process counts its
+//     own and writes its count in the key's item, at most once a second
+//     and only once it reaches the limit) times the key's job time (the
+//     slots' holders write it in the item) over the cap, between
+//     FullSnooze (1 s) and MaxSnooze (15 minutes), spread at random
+//     between half and one and a half times that. A job is then snoozed
+//     about four times while it waits, whatever the flood's length, and
+//     the key's jobs come back at about four times the pace its slots
+//     free, so a job is waiting whenever one frees. The count leaves out
+//     jobs visible in the queue or in a worker's hands, so the snooze errs
+//     short (more snoozes), never long (idle slots).
+//
+// Measured (BENCHMARKS.md): a tenant flooding 200 jobs of 500 ms under a
+// cap of 5, 4 processes × 5 handlers, keeps 80-89% of its slots busy on a
+// quiet machine, at about 1.4 DynamoDB requests per job; the cap costs
+// 0.5-0.8 requests per job at 0, 50 and 200 ms jobs, renewals included.
+// In one process, 60 jobs of 500 ms under a cap of 3 take 10.2 s (3 slots
+// busy throughout: 10 s), none snoozed.
 //
 // # Pause and resume
 //
@@ -122,10 +145,15 @@
 // an outage spends no job's retries. A Breaker is also a
 // worker.ReceiveGate (combine it with a Pauser with AllOpen): while it is
 // open the worker stops receiving and releases what it prefetched, rather
-// than receiving and snoozing every message, and it receives again when
-// the breaker half-opens for its probe. With Shared, opening is written to
-// the table and honoured by every process within SyncInterval (as a gate,
-// once one of its jobs has read it).
+// than receiving and snoozing every message. When it half-opens the gate
+// opens for one probe (Breaker.Probe: the worker makes one receive of at
+// most one message), is closed while that probe runs, and opens for good
+// when the probe closes the breaker; a window in which no probe started
+// (its message went elsewhere) lets another message in after 2 s. So each
+// process receives one message per half-open window, not a batch to
+// snooze. With Shared, opening is written to the table and honoured by
+// every process within SyncInterval (as a gate, once one of its jobs has
+// read it).
 //
 // # Seeing it
 //
@@ -156,6 +184,11 @@
 //	slot renewal     retried every second; a slot that expired meanwhile is counted in
 //	                 Stats.SlotsLost and logged (the cap may be exceeded until that job ends)
 //
+// A control whose call failed does not ask again for every job: its next
+// jobs are decided at once (run with FailOpen, else snoozed), while a
+// background read checks every 250 ms whether DynamoDB answers again, so
+// one job per control waits on the outage and fail-open jobs keep their
+// pace (measured: 99% of it with DynamoDB refusing connections).
 // Nothing is lost and nothing is dead-lettered for it. Stats counts every
 // request, snooze and fallback. A slot whose acquisition's answer was
 // lost is recognised as taken when the retry finds it in the item;

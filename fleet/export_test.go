@@ -32,7 +32,7 @@ type Slot = capSlot
 
 // Acquire takes a slot of key, leased until until, or returns ErrCapFull.
 func (c *Cap) Acquire(ctx context.Context, key string, until time.Time) (*Slot, error) {
-	return c.acquire(ctx, key, until)
+	return c.acquire(ctx, key, until, false)
 }
 
 // Renew moves the slot's lease expiry to until, or returns ErrSlotLost.

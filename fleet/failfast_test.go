@@ -87,3 +87,82 @@ func TestRefusedControlCallsFailFast(t *testing.T) {
 		}
 	})
 }
+
+// In an outage a control waits on DynamoDB once, not once per job: after
+// a failed call its jobs are decided by FailOpen at once, without a
+// request, while a background read checks every quarter second whether
+// DynamoDB answers again; once it does, jobs ask DynamoDB again. So
+// fail-open jobs run at their pace while DynamoDB refuses connections.
+func TestOutageDecidesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		doer := &refusingDoer{}
+		client := dynamodb.New(dynamodb.Options{
+			Region: "us-east-1", BaseEndpoint: aws.String("http://127.0.0.1:1"), HTTPClient: doer,
+			Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		})
+		f := newFleet(t, client, "fleet", "p1")
+		limit, err := f.RateLimit("api", 10, func(o *fleet.RateLimitOptions) { o.FailOpen = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		capped, err := f.Cap("tenant", 2, func(o *fleet.CapOptions) { o.FailOpen = true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := 0
+		h := worker.HandlerFunc(func(context.Context, *worker.Message) error { ran++; return nil })
+		for _, mw := range []worker.Middleware{limit.Middleware(), capped.Middleware()} {
+			doer.refuse.Store(true)
+			job := func() (requests int64, waited time.Duration) {
+				before, start := doer.requests.Load(), time.Now()
+				if err := mw(h).Handle(t.Context(), &worker.Message{ID: "m"}); err != nil {
+					t.Fatalf("FailOpen: %v; want the job run", err)
+				}
+				waited = time.Since(start)
+				synctest.Wait()
+				return doer.requests.Load() - before, waited
+			}
+			if n, _ := job(); n != 2 {
+				t.Fatalf("the first job in the outage: %d requests; want 2 (the call and its retry)", n)
+			}
+			for range 3 {
+				if n, waited := job(); n != 0 || waited != 0 {
+					t.Fatalf("a job within 250 ms of the failure: %d requests, waited %v; want none, decided at once", n, waited)
+				}
+			}
+			// background checks: what the SDK sent after the check's
+			// retry had its time (50-100 ms)
+			checked := func(before int64) int64 {
+				time.Sleep(100 * time.Millisecond)
+				synctest.Wait()
+				return doer.requests.Load() - before
+			}
+			time.Sleep(250 * time.Millisecond)
+			before := doer.requests.Load()
+			if _, waited := job(); waited != 0 {
+				t.Fatalf("a job 250 ms after the failure waited %v; want it decided at once", waited)
+			}
+			if n := checked(before); n != 2 {
+				t.Fatalf("250 ms after the failure: %d requests; want a background read, refused (2 requests)", n)
+			}
+			doer.refuse.Store(false) // DynamoDB is back
+			if n, waited := job(); n != 0 || waited != 0 {
+				t.Fatalf("a job before the next check: %d requests, waited %v; want none, decided at once", n, waited)
+			}
+			time.Sleep(250 * time.Millisecond)
+			before = doer.requests.Load()
+			if _, waited := job(); waited != 0 {
+				t.Fatalf("the job that starts the next check waited %v; want it decided at once", waited)
+			}
+			if n := checked(before); n != 1 {
+				t.Fatalf("the next check: %d requests; want the background read's 1, answered", n)
+			}
+			if n, _ := job(); n == 0 {
+				t.Fatalf("a job once DynamoDB answered the check: no request; want it asked again")
+			}
+		}
+		if s := f.Stats(); ran != 16 || s.FailedOpen != 14 {
+			t.Errorf("ran %d, FailedOpen %d; want 16 run, 14 of them open", ran, s.FailedOpen)
+		}
+	})
+}

@@ -287,6 +287,67 @@ func snoozeFor(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
+// outageWindow is how often a control whose DynamoDB call failed (an
+// outage, a refused connection, throttling past the retry) checks, in the
+// background, whether DynamoDB answers again. Until it does, the control
+// decides its jobs by FailOpen at once, without a request: in an outage
+// one job per control waits on DynamoDB's failure (about 100 ms, the retry
+// rule's one retry), the others run (FailOpen) or are snoozed at once.
+const outageWindow = 250 * time.Millisecond
+
+// outage is a control's memory of its last failed DynamoDB call.
+type outage struct {
+	f       *Fleet
+	mu      sync.Mutex
+	err     error     // the failure; nil: DynamoDB answers
+	pk      string    // the item the failed call was about
+	next    time.Time // when to check again
+	probing bool      // a check is under way
+}
+
+// check returns, while the control's DynamoDB is failing, an error saying
+// so (wrapping the failure), without a request, and nil otherwise. Every
+// outageWindow it reads the control's item in the background (one
+// consistent read); once that answers, the control asks DynamoDB again.
+func (o *outage) check(now time.Time) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		return nil
+	}
+	if !o.probing && !now.Before(o.next) {
+		o.probing = true
+		go o.probe(o.pk)
+	}
+	return fmt.Errorf("DynamoDB failing (checked again every %v): %w", outageWindow, o.err)
+}
+
+// probe reads pk: DynamoDB answers again, or the outage goes on.
+func (o *outage) probe(pk string) {
+	ctx, cancel := context.WithTimeout(context.Background(), o.f.o.CallTimeout)
+	defer cancel()
+	_, err := o.f.getItem(ctx, pk)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.probing = false
+	if err != nil {
+		o.err, o.next = err, o.f.o.Now().Add(outageWindow)
+		return
+	}
+	o.err = nil
+}
+
+// note records a control call's outcome for item pk: a failure (not the
+// caller's own end) starts an outage.
+func (o *outage) note(ctx context.Context, pk string, err error) {
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	o.mu.Lock()
+	o.err, o.pk, o.next = err, pk, o.f.o.Now().Add(outageWindow)
+	o.mu.Unlock()
+}
+
 // sleep waits d, or until ctx ends: false then.
 func sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {

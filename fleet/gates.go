@@ -33,7 +33,20 @@ func (a allOpen) Ready() error {
 	return errors.New(strings.Join(why, "; "))
 }
 
-// Watch implements worker.ReceiveGate.
+// Probe reports whether a gate is open for a probe (worker.ReceiveGate):
+// one of gates that has a Probe() bool method says so.
+func (a allOpen) Probe() bool {
+	for _, g := range a {
+		if p, ok := g.(interface{ Probe() bool }); ok && p.Probe() {
+			return true
+		}
+	}
+	return false
+}
+
+// Watch implements worker.ReceiveGate. A gate's report that it is open
+// while all are is passed on even when the combined state does not change:
+// it opens a new probe window.
 func (a allOpen) Watch(ctx context.Context, set func(open bool)) {
 	var (
 		mu       sync.Mutex
@@ -61,7 +74,7 @@ func (a allOpen) Watch(ctx context.Context, set func(open bool)) {
 		for _, s := range states {
 			all = all && s
 		}
-		if first || all != last {
+		if first || all != last || all && open {
 			first, last = false, all
 			set(all)
 		}

@@ -67,13 +67,49 @@ func TestBreakerAsReceiveGate(t *testing.T) {
 		if err := b.Ready(); err != nil || all.Ready() != nil {
 			t.Fatalf("Ready while half-open = %v, AllOpen's %v; want nil (the probe is let in)", err, all.Ready())
 		}
+		if !b.Probe() || !all.(interface{ Probe() bool }).Probe() {
+			t.Fatalf("Probe while half-open = false; want true (the gate lets one message in)")
+		}
+		// No probe came (the message went elsewhere): after probeRearm the
+		// gate reports again, opening another probe window.
+		time.Sleep(2 * time.Second)
+		want(true, "2 s into a probe window no job took")
+		// A failed probe opens the breaker again (closed gate) for twice
+		// as long; then a new window.
+		_ = h.Handle(t.Context(), &worker.Message{})
+		synctest.Wait()
+		for drained := false; !drained; {
+			select {
+			case open := <-reports:
+				if open {
+					t.Fatalf("the gate reported open while a failed probe opened the breaker again")
+				}
+			default:
+				drained = true
+			}
+		}
+		if b.State() != fleet.StateOpen || b.Probe() {
+			t.Fatalf("after a failed probe: state %s, Probe %v; want open, no probe", b.State(), b.Probe())
+		}
+		time.Sleep(20 * time.Second)
+		want(true, "after twice OpenFor (half-open again)")
 		down = false
 		if err := h.Handle(t.Context(), &worker.Message{}); err != nil {
 			t.Fatalf("probe: %v", err)
 		}
 		synctest.Wait()
-		if len(reports) != 0 || b.State() != fleet.StateClosed {
-			t.Fatalf("after a good probe: %d more reports, state %s; want the gate left open, closed", len(reports), b.State())
+		// While the probe ran the gate may have been reported closed (no
+		// second message comes in meanwhile); its last report is open.
+		last := true
+		for drained := false; !drained; {
+			select {
+			case last = <-reports:
+			default:
+				drained = true
+			}
+		}
+		if !last || b.State() != fleet.StateClosed || b.Probe() {
+			t.Fatalf("after a good probe: last report open=%v, state %s, Probe %v; want open, closed, no probe", last, b.State(), b.Probe())
 		}
 	})
 }

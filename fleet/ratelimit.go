@@ -44,6 +44,11 @@ type RateLimitOptions struct {
 	// receive, see the package documentation). Zero value: 1 s. Negative:
 	// never wait, snooze at once.
 	MaxWait time.Duration
+	// Unkeyed says what becomes of a message Key gives no key ("": no
+	// MessageGroupId for ByGroup): "share" (one bucket "" for all of
+	// them), "snooze" (snoozed for ErrorSnooze each time) or "refuse"
+	// (dead-lettered at once), as CapOptions.Unkeyed. Zero value: "share".
+	Unkeyed string
 	// FailOpen lets jobs through when DynamoDB cannot be asked (an outage,
 	// throttling past the library's retry): the downstream may then get more
 	// than the limit. Zero value: false — fail closed, the job is snoozed
@@ -61,10 +66,12 @@ type RateLimitOptions struct {
 // writes, so a job costs a fraction of a DynamoDB request when the fleet
 // is busy.
 type RateLimit struct {
-	f    *Fleet
-	name string
-	rate float64 // tokens per second
-	o    RateLimitOptions
+	f       *Fleet
+	name    string
+	rate    float64 // tokens per second
+	o       RateLimitOptions
+	unkeyed *unkeyed
+	down    outage
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -117,7 +124,11 @@ func (f *Fleet) RateLimit(name string, perSecond float64, optFns ...func(*RateLi
 	if o.ErrorSnooze == 0 {
 		o.ErrorSnooze = 10 * time.Second
 	}
-	return &RateLimit{f: f, name: name, rate: perSecond, o: o, buckets: map[string]*bucket{}}, nil
+	u, err := newUnkeyed(f, fmt.Sprintf("RateLimit %q", name), o.Unkeyed, o.ErrorSnooze)
+	if err != nil {
+		return nil, err
+	}
+	return &RateLimit{f: f, name: name, rate: perSecond, o: o, unkeyed: u, down: outage{f: f}, buckets: map[string]*bucket{}}, nil
 }
 
 func (l *RateLimit) bucket(key string) *bucket {
@@ -241,6 +252,11 @@ func (l *RateLimit) fetch(ctx context.Context, key string, b *bucket, k int) (in
 		// Take the tokens for every waiting job in one request: wait until
 		// they are all due, plus jitter, so that processes waiting on one
 		// bucket do not all ask at the same moment.
+		// The jobs that came to wait since the fetch began share its
+		// request.
+		b.mu.Lock()
+		k = max(k, b.waiting-b.spare)
+		b.mu.Unlock()
 		want := int64(min(k, l.o.Burst)) * 1000
 		if milli < want {
 			return 0, time.Duration(float64(want-milli) / l.rate * float64(time.Millisecond)), nil
@@ -306,9 +322,17 @@ func (l *RateLimit) Middleware() worker.Middleware {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 			key := ""
 			if l.o.Key != nil {
-				key = l.o.Key(m)
+				if key = l.o.Key(m); key == "" {
+					if err := l.unkeyed.handle(m); err != nil {
+						return err
+					}
+				}
 			}
-			wait, err := l.take(ctx, key)
+			wait, err := time.Duration(0), l.down.check(l.f.o.Now())
+			if err == nil {
+				wait, err = l.take(ctx, key)
+				l.down.note(ctx, "rate|"+l.name+"|"+key, err)
+			}
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return retry.Snooze(time.Second, "fleet: rate limit "+l.name+": "+err.Error())

@@ -33,6 +33,9 @@ type Stats struct {
 	// FailedOpen counts jobs let through and FailedClosed jobs snoozed
 	// because DynamoDB could not be asked (see each control's FailOpen).
 	FailedOpen, FailedClosed int64
+	// Unkeyed counts messages a RateLimit's or Cap's Key gave no key (ByGroup:
+	// no MessageGroupId), whatever their Unkeyed option did with them.
+	Unkeyed int64
 	// SlotsHeld is the number of cap slots this process holds now;
 	// SlotsLost counts slots whose renewal found them gone (expired and
 	// taken back while the job still ran).
@@ -49,7 +52,7 @@ type counters struct {
 	requests, requestErrors, tokens, tokenWaits,
 	rateSnoozed, capSnoozed, breakerSnoozed, pauseSnoozed,
 	capWaits, capHandoffs, waitingForToken, waitingForSlot,
-	failedOpen, failedClosed, slotsHeld, slotsLost atomic.Int64
+	failedOpen, failedClosed, slotsHeld, slotsLost, unkeyed atomic.Int64
 }
 
 // Stats returns a snapshot of the Fleet's counters.
@@ -63,7 +66,7 @@ func (f *Fleet) Stats() Stats {
 		CapWaits: c.capWaits.Load(), CapHandoffs: c.capHandoffs.Load(),
 		WaitingForToken: c.waitingForToken.Load(), WaitingForSlot: c.waitingForSlot.Load(),
 		FailedOpen: c.failedOpen.Load(), FailedClosed: c.failedClosed.Load(),
-		SlotsHeld: c.slotsHeld.Load(), SlotsLost: c.slotsLost.Load(),
+		SlotsHeld: c.slotsHeld.Load(), SlotsLost: c.slotsLost.Load(), Unkeyed: c.unkeyed.Load(),
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -161,13 +161,16 @@
 //	sqsworker.fleet.fallbacks{sqsworker.fallback}  sqsworker_fleet_fallbacks_total            DynamoDB unreachable: open (run unchecked), closed (snoozed)
 //	sqsworker.fleet.slots.held                     sqsworker_fleet_slots_held                 cap slots held now
 //	sqsworker.fleet.slots.lost                     sqsworker_fleet_slots_lost_total           slots found gone at renewal
+//	sqsworker.fleet.unkeyed                        sqsworker_fleet_unkeyed_total              messages a rate limit's or cap's key function gave no key (ByGroup: no MessageGroupId)
 //	sqsworker.fleet.queue.paused                   sqsworker_fleet_queue_paused               1 while the queue is paused (as last read)
 //	sqsworker.fleet.breaker.state{sqsworker.breaker, sqsworker.state} sqsworker_fleet_breaker_state  1 for the state each breaker is in, 0 for the others
 //
 // Alert on a breaker left open (sqsworker_fleet_breaker_state{sqsworker_state="open"} == 1 for
 // minutes), on rate(sqsworker_fleet_snoozed_total) against the receive rate
-// (each snooze is a receive toward the queue's maxReceiveCount: see
-// package fleet), and on sqsworker_fleet_fallbacks_total.
+// (each snooze costs a receive, and on a FIFO queue counts toward its
+// maxReceiveCount: see package fleet), on sqsworker_fleet_fallbacks_total,
+// and on sqsworker_fleet_unkeyed_total when every message should carry a
+// group.
 //
 // sqsworker.result is ok, throttled, transient, stale, maxed-out, fatal,
 // invalid or canceled (worker.Stats.RequestResults). The cost follows

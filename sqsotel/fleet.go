@@ -22,6 +22,7 @@ const (
 	metricFleetFallbacks = "sqsworker.fleet.fallbacks"
 	metricSlotsHeld      = "sqsworker.fleet.slots.held"
 	metricSlotsLost      = "sqsworker.fleet.slots.lost"
+	metricFleetUnkeyed   = "sqsworker.fleet.unkeyed"
 	metricQueuePaused    = "sqsworker.fleet.queue.paused"
 	metricBreakerState   = "sqsworker.fleet.breaker.state"
 )
@@ -39,10 +40,10 @@ var breakerStates = []string{"closed", "open", "half-open"} // as fleet.Stats.Br
 // fleetInstruments are the asynchronous instruments of ObserveFleet, and
 // the worker's paused gauge ObserveWorker reports.
 type fleetInstruments struct {
-	paused                                                 metric.Int64ObservableGauge
-	requests, tokens, waits, snoozed, fallbacks, slotsLost metric.Int64ObservableCounter
-	slotsHeld, waiting                                     metric.Int64ObservableUpDownCounter
-	queuePaused, breakerState                              metric.Int64ObservableGauge
+	paused                                                          metric.Int64ObservableGauge
+	requests, tokens, waits, snoozed, fallbacks, slotsLost, unkeyed metric.Int64ObservableCounter
+	slotsHeld, waiting                                              metric.Int64ObservableUpDownCounter
+	queuePaused, breakerState                                       metric.Int64ObservableGauge
 }
 
 func (m *fleetInstruments) init(meter metric.Meter) error {
@@ -76,6 +77,9 @@ func (m *fleetInstruments) init(meter metric.Meter) error {
 	m.slotsLost, err = meter.Int64ObservableCounter(metricSlotsLost, metric.WithUnit("{slot}"),
 		metric.WithDescription("Cap slots whose renewal found them gone while their job still ran (the cap may have been exceeded until it ended)."))
 	add(err)
+	m.unkeyed, err = meter.Int64ObservableCounter(metricFleetUnkeyed, metric.WithUnit("{message}"),
+		metric.WithDescription("Messages a rate limit's or cap's key function gave no key (fleet.ByGroup: no MessageGroupId), shared, snoozed or refused as the control's Unkeyed option says (fleet.Stats.Unkeyed)."))
+	add(err)
 	m.queuePaused, err = meter.Int64ObservableGauge(metricQueuePaused, metric.WithUnit("1"),
 		metric.WithDescription("1 while the queue (messaging.destination.name) is paused, as this process's Pauser last read its switch, else 0."))
 	add(err)
@@ -95,7 +99,8 @@ type FleetStatsSource interface {
 // requests by result, rate-limit tokens taken and jobs that waited for
 // one, jobs waiting now for a token or a cap slot, jobs snoozed by each
 // control, fallbacks when DynamoDB could not be asked, cap slots held and
-// lost, each watched queue's pause switch and each breaker's state. Call
+// lost, messages without a key, each watched queue's pause switch and
+// each breaker's state. Call
 // Unregister on the result when f is gone.
 func (in *Instrumentation) ObserveFleet(f FleetStatsSource) (metric.Registration, error) {
 	m := &in.m.fleet
@@ -115,6 +120,7 @@ func (in *Instrumentation) ObserveFleet(f FleetStatsSource) (metric.Registration
 		o.ObserveInt64(m.fallbacks, s.FailedClosed, in.attrs.get("", attrFallback.String("closed")).observe...)
 		o.ObserveInt64(m.slotsHeld, s.SlotsHeld, base...)
 		o.ObserveInt64(m.slotsLost, s.SlotsLost, base...)
+		o.ObserveInt64(m.unkeyed, s.Unkeyed, base...)
 		for queue, paused := range s.Paused {
 			o.ObserveInt64(m.queuePaused, flag(paused), in.attrs.get(queue).observe...)
 		}
@@ -124,7 +130,7 @@ func (in *Instrumentation) ObserveFleet(f FleetStatsSource) (metric.Registration
 			}
 		}
 		return nil
-	}, m.requests, m.tokens, m.waits, m.waiting, m.snoozed, m.fallbacks, m.slotsHeld, m.slotsLost, m.queuePaused, m.breakerState)
+	}, m.requests, m.tokens, m.waits, m.waiting, m.snoozed, m.fallbacks, m.slotsHeld, m.slotsLost, m.unkeyed, m.queuePaused, m.breakerState)
 }
 
 // flag is 1 for true, 0 for false.

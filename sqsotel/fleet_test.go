@@ -19,7 +19,7 @@ func TestFleetMetricsMatchStats(t *testing.T) {
 	s := fleet.Stats{
 		Requests: 40, RequestErrors: 3, Tokens: 25, TokenWaits: 7,
 		RateSnoozed: 4, CapSnoozed: 9, BreakerSnoozed: 2, PauseSnoozed: 1,
-		FailedOpen: 5, FailedClosed: 6, SlotsHeld: 3, SlotsLost: 1, WaitingForToken: 2, WaitingForSlot: 1,
+		FailedOpen: 5, FailedClosed: 6, SlotsHeld: 3, SlotsLost: 1, WaitingForToken: 2, WaitingForSlot: 1, Unkeyed: 8,
 		Paused:   map[string]bool{"orders": true, "refunds": false},
 		Breakers: map[string]string{"payments-api": "open", "mail": "closed"},
 	}
@@ -48,6 +48,7 @@ func TestFleetMetricsMatchStats(t *testing.T) {
 		{"sqsworker.fleet.fallbacks", map[string]string{"sqsworker.fallback": "closed"}, 6},
 		{"sqsworker.fleet.slots.held", nil, 3},
 		{"sqsworker.fleet.slots.lost", nil, 1},
+		{"sqsworker.fleet.unkeyed", nil, 8},
 		{"sqsworker.fleet.queue.paused", map[string]string{"messaging.destination.name": "orders"}, 1},
 		{"sqsworker.fleet.queue.paused", map[string]string{"messaging.destination.name": "refunds"}, 0},
 		{"sqsworker.fleet.breaker.state", map[string]string{"sqsworker.breaker": "payments-api", "sqsworker.state": "open"}, 1},

@@ -11,6 +11,13 @@ import (
 // Options.ReceiveGate. A gate that also has a Ready() error method (as
 // fleet's Pauser, Breaker and AllOpen do) tells Health why it is closed:
 // its error is the reason the worker is not ready.
+//
+// A gate that also has a Probe() bool method (fleet's Breaker and AllOpen
+// do) may open for a probe: while Probe returns true, an open gate lets
+// one message in — the worker makes one receive at a time, of at most one
+// message, and once a receive brought one it receives nothing more until
+// the gate's next report (a half-open circuit breaker lets one job probe
+// the downstream, rather than a batch that it would have to snooze).
 type ReceiveGate interface {
 	// Watch reports the gate's state through set — once as soon as it
 	// knows it, then at every change — until ctx ends. Run calls it once,
@@ -31,15 +38,26 @@ type gate struct {
 	open   bool
 	ctx    context.Context // cancelled when the gate closes; nil while closed
 	cancel context.CancelFunc
+	// probe is the gate's Probe method, if it has one. While it says true,
+	// one receive of one message goes at a time (probing) and none once
+	// one brought a message (probed), until the next report; changed is
+	// closed (and replaced) by every report and every probe receive that
+	// came back empty, for the pollers waiting meanwhile.
+	probe           func() bool
+	probing, probed bool
+	changed         chan struct{}
 }
 
 // newGate returns a run's gate: open without Options.ReceiveGate (for
 // good: its context is never cancelled), closed until its first report
 // with one.
-func newGate(gated bool) *gate {
-	g := &gate{}
-	if !gated {
+func newGate(rg ReceiveGate) *gate {
+	g := &gate{changed: make(chan struct{})}
+	if rg == nil {
 		g.open, g.ctx = true, context.Background()
+	}
+	if p, ok := rg.(interface{ Probe() bool }); ok {
+		g.probe = p.Probe
 	}
 	return g
 }
@@ -48,6 +66,9 @@ func newGate(gated bool) *gate {
 func (g *gate) set(open bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.probing, g.probed = false, false // every report opens a new probe window
+	close(g.changed)
+	g.changed = make(chan struct{})
 	if open == g.open {
 		return false
 	}
@@ -66,11 +87,39 @@ func (g *gate) set(open bool) bool {
 }
 
 // receiving returns the context a receive runs on while the gate stays
-// open, and false while it is closed.
-func (g *gate) receiving() (context.Context, bool) {
+// open, and false while it is closed. probe is true when the receive is
+// the gate's probe: it asks for one message, and reports with probed what
+// it brought. wait, when not nil, is what to wait on before asking again:
+// the gate is open for a probe that another receive is making or made.
+func (g *gate) receiving() (ctx context.Context, open, probe bool, wait <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.ctx, g.open
+	if !g.open || g.probe == nil || !g.probe() {
+		return g.ctx, g.open, false, nil
+	}
+	if g.probing || g.probed {
+		return nil, false, false, g.changed
+	}
+	g.probing = true
+	return g.ctx, true, true, nil
+}
+
+// probedWith ends a probe receive that brought n messages: with one, the
+// gate lets nothing more in until its next report; with none, the next
+// receive probes.
+func (g *gate) probedWith(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.probing {
+		return // a report came meanwhile
+	}
+	g.probing = false
+	if n > 0 {
+		g.probed = true
+		return
+	}
+	close(g.changed)
+	g.changed = make(chan struct{})
 }
 
 // setGate applies a report of Options.ReceiveGate to run r: closing stops

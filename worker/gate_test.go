@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -149,6 +150,65 @@ func TestPauseLetsAReceiveOnTheWireComeBack(t *testing.T) {
 		}
 		if s := h.w.Stats(); s.Received != 10 || s.Released != 10 {
 			t.Fatalf("Stats: Received %d, Released %d; want 10 and 10", s.Received, s.Released)
+		}
+	})
+}
+
+// probeGate is a switchGate whose Probe method says what probing holds.
+type probeGate struct {
+	switchGate
+	probing *atomic.Bool
+}
+
+func (g probeGate) Probe() bool { return g.probing.Load() }
+
+// A gate open for a probe (its Probe method says true) lets one message
+// in per report: one receive of one message, however many handlers are
+// free and however many pollers the worker has; a receive that came back
+// empty lets the next one probe. Once the probe window is over (Probe
+// false), the worker receives in batches again.
+func TestReceiveGateProbeLetsOneMessageIn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, src, _ := newQueue(t, 10, "30")
+		var probing atomic.Bool
+		probing.Store(true)
+		g := probeGate{switchGate{reports: make(chan bool)}, &probing}
+		var handled atomic.Int64
+		h := start(t, f, src, worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+			handled.Add(1)
+			return nil
+		}), func(o *worker.Options) {
+			o.ReceiveGate = g
+			o.Concurrency = 5
+			o.Pollers = 3
+		})
+		defer h.stop()
+
+		// Open for a probe on an empty queue: one long poll, not three.
+		g.reports <- true
+		time.Sleep(time.Second)
+		if st := h.w.Health(); st.ReceivesInFlight != 1 {
+			t.Fatalf("open for a probe, queue empty: %d receives in flight; want 1", st.ReceivesInFlight)
+		}
+		sendMany(t, f, src, 20)
+		time.Sleep(5 * time.Second)
+		if s := h.w.Stats(); s.Received != 1 || handled.Load() != 1 {
+			t.Fatalf("one probe window: Received %d, handled %d; want 1 message", s.Received, handled.Load())
+		}
+		// Each report opens another window: one more message each.
+		for i := 2; i <= 3; i++ {
+			g.reports <- true
+			time.Sleep(5 * time.Second)
+			if s := h.w.Stats(); s.Received != int64(i) {
+				t.Fatalf("after %d probe windows: Received %d; want %d", i, s.Received, i)
+			}
+		}
+		// The probe closed the breaker: batches again.
+		probing.Store(false)
+		g.reports <- true
+		time.Sleep(5 * time.Second)
+		if s := h.w.Stats(); s.Received != 20 || handled.Load() != 20 {
+			t.Fatalf("open: Received %d, handled %d; want all 20", s.Received, handled.Load())
 		}
 	})
 }

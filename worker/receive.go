@@ -49,13 +49,23 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 			VisibilityTimeout: int32(w.visibility / time.Second),
 		}
 		// Closing Options.ReceiveGate (a pause) ends the call.
-		gateCtx, open := r.gate.receiving()
+		gateCtx, open, probe, again := r.gate.receiving()
 		if !open {
 			r.flow.received(n, nil, 0)
 			if w.limiter != nil {
 				w.limiter.refund(n)
 			}
+			if again != nil { // a probe window another receive took
+				select {
+				case <-again:
+				case <-ctx.Done():
+					return nil
+				}
+			}
 			continue // the flow waits for the gate to open
+		}
+		if probe {
+			in.MaxNumberOfMessages = 1 // the gate's probe: one message
 		}
 		callCtx, cancel := context.WithTimeout(recvCtx, wait+w.opts.CallTimeout)
 		unwatch := noUnwatch
@@ -69,6 +79,13 @@ func (w *Worker) poll(ctx, recvCtx context.Context, r *run) error {
 		out, err := w.client.ReceiveMessage(callCtx, in, awscall.SQSOffOpts...)
 		unwatch()
 		cancel()
+		if probe {
+			got := 0
+			if err == nil {
+				got = len(out.Messages)
+			}
+			r.gate.probedWith(got)
+		}
 		receivedAt := time.Now()
 		if err != nil {
 			r.flow.received(n, nil, 0)

@@ -438,7 +438,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("sqsworker: %w", err)
 	}
 	w.hb.Store(hb)
-	r := &run{w: w, bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo), gate: newGate(w.opts.ReceiveGate != nil)}
+	r := &run{w: w, bg: bg, hb: hb, flow: newFlow(&w.opts, w.fifo), gate: newGate(w.opts.ReceiveGate)}
 	r.flow.signals = w.signals
 	if w.opts.ReceiveGate != nil {
 		w.paused.Store(true) // until the gate's first report

@@ -3,17 +3,21 @@ package fleetrun
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/sqsworker/sqsworker/fleet"
@@ -41,7 +45,30 @@ type ChildConfig struct {
 	Skew time.Duration
 	// ErrorSnooze is the rate limit's and the cap's ErrorSnooze; 0: theirs.
 	ErrorSnooze time.Duration
+	// FailOpen is the rate limit's and the cap's FailOpen.
+	FailOpen bool
+	// Breaker puts a shared breaker first in the chain (BreakerOptions.Shared;
+	// it counts no error unless DownFile is set, so it stays closed) and
+	// makes it, with the Pauser if Pause is set, the worker's ReceiveGate.
+	Breaker bool
+	// DownFile, when set, is the downstream's switch: while the file
+	// exists, every job fails with an error the breaker counts (OpenFor
+	// 2 s, MaxOpenFor 4 s). Each message that reaches the breaker is
+	// recorded in Name.recv with the breaker's state, and the child counts
+	// the breaker's half-open windows (ChildStats.ProbeWindows).
+	DownFile string
 }
+
+// RecvRecord is one line of a child's .recv file: a message that reached
+// the breaker's middleware, and the breaker's state then.
+type RecvRecord struct {
+	At    int64  `json:"t"` // unix ns
+	ID    string `json:"id"`
+	State string `json:"s"`
+}
+
+// errDown is the downstream's failure while DownFile exists.
+var errDown = errors.New("downstream down")
 
 // Record is one line of a child's .jobs file.
 type Record struct {
@@ -59,6 +86,50 @@ type Record struct {
 type ChildStats struct {
 	Fleet  fleet.Stats
 	Worker worker.Stats
+	// Calls counts the fleet's DynamoDB requests by kind: the operation
+	// and the first words of its update expression (what the request did).
+	Calls map[string]int64
+	// ProbeWindows counts the breaker's half-open spells (DownFile).
+	ProbeWindows int
+}
+
+// countingDB counts the fleet's DynamoDB requests by kind.
+type countingDB struct {
+	fleet.API
+	mu    sync.Mutex
+	calls map[string]int64
+}
+
+// itemKind is the kind of the item key names: rate, cap, pause, breaker.
+func itemKind(key map[string]types.AttributeValue) string {
+	pk, _ := key["pk"].(*types.AttributeValueMemberS)
+	if pk == nil {
+		return "?"
+	}
+	kind, _, _ := strings.Cut(pk.Value, "|")
+	return kind
+}
+
+func (c *countingDB) add(kind string) {
+	c.mu.Lock()
+	c.calls[kind]++
+	c.mu.Unlock()
+}
+
+func (c *countingDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.add("GetItem " + itemKind(in.Key))
+	return c.API.GetItem(ctx, in, optFns...)
+}
+
+func (c *countingDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	expr, _, _ := strings.Cut(aws.ToString(in.UpdateExpression), ",")
+	kind := "UpdateItem " + itemKind(in.Key) + " " + expr
+	out, err := c.API.UpdateItem(ctx, in, optFns...)
+	if err != nil {
+		kind += " (failed)"
+	}
+	c.add(kind)
+	return out, err
 }
 
 // RunChild runs a child until SIGTERM and returns its exit code.
@@ -96,7 +167,8 @@ func runChild(c ChildConfig) error {
 			o.BaseEndpoint = aws.String(dbEndpoint)
 		}
 	})
-	f, err := fleet.New(db, c.Table, func(o *fleet.Options) {
+	counted := &countingDB{API: db, calls: map[string]int64{}}
+	f, err := fleet.New(counted, c.Table, func(o *fleet.Options) {
 		o.Holder = c.Name
 		if c.Skew != 0 {
 			o.Now = func() time.Time { return time.Now().Add(c.Skew) }
@@ -121,16 +193,65 @@ func runChild(c ChildConfig) error {
 		r := Record{Proc: c.Name, ID: m.ID, Group: fleet.ByAttribute("tenant")(m), Sent: m.SentAt.UnixNano(), Start: time.Now().UnixNano(), Receives: m.ReceiveCount}
 		write(r)
 		time.Sleep(c.Work)
+		if c.DownFile != "" {
+			if _, err := os.Stat(c.DownFile); err == nil {
+				return errDown
+			}
+		}
 		r.End = time.Now().UnixNano()
 		write(r)
 		return nil
 	})
 	var mw []worker.Middleware
+	var gates []worker.ReceiveGate
+	var windows atomic.Int64
+	if c.Breaker {
+		b, err := f.Breaker("downstream", func(o *fleet.BreakerOptions) {
+			o.Shared = true
+			o.Counts = func(err error) bool { return errors.Is(err, errDown) }
+			if c.DownFile != "" {
+				o.OpenFor, o.MaxOpenFor = 2*time.Second, 4*time.Second
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if c.DownFile != "" {
+			recv, err := os.OpenFile(fmt.Sprintf("%s/%s.recv", c.Dir, c.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return err
+			}
+			defer recv.Close()
+			state := func() string { return f.Stats().Breakers["downstream"] }
+			mw = append(mw, func(next worker.Handler) worker.Handler {
+				return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
+					b, _ := json.Marshal(RecvRecord{At: time.Now().UnixNano(), ID: m.ID, State: state()})
+					mu.Lock()
+					_, _ = recv.Write(append(b, '\n'))
+					mu.Unlock()
+					return next.Handle(ctx, m)
+				})
+			})
+			go func() {
+				last := ""
+				for ctx.Err() == nil {
+					if s := state(); s != last {
+						if s == "half-open" {
+							windows.Add(1)
+						}
+						last = s
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}()
+		}
+		mw = append(mw, b.Middleware())
+		gates = append(gates, b)
+	}
 	if c.Cap > 0 {
 		capc, err := f.Cap("tenant", c.Cap, func(o *fleet.CapOptions) {
 			o.Key = fleet.ByAttribute("tenant")
-			o.FullSnooze = time.Second
-			o.ErrorSnooze = c.ErrorSnooze
+			o.ErrorSnooze, o.FailOpen = c.ErrorSnooze, c.FailOpen
 		})
 		if err != nil {
 			return err
@@ -138,19 +259,26 @@ func runChild(c ChildConfig) error {
 		mw = append(mw, capc.Middleware())
 	}
 	if c.Rate > 0 {
-		l, err := f.RateLimit("downstream", c.Rate, func(o *fleet.RateLimitOptions) { o.ErrorSnooze = c.ErrorSnooze })
+		l, err := f.RateLimit("downstream", c.Rate, func(o *fleet.RateLimitOptions) { o.ErrorSnooze, o.FailOpen = c.ErrorSnooze, c.FailOpen })
 		if err != nil {
 			return err
 		}
 		mw = append(mw, l.Middleware())
 	}
-	var gate worker.ReceiveGate
 	if c.Pause {
 		p, err := f.Pauser(c.Queue)
 		if err != nil {
 			return err
 		}
-		gate = p
+		gates = append(gates, p)
+	}
+	var gate worker.ReceiveGate
+	switch len(gates) {
+	case 0:
+	case 1:
+		gate = gates[0]
+	default:
+		gate = fleet.AllOpen(gates...)
 	}
 	w, err := worker.New(sq, c.Queue, worker.Chain(h, mw...), func(o *worker.Options) {
 		o.ReceiveGate = gate
@@ -163,7 +291,9 @@ func runChild(c ChildConfig) error {
 		return err
 	}
 	runErr := w.Run(ctx)
-	b, _ := json.Marshal(ChildStats{Fleet: f.Stats(), Worker: w.Stats()})
+	counted.mu.Lock()
+	b, _ := json.Marshal(ChildStats{Fleet: f.Stats(), Worker: w.Stats(), Calls: counted.calls, ProbeWindows: int(windows.Load())})
+	counted.mu.Unlock()
 	if err := os.WriteFile(fmt.Sprintf("%s/%s.stats", c.Dir, c.Name), b, 0o644); err != nil {
 		return err
 	}

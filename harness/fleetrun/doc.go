@@ -22,6 +22,26 @@
 // TestTenantFairnessAcrossProcesses: tenant A floods, then tenant B
 // sends a few; B's waiting time with and without a cap per tenant.
 //
+// TestTenantFloodAcrossProcesses: the issue's flood — tenant A sends jobs
+// of 500 ms under a cap of 5 per tenant at the cap's defaults, on a queue
+// at dlq.Setup's defaults (maxReceiveCount 5), then tenant B: every job
+// done, none dead-lettered, A's slots in use while its backlog lasts, B's
+// wait with the cap against without it. FLEETRUN_FULL=1 runs the 20,000
+// jobs (about 45 minutes with the run without the cap; give go test
+// -timeout 100m).
+//
+// TestControlCosts: DynamoDB requests per job for each control (rate
+// limit, cap, shared breaker, pause), counted by the items they touch;
+// FLEETRUN_COSTS=1 measures jobs of 0, 50 and 200 ms, else 200 ms.
+//
+// TestBreakerProbesAcrossProcesses: a breaker as each worker's
+// ReceiveGate through a 12 s outage: the messages received while it is
+// not closed are at most those that arrived meanwhile plus one per
+// process per half-open window.
+//
+// TestFailOpenPaceWhenDynamoDBRefuses: with FailOpen, jobs keep at least
+// 80% of their pace once DynamoDB refuses connections.
+//
 // TestDynamoDBFaultsAndClockSkewAcrossProcesses: the fleet table behind
 // the fault proxy (package faultproxy: throttling, HTTP 500, dropped
 // answers, resets, then a 3 s outage), 4 processes with a cap of 3 per
@@ -35,6 +55,7 @@
 //
 // All run a bounded version in `make test`; FLEETRUN_SECONDS sets the
 // length of the rate-limit run, FLEETRUN_CAP_JOBS, FLEETRUN_FAIR_A,
-// FLEETRUN_FAIR_B and FLEETRUN_FAULT_JOBS the sizes of the others
-// (BENCHMARKS.md has the figures and the commands).
+// FLEETRUN_FAIR_B, FLEETRUN_FLOOD_A, FLEETRUN_FLOOD_B and
+// FLEETRUN_FAULT_JOBS the sizes of the others (BENCHMARKS.md has the
+// figures and the commands).
 package fleetrun

@@ -27,6 +27,7 @@ import (
 	"github.com/sqsworker/sqsworker/harness/faultproxy"
 	"github.com/sqsworker/sqsworker/harness/fleettable"
 	"github.com/sqsworker/sqsworker/harness/testenv"
+	"github.com/sqsworker/sqsworker/worker"
 )
 
 func TestMain(m *testing.M) {
@@ -80,6 +81,13 @@ func newRun(t *testing.T, visibility string) *run {
 // send sends n jobs, with message attribute tenant when it is not empty.
 func (r *run) send(n int, tenant string) {
 	r.t.Helper()
+	r.sendMixed(n, tenant)
+}
+
+// sendMixed sends n jobs, the i-th with message attribute tenant
+// tenants[i % len(tenants)] (none when it is empty).
+func (r *run) sendMixed(n int, tenants ...string) {
+	r.t.Helper()
 	var g errgroup.Group
 	g.SetLimit(8)
 	for start := 0; start < n; start += 10 {
@@ -87,7 +95,7 @@ func (r *run) send(n int, tenant string) {
 			in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(r.queue)}
 			for i := start; i < min(start+10, n); i++ {
 				e := types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String("job")}
-				if tenant != "" {
+				if tenant := tenants[i%len(tenants)]; tenant != "" {
 					e.MessageAttributes = map[string]types.MessageAttributeValue{"tenant": {DataType: aws.String("String"), StringValue: aws.String(tenant)}}
 				}
 				in.Entries = append(in.Entries, e)
@@ -461,12 +469,18 @@ func TestCapAcrossProcessesWithSIGKILL(t *testing.T) {
 	for _, rec := range recs {
 		last = max(last, rec.End)
 	}
-	var waited, handed, snoozed int64
+	var waited, handed, snoozed, requests int64
+	calls := map[string]int64{}
 	for _, s := range r.stats() {
 		waited, handed, snoozed = waited+s.Fleet.CapWaits, handed+s.Fleet.CapHandoffs, snoozed+s.Fleet.CapSnoozed
+		for k, c := range s.Calls {
+			requests += c
+			calls[k] += c
+		}
 	}
-	t.Logf("FLEETRUN cap: %d jobs (%d runs) by 4 processes × 3 handlers under a cap of %d in %v from the first start; %s SIGKILLed while running; at most %d at once; %d running again %v after the kill (lease %v); in the 3 processes that lived: %d jobs waited in-process, %d slots handed over, %d snoozed",
-		n, len(recs), limit, time.Duration(last-recs[0].Start).Round(100*time.Millisecond), victim, peak, limit, back.Round(time.Millisecond), lease, waited, handed, snoozed)
+	t.Logf("DynamoDB requests by kind: %v", calls)
+	t.Logf("FLEETRUN cap: %d jobs (%d runs) by 4 processes × 3 handlers under a cap of %d in %v from the first start; %s SIGKILLed while running; at most %d at once; %d running again %v after the kill (lease %v); in the 3 processes that lived: %d jobs waited in-process, %d slots handed over, %d snoozed, %d DynamoDB requests (%.2f per job, renewals included)",
+		n, len(recs), limit, time.Duration(last-recs[0].Start).Round(100*time.Millisecond), victim, peak, limit, back.Round(time.Millisecond), lease, waited, handed, snoozed, requests, float64(requests)/float64(n))
 	if peak > limit {
 		t.Errorf("%d jobs ran at once; the cap is %d", peak, limit)
 	}
@@ -477,6 +491,233 @@ func TestCapAcrossProcessesWithSIGKILL(t *testing.T) {
 	// of slack for a loaded machine (make test runs packages side by side).
 	if bound := lease + lease/4 + 4*time.Second + 2*time.Second; backAt == 0 || back > bound {
 		t.Errorf("%d jobs ran at once again %v after the kill; want within the lease (%v), the cap's margin, one snooze (at most 4 s) and 2 s of slack: %v", limit, back, lease, bound)
+	}
+	r.dlqEmpty()
+}
+
+// capUse is the share of a cap's slots in use, from the records, while
+// the backlog lasted: from the first start until fewer than limit of the
+// jobs were left to start (the start of the n-limit+1-th; from then on
+// the cap cannot be full), the jobs' running time within that span over
+// limit × the span.
+func capUse(recs []Record, limit int) (float64, time.Duration) {
+	starts := make([]int64, 0, len(recs))
+	for _, rec := range recs {
+		starts = append(starts, rec.Start)
+	}
+	slices.Sort(starts)
+	if len(starts) <= limit {
+		return 1, 0
+	}
+	first, last := starts[0], starts[len(starts)-limit]
+	var busy int64
+	for _, rec := range recs {
+		if rec.End != 0 && rec.Start < last {
+			busy += min(rec.End, last) - rec.Start
+		}
+	}
+	span := time.Duration(last - first)
+	if span <= 0 {
+		return 1, 0
+	}
+	return float64(busy) / (float64(limit) * float64(span)), span
+}
+
+// timeline is the mean number of jobs running in each second from the
+// first start, in tenths of a job.
+func timeline(recs []Record) []int {
+	if len(recs) == 0 {
+		return nil
+	}
+	first := recs[0].Start
+	var out []int
+	for _, rec := range recs {
+		if rec.End == 0 {
+			continue
+		}
+		for t := rec.Start; t < rec.End; {
+			sec := int((t - first) / int64(time.Second))
+			next := min(first+int64(sec+1)*int64(time.Second), rec.End)
+			for len(out) <= sec {
+				out = append(out, 0)
+			}
+			out[sec] += int((next - t) / int64(100*time.Millisecond))
+			t = next
+		}
+	}
+	return out
+}
+
+// The issue's flood: tenant A sends FLEETRUN_FLOOD_A jobs of 500 ms (200
+// by default; FLEETRUN_FULL=1: 20,000, about 35 minutes), then tenant B
+// FLEETRUN_FLOOD_B (10; full: 100); 4 processes × 5 handlers; a cap of 5
+// per tenant (fleet.ByAttribute("tenant")) at the cap's default settings,
+// on a queue at dlq.Setup's defaults (maxReceiveCount 5). Under the cap,
+// every job is done and none is dead-lettered (none fails; waiting is
+// relayed, so it spends no receive), and A's slots are in use while its
+// backlog lasts (capUse): at least 80% in a measured run (FLEETRUN_FULL or
+// FLEETRUN_FLOOD_A set), at least 60% in the bounded run, which shares
+// the two cores with the rest of `make test`. B's wait (SentTimestamp to
+// its handler's start) is measured against a run without the cap, which
+// stops once B's jobs have started.
+func TestTenantFloodAcrossProcesses(t *testing.T) {
+	full := os.Getenv("FLEETRUN_FULL") != ""
+	nA, nB := envInt("FLEETRUN_FLOOD_A", 200), envInt("FLEETRUN_FLOOD_B", 10)
+	if full {
+		nA, nB = envInt("FLEETRUN_FLOOD_A", 20000), envInt("FLEETRUN_FLOOD_B", 100)
+	}
+	measured := full || os.Getenv("FLEETRUN_FLOOD_A") != ""
+	const limit = 5
+	// The bounded run's visibility timeout is 10 s: a message fauxqs hands
+	// to a receive that has given up (under load) comes back after 10 s,
+	// not 30, and A's backlog does not wait for it.
+	visibility := "10"
+	if full {
+		visibility = "30"
+	}
+	flood := func(capped bool) (recs []Record, bWait [2]time.Duration, took time.Duration, st fleet.Stats, calls map[string]int64, ws worker.Stats, billed int64, why string) {
+		r := newRun(t, visibility)
+		r.send(nA, "tenant-a")
+		r.send(nB, "tenant-b")
+		capPerTenant := 0
+		if capped {
+			capPerTenant = limit
+		}
+		begin := time.Now()
+		for p := range 4 {
+			r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 5, Cap: capPerTenant, Work: 500 * time.Millisecond})
+		}
+		var b []time.Duration
+		deadline := time.Now().Add(time.Duration(nA)*time.Second/limit*2 + 2*time.Minute)
+		for {
+			recs = r.records()
+			b = b[:0]
+			for _, rec := range recs {
+				if rec.Group == "tenant-b" {
+					b = append(b, time.Duration(rec.Start-rec.Sent))
+				}
+			}
+			if len(b) >= nB && (!capped || done(recs) >= nA+nB) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cap %v: %d of %d jobs done, %d of B's %d started after %v", capped, done(recs), nA+nB, len(b), nB, time.Since(begin))
+			}
+			r.failIfExited()
+			time.Sleep(time.Second)
+		}
+		took = time.Since(begin)
+		r.stopAll()
+		slices.Sort(b)
+		bWait = [2]time.Duration{b[len(b)/2], b[(len(b)*99-1)/100]}
+		calls = map[string]int64{}
+		for _, s := range r.stats() {
+			for k, c := range s.Calls {
+				calls[k] += c
+			}
+			st.Requests += s.Fleet.Requests
+			st.CapSnoozed += s.Fleet.CapSnoozed
+			st.CapWaits += s.Fleet.CapWaits
+			st.CapHandoffs += s.Fleet.CapHandoffs
+			st.FailedClosed += s.Fleet.FailedClosed
+			ws.Received += s.Worker.Received
+			ws.Snoozed += s.Worker.Snoozed
+			ws.DeadLettered += s.Worker.DeadLettered
+			for _, c := range s.Worker.BilledRequests {
+				billed += c
+			}
+		}
+		why = r.diagnosis("tenant-a")
+		r.dlqEmpty()
+		return recs, bWait, took, st, calls, ws, billed, why
+	}
+	_, noCap, _, _, _, _, _, _ := flood(false)
+	recs, withCap, took, st, calls, ws, billed, why := flood(true)
+	var a []Record
+	for _, rec := range recs {
+		if rec.Group == "tenant-a" {
+			a = append(a, rec)
+		}
+	}
+	use, span := capUse(a, limit)
+	var requests int64
+	for _, c := range calls {
+		requests += c
+	}
+	t.Logf("FLEETRUN flood: tenant A %d jobs then tenant B %d, 500 ms, 4 processes × 5 handlers, cap %d per tenant, maxReceiveCount 5: all done in %v (A alone at the cap: %v); A's slots %.1f%% in use while its backlog lasted (%v); B's wait p50 %v p99 %v with the cap, p50 %v p99 %v without; %d snoozed (%.2f per job), %d waited in-process, %d slots handed over, %d DynamoDB requests (%.2f per job); workers: %d received, %d snoozed, %d dead-lettered, %d SQS requests billed (%.2f per job)",
+		nA, nB, limit, took.Round(time.Second), time.Duration(nA)*500*time.Millisecond/limit, 100*use, span.Round(time.Second),
+		withCap[0].Round(time.Millisecond), withCap[1].Round(time.Millisecond), noCap[0].Round(time.Millisecond), noCap[1].Round(time.Millisecond),
+		st.CapSnoozed, float64(st.CapSnoozed)/float64(nA+nB), st.CapWaits, st.CapHandoffs, requests, float64(requests)/float64(nA+nB), ws.Received, ws.Snoozed, ws.DeadLettered, billed, float64(billed)/float64(nA+nB))
+	t.Logf("DynamoDB requests by kind: %v", calls)
+	t.Logf("A's slots in use by second (tenths): %v", timeline(a))
+	if len(a) > 0 {
+		first := a[0].Start
+		for _, rec := range a[max(len(a)-8, 0):] {
+			t.Logf("late: %s %s start %v sent %v receives %d", rec.Proc, rec.ID, time.Duration(rec.Start-first), time.Duration(rec.Sent-first), rec.Receives)
+		}
+	}
+	want := 0.6
+	if measured {
+		want = 0.8
+	}
+	if use < want {
+		t.Errorf("%.1f%% of the cap used while A's backlog lasted; want at least %.0f%%\n%s", 100*use, 100*want, why)
+	}
+	if withCap[0] >= noCap[0] {
+		t.Errorf("with the cap, B's median wait %v is not below its median wait without it (%v)", withCap[0], noCap[0])
+	}
+	if ws.DeadLettered != 0 {
+		t.Errorf("workers: %d dead-lettered; want none", ws.DeadLettered)
+	}
+}
+
+// Fail-open pace: 4 processes × 5 handlers, jobs of 200 ms, a cap of 100
+// per tenant and a rate limit of 1000 jobs/s (neither binds), both
+// FailOpen, the fleet table behind a proxy. For 6 s the table answers,
+// then the proxy is closed: DynamoDB refuses connections. The jobs that
+// start in the 6 s after are at least 80% of those that started in the
+// 6 s before: a refused call fails within the retry rule's bound, and a
+// control asks once per 250 ms, not once per job.
+func TestFailOpenPaceWhenDynamoDBRefuses(t *testing.T) {
+	const phase = 6 * time.Second
+	r := newRun(t, "30")
+	r.sendMixed(2400, "tenant-a", "tenant-b", "tenant-c", "tenant-d")
+	proxy, err := faultproxy.Start(faultproxy.Options{Upstream: testenv.Get(t).DynamoDB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	for p := range 4 {
+		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 5, Cap: 100, Rate: 1000, FailOpen: true, Work: 200 * time.Millisecond, DynamoDB: proxy.URL})
+	}
+	r.waitDone(100, time.Minute) // every child is past fleet.New and running
+	before := time.Now()
+	time.Sleep(phase)
+	refused := time.Now()
+	proxy.Close()
+	time.Sleep(phase)
+	end := time.Now()
+	r.stopAll()
+	var nBefore, nAfter int
+	for _, rec := range r.records() {
+		switch {
+		case rec.Start >= before.UnixNano() && rec.Start < refused.UnixNano():
+			nBefore++
+		case rec.Start >= refused.UnixNano() && rec.Start < end.UnixNano():
+			nAfter++
+		}
+	}
+	var st fleet.Stats
+	for _, s := range r.stats() {
+		st.FailedOpen += s.Fleet.FailedOpen
+		st.Requests += s.Fleet.Requests
+		st.RequestErrors += s.Fleet.RequestErrors
+	}
+	pace := float64(nAfter) / float64(nBefore)
+	t.Logf("FLEETRUN fail-open: jobs of 200 ms, 4 processes × 5 handlers, a cap and a rate limit with FailOpen: %d started in the %v before DynamoDB refused connections (%.1f/s), %d in the %v after (%.1f/s): %.0f%% of the pace; %d jobs run open, %d DynamoDB requests failed",
+		nBefore, phase, float64(nBefore)/phase.Seconds(), nAfter, phase, float64(nAfter)/phase.Seconds(), 100*pace, st.FailedOpen, st.RequestErrors)
+	if pace < 0.8 {
+		t.Errorf("fail-open pace %.0f%% of the pace before the outage; want at least 80%%", 100*pace)
 	}
 	r.dlqEmpty()
 }
@@ -711,6 +952,164 @@ func TestDynamoDBFaultsAndClockSkewAcrossProcesses(t *testing.T) {
 	}
 	if d := done(recs); d != n {
 		t.Errorf("%d of %d jobs done", d, n)
+	}
+	r.dlqEmpty()
+}
+
+// What each control costs in DynamoDB requests per job, for 4 processes
+// × 5 handlers and jobs of 200 ms (FLEETRUN_COSTS set: 0, 50 and 200 ms),
+// each control measured in a run of its own: a rate limit of 50 jobs/s
+// over a backlog of 400 jobs; a cap of 3 per tenant, 4 tenants, 400 jobs
+// (12 slots for 20 handlers: the cap is full all along); a shared breaker
+// (closed) and a Pauser, both as the worker's ReceiveGate, 400 jobs. The
+// requests are counted by the items they read or write (rate|, cap|,
+// breaker|, pause|), New's check of the table left out. At 200 ms jobs the
+// rate limit takes at most 1 request per job and the cap at most 3,
+// renewals included.
+func TestControlCosts(t *testing.T) {
+	durations := []time.Duration{200 * time.Millisecond}
+	if os.Getenv("FLEETRUN_COSTS") != "" {
+		durations = []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond}
+	}
+	const n = 400
+	tenants := []string{"tenant-a", "tenant-b", "tenant-c", "tenant-d"}
+	for _, work := range durations {
+		perJob := map[string]float64{}
+		sqsPerJob := map[string]float64{}
+		var line []string
+		for _, run := range []struct {
+			name string
+			c    ChildConfig
+		}{
+			{"rate", ChildConfig{Rate: 50}},
+			{"cap", ChildConfig{Cap: 3}},
+			{"breaker+pause", ChildConfig{Breaker: true, Pause: true}},
+		} {
+			r := newRun(t, "10")
+			r.sendMixed(n, tenants...)
+			began := time.Now()
+			for p := range 4 {
+				c := run.c
+				c.Name, c.Concurrency, c.Work = fmt.Sprintf("p%d", p), 5, work
+				r.start(c)
+			}
+			recs := r.waitDone(n, 3*time.Minute)
+			took := time.Since(began)
+			r.stopAll()
+			byKind := map[string]int64{}
+			calls := map[string]int64{}
+			var snoozed, billed int64
+			for _, s := range r.stats() {
+				for k, c := range s.Calls {
+					f := strings.Fields(k)
+					byKind[f[1]] += c
+					calls[k] += c
+				}
+				for _, c := range s.Worker.BilledRequests {
+					billed += c
+				}
+				snoozed += s.Fleet.CapSnoozed + s.Fleet.RateSnoozed + s.Fleet.BreakerSnoozed
+			}
+			for kind, c := range byKind {
+				perJob[kind] = float64(c) / float64(n)
+			}
+			sqsPerJob[run.name] = float64(billed) / float64(n)
+			line = append(line, fmt.Sprintf("%s run %v (%d runs, %d snoozed, %.2f SQS requests per job): %v", run.name, took.Round(100*time.Millisecond), len(recs), snoozed, sqsPerJob[run.name], calls))
+			r.dlqEmpty()
+		}
+		t.Logf("FLEETRUN costs at %v jobs: DynamoDB requests per job: rate limit %.2f, cap %.2f, breaker (shared) %.3f, pause %.3f; SQS requests per job (the workers' billed requests, the sends not included): %.2f, %.2f, %.2f; %s",
+			work, perJob["rate"], perJob["cap"], perJob["breaker"], perJob["pause"], sqsPerJob["rate"], sqsPerJob["cap"], sqsPerJob["breaker+pause"], strings.Join(line, "; "))
+		if work == 200*time.Millisecond {
+			if perJob["rate"] > 1 {
+				t.Errorf("the rate limit took %.2f DynamoDB requests per job at 200 ms jobs; want at most 1", perJob["rate"])
+			}
+			if perJob["cap"] > 3 {
+				t.Errorf("the cap took %.2f DynamoDB requests per job at 200 ms jobs; want at most 3, renewals included", perJob["cap"])
+			}
+		}
+	}
+}
+
+// A breaker across 4 processes × 5 handlers, each worker's ReceiveGate
+// (BreakerOptions.Shared, Threshold 5, OpenFor 2 s doubling up to 4 s):
+// jobs of 50 ms arrive at 10 per second for 24 s; the downstream fails
+// from 4 s to 16 s. While a process's breaker is open its worker receives
+// nothing, and each half-open window lets one message in, the probe: the
+// messages that reached a breaker while it was not closed, plus those its
+// gate released, are at most the messages that arrived meanwhile plus one
+// per process per probe window. Every job is done, none dead-lettered.
+func TestBreakerProbesAcrossProcesses(t *testing.T) {
+	const procs, rate, secs = 4, 10, 24
+	r := newRun(t, "30")
+	down := filepath.Join(r.dir, "down")
+	for p := range procs {
+		r.start(ChildConfig{Name: fmt.Sprintf("p%d", p), Concurrency: 5, Breaker: true, DownFile: down, Work: 50 * time.Millisecond})
+	}
+	var sent []int64
+	begin := time.Now()
+	for i := range rate * secs {
+		at := begin.Add(time.Duration(i) * time.Second / rate)
+		time.Sleep(time.Until(at))
+		switch time.Since(begin).Round(time.Second / rate) {
+		case 4 * time.Second:
+			if err := os.WriteFile(down, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case 16 * time.Second:
+			if err := os.Remove(down); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.send(1, "")
+		sent = append(sent, time.Now().UnixNano())
+		r.failIfExited()
+	}
+	r.waitDone(len(sent), 2*time.Minute)
+	r.stopAll()
+
+	// The messages that reached a breaker while it was open or half-open.
+	var notClosed []RecvRecord
+	files, _ := filepath.Glob(filepath.Join(r.dir, "*.recv"))
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var rec RecvRecord
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.State != "closed" {
+				notClosed = append(notClosed, rec)
+			}
+		}
+	}
+	var windows int
+	var released, snoozed int64
+	for _, s := range r.stats() {
+		windows += s.ProbeWindows
+		released += s.Worker.Released
+		snoozed += s.Fleet.BreakerSnoozed
+	}
+	first, last := int64(0), int64(0)
+	for _, rec := range notClosed {
+		if first == 0 || rec.At < first {
+			first = rec.At
+		}
+		last = max(last, rec.At)
+	}
+	arrived := 0
+	for _, at := range sent {
+		if at >= first && at <= last {
+			arrived++
+		}
+	}
+	received := len(notClosed) + int(released)
+	t.Logf("FLEETRUN breaker: %d jobs of 50 ms at %d/s, downstream down from 4 s to 16 s, %d processes: %d messages reached a breaker while it was not closed and %d were released by a gate (%d in all), while %d arrived; %d half-open windows; %d snoozed by the breakers",
+		len(sent), rate, procs, len(notClosed), released, received, arrived, windows, snoozed)
+	if windows == 0 {
+		t.Errorf("no half-open window: the breakers never opened")
+	}
+	if received > arrived+windows {
+		t.Errorf("%d messages received while the breakers were not closed; want at most the %d that arrived meanwhile plus one per probe window (%d)", received, arrived, windows)
 	}
 	r.dlqEmpty()
 }
