@@ -66,7 +66,13 @@ func TestCapWaitEndedByTheContextIsNotASuccess(t *testing.T) {
 	if err := <-firstErr; err != nil {
 		t.Fatal(err)
 	}
-	if s := f.Stats(); s.SlotsHeld != 0 || s.WaitingForSlot != 0 {
-		t.Errorf("Stats %+v; want no slot held, none waiting", s)
+	// A freed slot may be kept a moment for the next job of its key (at
+	// most 250 ms); it must then be given back, not leaked.
+	deadline := time.Now().Add(2 * time.Second)
+	for s := f.Stats(); s.SlotsHeld != 0 || s.WaitingForSlot != 0; s = f.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("Stats %+v 2 s after the job ended; want no slot held, none waiting", s)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
