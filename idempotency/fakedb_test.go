@@ -30,10 +30,6 @@ func newFakeDB() *fakeDB { return &fakeDB{Table: dynamofake.New("key")} }
 // setFail makes calls fail with what fn returns (nil: succeed).
 func (f *fakeDB) setFail(fn func(op string) error) { f.Fail(fn) }
 
-// lose makes calls take effect and answer with what fn returns (nil: the
-// real answer).
-func (f *fakeDB) lose(fn func(op string) error) { f.Lose(fn) }
-
 func (f *fakeDB) count(op string) int { return f.Count(op) }
 
 // keys lists the fake's record keys.

@@ -80,7 +80,7 @@ func find(rm metricdata.ResourceMetrics, name string) (metricdata.Metrics, bool)
 func matches(set attribute.Set, want map[string]string) bool {
 	for k, v := range want {
 		got, ok := set.Value(attribute.Key(k))
-		if !ok || got.Emit() != v {
+		if !ok || got.String() != v {
 			return false
 		}
 	}
@@ -253,7 +253,7 @@ func processSpans(tel *telemetry, id string) []sdktrace.ReadOnlySpan {
 func attr(kvs []attribute.KeyValue, key string) string {
 	for _, kv := range kvs {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

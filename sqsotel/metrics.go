@@ -307,9 +307,9 @@ func (c *attrCache) get(queue string, extra ...attribute.KeyValue) *attrOpts {
 	for i, kv := range extra {
 		switch i {
 		case 0:
-			key.k1, key.v1 = kv.Key, kv.Value.Emit()
+			key.k1, key.v1 = kv.Key, kv.Value.String()
 		case 1:
-			key.k2, key.v2 = kv.Key, kv.Value.Emit()
+			key.k2, key.v2 = kv.Key, kv.Value.String()
 		}
 	}
 	c.mu.Lock()

@@ -198,13 +198,6 @@ func (a *app) printFleetProblems(r fleetTableReport) {
 	}
 }
 
-// describeFleetTable reads the table's key schema and time-to-live and
-// says what is wrong with them, each problem with the command that fixes
-// it.
-func (a *app) describeFleetTable(ctx context.Context, db fleet.API, table string) fleetTableReport {
-	return a.describeKeyTable(ctx, db, table, fleetKeyTable.spec)
-}
-
 // keyTableSpec is the layout of a table a package creates (fleet,
 // unique): partition key key (S), time-to-live on ttl.
 type keyTableSpec struct {

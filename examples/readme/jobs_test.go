@@ -169,3 +169,5 @@ func orderPaid(ctx context.Context, jobs *schedules.Jobs, orderID string) error 
 
 // The snippets are compiled, not called.
 var _ = []any{requestReport, uniqueWorker, deploySchedules, scheduledWorker, remindUnpaid, orderPaid}
+
+var _ = []any{requestReindex, debouncedWorker}
