@@ -96,12 +96,11 @@
 //     a second. A key occupies at most its running jobs plus MaxWaiting of
 //     a process's handlers: with worker.Options.Concurrency above the cap
 //     plus one, a flooding key always leaves handlers to the others.
-//   - A slot whose job ended with no job of its key waiting, while the key
-//     has a backlog (one of its jobs found the cap full here within the
-//     last second), stays with the process for a quarter of a second, for
-//     the next job of the key that the worker receives (handed over
-//     without a request), then is given back; otherwise it is given back
-//     at once. The acquisitions of a key in one process go one at a time (two
+//   - A slot whose job ended with no job of its key waiting, while the
+//     key's jobs come to this process in a stream (two within the last
+//     second), stays with the process for a quarter of a second, for the
+//     next job of the key that the worker receives (handed over without a
+//     request), then is given back; otherwise it is given back at once. The acquisitions of a key in one process go one at a time (two
 //     conditional writes at once would fail each other).
 //   - A job that got no slot is snoozed (relayed, see above) for a quarter
 //     of the time the key's backlog takes at the cap: the key's jobs

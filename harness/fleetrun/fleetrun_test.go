@@ -998,12 +998,17 @@ func TestControlCosts(t *testing.T) {
 			r.stopAll()
 			byKind := map[string]int64{}
 			calls := map[string]int64{}
-			var snoozed, billed int64
+			var snoozed, billed, reads, writes int64
 			for _, s := range r.stats() {
 				for k, c := range s.Calls {
 					f := strings.Fields(k)
 					byKind[f[1]] += c
 					calls[k] += c
+					if f[0] == "GetItem" {
+						reads += c
+					} else {
+						writes += c
+					}
 				}
 				for _, c := range s.Worker.BilledRequests {
 					billed += c
@@ -1014,7 +1019,15 @@ func TestControlCosts(t *testing.T) {
 				perJob[kind] = float64(c) / float64(n)
 			}
 			sqsPerJob[run.name] = float64(billed) / float64(n)
-			line = append(line, fmt.Sprintf("%s run %v (%d runs, %d snoozed, %.2f SQS requests per job): %v", run.name, took.Round(100*time.Millisecond), len(recs), snoozed, sqsPerJob[run.name], calls))
+			// Dollars per million jobs at us-east-1's on-demand prices
+			// (BENCHMARKS.md cites them): a write request unit $0.625 per
+			// million (an item under 1 KB; a failed conditional write is
+			// billed too), a read request unit $0.125 per million (a
+			// strongly consistent read of an item under 4 KB); SQS $0.40 per
+			// million requests.
+			dynamo := (float64(writes)*0.625 + float64(reads)*0.125) / float64(n)
+			line = append(line, fmt.Sprintf("%s run %v (%d runs, %d snoozed): DynamoDB %.2f writes + %.2f reads per job = $%.2f per million jobs; SQS %.2f requests per job = $%.2f per million jobs; %v",
+				run.name, took.Round(100*time.Millisecond), len(recs), snoozed, float64(writes)/float64(n), float64(reads)/float64(n), dynamo, sqsPerJob[run.name], sqsPerJob[run.name]*0.40, calls))
 			r.dlqEmpty()
 		}
 		t.Logf("FLEETRUN costs at %v jobs: DynamoDB requests per job: rate limit %.2f, cap %.2f, breaker (shared) %.3f, pause %.3f; SQS requests per job (the workers' billed requests, the sends not included): %.2f, %.2f, %.2f; %s",
