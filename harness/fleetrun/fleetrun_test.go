@@ -957,21 +957,20 @@ func TestDynamoDBFaultsAndClockSkewAcrossProcesses(t *testing.T) {
 }
 
 // What each control costs in DynamoDB requests per job, for 4 processes
-// × 5 handlers and jobs of 200 ms (FLEETRUN_COSTS set: 0, 50 and 200 ms),
-// each control measured in a run of its own: a rate limit of 50 jobs/s
-// over a backlog of 400 jobs; a cap of 3 per tenant, 4 tenants, 400 jobs
-// (12 slots for 20 handlers: the cap is full all along); a shared breaker
-// (closed) and a Pauser, both as the worker's ReceiveGate, 400 jobs. The
+// × 5 handlers and jobs of 200 ms, 200 jobs per run (FLEETRUN_COSTS set:
+// 0, 50 and 200 ms, 400 jobs), each control measured in a run of its own:
+// a rate limit of 50 jobs/s; a cap of 3 per tenant, 4 tenants (12 slots
+// for 20 handlers: the cap is full all along); a shared breaker (closed)
+// and a Pauser, both as the worker's ReceiveGate. The
 // requests are counted by the items they read or write (rate|, cap|,
 // breaker|, pause|), New's check of the table left out. At 200 ms jobs the
 // rate limit takes at most 1 request per job and the cap at most 3,
 // renewals included.
 func TestControlCosts(t *testing.T) {
-	durations := []time.Duration{200 * time.Millisecond}
+	durations, n := []time.Duration{200 * time.Millisecond}, 200
 	if os.Getenv("FLEETRUN_COSTS") != "" {
-		durations = []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond}
+		durations, n = []time.Duration{0, 50 * time.Millisecond, 200 * time.Millisecond}, 400
 	}
-	const n = 400
 	tenants := []string{"tenant-a", "tenant-b", "tenant-c", "tenant-d"}
 	for _, work := range durations {
 		perJob := map[string]float64{}
@@ -1045,14 +1044,14 @@ func TestControlCosts(t *testing.T) {
 
 // A breaker across 4 processes × 5 handlers, each worker's ReceiveGate
 // (BreakerOptions.Shared, Threshold 5, OpenFor 2 s doubling up to 4 s):
-// jobs of 50 ms arrive at 10 per second for 24 s; the downstream fails
-// from 4 s to 16 s. While a process's breaker is open its worker receives
+// jobs of 50 ms arrive at 10 per second for 16 s; the downstream fails
+// from 3 s to 11 s. While a process's breaker is open its worker receives
 // nothing, and each half-open window lets one message in, the probe: the
 // messages that reached a breaker while it was not closed, plus those its
 // gate released, are at most the messages that arrived meanwhile plus one
 // per process per probe window. Every job is done, none dead-lettered.
 func TestBreakerProbesAcrossProcesses(t *testing.T) {
-	const procs, rate, secs = 4, 10, 24
+	const procs, rate, secs = 4, 10, 16
 	r := newRun(t, "30")
 	down := filepath.Join(r.dir, "down")
 	for p := range procs {
@@ -1064,11 +1063,11 @@ func TestBreakerProbesAcrossProcesses(t *testing.T) {
 		at := begin.Add(time.Duration(i) * time.Second / rate)
 		time.Sleep(time.Until(at))
 		switch time.Since(begin).Round(time.Second / rate) {
-		case 4 * time.Second:
+		case 3 * time.Second:
 			if err := os.WriteFile(down, nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-		case 16 * time.Second:
+		case 11 * time.Second:
 			if err := os.Remove(down); err != nil {
 				t.Fatal(err)
 			}
@@ -1116,7 +1115,7 @@ func TestBreakerProbesAcrossProcesses(t *testing.T) {
 		}
 	}
 	received := len(notClosed) + int(released)
-	t.Logf("FLEETRUN breaker: %d jobs of 50 ms at %d/s, downstream down from 4 s to 16 s, %d processes: %d messages reached a breaker while it was not closed and %d were released by a gate (%d in all), while %d arrived; %d half-open windows; %d snoozed by the breakers",
+	t.Logf("FLEETRUN breaker: %d jobs of 50 ms at %d/s, downstream down from 3 s to 11 s, %d processes: %d messages reached a breaker while it was not closed and %d were released by a gate (%d in all), while %d arrived; %d half-open windows; %d snoozed by the breakers",
 		len(sent), rate, procs, len(notClosed), released, received, arrived, windows, snoozed)
 	if windows == 0 {
 		t.Errorf("no half-open window: the breakers never opened")
