@@ -151,10 +151,9 @@ type Cap struct {
 }
 
 // linger is how long a slot whose job ended, with no job of its key
-// waiting in this process but a backlog of the key (a job of it found the
-// cap full here within the last second), stays with the process for the
-// next job of its key to arrive (handed over without a request) before it
-// is released.
+// waiting in this process but the key's jobs coming here in a stream (two
+// within the last second), stays with the process for the next job of its
+// key to arrive (handed over without a request) before it is released.
 const linger = 250 * time.Millisecond
 
 // fullFor is how long a key found full is taken for full without a
@@ -190,9 +189,9 @@ type keySnoozes struct {
 	wrote   int       // the count last written
 	wroteAt time.Time // when (zero: never)
 	until   time.Time // until when that entry holds
-	// full: when a job of the key last found the cap full here (it waited
-	// or was snoozed): the key has a backlog
-	full time.Time
+	// arrived, before: when the last two jobs of the key came for a slot
+	// here; within a second of each other, the key's jobs come in a stream
+	arrived, before time.Time
 }
 
 // prune drops the snoozes due by now.
@@ -569,7 +568,6 @@ func (c *Cap) snoozeLength(key string) time.Duration {
 	defer c.mu.Unlock()
 	k := c.keySnoozesLocked(key)
 	k.prune(now)
-	k.full = now
 	jobs := int64(k.out)
 	for p, e := range c.cache[key].waiting {
 		if p != c.f.o.Holder && e.until > now.UnixMilli() {
@@ -695,6 +693,10 @@ func (c *Cap) pollEvery(key string) time.Duration {
 // kept here since its job ended (no request), else from DynamoDB, else by
 // waiting in-process (await).
 func (c *Cap) obtain(ctx context.Context, key string, until func() time.Time) (*capSlot, error) {
+	c.mu.Lock()
+	k := c.keySnoozesLocked(key)
+	k.before, k.arrived = k.arrived, c.f.o.Now()
+	c.mu.Unlock()
 	for {
 		c.mu.Lock()
 		s := c.takeIdleLocked(key)
@@ -740,7 +742,6 @@ func (c *Cap) await(ctx context.Context, key string, until func() time.Time) (*c
 		}
 		c.mu.Lock()
 	}
-	c.keySnoozesLocked(key).full = c.f.o.Now()
 	if len(c.waiters[key]) >= c.o.MaxWaiting {
 		c.mu.Unlock()
 		return nil, errCapFull
@@ -823,12 +824,11 @@ func (c *Cap) finish(ctx context.Context, s *capSlot) error {
 	c.mu.Lock()
 	q := c.waiters[s.key]
 	if len(q) == 0 {
-		// While the key has a backlog (a job of it found the cap full here
-		// within the last second), kept for the next job of the key to
-		// arrive here (receives bring them one after another), then
-		// released; otherwise released now.
+		// While the key's jobs come here in a stream (two within the last
+		// second), kept for the next to arrive (handed over without a
+		// request), then released; otherwise released now.
 		k := c.snoozes[s.key]
-		if k == nil || c.f.o.Now().Sub(k.full) > time.Second {
+		if k == nil || c.f.o.Now().Sub(k.before) > time.Second {
 			c.mu.Unlock()
 			s.mu.Unlock()
 			return s.release(ctx)
@@ -1037,7 +1037,7 @@ func (c *Cap) margin(ctx context.Context) time.Duration {
 // write) whenever the worker's heartbeat has moved the deadline, or every
 // Lease/3 outside the worker. When the handler returns the slot goes to
 // the next job of its key in this process, or is given back (while the
-// key has a backlog here, once no job of it came within a quarter of a
+// key's jobs come here in a stream, once none came within a quarter of a
 // second).
 func (c *Cap) Middleware() worker.Middleware {
 	return func(next worker.Handler) worker.Handler {

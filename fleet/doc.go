@@ -64,7 +64,7 @@
 // later: over any window of t seconds at most Burst + rate × t jobs start
 // fleet-wide. A write that loses a race reads the winner's state from the
 // failed condition (no extra read), and a process that knows no token is
-// due does not ask. Measured cost (4 processes, BENCHMARKS.md): about 0.6
+// due does not ask. Measured cost (4 processes, BENCHMARKS.md): 0.6-0.8
 // DynamoDB requests per job.
 //
 // # Concurrency caps and tenant fairness
@@ -96,12 +96,11 @@
 //     a second. A key occupies at most its running jobs plus MaxWaiting of
 //     a process's handlers: with worker.Options.Concurrency above the cap
 //     plus one, a flooding key always leaves handlers to the others.
-//   - A slot whose job ended with no job of its key waiting, while the key
-//     has a backlog (one of its jobs found the cap full here within the
-//     last second), stays with the process for a quarter of a second, for
-//     the next job of the key that the worker receives (handed over
-//     without a request), then is given back; otherwise it is given back
-//     at once. The acquisitions of a key in one process go one at a time (two
+//   - A slot whose job ended with no job of its key waiting, while the
+//     key's jobs come to this process in a stream (two within the last
+//     second), stays with the process for a quarter of a second, for the
+//     next job of the key that the worker receives (handed over without a
+//     request), then is given back; otherwise it is given back at once. The acquisitions of a key in one process go one at a time (two
 //     conditional writes at once would fail each other).
 //   - A job that got no slot is snoozed (relayed, see above) for a quarter
 //     of the time the key's backlog takes at the cap: the key's jobs
@@ -117,10 +116,12 @@
 //     jobs visible in the queue or in a worker's hands, so the snooze errs
 //     short (more snoozes), never long (idle slots).
 //
-// Measured (BENCHMARKS.md): a tenant flooding 200 jobs of 500 ms under a
-// cap of 5, 4 processes × 5 handlers, keeps 80-89% of its slots busy on a
-// quiet machine, at about 1.4 DynamoDB requests per job; the cap costs
-// 0.5-0.8 requests per job at 0, 50 and 200 ms jobs, renewals included.
+// Measured (BENCHMARKS.md): a tenant flooding 20,000 jobs of 500 ms under
+// a cap of 5, 4 processes × 5 handlers, kept 94.8% of its slots busy for
+// the 35 minutes its backlog lasted, none dead-lettered at maxReceiveCount
+// 5, 5.2 snoozes and 0.72 DynamoDB requests per job; with a full cap of 3
+// per tenant the cap costs 0.3-0.8 requests per job at 0, 50 and 200 ms
+// jobs, renewals included.
 // In one process, 60 jobs of 500 ms under a cap of 3 take 10.2 s (3 slots
 // busy throughout: 10 s), none snoozed.
 //

@@ -32,10 +32,11 @@
 //
 // TestControlCosts: DynamoDB requests per job for each control (rate
 // limit, cap, shared breaker, pause), counted by the items they touch;
-// FLEETRUN_COSTS=1 measures jobs of 0, 50 and 200 ms, else 200 ms.
+// FLEETRUN_COSTS=1 measures jobs of 0, 50 and 200 ms (400 jobs a run),
+// else 200 ms (200 jobs).
 //
 // TestBreakerProbesAcrossProcesses: a breaker as each worker's
-// ReceiveGate through a 12 s outage: the messages received while it is
+// ReceiveGate through an 8 s outage: the messages received while it is
 // not closed are at most those that arrived meanwhile plus one per
 // process per half-open window.
 //
