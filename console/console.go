@@ -155,7 +155,8 @@ type handler struct {
 	csrf   csrf
 
 	mu        sync.Mutex
-	snapshots map[string]*snapshot     // by dead-letter queue URL
+	snapshots map[string]*snapshot     // the kept reads, by dead-letter queue URL (keep.go)
+	summaries map[string]readSummary   // the last read's summary, by dead-letter queue URL
 	reading   map[string]*readInFlight // reads under way, by dead-letter queue URL
 	jobs      map[string]*job
 	jobOrder  []string
