@@ -65,7 +65,11 @@ func (h *handler) triage(w http.ResponseWriter, r *http.Request) {
 			g.Messages = g.Messages[:100]
 		}
 	}
-	h.render(w, r, http.StatusOK, "triage", "Dead-letter queue of "+queue, map[string]any{
+	title := "Dead-letter queue of " + queue
+	if sub != nil {
+		title = "Subscription dead-letter queue of " + queue + " (SNS topic " + queueref.Name(sub.TopicARN) + ")"
+	}
+	h.render(w, r, http.StatusOK, "triage", title, map[string]any{
 		"Queue": queue, "Target": t, "Snapshot": s, "Groups": views, "HoldNote": s.describeHold(),
 		"Err": errString(s.Err), "Notice": r.URL.Query().Get("notice"),
 		"Expiry": expiryOf(s.Messages, retention, h.opts.Now()), "Sub": sub,
