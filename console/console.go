@@ -67,7 +67,9 @@ type Options struct {
 	Queues []string
 	// SNS, if set, lets the overview show each queue's SNS subscriptions
 	// (topic → subscription DLQ → queue → DLQ) and lint them with
-	// fanout.Lint. Zero value: dlq.Lint only, no fan-out chain.
+	// fanout.Lint, and opens each subscription's dead-letter queue on the
+	// dead-letter queue pages (redriven with fanout.Redrive). Zero value:
+	// dlq.Lint only, no fan-out chain.
 	SNS fanout.API
 	// Actions switches on the actions (redrive, delete, edit and send,
 	// purge). Zero value: the console is read-only: it renders no action
