@@ -95,6 +95,7 @@ func orDash(s string) string {
 // job is an action running in the background, with its progress.
 type job struct {
 	ID, Kind, Queue, DLQ, Desc, User string
+	Back                             string // the dead-letter queue's page
 	Started                          time.Time
 	done                             chan struct{} // closed when the job has finished
 
@@ -141,6 +142,7 @@ const maxJobs = 100
 // redirects the browser to its page.
 func (h *handler) start(w http.ResponseWriter, r *http.Request, kind string, t dlq.Target, desc string, fn func(ctx context.Context, j *job) error) {
 	j := &job{ID: rand.Text()[:12], Kind: kind, Queue: queueref.Name(t.SourceURL), DLQ: queueref.Name(t.DLQURL), Desc: desc, User: user(r).Name, Started: h.opts.Now(), done: make(chan struct{})}
+	j.Back = h.dlqBase(r)
 	h.mu.Lock()
 	h.jobs[j.ID] = j
 	h.jobOrder = append(h.jobOrder, j.ID)
@@ -153,8 +155,10 @@ func (h *handler) start(w http.ResponseWriter, r *http.Request, kind string, t d
 	log.Info("sqsworker/console: action started")
 	// The job outlives the request that started it.
 	ctx := context.WithoutCancel(r.Context())
+	h.forget(t.DLQURL) // the read no longer shows what is there
 	go func() {
 		err := fn(ctx, j)
+		h.forget(t.DLQURL)
 		st := j.status()
 		// Audit first: once the page shows the job finished, its record is in the log.
 		log.Info("sqsworker/console: action finished", "ok", err == nil, "moved", st.Moved, "deleted", st.Deleted, "sent", st.Sent,
@@ -171,7 +175,7 @@ func (h *handler) start(w http.ResponseWriter, r *http.Request, kind string, t d
 // redrive moves the selected messages back to their source queue with
 // dlq.Redrive.
 func (h *handler) redrive(w http.ResponseWriter, r *http.Request) {
-	t, err := h.target(r.Context(), r.PathValue("queue"))
+	t, sub, err := h.dlqOf(r)
 	if err != nil {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
@@ -182,7 +186,7 @@ func (h *handler) redrive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.start(w, r, "redrive", t, sel.Desc, func(ctx context.Context, j *job) error {
-		res, err := dlq.Redrive(ctx, h.client, t, dlq.RedriveOptions{
+		res, err := h.redriveTo(sub)(ctx, t, dlq.RedriveOptions{
 			Filter: sel.Filter, Max: sel.Max, Rate: h.opts.RedriveRate, Hold: h.opts.Hold, Now: h.opts.Now,
 			Progress: func(p dlq.Progress) { j.update(func(st *jobStatus) { st.setProgress(p) }) },
 		})
@@ -209,7 +213,7 @@ func (st *jobStatus) setProgress(p dlq.Progress) {
 // confirmed on a page that says what will go.
 func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 	queue := r.PathValue("queue")
-	t, err := h.target(r.Context(), queue)
+	t, _, err := h.dlqOf(r)
 	if err != nil {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
@@ -251,7 +255,7 @@ func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 // purge` does, once the user has typed the queue's name.
 func (h *handler) purge(w http.ResponseWriter, r *http.Request) {
 	queue := r.PathValue("queue")
-	t, err := h.target(r.Context(), queue)
+	t, _, err := h.dlqOf(r)
 	if err != nil {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
@@ -265,11 +269,12 @@ func (h *handler) purge(w http.ResponseWriter, r *http.Request) {
 	_, err = awscall.SQS(r.Context(), awscall.Rule{}, h.client.PurgeQueue, &sqs.PurgeQueueInput{QueueUrl: aws.String(t.DLQURL)})
 	h.opts.Logger.Info("sqsworker/console: purge", "user", user(r).Name, "queue", queue, "dlq", name, "approximately_purged", counts.Total(), "error", errString(err))
 	h.rememberPurge(r, t, counts.Total(), err)
+	h.forget(t.DLQURL)
 	if err != nil {
 		h.fail(w, r, http.StatusBadGateway, fmt.Errorf("purging %s: %w", name, err))
 		return
 	}
-	http.Redirect(w, r, h.path("/queues/"+url.PathEscape(queue)+"/dlq?notice="+url.QueryEscape(fmt.Sprintf("Purged %s (about %s).", name, plural(counts.Total(), "message")))), http.StatusSeeOther)
+	http.Redirect(w, r, h.dlqBase(r)+"?notice="+url.QueryEscape(fmt.Sprintf("Purged %s (about %s).", name, plural(counts.Total(), "message"))), http.StatusSeeOther)
 }
 
 // send sends an edited body back to the source queue with the message's

@@ -39,6 +39,7 @@ func (h *handler) actionsPage(w http.ResponseWriter, r *http.Request) {
 func (h *handler) rememberPurge(r *http.Request, t dlq.Target, approx int, err error) {
 	j := &job{ID: rand.Text()[:12], Kind: "purge", Queue: queueref.Name(t.SourceURL), DLQ: queueref.Name(t.DLQURL),
 		Desc: fmt.Sprintf("every message (about %d)", approx), User: user(r).Name, Started: h.opts.Now(), done: make(chan struct{})}
+	j.Back = h.dlqBase(r)
 	j.st = jobStatus{Finished: true, OK: err == nil, Error: errString(err), Deleted: approx}
 	close(j.done)
 	h.mu.Lock()

@@ -218,8 +218,9 @@ func (h *handler) cloudWatchHistory(ctx context.Context, queue, url string, from
 		return false
 	}
 	var charts []chart
+	src := cloudWatchSource(period)
 	add := func(title string, pts []point) {
-		charts = append(charts, chart{Title: title, SVG: chartSVG(title, pts, from, to, period), Summary: summarize(title, pts)})
+		charts = append(charts, chart{Title: title, SVG: chartSVG(title, pts, from, to, period, src), Summary: summarize(title, pts, src)})
 	}
 	own := res.Series[queue]
 	add("Visible (waiting to be received)", own["ApproximateNumberOfMessagesVisible"])

@@ -43,13 +43,13 @@ func TestHistoryFromCloudWatch(t *testing.T) {
 	for _, want := range []string{
 		`id="source">Source: CloudWatch`, "one point per 1 minute",
 		`<svg class="chart"`, `class="ylabel"`, `class="xlabel"`,
-		"Visible (waiting to be received): now 60",
-		"In flight (received, not yet deleted): now 2",
+		"Visible (waiting to be received): latest datapoint 60",
+		"In flight (received, not yet deleted): latest datapoint 2",
 		// What the sampler cannot give: the rates and the oldest message's age.
-		"Sent per minute: now 120", "Deleted per minute: now 60",
-		"Oldest message&#39;s age (seconds): now 3600",
-		"Dead-letter queue orders-dlq depth (all states): now 13",
-		"Dead-letter queue orders-dlq oldest message&#39;s age (seconds): now 3600",
+		"Sent per minute: latest datapoint 120", "Deleted per minute: latest datapoint 60",
+		"Oldest message&#39;s age (seconds): latest datapoint 3600",
+		"Dead-letter queue orders-dlq depth (all states): latest datapoint 13",
+		"Dead-letter queue orders-dlq oldest message&#39;s age (seconds): latest datapoint 3600",
 		"12 metrics in 1 GetMetricData request(s): about $0.00012",
 	} {
 		if !strings.Contains(page, want) {
@@ -58,6 +58,11 @@ func TestHistoryFromCloudWatch(t *testing.T) {
 	}
 	if strings.Contains(page, "sampled by this console") || strings.Contains(page, `id="no-sampling"`) {
 		t.Error("the page names the sampler as its source")
+	}
+	// The summaries count CloudWatch's datapoints, not samples, and say
+	// the last one is the latest datapoint (CloudWatch lags), not now.
+	if !strings.Contains(page, "CloudWatch datapoints (one per 1 minute).</figcaption>") || strings.Contains(page, " samples") || strings.Contains(page, ": now ") {
+		t.Errorf("the summaries do not describe CloudWatch's datapoints:\n%s", page)
 	}
 	if n := strings.Count(page, `<svg class="chart"`); n != 8 {
 		t.Errorf("%d charts; want 8", n)
@@ -73,11 +78,11 @@ func TestHistoryFromCloudWatch(t *testing.T) {
 	// 24 h: 5-minute points, the rates still per minute (a full period's
 	// sum over its 5 minutes; the last period may be partial); 14 d: hourly.
 	_, _, page = x.open(t, "/queues/orders/history?span=24h")
-	if !strings.Contains(page, "one point per 5 minutes") || !strings.Contains(page, "Sent per minute: now") || !strings.Contains(page, "highest 120") {
+	if !strings.Contains(page, "one point per 5 minutes") || !strings.Contains(page, "Sent per minute: latest datapoint") || !strings.Contains(page, "highest 120") {
 		t.Error("24 h: not 5-minute points, or the rate is not per minute")
 	}
 	_, _, page = x.open(t, "/queues/orders/history?span=14d")
-	if !strings.Contains(page, "one point per 1 hour") || !strings.Contains(page, "Deleted per minute: now") {
+	if !strings.Contains(page, "one point per 1 hour") || !strings.Contains(page, "Deleted per minute: latest datapoint") {
 		t.Error("14 d: not hourly points")
 	}
 	in = cw.Inputs()
@@ -112,7 +117,7 @@ func TestHistoryFromCloudWatchRetriesAndFallsBack(t *testing.T) {
 	// counted in the cost.
 	cw.Fail(&smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"})
 	_, _, page := x.open(t, "/queues/orders/history")
-	if !strings.Contains(page, "Sent per minute: now 120") || !strings.Contains(page, "24 metrics in 2 GetMetricData request(s)") {
+	if !strings.Contains(page, "Sent per minute: latest datapoint 120") || !strings.Contains(page, "24 metrics in 2 GetMetricData request(s)") {
 		t.Error("a throttled request is not retried, or the retry is not counted in the cost")
 	}
 

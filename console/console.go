@@ -67,7 +67,9 @@ type Options struct {
 	Queues []string
 	// SNS, if set, lets the overview show each queue's SNS subscriptions
 	// (topic → subscription DLQ → queue → DLQ) and lint them with
-	// fanout.Lint. Zero value: dlq.Lint only, no fan-out chain.
+	// fanout.Lint, and opens each subscription's dead-letter queue on the
+	// dead-letter queue pages (redriven with fanout.Redrive). Zero value:
+	// dlq.Lint only, no fan-out chain.
 	SNS fanout.API
 	// Actions switches on the actions (redrive, delete, edit and send,
 	// purge). Zero value: the console is read-only: it renders no action
@@ -155,7 +157,8 @@ type handler struct {
 	csrf   csrf
 
 	mu        sync.Mutex
-	snapshots map[string]*snapshot     // by dead-letter queue URL
+	snapshots map[string]*snapshot     // the kept reads, by dead-letter queue URL (keep.go)
+	summaries map[string]readSummary   // the last read's summary, by dead-letter queue URL
 	reading   map[string]*readInFlight // reads under way, by dead-letter queue URL
 	jobs      map[string]*job
 	jobOrder  []string

@@ -657,7 +657,7 @@ func TestOverviewShowsTheFanOutChain(t *testing.T) {
 	rec := httptest.NewRecorder()
 	hh.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	page := rec.Body.String()
-	chain := regexp.MustCompile(`class="chain"[^>]*>rental-orders → subscription DLQ ([^ ]+) → billing`).FindStringSubmatch(page)
+	chain := regexp.MustCompile(`class="chain"[^>]*>rental-orders → subscription DLQ <a class="sub-dlq" href="/queues/billing/topics/rental-orders/dlq">([^<]+)</a> → billing`).FindStringSubmatch(page)
 	if rec.Code != http.StatusOK || chain == nil || chain[1] != queueref.Name(res.FanoutDLQURL) {
 		t.Fatalf("the overview lacks the chain rental-orders → %s → billing:\n%s", queueref.Name(res.FanoutDLQURL), page)
 	}

@@ -30,6 +30,14 @@
 //     text in the body, attribute, error, handler and failure time, 100
 //     results a page. Its Redrive and Delete take what it lists: the same
 //     conditions, at most as many messages, none enqueued after the read.
+//     The console keeps a read for 2 minutes after it began, a copy only
+//     (every message released), at most 256 MiB of reads together, and
+//     drops it when an action runs on the queue: queries meanwhile are
+//     answered from it, later ones read again; the page says which.
+//   - A subscription's dead-letter queue, with Options.SNS: the Queues
+//     page links it from the fan-out chain to the same pages (grouped,
+//     searched, each message; not editing a body), and its Redrive is
+//     fanout.Redrive: to the subscribed queue only, never to the topic.
 //   - History: each queue's visible, in-flight and delayed counts and its
 //     dead-letter queue's depth over 1 hour, 24 hours or 14 days, as SVG
 //     charts with axis values and a text summary. With Options.CloudWatch
@@ -37,8 +45,9 @@
 //     metrics a request; points of 1 minute, 5 minutes or 1 hour), which
 //     add the messages sent and deleted per minute and the oldest
 //     message's age; the page names the source and what its request cost
-//     (12 metrics, billed at $0.01 per 1,000). Otherwise, with
-//     Options.SampleEvery, from the console's own sampling
+//     (12 metrics, billed at $0.01 per 1,000), and each chart's summary
+//     gives the latest datapoint and counts CloudWatch's datapoints.
+//     Otherwise, with Options.SampleEvery, from the console's own sampling
 //     (GetQueueAttributes) while it runs; the page says since when.
 //   - Actions: the redrives, deletes, edits and purges the console ran
 //     since it started (the last 100), with their results.
@@ -59,14 +68,16 @@
 // hidden until the whole read is done (so no message is read twice), then
 // releases them all at once; the page says how long they were hidden. A
 // queue larger than Options.MaxRead is grouped from a sample of that size,
-// and the page says so. A message page shows the message as last read.
+// and the page says so. A message page shows the message as last read
+// (read again once the read is no longer kept).
 //
 // # Actions
 //
 // With Options.Actions set, an operator can redrive selected messages, a
 // group, the messages whose error contains a text, or every message
 // (dlq.Redrive: sent to the source before it is deleted, filtered moves
-// done by hand, what could not be seen reported); delete selected messages
+// done by hand, what could not be seen reported; fanout.Redrive for a
+// subscription's dead-letter queue); delete selected messages
 // or a group (dlq.Delete, after a confirmation page); edit a body and send
 // it back to the source queue with its provenance (sent first, then the
 // original deleted); purge the dead-letter queue (PurgeQueue, after

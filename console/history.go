@@ -269,7 +269,7 @@ func (h *handler) historyPage(w http.ResponseWriter, r *http.Request) {
 	}
 	var charts []chart
 	add := func(title string, pts []point) {
-		charts = append(charts, chart{Title: title, SVG: chartSVG(title, pts, from, now, hs.every), Summary: summarize(title, pts)})
+		charts = append(charts, chart{Title: title, SVG: chartSVG(title, pts, from, now, hs.every, sampled), Summary: summarize(title, pts, sampled)})
 	}
 	add("Visible (waiting to be received)", series(own, func(s depthSample) int { return s.Visible }))
 	add("In flight (received, not yet deleted)", series(own, func(s depthSample) int { return s.InFlight }))
@@ -295,10 +295,28 @@ const (
 	plotW, plotH           float64 = chartW - padL - padR, chartH - padT - padB
 )
 
+// seriesSource names where a chart's points come from, in the words of its
+// summary: the console's samples, or CloudWatch's datapoints (one per
+// period, the period's statistic, a few minutes late).
+type seriesSource struct {
+	point  string // what one point is: "sample", "CloudWatch datapoint"
+	per    string // how often, after the count: "" or " (one per 5 minutes)"
+	latest string // what the last point is: "now", "latest datapoint"
+}
+
+// sampled is the console's own sampling.
+var sampled = seriesSource{point: "sample", latest: "now"}
+
+// cloudWatchSource is CloudWatch's datapoints at period.
+func cloudWatchSource(period time.Duration) seriesSource {
+	return seriesSource{point: "CloudWatch datapoint", per: " (one per " + periodWords(period) + ")", latest: "latest datapoint"}
+}
+
 // chartSVG draws pts over [from, to] as an SVG line chart: a title, the
-// y axis's values, the x axis's times (UTC) and the line, broken where the
-// console was not sampling. It needs no colour to be read.
-func chartSVG(title string, pts []point, from, to time.Time, every time.Duration) template.HTML {
+// y axis's values, the x axis's times (UTC) and the line, broken where
+// there is no point (the console was not sampling, CloudWatch had no
+// data). It needs no colour to be read.
+func chartSVG(title string, pts []point, from, to time.Time, every time.Duration, src seriesSource) template.HTML {
 	pts = downsample(pts, from, to)
 	top := 1.0
 	for _, p := range pts {
@@ -328,7 +346,7 @@ func chartSVG(title string, pts []point, from, to time.Time, every time.Duration
 		fmt.Fprintf(&b, `<text class="xlabel" x="%.1f" y="%d" text-anchor="%s">%s</text>`, x(t), chartH-10, anchor, t.UTC().Format(layout)+"Z")
 	}
 	if len(pts) == 0 {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">no samples in this span</text>`, padL+plotW/2, padT+plotH/2)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">no %ss in this span</text>`, padL+plotW/2, padT+plotH/2, src.point)
 	}
 	var d strings.Builder
 	for i, p := range pts {
@@ -391,11 +409,11 @@ func fmtValue(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// summarize says in words what a chart shows: now, the largest and the
-// smallest value, and when.
-func summarize(title string, pts []point) string {
+// summarize says in words what a chart shows: the last value, the
+// largest and the smallest, when, and how many points src gave.
+func summarize(title string, pts []point, src seriesSource) string {
 	if len(pts) == 0 {
-		return title + ": no samples in this span."
+		return title + ": no " + src.point + "s in this span."
 	}
 	hi, lo := pts[0], pts[0]
 	for _, p := range pts {
@@ -408,6 +426,6 @@ func summarize(title string, pts []point) string {
 	}
 	last := pts[len(pts)-1]
 	at := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
-	return fmt.Sprintf("%s: now %s (%s); highest %s at %s; lowest %s at %s; %d samples.",
-		title, fmtValue(last.V), at(last.At), fmtValue(hi.V), at(hi.At), fmtValue(lo.V), at(lo.At), len(pts))
+	return fmt.Sprintf("%s: %s %s (%s); highest %s at %s; lowest %s at %s; %s%s.",
+		title, src.latest, fmtValue(last.V), at(last.At), fmtValue(hi.V), at(hi.At), fmtValue(lo.V), at(lo.At), plural(len(pts), src.point), src.per)
 }

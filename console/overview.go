@@ -147,12 +147,9 @@ func (h *handler) fillRow(ctx context.Context, r *queueRow) {
 		if r.DLQCounts, err = dlq.Count(ctx, h.client, t.DLQURL); err != nil {
 			errs = append(errs, err)
 		}
-		if s := h.snapshotOf(t.DLQURL); s != nil {
-			r.ReadAt = s.ReadAt
-			if len(s.Messages) > 0 {
-				r.OldestFailure = s.Messages[0].FailedAt()
-			}
-			r.Expiry = expiryOf(s.Messages, h.retentionOf(ctx, t.DLQURL), h.opts.Now())
+		if rs, ok := h.summaryOf(t.DLQURL); ok {
+			r.ReadAt, r.OldestFailure = rs.ReadAt, rs.OldestFailure
+			r.Expiry = rs.expiry(h.retentionOf(ctx, t.DLQURL), h.opts.Now())
 		}
 	case !errors.Is(err, dlq.ErrNoRedrivePolicy):
 		errs = append(errs, err)

@@ -34,6 +34,8 @@ type snapshot struct {
 	NotSeen int
 	// Err is the read's failure, if any (the messages read are still shown).
 	Err error
+	// bytes is the messages' estimated size (keep).
+	bytes int
 }
 
 // read reads the dead-letter queue at url with parallel dlq.Inspect calls,
@@ -72,7 +74,7 @@ func (h *handler) read(ctx context.Context, url string) *snapshot {
 	defer func() {
 		s.Took = time.Since(start)
 		h.mu.Lock()
-		h.snapshots[url] = s
+		h.keep(url, s)
 		delete(h.reading, url)
 		h.mu.Unlock()
 		r.snap = s
@@ -156,10 +158,12 @@ func (c *barrierClient) ChangeMessageVisibilityBatch(ctx context.Context, in *sq
 	return c.API.ChangeMessageVisibilityBatch(ctx, in, o...)
 }
 
-// snapshotOf returns the last read of the queue at url, or nil.
+// snapshotOf returns the last read of the queue at url if it is kept
+// (keep: younger than keepFor, not dropped by an action), or nil.
 func (h *handler) snapshotOf(url string) *snapshot {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.sweep()
 	return h.snapshots[url]
 }
 

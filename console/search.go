@@ -227,7 +227,7 @@ type result struct {
 // results a page at a time.
 func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 	queue := r.PathValue("queue")
-	t, err := h.target(r.Context(), queue)
+	t, _, err := h.dlqOf(r)
 	if err != nil {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
@@ -235,9 +235,9 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	q, qerr := parseQuery(v)
 	q.Read = time.Time{} // the page always shows its own read
-	s := h.snapshotOf(t.DLQURL)
+	s, fresh := h.snapshotOf(t.DLQURL), false
 	if s == nil || v.Get("fresh") != "" {
-		s = h.read(r.Context(), t.DLQURL)
+		s, fresh = h.read(r.Context(), t.DLQURL), true
 	}
 	now := h.opts.Now()
 	retention := h.retentionOf(r.Context(), t.DLQURL)
@@ -263,13 +263,14 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		if p > 1 {
 			lv.Set("page", strconv.Itoa(p))
 		}
-		return h.path("/queues/"+url.PathEscape(queue)+"/dlq/search") + "?" + lv.Encode()
+		return h.dlqBase(r) + "/search?" + lv.Encode()
 	}
 	data := map[string]any{
 		"Queue": queue, "Target": t, "Snapshot": s, "Q": q, "QErr": errString(qerr), "Searched": !q.isZero(),
 		"Matched": len(matched), "Results": results, "Page": page, "Pages": pages, "First": lo + 1, "Last": hi,
 		"Expiry": expiryOf(matched, retention, now), "Desc": q.describe(), "Err": errString(s.Err),
 		"ReadMS": s.ReadAt.UnixMilli(), "Fields": q.values(),
+		"Fresh": fresh, "Kept": s.bytes <= keepBytes, "KeepFor": keepFor, "KeptUntil": s.ReadAt.Add(keepFor),
 	}
 	if page > 1 {
 		data["Prev"] = link(page - 1)

@@ -44,13 +44,18 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, code int, err err
 // reads the queue afresh each time, and says what the read did.
 func (h *handler) triage(w http.ResponseWriter, r *http.Request) {
 	queue := r.PathValue("queue")
-	t, err := h.target(r.Context(), queue)
+	t, sub, err := h.dlqOf(r)
 	if err != nil {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
 	}
 	s := h.read(r.Context(), t.DLQURL)
 	gs := groups(s.Messages)
+	for _, g := range gs {
+		if sub != nil && g.Reason == noProvenanceSent {
+			g.Reason = subscriptionReason(queue)
+		}
+	}
 	retention := h.retentionOf(r.Context(), t.DLQURL)
 	views := make([]groupView, len(gs))
 	for i, g := range gs {
@@ -60,10 +65,14 @@ func (h *handler) triage(w http.ResponseWriter, r *http.Request) {
 			g.Messages = g.Messages[:100]
 		}
 	}
-	h.render(w, r, http.StatusOK, "triage", "Dead-letter queue of "+queue, map[string]any{
+	title := "Dead-letter queue of " + queue
+	if sub != nil {
+		title = "Subscription dead-letter queue of " + queue + " (SNS topic " + queueref.Name(sub.TopicARN) + ")"
+	}
+	h.render(w, r, http.StatusOK, "triage", title, map[string]any{
 		"Queue": queue, "Target": t, "Snapshot": s, "Groups": views, "HoldNote": s.describeHold(),
 		"Err": errString(s.Err), "Notice": r.URL.Query().Get("notice"),
-		"Expiry": expiryOf(s.Messages, retention, h.opts.Now()),
+		"Expiry": expiryOf(s.Messages, retention, h.opts.Now()), "Sub": sub,
 	})
 }
 
@@ -113,7 +122,7 @@ func attributes(attrs map[string]types.MessageAttributeValue) []attribute {
 // queue: SQS cannot fetch a message by ID, so the page says when it was read.
 func (h *handler) message(w http.ResponseWriter, r *http.Request) {
 	queue, id := r.PathValue("queue"), r.PathValue("id")
-	t, err := h.target(r.Context(), queue)
+	t, sub, err := h.dlqOf(r)
 	if err != nil {
 		h.fail(w, r, http.StatusNotFound, err)
 		return
@@ -130,6 +139,6 @@ func (h *handler) message(w http.ResponseWriter, r *http.Request) {
 	m := s.Messages[i]
 	h.render(w, r, http.StatusOK, "message", "Message "+id, map[string]any{
 		"Queue": queue, "Target": t, "Snapshot": s, "M": m, "Body": pretty(h.body(t.DLQURL, m)),
-		"Attributes": attributes(m.Attributes), "Group": groupKey(m), "CanEdit": h.opts.Redact == nil,
+		"Attributes": attributes(m.Attributes), "Group": groupKey(m), "CanEdit": h.opts.Redact == nil && sub == nil, "Sub": sub,
 	})
 }

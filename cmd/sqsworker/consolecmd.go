@@ -29,7 +29,8 @@ func consoleCommand() *command {
 		help: `Serves the operator console (package console) until interrupted: every queue
 the credentials see (or --queues), with counts, dead-letter setup, lint
 findings and SNS fan-out chains; each dead-letter queue's messages grouped by
-failure reason, with their bodies, attributes and provenance; with --worker,
+failure reason, with their bodies, attributes and provenance (a subscription's
+dead-letter queue too, redriven to its subscribed queue only); with --worker,
 the live statistics of running workers; and with a fleet table (--table or
 SQSWORKER_FLEET_TABLE; package fleet), a Fleet page: each queue's pause switch,
 the shared circuit breakers and the cap slots in use.

@@ -165,7 +165,7 @@ func TestConsoleCloudWatchHistory(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "Source: CloudWatch") || !strings.Contains(string(b), "Sent per minute: now 42") {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "Source: CloudWatch") || !strings.Contains(string(b), "Sent per minute: latest datapoint 42") {
 		t.Fatalf("GET history: %s\n%s", resp.Status, b)
 	}
 	if r, m := h.cw.Requests(); r != 1 || m != 12 {

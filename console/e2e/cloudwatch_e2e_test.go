@@ -75,11 +75,14 @@ func TestCloudWatchHistoryInChromium(t *testing.T) {
 		t.Errorf("%d scripts in the charts; want none", n)
 	}
 	sum := run(b, chromedp.Evaluate[string](`Array.from(document.querySelectorAll("figcaption")).map(e => e.textContent).join("\n")`))
-	for _, want := range []string{"Sent per minute: now 150", "Deleted per minute: now 30", "Oldest message's age (seconds): now 1800",
-		"Visible (waiting to be received): now 600", "Dead-letter queue " + dead + " depth (all states): now 60"} {
+	for _, want := range []string{"Sent per minute: latest datapoint 150", "Deleted per minute: latest datapoint 30", "Oldest message's age (seconds): latest datapoint 1800",
+		"Visible (waiting to be received): latest datapoint 600", "Dead-letter queue " + dead + " depth (all states): latest datapoint 60"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summaries lack %q:\n%s", want, sum)
 		}
+	}
+	if !strings.Contains(sum, "CloudWatch datapoints (one per 1 minute).") || strings.Contains(sum, "samples") {
+		t.Errorf("the summaries do not count CloudWatch's datapoints:\n%s", sum)
 	}
 	// The charts are readable without colour: each has its title and axis
 	// values as text.
