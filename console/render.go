@@ -89,6 +89,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, code int, name,
 	data["ReadOnly"] = !h.opts.Actions
 	data["HasWorkers"] = len(h.opts.Workers) > 0
 	data["HasFleet"] = h.opts.Fleet != nil
+	data["HasSchedules"] = h.opts.Scheduler != nil
 	if h.canAct(r) {
 		data["CSRF"] = h.csrf.token(w, r)
 	}

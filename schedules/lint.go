@@ -46,7 +46,7 @@ const (
 // queues' account and region.
 func Lint(ctx context.Context, client API, queues dlq.API, optFns ...func(*Options)) ([]dlq.Finding, error) {
 	o := options(optFns)
-	ns, err := names(ctx, client, o)
+	ns, err := names(ctx, client, o, true)
 	if err != nil {
 		return nil, err
 	}
