@@ -25,6 +25,7 @@ const (
 	codeRetriesOff    = "schedule-retries-off"
 	codeTargetMissing = "schedule-target-missing"
 	codeTargetNotSQS  = "schedule-target-not-sqs"
+	codeDLQFIFO       = "schedule-dlq-fifo"
 )
 
 // minDLQRetention is the shortest retention Lint accepts for a schedule's
@@ -139,6 +140,11 @@ func lintDLQ(ctx context.Context, queues dlq.API, arn string, names []string) ([
 		fs = append(fs, dlq.Finding{Severity: sev, Code: code, Message: who + " " + msg, Fix: fix})
 	}
 	dname := queueref.Name(arn)
+	if queueref.FIFO(arn) {
+		add(dlq.SeverityError, codeDLQFIFO, fmt.Sprintf("dead-letter queue %s is a FIFO queue: Scheduler takes only a standard queue as a schedule's dead-letter queue", dname),
+			fmt.Sprintf("create a standard queue (MessageRetentionPeriod %d) and apply with it as Options.DLQ (`--dlq ARN`)", maxRetentionSecond))
+		return fs, nil
+	}
 	url, err := queueref.Resolve(ctx, queues, arn)
 	if err != nil {
 		if !sqserr.NotExist(err) {

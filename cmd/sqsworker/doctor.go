@@ -66,8 +66,8 @@ retry policy that retries, and a target queue that exists; a dead-letter
 queue holding messages is a warning giving its depth (each message is a tick
 Scheduler failed to deliver). Codes: schedule-no-dlq, schedule-dlq-missing,
 schedule-dlq-retention-short, schedule-dlq-not-empty,
-schedule-no-retry-policy, schedule-retries-off, schedule-target-missing,
-schedule-target-not-sqs (info).
+schedule-dlq-fifo, schedule-no-retry-policy, schedule-retries-off,
+schedule-target-missing, schedule-target-not-sqs (info).
 
 Exit status: 0 when no queue has a warning or an error (info findings do not
 count), 1 otherwise or when a queue cannot be read, 2 for a usage error.

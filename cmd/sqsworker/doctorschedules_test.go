@@ -42,6 +42,7 @@ func doctorScheduleGroup(t *testing.T, h *harness) {
 		{Name: "short-dlq", Expression: "rate(1 hour)", Queue: acct + "reports", Body: "r", DLQ: acct + "short-dlq"},
 		{Name: "gone-dlq", Expression: "rate(1 hour)", Queue: acct + "reports", Body: "r", DLQ: acct + "deleted-dlq"},
 		{Name: "gone-target", Expression: "rate(1 hour)", Queue: acct + "deleted", Body: "r"},
+		{Name: "fifo-dlq", Expression: "rate(1 hour)", Queue: acct + "reports", Body: "r", DLQ: acct + "reports-dlq.fifo"},
 	}
 	if _, err := schedules.Apply(ctx, s, declared, opts); err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func TestDoctorScheduleGroup(t *testing.T) {
 			t.Errorf("finding %s: %q", f.Code, f.Message)
 		}
 	}
-	for _, c := range []string{"schedule-no-dlq", "schedule-dlq-missing", "schedule-dlq-retention-short", "schedule-retries-off", "schedule-target-missing"} {
+	for _, c := range []string{"schedule-no-dlq", "schedule-dlq-missing", "schedule-dlq-retention-short", "schedule-retries-off", "schedule-target-missing", "schedule-dlq-fifo"} {
 		if codes[c] != 1 {
 			t.Errorf("code %s found %d times, want 1: %v", c, codes[c], codes)
 		}
