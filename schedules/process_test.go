@@ -37,6 +37,13 @@ import (
 const childEnv = "SCHEDULES_PROCESS_CHILD"
 
 func TestMain(m *testing.M) {
+	if raw := os.Getenv(applyChildEnv); raw != "" {
+		if err := runApplyChild(raw); err != nil {
+			fmt.Fprintln(os.Stderr, "schedules apply child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if raw := os.Getenv(childEnv); raw != "" {
 		if err := runChild(raw); err != nil {
 			fmt.Fprintln(os.Stderr, "schedules child:", err)
