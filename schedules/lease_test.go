@@ -50,7 +50,9 @@ func TestEmulatorLeaseLostCancelsTheRun(t *testing.T) {
 	if err := idempotency.CreateTable(t.Context(), db, table); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)}) })
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+	})
 	arn := "arn:aws:scheduler:us-east-1:123456789012:schedule/g/" + testenv.UniqueName("lease")
 	key := map[string]types.AttributeValue{"key": &types.AttributeValueMemberS{Value: "sqsworker.schedule/run/" + arn}}
 	unwrap := schedules.Unwrap(func(o *schedules.UnwrapOptions) { o.Table, o.DynamoDB, o.Lease = table, db, 900*time.Millisecond })
