@@ -96,7 +96,7 @@ console:
 # console-screenshots runs the console's browser tests and keeps their
 # screenshots in docs/console (the README shows them).
 console-screenshots:
-	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 SQSWORKER_SCREENSHOTS=$(CURDIR)/docs/console && cd console/e2e && $(GO) test -count=1 -run 'TestConsoleInChromium|TestSchedulesPageInChromium' ./...'
+	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 SQSWORKER_SCREENSHOTS=$(CURDIR)/docs/console && cd console/e2e && $(GO) test -count=1 -run "TestConsoleInChromium|TestSchedulesPageInChromium" ./...'
 
 # chaos runs one variant of the chaos suite (harness/chaos) and prints its report; the run's
 # files (worker records, proxy log, report.txt, report.json) go to CHAOSOUT (default: a new
