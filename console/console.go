@@ -19,6 +19,7 @@ import (
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/fanout"
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/schedules"
 )
 
 // API is every SQS call the console makes, with the AWS SDK for Go v2's
@@ -117,6 +118,19 @@ type Options struct {
 	// the console user, PauseState.By is the Fleet's Holder. Zero value:
 	// no fleet controls are shown.
 	Fleet *fleet.Fleet
+	// Scheduler, if set, shows a Schedules page: the schedules of
+	// ScheduleGroups (expression, time zone, next fire times, state and
+	// their dead-letter queue's depth) and the pending one-time jobs of
+	// JobsGroup (schedules.Jobs), which an operator can cancel when
+	// Actions is on. It needs scheduler:ListSchedules and GetSchedule, and
+	// DeleteSchedule to cancel. Zero value: no Schedules page.
+	Scheduler schedules.API
+	// ScheduleGroups lists the schedule groups the Schedules page shows.
+	// Zero value: "default".
+	ScheduleGroups []string
+	// JobsGroup is the group of the one-time jobs the Schedules page
+	// lists. Zero value: "sqsworker-jobs", schedules.NewJobs' default.
+	JobsGroup string
 	// HTTPClient fetches the workers' statistics. Zero value: a client
 	// with a 3-second timeout.
 	HTTPClient *http.Client
@@ -252,6 +266,9 @@ func New(client API, optFns ...func(*Options)) (http.Handler, error) {
 		mux.HandleFunc("POST "+p+"/queues/{queue}/resume", h.action(h.setPause(false)))
 	}
 	h.moreRoutes(mux, p)
+	if o.Scheduler != nil {
+		h.scheduleRoutes(mux, p)
+	}
 	h.startSampling()
 	h.mux = mux
 	return h, nil

@@ -59,6 +59,11 @@
 //     whom, why), the shared circuit breakers and the cap slots in use, per
 //     cap and key, with the processes holding them (package fleet). The
 //     Queues page marks a paused queue.
+//   - Schedules, with Options.Scheduler: each schedule of
+//     Options.ScheduleGroups (package schedules) with its expression, time
+//     zone, next fire times, state and dead-letter queue depth, and the
+//     pending one-time jobs of Options.JobsGroup, which an operator can
+//     cancel (schedules.Jobs.Cancel; the cancel is audited like any action).
 //
 // # Reading a dead-letter queue
 //
@@ -112,5 +117,7 @@
 // with Options.Fleet, dynamodb:GetItem and dynamodb:Scan on the fleet table
 // (each Fleet page load scans it). Actions add what dlq.Redrive and
 // dlq.Delete need, sqs:SendMessage on the source queues and
-// sqs:PurgeQueue, and with Options.Fleet dynamodb:UpdateItem.
+// sqs:PurgeQueue, and with Options.Fleet dynamodb:UpdateItem. With
+// Options.Scheduler: scheduler:ListSchedules and scheduler:GetSchedule, and
+// scheduler:DeleteSchedule to cancel a job.
 package console

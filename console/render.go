@@ -90,6 +90,7 @@ func (h *handler) render(w http.ResponseWriter, r *http.Request, code int, name,
 	data["HasWorkers"] = len(h.opts.Workers) > 0
 	data["HasFleet"] = h.opts.Fleet != nil
 	data["Base"] = h.dlqBase(r)
+	data["HasSchedules"] = h.opts.Scheduler != nil
 	if h.canAct(r) {
 		data["CSRF"] = h.csrf.token(w, r)
 	}

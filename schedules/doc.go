@@ -45,8 +45,17 @@
 // Unwrap skips a second delivery of a tick with UnwrapOptions.Dedup (a
 // conditional write), or chain idempotency with Key [TickKey]; and with
 // Schedule.Overlap "skip" it skips a tick that arrives while the previous
-// run of the schedule is still running in the same process (across
-// processes, use Dedup with a lease, or a fleet concurrency cap of 1).
+// run of the schedule is still running in the same process.
+//
+// UnwrapOptions.Table (with DynamoDB) makes both hold across processes:
+// each tick is claimed by a conditional write in an idempotency table, and
+// a run of a "skip" schedule holds a lease on the schedule there, renewed
+// every third of UnwrapOptions.Lease while it runs and removed when it
+// returns. A tick arriving while any process holds the lease is skipped
+// ("overlap"); a process that dies mid-run (kill -9) blocks the schedule
+// at most Lease, after which its lease has expired and the next tick runs.
+// A run whose lease could not be renewed in time, or was taken over, has
+// its context cancelled, so two runs never overlap for long.
 //
 // # Time zones and daylight saving time
 //
@@ -87,7 +96,23 @@
 // # Failures and calls
 //
 // Every schedule gets an explicit retry policy (Options.MaxRetries,
-// MaxEventAge) and, with Options.DLQ, a dead-letter queue. Every Scheduler
+// MaxEventAge) and, with Options.DLQ, a dead-letter queue. [Lint] checks a
+// group's failure handling (sqsworker doctor --schedule-group runs it; the
+// console's Schedules page shows each dead-letter queue's depth). Its
+// dlq.Finding codes, each message naming its schedules:
+//
+//	code                          severity  what it means
+//	schedule-target-missing       error     the target queue does not exist: every tick fails
+//	schedule-dlq-missing          error     the dead-letter queue does not exist
+//	schedule-dlq-fifo             error     a FIFO dead-letter queue, which Scheduler does not take
+//	schedule-no-dlq               warning   a tick Scheduler gives up on is lost
+//	schedule-dlq-not-empty        warning   the dead-letter queue holds N ticks Scheduler failed to deliver
+//	schedule-dlq-retention-short  warning   the dead-letter queue keeps messages under 7 days
+//	schedule-no-retry-policy      warning   no retry policy is set (Scheduler's defaults apply unseen)
+//	schedule-retries-off          warning   the retry policy allows 0 retries
+//	schedule-target-not-sqs       info      the target is not an SQS queue; not checked
+//
+// Every Scheduler
 // call the package makes has the SDK's retryer turned off and goes through
 // one retry rule (throttling and server errors, with backoff).
 // schedules/schedulestest is an in-memory Scheduler for tests.

@@ -83,10 +83,10 @@ func Apply(ctx context.Context, client API, declared []Schedule, optFns ...func(
 }
 
 // List returns the schedules of the group Options.Group in name order,
-// with the job each one sends.
+// with the job each one sends (those Options.NamePrefix and Limit select).
 func List(ctx context.Context, client API, optFns ...func(*Options)) ([]Schedule, error) {
 	o := options(optFns)
-	names, err := names(ctx, client, o)
+	names, err := names(ctx, client, o, true)
 	if err != nil {
 		return nil, err
 	}
@@ -148,12 +148,20 @@ func checkAll(declared []Schedule, o Options) (map[string]spec, error) {
 	return want, nil
 }
 
-func names(ctx context.Context, client API, o Options) ([]string, error) {
+// names lists the group's schedule names in name order: with filter, only
+// those Options.NamePrefix and Limit select.
+func names(ctx context.Context, client API, o Options, filter bool) ([]string, error) {
 	var out []string
 	var token *string
+	in := scheduler.ListSchedulesInput{GroupName: aws.String(o.Group)}
+	if filter {
+		in.NamePrefix = optional(o.NamePrefix)
+	}
 	for {
 		page, err := do(ctx, o.MaxAttempts, "ListSchedules", func(ctx context.Context, f ...func(*scheduler.Options)) (*scheduler.ListSchedulesOutput, error) {
-			return client.ListSchedules(ctx, &scheduler.ListSchedulesInput{GroupName: aws.String(o.Group), NextToken: token}, f...)
+			in := in
+			in.NextToken = token
+			return client.ListSchedules(ctx, &in, f...)
 		})
 		if err != nil {
 			if notFound(err) {
@@ -163,6 +171,10 @@ func names(ctx context.Context, client API, o Options) ([]string, error) {
 		}
 		for _, s := range page.Schedules {
 			out = append(out, aws.ToString(s.Name))
+		}
+		if filter && o.Limit > 0 && len(out) >= o.Limit {
+			out = out[:o.Limit]
+			break
 		}
 		if page.NextToken == nil || *page.NextToken == "" {
 			break
@@ -174,7 +186,7 @@ func names(ctx context.Context, client API, o Options) ([]string, error) {
 }
 
 func read(ctx context.Context, client API, o Options) (map[string]current, error) {
-	ns, err := names(ctx, client, o)
+	ns, err := names(ctx, client, o, false)
 	if err != nil {
 		return nil, err
 	}

@@ -106,6 +106,11 @@ type Options struct {
 	// the library's retry rule (throttling and server errors are retried
 	// with backoff); 0 means 8.
 	MaxAttempts int
+	// NamePrefix and Limit narrow what List and Lint read: the schedules
+	// whose name begins with NamePrefix, at most Limit of them (the first
+	// the group lists); "" and 0 mean all. Diff and Apply ignore them.
+	NamePrefix string
+	Limit      int
 }
 
 func options(optFns []func(*Options)) Options {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/idempotency"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -79,11 +80,32 @@ type UnwrapOptions struct {
 	// skipped and deleted. Back it with a conditional write (a DynamoDB
 	// PutItem with attribute_not_exists(key) OR messageId = :id, and a
 	// TTL) so it holds across processes; or use idempotency with TickKey.
-	// nil runs every delivery.
+	// nil runs every delivery, unless Table is set.
 	Dedup func(ctx context.Context, key, messageID string) (bool, error)
+	// Table and DynamoDB, when set, keep the ticks' state in a DynamoDB
+	// table, so that it holds across processes. Each tick is claimed by a
+	// conditional write, as Dedup describes (Dedup, when also set, is used
+	// instead). For a schedule whose Overlap is "skip", the run holds a
+	// lease on the schedule (a conditional write, renewed every third of
+	// Lease while the handler runs, removed when it returns): a tick that
+	// arrives while any process holds it is skipped as "overlap". The
+	// table is an idempotency table (idempotency.CreateTable makes one);
+	// these items' keys begin with "sqsworker.schedule/", so it may be
+	// shared with idempotency Guards. The calls are PutItem, UpdateItem
+	// and DeleteItem; *dynamodb.Client is a DynamoDB.
+	Table    string
+	DynamoDB idempotency.API
+	// Lease bounds how long a process that died while running a "skip"
+	// schedule's tick keeps the schedule's next ticks skipped: its lease
+	// ends at most Lease after its last renewal. A run whose lease could
+	// not be renewed before it ended (DynamoDB unreachable) or was taken
+	// over has its context cancelled. The processes' clocks must agree to
+	// well within Lease. 0 means 1 minute.
+	Lease time.Duration
 	// OnSkip is told of every delivery Unwrap skips, with the reason
 	// "duplicate" (Dedup said so) or "overlap" (the schedule's Overlap is
-	// "skip" and its previous run is still running in this process).
+	// "skip" and its previous run is still running, in this process or,
+	// with Table, in any).
 	OnSkip func(ctx context.Context, t Tick, reason string)
 }
 
@@ -94,15 +116,31 @@ type UnwrapOptions struct {
 // "sqsworker.scheduled-time" that TickOf reads. Messages no schedule sent
 // pass unchanged. Put it first in the chain, before idempotency.
 //
-// It skips (and so deletes) a delivery when Options.Dedup says the tick
-// already ran, and, for schedules whose Overlap is "skip", a tick that
-// arrives while the previous run of the same schedule is still running in
-// this process; it counts neither as an attempt.
+// It skips (and so deletes) a delivery when UnwrapOptions.Dedup or Table
+// says another delivery claimed the tick, and, for schedules whose Overlap
+// is "skip", a tick that arrives while the previous run of the same
+// schedule is still running in this process or, with UnwrapOptions.Table,
+// in any process; it counts neither as an attempt. A redelivery of a
+// message whose earlier attempt still holds the schedule's lease (its
+// process died, or its visibility timeout ended mid-run) fails instead,
+// and is retried after its visibility timeout.
 func Unwrap(optFns ...func(*UnwrapOptions)) worker.Middleware {
 	var o UnwrapOptions
 	for _, f := range optFns {
 		f(&o)
 	}
+	var store *tickStore
+	if o.Table != "" && o.DynamoDB != nil {
+		store = &tickStore{db: o.DynamoDB, table: o.Table, lease: o.Lease}
+		if store.lease <= 0 {
+			store.lease = defaultLease
+		}
+	}
+	dedup := o.Dedup
+	if dedup == nil && store != nil {
+		dedup = store.claim
+	}
+	misconfigured := (o.Table == "") != (o.DynamoDB == nil)
 	var mu sync.Mutex
 	running := map[string]int{}
 	return func(next worker.Handler) worker.Handler {
@@ -122,6 +160,9 @@ func Unwrap(optFns ...func(*UnwrapOptions)) worker.Middleware {
 			if e.Attempt != "" {
 				u.MessageAttributes["sqsworker.schedule-attempt"] = sqstypes.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(e.Attempt)}
 			}
+			if misconfigured {
+				return fmt.Errorf("schedules: UnwrapOptions.Table and DynamoDB go together; set both (or neither)")
+			}
 			tick, _ := TickOf(&u)
 			skip := func(reason string) error {
 				if o.OnSkip != nil {
@@ -129,9 +170,9 @@ func Unwrap(optFns ...func(*UnwrapOptions)) worker.Middleware {
 				}
 				return nil
 			}
-			if o.Dedup != nil {
+			if dedup != nil {
 				key, _ := TickKey(&u)
-				first, err := o.Dedup(ctx, key, m.ID)
+				first, err := dedup(ctx, key, m.ID)
 				if err != nil {
 					return fmt.Errorf("schedules: checking tick %s: %w", key, err)
 				}
@@ -154,6 +195,30 @@ func Unwrap(optFns ...func(*UnwrapOptions)) worker.Middleware {
 					running[e.ARN]--
 					mu.Unlock()
 				}()
+				if store != nil {
+					r, holder, err := store.acquire(ctx, e.ARN, e.Time, m.ID)
+					if err != nil {
+						return err
+					}
+					if r == nil && holder == m.ID {
+						return fmt.Errorf("schedules: tick %s of %s: an earlier attempt of this message still holds the schedule's run lease; it is retried after its visibility timeout (the lease ends at most UnwrapOptions.Lease after that attempt's process stopped)", e.Time, e.ARN)
+					}
+					if r == nil {
+						return skip("overlap")
+					}
+					rctx, cancel := context.WithCancelCause(ctx)
+					stop, kept := make(chan struct{}), make(chan struct{})
+					go func() { r.keep(rctx, cancel, stop, r.until); close(kept) }()
+					defer func() {
+						close(stop)
+						<-kept
+						cancel(nil)
+						ectx, done := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+						r.end(ectx)
+						done()
+					}()
+					return next.Handle(rctx, &u)
+				}
 			}
 			return next.Handle(ctx, &u)
 		})

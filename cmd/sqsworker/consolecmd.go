@@ -16,6 +16,7 @@ import (
 	"github.com/sqsworker/sqsworker/console"
 	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/internal/awscall"
+	"github.com/sqsworker/sqsworker/schedules"
 )
 
 // defaultConsoleAddr is where `sqsworker console` listens unless told
@@ -33,7 +34,11 @@ failure reason, with their bodies, attributes and provenance (a subscription's
 dead-letter queue too, redriven to its subscribed queue only); with --worker,
 the live statistics of running workers; and with a fleet table (--table or
 SQSWORKER_FLEET_TABLE; package fleet), a Fleet page: each queue's pause switch,
-the shared circuit breakers and the cap slots in use.
+the shared circuit breakers and the cap slots in use; with --schedule-group
+(package schedules), a Schedules page: each schedule's expression, time zone,
+next fire times, state and dead-letter queue depth, and the pending one-time
+jobs of --jobs-group (default sqsworker-jobs), which --actions lets you
+cancel.
 
 It is read-only unless --actions is given: then redrive (selected messages, a
 group, a filter or everything), delete (after a confirmation), edit and send
@@ -56,6 +61,8 @@ sns:GetSubscriptionAttributes; with --actions also sqs:SendMessage,
 sqs:DeleteMessage and sqs:PurgeQueue (and the move task calls of dlq redrive).
 With a table: dynamodb:DescribeTable, dynamodb:GetItem and dynamodb:Scan on it
 (each Fleet page load scans the table), and with --actions dynamodb:UpdateItem.
+With --schedule-group: scheduler:ListSchedules and scheduler:GetSchedule, and
+with --actions scheduler:DeleteSchedule.
 With --cloudwatch: cloudwatch:GetMetricData (each History page load asks for
 the queue's and its dead-letter queue's SQS metrics: 12 metrics, about
 $0.00012; the page shows the cost; if CloudWatch refuses, the page says so
@@ -79,8 +86,22 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.Var(durationValue{&sampleEvery}, "sample-every", "how often the console samples the queues' counts for its History pages (0: no sampling)")
 	useCloudWatch := fs.Bool("cloudwatch", false, "chart the History pages from CloudWatch's SQS metrics (GetMetricData, 12 metrics per page load, billed by AWS at $0.01 per 1,000) instead of the console's own samples only")
 	table := fs.String("table", os.Getenv(tableEnv), "the fleet table whose controls to show (default: "+tableEnv+"; none: no Fleet page)")
+	var schedGroups multiFlag
+	fs.Var(&schedGroups, "schedule-group", "an EventBridge Scheduler schedule group to show on a Schedules page (repeatable)")
+	jobsGroup := fs.String("jobs-group", "", "with --schedule-group: the group of the one-time jobs to list (default sqsworker-jobs)")
 	if _, code, ok := a.parseWithOutput(cmd, fs, args, 0, 0, out); !ok {
 		return code
+	}
+	if *jobsGroup != "" && len(schedGroups) == 0 {
+		fmt.Fprintf(a.stderr, "sqsworker %s: --jobs-group goes with --schedule-group\n", cmd.path)
+		return exitUsage
+	}
+	var sched schedules.API
+	if len(schedGroups) > 0 {
+		var err error
+		if sched, err = a.newScheduler(ctx, *conn); err != nil {
+			return a.fail(cmd, err)
+		}
 	}
 	var ws []console.Worker
 	for _, w := range workers {
@@ -133,6 +154,7 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 		o.Actions = *actions
 		o.Workers = ws
 		o.Fleet = fl
+		o.Scheduler, o.ScheduleGroups, o.JobsGroup = sched, schedGroups, *jobsGroup
 		o.Hold = hold
 		o.SampleEvery = sampleEvery
 		o.CloudWatch = cw
@@ -151,6 +173,9 @@ func runConsole(a *app, ctx context.Context, cmd *command, args []string) int {
 		mode = "actions ON: anyone who can reach this address can redrive, delete and purge"
 		if fl != nil {
 			mode += ", and pause queues"
+		}
+		if sched != nil {
+			mode += ", and cancel scheduled jobs"
 		}
 	}
 	url := "http://" + ln.Addr().String() + "/"

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/fleet"
+	"github.com/sqsworker/sqsworker/producer"
+	"github.com/sqsworker/sqsworker/schedules"
 )
 
 // The console command listens on the loopback interface by default, prints
@@ -75,6 +77,7 @@ func startConsole(t *testing.T, h *harness, args ...string) runningConsole {
 		now:        time.Now,
 		buildInfo:  debug.ReadBuildInfo,
 	}
+	a.newScheduler = func(context.Context, awsFlags) (schedules.API, error) { return h.scheduler, nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	code := make(chan int, 1)
@@ -173,5 +176,50 @@ func TestConsoleCloudWatchHistory(t *testing.T) {
 	}
 	if code := c.stop(); code != exitOK {
 		t.Fatalf("exit code %d; stderr:\n%s", code, c.stderr.String())
+	}
+}
+
+// With --schedule-group the console has a Schedules page listing the
+// group's schedules and the pending one-time jobs, and with --actions an
+// operator cancels a job there.
+func TestConsoleSchedulesPage(t *testing.T) {
+	h := newHarness(t)
+	doctorScheduleGroup(t, h)
+	jobs, err := schedules.NewJobs(h.scheduler, acct+"reports", func(o *schedules.Options) { o.Group, o.RoleARN = "jobs", "arn:aws:iam::000000000000:role/r" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jobs.At(t.Context(), "remind-7", time.Now().Add(2*time.Hour), producer.Message{Body: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := h.run(t, "console", "--jobs-group", "jobs"); code != exitUsage || !strings.Contains(errOut, "goes with --schedule-group") {
+		t.Fatalf("--jobs-group alone: exit %d, %q", code, errOut)
+	}
+	c := startConsole(t, h, "--addr", "127.0.0.1:0", "--queues", "reports", "--actions", "--schedule-group", "reports", "--jobs-group", "jobs")
+	if !strings.Contains(c.line, "cancel scheduled jobs") {
+		t.Fatalf("first line %q", c.line)
+	}
+	jar, _ := cookiejar.New(nil)
+	web := &http.Client{Jar: jar}
+	resp, err := web.Get(c.url + "schedules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindSubmatch(b)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `data-schedule="healthy"`) || !strings.Contains(string(b), `data-job="remind-7"`) || m == nil {
+		t.Fatalf("GET /schedules: %s\n%s", resp.Status, b)
+	}
+	resp, err = web.PostForm(c.url+"schedules/jobs/remind-7/cancel", url.Values{"csrf": {string(m[1])}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if list, _ := schedules.List(t.Context(), h.scheduler, func(o *schedules.Options) { o.Group = "jobs" }); len(list) != 0 || resp.StatusCode != http.StatusOK {
+		t.Fatalf("after the cancel (%s) the jobs group holds %+v", resp.Status, list)
+	}
+	if code := c.stop(); code != exitOK || !strings.Contains(c.stderr.String(), `msg="sqsworker/console: cancel job" user=local group=jobs job=remind-7`) {
+		t.Fatalf("exit code %d; want 0 and the cancel in the audit log (stderr):\n%s", code, c.stderr.String())
 	}
 }

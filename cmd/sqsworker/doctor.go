@@ -15,12 +15,13 @@ import (
 	"github.com/sqsworker/sqsworker/fleet"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/retry"
+	"github.com/sqsworker/sqsworker/schedules"
 )
 
 func doctorCommand() *command {
 	return &command{
 		path:     "doctor",
-		args:     "QUEUE...",
+		args:     "[QUEUE...]",
 		synopsis: "check queues' dead-letter setup against the retry policy",
 		help: `Checks each QUEUE (name, URL or ARN): its RedrivePolicy and dead-letter queue
 (present, same type), maxReceiveCount against the retry policy's attempts,
@@ -58,22 +59,36 @@ says attempts are counted with retry/dynamocounter, a warning that each
 snooze also spends an attempt counted from ApproximateReceiveCount
 (fleet-attempts-from-receive-count).
 
+With --schedule-group GROUP (QUEUEs may then be left out), the EventBridge
+Scheduler schedule group's schedules are checked too (schedules.Lint): each
+has a dead-letter queue that exists and keeps messages at least 7 days, a
+retry policy that retries, and a target queue that exists; a dead-letter
+queue holding messages is a warning giving its depth (each message is a tick
+Scheduler failed to deliver). Codes: schedule-no-dlq, schedule-dlq-missing,
+schedule-dlq-retention-short, schedule-dlq-not-empty,
+schedule-dlq-fifo, schedule-no-retry-policy, schedule-retries-off,
+schedule-target-missing, schedule-target-not-sqs (info).
+
 Exit status: 0 when no queue has a warning or an error (info findings do not
 count), 1 otherwise or when a queue cannot be read, 2 for a usage error.
 
 IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl; sns:ListSubscriptions,
 sns:GetSubscriptionAttributes (without them, a note says the subscriptions
-were not checked).`,
+were not checked); with --schedule-group, scheduler:ListSchedules and
+scheduler:GetSchedule.`,
 		run: runDoctor,
 	}
 }
 
 // doctorReport is one queue's result in -o json output.
 type doctorReport struct {
-	Queue    string        `json:"queue"`
-	URL      string        `json:"url,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	Findings []dlq.Finding `json:"findings"`
+	Queue string `json:"queue,omitempty"`
+	// ScheduleGroup names the schedule group of a --schedule-group report
+	// (Queue is then empty).
+	ScheduleGroup string        `json:"scheduleGroup,omitempty"`
+	URL           string        `json:"url,omitempty"`
+	Error         string        `json:"error,omitempty"`
+	Findings      []dlq.Finding `json:"findings"`
 }
 
 func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
@@ -94,9 +109,15 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 	var flint fleet.LintOptions
 	fs.IntVar(&flint.Snoozes, "snoozes", 0, "with --fleet: how many times one job may be snoozed by the controls (default 50)")
 	fs.BoolVar(&flint.ExactAttempts, "exact-attempts", false, "with --fleet: the consumer counts attempts with retry/dynamocounter, not ApproximateReceiveCount")
-	queues, code, ok := a.parseWithOutput(cmd, fs, args, 1, -1, out)
+	schedGroup := fs.String("schedule-group", "", "also check this EventBridge Scheduler schedule group's schedules: DLQ, retry policy, target queue, DLQ depth")
+	queues, code, ok := a.parseWithOutput(cmd, fs, args, 0, -1, out)
 	if !ok {
 		return code
+	}
+	if len(queues) == 0 && *schedGroup == "" {
+		fmt.Fprintf(a.stderr, "sqsworker %s: missing arguments\n\n", cmd.path)
+		a.printUsage(a.stderr, cmd, fs)
+		return exitUsage
 	}
 	var fopts fanout.LintOptions
 	switch *delivery {
@@ -186,11 +207,21 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 		}
 		reports = append(reports, r)
 	}
+	if *schedGroup != "" {
+		r, code, ok := a.doctorSchedules(ctx, cmd, clients, *schedGroup)
+		if !ok {
+			return code
+		}
+		if code != exitOK {
+			exit = code
+		}
+		reports = append(reports, r)
+	}
 	if *out == "json" {
 		a.writeJSON(reports)
 		return exit
 	}
-	if assumed != "" {
+	if assumed != "" && len(queues) > 0 {
 		fmt.Fprintln(a.stdout, assumed)
 		fmt.Fprintln(a.stdout)
 	}
@@ -204,6 +235,9 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 }
 
 func printReport(w io.Writer, r doctorReport) {
+	if r.ScheduleGroup != "" {
+		r.Queue = "schedule group " + r.ScheduleGroup
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "%s: cannot check: %s\n", r.Queue, r.Error)
 		return
@@ -328,4 +362,33 @@ func readInput(stdin io.Reader, name string) ([]byte, error) {
 		return io.ReadAll(stdin)
 	}
 	return os.ReadFile(name)
+}
+
+// doctorSchedules checks the schedules of an EventBridge Scheduler group
+// (schedules.Lint); ok is false when the command must stop with code.
+func (a *app) doctorSchedules(ctx context.Context, cmd *command, clients *regionClients, group string) (doctorReport, int, bool) {
+	r := doctorReport{ScheduleGroup: group, Findings: []dlq.Finding{}}
+	sc, err := a.newScheduler(ctx, *clients.conn)
+	if err != nil {
+		return r, a.fail(cmd, err), false
+	}
+	c, ok := clients.sqsFor(ctx, "")
+	if !ok {
+		return r, exitProblems, false
+	}
+	fs, err := schedules.Lint(ctx, sc, c, func(o *schedules.Options) { o.Group = group })
+	r.Findings = append(r.Findings, fs...)
+	exit := exitOK
+	if err != nil {
+		if abortsAll(ctx, err) {
+			return r, a.fail(cmd, err), false
+		}
+		r.Error, exit = err.Error(), exitProblems
+	}
+	for _, f := range r.Findings {
+		if f.Severity >= dlq.SeverityWarning {
+			exit = exitProblems
+		}
+	}
+	return r, exit, true
 }

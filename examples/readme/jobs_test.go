@@ -154,6 +154,18 @@ func scheduledWorker(cfg aws.Config, queueURL string, h worker.Handler) (*worker
 	return worker.New(sqs.NewFromConfig(cfg), queueURL, worker.Chain(h, schedules.Unwrap(), once.Wrap))
 }
 
+func fleetWideTicks(cfg aws.Config, queueURL string, h worker.Handler) (*worker.Worker, error) {
+	unwrap := schedules.Unwrap(func(o *schedules.UnwrapOptions) {
+		o.DynamoDB = dynamodb.NewFromConfig(cfg)
+		o.Table = "reports-idempotency" // an idempotency table (idempotency.CreateTable makes one)
+		o.Lease = time.Minute           // a process killed mid-run blocks its schedule at most this long
+		o.OnSkip = func(ctx context.Context, t schedules.Tick, reason string) {
+			log.Printf("skipped %s at %s: %s", t.Schedule, t.Time, reason) // "duplicate" or "overlap"
+		}
+	})
+	return worker.New(sqs.NewFromConfig(cfg), queueURL, worker.Chain(h, unwrap))
+}
+
 func remindUnpaid(ctx context.Context, jobs *schedules.Jobs, orderID string, due time.Time) error {
 	_, err := jobs.At(ctx, "remind-"+orderID, due, producer.Message{Body: `{"remind": "` + orderID + `"}`})
 	return err // the same ID and content again is a no-op; other content under a pending ID is refused
@@ -168,6 +180,6 @@ func orderPaid(ctx context.Context, jobs *schedules.Jobs, orderID string) error 
 }
 
 // The snippets are compiled, not called.
-var _ = []any{requestReport, uniqueWorker, deploySchedules, scheduledWorker, remindUnpaid, orderPaid}
+var _ = []any{requestReport, uniqueWorker, deploySchedules, scheduledWorker, fleetWideTicks, remindUnpaid, orderPaid}
 
 var _ = []any{requestReindex, debouncedWorker}
