@@ -201,7 +201,7 @@ func TestEmulatorOverlapAcrossProcesses(t *testing.T) {
 	startChild := func() int {
 		t.Helper()
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s", childEnv, url, table, log.path, lease))
+		cmd.Env = testenv.ChildEnv(t, fmt.Sprintf("%s=%s %s %s %s", childEnv, url, table, log.path, lease))
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

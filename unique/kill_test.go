@@ -102,7 +102,7 @@ func TestEmulatorKilledConsumerKeepsKey(t *testing.T) {
 
 	marker := filepath.Join(t.TempDir(), "started")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), killChildEnv+"="+e.src+" "+e.table+" "+marker)
+	cmd.Env = testenv.ChildEnv(t, killChildEnv+"="+e.src+" "+e.table+" "+marker)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

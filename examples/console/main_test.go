@@ -88,15 +88,10 @@ func TestMain(m *testing.M) {
 // queues and table, and says which; make console runs the built program,
 // as go run would exit 1 on the interrupt whatever the program does.
 func TestCtrlC(t *testing.T) {
-	e := testenv.Get(t)
 	testenv.SQS(t)
 	testenv.DynamoDB(t)
 	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "SQSWORKER_CONSOLE_MAIN=1",
-		"AWS_ENDPOINT_URL_SQS="+e.SQS, "AWS_ENDPOINT_URL_SNS="+e.SNS, "AWS_ENDPOINT_URL_DYNAMODB="+e.DynamoDB, "AWS_REGION="+e.Region)
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
-		cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
-	}
+	cmd.Env = testenv.ChildEnv(t, "SQSWORKER_CONSOLE_MAIN=1")
 	var mu sync.Mutex
 	var buf bytes.Buffer
 	out := writerFunc(func(p []byte) (int, error) {

@@ -119,13 +119,8 @@ func (r *run) start(c ChildConfig) {
 	r.t.Helper()
 	c.Dir, c.Queue, c.Table = r.dir, r.queue, r.table
 	raw, _ := json.Marshal(c)
-	e := testenv.Get(r.t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), ChildEnv+"="+string(raw), "GORACE=atexit_sleep_ms=0",
-		"AWS_ENDPOINT_URL_SQS="+e.SQS, "AWS_ENDPOINT_URL_DYNAMODB="+e.DynamoDB, "AWS_REGION="+e.Region)
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
-		cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test") // as testenv.AWSConfig
-	}
+	cmd.Env = testenv.ChildEnv(r.t, ChildEnv+"="+string(raw), "GORACE=atexit_sleep_ms=0")
 	out, err := os.Create(filepath.Join(r.dir, c.Name+".out"))
 	if err != nil {
 		r.t.Fatal(err)

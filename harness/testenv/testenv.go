@@ -214,6 +214,26 @@ func AWSConfig(t testing.TB, endpoint string) aws.Config {
 	return cfg
 }
 
+// ChildEnv returns the environment for a child process of a test (a
+// re-executed test binary, an example's main): this process's
+// environment, the local AWS's endpoints and region, the static test
+// credentials AWSConfig uses when none are set (so the child reaches the
+// loopback emulators as the test does), and extra ("NAME=value") last.
+func ChildEnv(t testing.TB, extra ...string) []string {
+	t.Helper()
+	e := Get(t)
+	env := append(os.Environ(), "AWS_REGION="+e.Region)
+	for name, url := range map[string]string{"SQS": e.SQS, "SNS": e.SNS, "DYNAMODB": e.DynamoDB, "S3": e.S3} {
+		if url != "" {
+			env = append(env, "AWS_ENDPOINT_URL_"+name+"="+url)
+		}
+	}
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		env = append(env, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
+	}
+	return append(env, extra...)
+}
+
 // SQS returns an SQS client for the local AWS.
 func SQS(t testing.TB) *sqs.Client {
 	t.Helper()
