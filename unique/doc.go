@@ -34,8 +34,9 @@
 //     the worker or the Lambda adapter). A retry, a snooze and a release
 //     keep it. A send while it is held is refused with ErrDuplicate; the
 //     Result carries the holding job's message ID (the job's first ID: a
-//     snooze relayed as a fresh copy keeps it), so the caller chooses to
-//     treat the refusal as an error or as "already enqueued".
+//     snooze relayed as a fresh copy keeps it) when Options.RecordJobID
+//     is set, so the caller chooses to treat the refusal as an error or
+//     as "already enqueued".
 //
 //   - Positive: for a period. At most one job per key per window of that
 //     length, counted from the accepted send; the job's fate does not free
@@ -47,7 +48,7 @@
 //     updates the item instead (one conditional UpdateItem): its body
 //     replaces the stored one and the due time moves to now + Debounce,
 //     never past Key.MaxDelay after the first send. It returns no error and
-//     the job's ID. The consumers wrap their handler with Store.Middleware:
+//     (with Options.RecordJobID) the job's ID. The consumers wrap their handler with Store.Middleware:
 //     a job that arrives before its due time waits (a sleep of up to a
 //     second, else a snooze that spends no attempt); once due, it is
 //     marked as running, its body is replaced by the last send's, and the
@@ -60,15 +61,16 @@
 // An accepted send claims the key with one conditional PutItem (the item
 // is absent, or its expiry has passed), then sends the message with the
 // message attribute "sqsworker.unique" (mode, a random claim token, and
-// the key), then records the message ID on the item with one conditional
-// UpdateItem (Options.SkipJobID leaves it out: a refused send then gets no
-// ID). The attribute travels with the message through retries, snoozes
+// the key); with Options.RecordJobID it then records the message ID on the
+// item with one conditional UpdateItem, so that a refused send learns the
+// holding job's ID. The attribute travels with the message through retries, snoozes
 // relayed as fresh copies and long delays re-sent by the runtime. When the
 // runtime settles the job as Deleted or DeadLettered, Settled deletes the
 // item with one DeleteItem conditional on the claim token, so a late or
 // repeated release (a dead-letter copy redriven and run again, say) never
-// frees a newer claim of the same key. On the happy path a unique job
-// costs two DynamoDB writes, three with its message ID (see BENCHMARKS.md).
+// frees a newer claim of the same key. On the happy path a job held until
+// settled costs two DynamoDB writes, three with RecordJobID (see
+// BENCHMARKS.md).
 //
 // A send that SQS refuses frees its claim at once and returns the send's
 // error. (If the send's response was lost and SQS did enqueue the message,

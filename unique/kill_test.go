@@ -85,7 +85,7 @@ func TestEmulatorKilledConsumerKeepsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.src, e.dlq = setup.Target().SourceURL, setup.Target().DLQURL
-	store, p := e.process(t)
+	store, p := e.process(t, func(o *unique.Options) { o.RecordJobID = true })
 	k := unique.Key{Name: testenv.UniqueName("kill")}
 	first, err := store.Send(t.Context(), p, k, producer.Message{Body: "job"})
 	if err != nil {

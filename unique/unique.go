@@ -89,10 +89,13 @@ type Options struct {
 	// send does not. Zero value: false, fail closed — Send returns the
 	// error and sends nothing.
 	FailOpen bool
-	// SkipJobID leaves out the write that records an accepted job's
-	// message ID on its key (one DynamoDB write per job less); a refused
-	// send's Result then has no MessageID. Zero value: false, recorded.
-	SkipJobID bool
+	// RecordJobID records an accepted job's message ID on its key, with
+	// one more DynamoDB write per job (an UpdateItem after the send), so
+	// that a refused send's Result carries the holding job's MessageID
+	// and a folded debounced send its job's. Zero value: false — two
+	// writes per job until settled (the claim and the release), and a
+	// refused send's Result has no MessageID.
+	RecordJobID bool
 	// CallTimeout bounds every DynamoDB call. Zero value: 5 s.
 	CallTimeout time.Duration
 	// Logger receives the Store's warnings (failed releases). Zero value:
@@ -235,8 +238,9 @@ func (s *Store) Stats() Stats {
 
 // Send sends m through p as the one job of key k: it claims the key, then
 // sends. A key held by another job refuses the send (nothing is sent):
-// the error matches ErrDuplicate and the Result's MessageID is the holding
-// job's (unless Options.SkipJobID, or its send is still in flight). A send
+// the error matches ErrDuplicate and, with Options.RecordJobID, the
+// Result's MessageID is the holding job's (unless its send is still in
+// flight). A send
 // that fails frees the claim again. Send fails closed when the claim
 // cannot be made, unless Options.FailOpen. m must leave room for one more
 // message attribute (SQS allows 10).
@@ -341,7 +345,7 @@ func (s *Store) send(ctx context.Context, p *producer.Producer, k Key, m produce
 		s.free(context.WithoutCancel(ctx), c.key, c.token)
 		return res, err, false
 	}
-	if !s.o.SkipJobID {
+	if s.o.RecordJobID {
 		if err := s.recordJob(context.WithoutCancel(ctx), c, res.MessageID); err != nil {
 			s.o.Logger.Warn("unique: the job was sent but its message ID could not be recorded on its key; refused sends will not learn it", "key", k.Name, "message", res.MessageID, "err", err)
 		}
