@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -17,20 +16,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/dynamo"
+	"github.com/sqsworker/sqsworker/internal/uniqueattr"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
 // attribute is the message attribute a unique job carries:
-// "<mode>:<token>:<key>".
-const attribute = "sqsworker.unique"
+// "<mode>:<token>:<key>" (internal/uniqueattr, which the console reads too).
+const attribute = uniqueattr.Name
 
 // The modes in the attribute.
 const (
-	modeSettled  = "s" // until settled
-	modePeriod   = "p" // for a period
-	modeDebounce = "d" // debounce
+	modeSettled  = uniqueattr.ModeSettled  // until settled
+	modePeriod   = uniqueattr.ModePeriod   // for a period
+	modeDebounce = uniqueattr.ModeDebounce // debounce
 )
 
 // maxDebounceBody is the largest body a debounced send takes: the body is
@@ -475,20 +475,14 @@ type holder struct {
 }
 
 // value is the claim's message attribute value.
-func (c claim) value() string { return c.mode + ":" + c.token + ":" + c.key }
+func (c claim) value() string {
+	return uniqueattr.Claim{Mode: c.mode, Token: c.token, Key: c.key}.Value()
+}
 
 // parse reads a message's claim from its attributes.
 func parse(attrs map[string]types.MessageAttributeValue) (claim, bool) {
-	v, ok := attrs[attribute]
-	if !ok || v.StringValue == nil {
-		return claim{}, false
-	}
-	mode, rest, ok1 := strings.Cut(*v.StringValue, ":")
-	token, key, ok2 := strings.Cut(rest, ":")
-	if !ok1 || !ok2 || key == "" || token == "" {
-		return claim{}, false
-	}
-	return claim{key: key, token: token, mode: mode}, true
+	c, ok := uniqueattr.Parse(attrs)
+	return claim{key: c.Key, token: c.Token, mode: c.Mode}, ok
 }
 
 func newToken() string {
