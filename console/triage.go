@@ -132,6 +132,6 @@ func (h *handler) message(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "message", "Message "+id, map[string]any{
 		"Queue": queue, "Target": t, "Snapshot": s, "M": m, "Body": pretty(h.body(t.DLQURL, m)),
 		"Attributes": attributes(m.Attributes), "Group": groupKey(m), "CanEdit": h.opts.Redact == nil,
-		"UniqueKey": uniqueattr.Describe(m.Attributes),
+		"UniqueKey": uniqueattr.Describe(m.Attributes, m.Body),
 	})
 }

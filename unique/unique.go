@@ -375,7 +375,10 @@ func (s *Store) Settled(st worker.Settlement) {
 	if st.Message == nil {
 		return
 	}
-	c, ok := parse(st.Message.MessageAttributes)
+	// The message as received: an enveloped subscription's key is in
+	// the SNS envelope (fanout.Unwrap changed only the handler's copy).
+	u, ok := uniqueattr.ParseMessage(st.Message.MessageAttributes, st.Message.Body)
+	c := claim{key: u.Key, token: u.Token, mode: u.Mode}
 	if !ok || (c.mode != modeSettled && c.mode != modeDebounce) {
 		return
 	}

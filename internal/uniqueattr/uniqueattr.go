@@ -4,6 +4,7 @@
 package uniqueattr
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -35,6 +36,38 @@ func Parse(attrs map[string]types.MessageAttributeValue) (Claim, bool) {
 	return parseValue(*v.StringValue)
 }
 
+// ParseMessage reads the claim of a message as SQS delivered it: from
+// its attributes, else, for a queue subscribed to a topic without raw
+// message delivery, from the SNS envelope in its body, where the publish's
+// attributes are (a settlement reports the message as received, before
+// fanout.Unwrap).
+func ParseMessage(attrs map[string]types.MessageAttributeValue, body string) (Claim, bool) {
+	if c, ok := Parse(attrs); ok {
+		return c, true
+	}
+	return fromEnvelope(body)
+}
+
+// fromEnvelope reads the claim from an SNS notification's envelope: its
+// MessageAttributes hold {"Type": "String", "Value": ...} per attribute.
+func fromEnvelope(body string) (Claim, bool) {
+	if !strings.Contains(body, Name) { // most bodies: no JSON parse
+		return Claim{}, false
+	}
+	var e struct {
+		Type              string
+		MessageAttributes map[string]struct{ Type, Value string }
+	}
+	if json.Unmarshal([]byte(body), &e) != nil || e.Type != "Notification" {
+		return Claim{}, false
+	}
+	a, ok := e.MessageAttributes[Name]
+	if !ok || a.Type != "String" {
+		return Claim{}, false
+	}
+	return parseValue(a.Value)
+}
+
 func parseValue(s string) (Claim, bool) {
 	mode, rest, ok1 := strings.Cut(s, ":")
 	token, key, ok2 := strings.Cut(rest, ":")
@@ -44,10 +77,11 @@ func parseValue(s string) (Claim, bool) {
 	return Claim{Mode: mode, Token: token, Key: key}, true
 }
 
-// Describe says, for a person reading a dead-lettered message, which
-// unique key the job has and what its mode did with it ("" without one).
-func Describe(attrs map[string]types.MessageAttributeValue) string {
-	c, ok := Parse(attrs)
+// Describe says, for a person reading a dead-lettered message (its
+// attributes and body as received), which unique key the job has and what
+// its mode did with it ("" without one).
+func Describe(attrs map[string]types.MessageAttributeValue, body string) string {
+	c, ok := ParseMessage(attrs, body)
 	if !ok {
 		return ""
 	}

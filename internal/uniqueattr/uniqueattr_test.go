@@ -15,7 +15,7 @@ func TestParseRoundTripAndDescribe(t *testing.T) {
 	if !ok || got != c {
 		t.Fatalf("Parse = %+v, %v; want %+v", got, ok, c)
 	}
-	if d := Describe(attrs); !strings.HasPrefix(d, "report/acct:42 (until settled") {
+	if d := Describe(attrs, ""); !strings.HasPrefix(d, "report/acct:42 (until settled") {
 		t.Errorf("Describe = %q", d)
 	}
 	for _, bad := range []string{"", "s", "s:tok", "s::key", "s:tok:"} {
@@ -23,7 +23,17 @@ func TestParseRoundTripAndDescribe(t *testing.T) {
 			t.Errorf("parseValue(%q) accepted", bad)
 		}
 	}
-	if d := Describe(nil); d != "" {
-		t.Errorf("Describe(nil) = %q", d)
+	envelope := `{"Type":"Notification","MessageId":"m-1","TopicArn":"arn:aws:sns:us-east-1:000000000000:reports","Message":"job",` +
+		`"MessageAttributes":{"other":{"Type":"String","Value":"x"},"sqsworker.unique":{"Type":"String","Value":"` + c.Value() + `"}}}`
+	if got, ok := ParseMessage(nil, envelope); !ok || got != c {
+		t.Errorf("ParseMessage of an SNS envelope = %+v, %v; want %+v", got, ok, c)
+	}
+	for _, body := range []string{"job", `{"Type":"Other","MessageAttributes":{"sqsworker.unique":{"Type":"String","Value":"s:t:k"}}}`, `{"sqsworker.unique": 1}`} {
+		if got, ok := ParseMessage(nil, body); ok {
+			t.Errorf("ParseMessage(nil, %q) = %+v", body, got)
+		}
+	}
+	if d := Describe(nil, ""); d != "" {
+		t.Errorf("Describe of no message = %q", d)
 	}
 }
