@@ -94,6 +94,30 @@
 // expired items later; correctness never depends on it. Store.Release
 // frees a key at once (after a purge).
 //
+// A consumer killed with kill -9 after SQS confirmed a job's delete (or
+// dead-letter move) and before its release reached DynamoDB leaves that
+// key held until its expiry too: the jobs whose deletes were in flight or
+// whose settlements were queued for the hook when it died (26 keys over
+// 3 SIGKILLs in the chaos suite's bounded unique run, Concurrency 8; see
+// RELIABILITY.md). Releasing before the delete would close that gap
+// by opening a worse one (a key free while its job may still come back),
+// so the Store keeps the key and the bound applies; Stats.Recovered
+// counts the keys taken over after it.
+//
+// # Through a topic
+//
+// Send takes a Producer for a topic (producer.NewTopic) too: the key is a
+// message attribute of the publish, and the consumers' Settled finds it
+// in the delivered message, in its attributes (raw message delivery) or
+// in the SNS envelope around it. A period key works whatever the number
+// of subscribed queues: one publish per window. A key until settled (or
+// debounced) is freed when the first copy is settled (a debounced job's
+// later copies are then dropped), so use it on a
+// topic only when each message reaches one queue (one subscription, or
+// filter policies that route each message to one); with several queues
+// each running its copy, send a unique job to each queue instead, keyed
+// per queue ("billing/report-42").
+//
 // # Faults
 //
 // Every DynamoDB call is bounded by Options.CallTimeout and counted in
@@ -112,7 +136,12 @@
 // milliseconds), "job" (the message ID); debounced keys add "body", "due"
 // and "cap" (epoch milliseconds) and "state" (set once the job runs).
 // The command sqsworker unique create-table makes the table, and sqsworker
-// unique check checks it. The senders need
-// dynamodb:PutItem, UpdateItem and DeleteItem; the consumers UpdateItem
-// and DeleteItem; New needs dynamodb:DescribeTable; Held needs dynamodb:Scan.
+// unique check checks it (and sqsworker doctor --unique-table TABLE QUEUE
+// beside the queue). The console shows a dead-lettered job's key on its
+// message page, and the sqsotel module's Instrumentation.ObserveUnique
+// reports Stats as metrics (sends refused as duplicates, keys held).
+//
+// The senders need dynamodb:PutItem, UpdateItem and DeleteItem; the
+// consumers UpdateItem and DeleteItem; New needs dynamodb:DescribeTable;
+// Held needs dynamodb:Scan.
 package unique
