@@ -133,7 +133,7 @@
 //
 // Partition key "key" (type S), time-to-live on "expiresAt" (epoch
 // seconds). Items: "token", "mode", "until" (expiry in epoch
-// milliseconds), "job" (the message ID); debounced keys add "body", "due"
+// milliseconds), "job" (the message ID, with RecordJobID); debounced keys add "body", "due"
 // and "cap" (epoch milliseconds) and "state" (set once the job runs).
 // The command sqsworker unique create-table makes the table, and sqsworker
 // unique check checks it (and sqsworker doctor --unique-table TABLE QUEUE

@@ -29,7 +29,7 @@ import (
 func requestReport(ctx context.Context, keys *unique.Store, p *producer.Producer, account string) (string, error) {
 	res, err := keys.Send(ctx, p, unique.Key{Name: "report/" + account}, producer.Message{Body: `{"account": "` + account + `"}`})
 	if errors.Is(err, unique.ErrDuplicate) {
-		return res.MessageID, nil // waiting, retrying or running: the ID of the job that holds the key
+		return res.MessageID, nil // waiting, retrying or running; with Options.RecordJobID, the holding job's ID
 	}
 	return res.MessageID, err // nothing was sent when err != nil
 }
