@@ -21,7 +21,9 @@
 // The worker calls its hook on one goroutine, so each release (one
 // DeleteItem) is made in turn: at 5 ms a call that is some 200 releases a
 // second per worker before the hook falls behind (and, past 4,096 events,
-// drops some: those keys then end at their expiry). The Lambda adapter
+// drops some: those keys then end at their expiry). Options.ReleaseConcurrency
+// has Settled make them in the background, that many at once; Close then
+// waits for them once Run has returned. The Lambda adapter
 // reports a succeeded record before Lambda deletes it, once Handle returns.
 //
 // # Modes
@@ -97,9 +99,10 @@
 // A consumer killed with kill -9 after SQS confirmed a job's delete (or
 // dead-letter move) and before its release reached DynamoDB leaves that
 // key held until its expiry too: the jobs whose deletes were in flight or
-// whose settlements were queued for the hook when it died (26 keys over
-// 3 SIGKILLs in the chaos suite's bounded unique run, Concurrency 8; see
-// RELIABILITY.md). Releasing before the delete would close that gap
+// whose settlements were queued for the hook when it died. The chaos
+// suite's bounded unique run (3 SIGKILLs, Concurrency 8) left some 100
+// such keys of 300 with releases made in turn, 2 with ReleaseConcurrency
+// 16 (see RELIABILITY.md). Releasing before the delete would close that gap
 // by opening a worse one (a key free while its job may still come back),
 // so the Store keeps the key and the bound applies; Stats.Recovered
 // counts the keys taken over after it.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -98,6 +99,17 @@ type Options struct {
 	RecordJobID bool
 	// CallTimeout bounds every DynamoDB call. Zero value: 5 s.
 	CallTimeout time.Duration
+	// ReleaseConcurrency, when positive, lets Settled make up to this many
+	// releases (and expiry refreshes) at once, in the background: Settled
+	// then returns once its call has started (waiting only while that many
+	// are in flight), so the worker's hook keeps up with a job rate above
+	// what one DynamoDB call at a time allows (some 100 to 200 a second),
+	// and fewer keys wait in the hook's queue when a process dies or its
+	// Run stops at FlushTimeout. Call Close after the runtime has stopped
+	// (Run returned) to wait for the calls in flight. Not for Lambda,
+	// whose environment freezes once the invocation returns. Zero value:
+	// each call made in turn, before Settled returns.
+	ReleaseConcurrency int
 	// Logger receives the Store's warnings (failed releases). Zero value:
 	// slog.Default().
 	Logger *slog.Logger
@@ -166,6 +178,10 @@ type Store struct {
 	st     struct {
 		claimed, refused, debounced, recovered, released, refreshed, failedOpen, sendErrors, releaseErrors, requests, requestErrors atomic.Int64
 	}
+	// slots bounds the releases in flight (Options.ReleaseConcurrency;
+	// nil: made in turn); inFlight counts them for Close.
+	slots    chan struct{}
+	inFlight sync.WaitGroup
 }
 
 // New returns the Store on table, after checking with one DescribeTable
@@ -181,8 +197,8 @@ func New(client API, table string, optFns ...func(*Options)) (*Store, error) {
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.Retention < 0 || o.CallTimeout < 0 {
-		return nil, errors.New("unique.New: Options.Retention and CallTimeout must not be negative (zero selects the default)")
+	if o.Retention < 0 || o.CallTimeout < 0 || o.ReleaseConcurrency < 0 {
+		return nil, errors.New("unique.New: Options.Retention, CallTimeout and ReleaseConcurrency must not be negative (zero selects the default)")
 	}
 	if o.Retention == 0 {
 		o.Retention = maxRetention
@@ -197,6 +213,9 @@ func New(client API, table string, optFns ...func(*Options)) (*Store, error) {
 		o.Now = time.Now
 	}
 	s := &Store{client: client, table: table, o: o}
+	if o.ReleaseConcurrency > 0 {
+		s.slots = make(chan struct{}, o.ReleaseConcurrency)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*o.CallTimeout)
 	defer cancel()
 	s.st.requests.Add(1)
@@ -370,7 +389,8 @@ func (s *Store) free(ctx context.Context, key, token string) {
 // outcome (retrying, released, lost, abandoned, delayed) keeps the key.
 // Messages without a unique key are ignored. Each call is bounded by
 // Options.CallTimeout; a failure is logged and counted, and the key then
-// ends at its expiry.
+// ends at its expiry. With Options.ReleaseConcurrency the call is made in
+// the background (see Close).
 func (s *Store) Settled(st worker.Settlement) {
 	if st.Message == nil {
 		return
@@ -382,6 +402,42 @@ func (s *Store) Settled(st worker.Settlement) {
 	if !ok || (c.mode != modeSettled && c.mode != modeDebounce) {
 		return
 	}
+	switch st.Outcome {
+	case worker.Deleted, worker.DeadLettered, worker.Snoozed:
+	default:
+		return
+	}
+	if s.slots == nil {
+		s.settle(st, c)
+		return
+	}
+	s.slots <- struct{}{}
+	s.inFlight.Add(1)
+	go func() {
+		defer func() { <-s.slots; s.inFlight.Done() }()
+		s.settle(st, c)
+	}()
+}
+
+// Close waits until the releases and refreshes Settled started in the
+// background (Options.ReleaseConcurrency) are done, or ctx ends (its
+// error is then returned: the keys of the calls still in flight may be
+// held until their expiry). Call it once the runtime no longer calls
+// Settled: after the worker's Run returned. Without ReleaseConcurrency
+// there is nothing to wait for. The Store stays usable.
+func (s *Store) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.inFlight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// settle makes the DynamoDB call of one settlement (Settled).
+func (s *Store) settle(st worker.Settlement, c claim) {
 	ctx := context.Background()
 	switch st.Outcome {
 	case worker.Deleted, worker.DeadLettered:

@@ -36,6 +36,10 @@ type UniqueConfig struct {
 	Endpoint    string        `json:"endpoint"` // the DynamoDB fault proxy's URL
 	Table       string        `json:"table"`
 	CallTimeout time.Duration `json:"callTimeout"` // the Store's Options.CallTimeout
+	// ReleaseConcurrency is the Store's Options.ReleaseConcurrency (zero:
+	// each release made in the hook, in turn); the process calls the
+	// Store's Close once Run has returned.
+	ReleaseConcurrency int `json:"releaseConcurrency,omitempty"`
 }
 
 // uniqueKeyPrefix makes a job's unique key: "job/<id>".
@@ -46,9 +50,10 @@ const uniqueKeyPrefix = "job/"
 const releasesFile = ".releases.jsonl"
 
 // ReleaseRecord is one step of a release of a job's key by Store.Settled
-// (a Deleted or DeadLettered settlement): Phase "begin" before the call,
-// then "ok" or "failed" (the Store counted a release error: the key is
-// held until its expiry).
+// (a Deleted or DeadLettered settlement): Phase "begin" when the hook
+// passed the settlement to the Store, then, for each DeleteItem request of
+// the key (the Store's retries included), "ok" when DynamoDB answered
+// (the key deleted, or no longer this claim's) or "error".
 type ReleaseRecord struct {
 	Job     string    `json:"job"`
 	Worker  string    `json:"w"`
@@ -73,14 +78,38 @@ func newUniqueWorker(cfg WorkerConfig, name, base string, logger *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	store, err := unique.New(dynamoClient(uc.Endpoint, cfg.Region, name, cfg.Concurrency), uc.Table, func(o *unique.Options) {
-		o.CallTimeout, o.Logger = uc.CallTimeout, logger
+	u := &uniqueWorker{name: name, releases: releases}
+	client := &releaseWatch{Client: dynamoClient(uc.Endpoint, cfg.Region, name, cfg.Concurrency), w: u}
+	u.store, err = unique.New(client, uc.Table, func(o *unique.Options) {
+		o.CallTimeout, o.Logger, o.ReleaseConcurrency = uc.CallTimeout, logger, uc.ReleaseConcurrency
 	})
 	if err != nil {
 		releases.close()
 		return nil, err
 	}
-	return &uniqueWorker{name: name, store: store, releases: releases}, nil
+	return u, nil
+}
+
+// releaseWatch is a worker's DynamoDB client, recording the outcome of
+// every DeleteItem request (each request of the Store's retry rule
+// passes through it).
+type releaseWatch struct {
+	*dynamodb.Client
+	w *uniqueWorker
+}
+
+func (r *releaseWatch) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	out, err := r.Client.DeleteItem(ctx, in, optFns...)
+	rec := ReleaseRecord{Worker: r.w.name, Phase: "ok", Time: time.Now()}
+	if k, ok := in.Key["key"].(*dbtypes.AttributeValueMemberS); ok {
+		rec.Job = strings.TrimPrefix(k.Value, uniqueKeyPrefix)
+	}
+	var cf *dbtypes.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &cf) {
+		rec.Phase = "error"
+	}
+	r.w.releases.write(rec)
+	return out, err
 }
 
 // dynamoClient is a DynamoDB client on endpoint, as a user would build it.
@@ -96,27 +125,28 @@ func dynamoClient(endpoint, region, name string, conns int) *dynamodb.Client {
 	})
 }
 
-// settled passes a settlement to the Store, recording the releases.
+// settled passes a settlement to the Store, recording the releases
+// begun.
 func (u *uniqueWorker) settled(s worker.Settlement) {
-	if s.Message == nil || (s.Outcome != worker.Deleted && s.Outcome != worker.DeadLettered) {
-		u.store.Settled(s)
-		return
+	if s.Message != nil && (s.Outcome == worker.Deleted || s.Outcome == worker.DeadLettered) {
+		rec := ReleaseRecord{Worker: u.name, Phase: "begin", Outcome: s.Outcome.String(), Time: time.Now()}
+		if j, err := parseMessageJob(s.Message.Body); err == nil {
+			rec.Job = j.ID
+		}
+		u.releases.write(rec)
 	}
-	rec := ReleaseRecord{Worker: u.name, Phase: "begin", Outcome: s.Outcome.String(), Time: time.Now()}
-	if j, err := parseMessageJob(s.Message.Body); err == nil {
-		rec.Job = j.ID
-	}
-	u.releases.write(rec)
-	before := u.store.Stats().ReleaseErrors // the hook runs one event at a time
 	u.store.Settled(s)
-	rec.Phase, rec.Time = "ok", time.Now()
-	if u.store.Stats().ReleaseErrors != before {
-		rec.Phase = "failed"
-	}
-	u.releases.write(rec)
 }
 
-func (u *uniqueWorker) close() { u.releases.close() }
+// close waits, within wait, for the releases in flight (Store.Close),
+// then closes the records.
+func (u *uniqueWorker) close(wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	err := u.store.Close(ctx)
+	u.releases.close()
+	return err
+}
 
 // uniqueRun is the orchestrator's side of the unique variant: the keys
 // table, the DynamoDB fault proxy, and what it found.
@@ -336,8 +366,10 @@ func eachLineOf[T any](dir, suffix string, fn func(T)) error {
 // The causes of a key held after the run.
 const (
 	// KeyReleaseCut: the release began (after SQS confirmed the delete or
-	// the dead-letter move) in a process SIGKILLed before it ended.
-	KeyReleaseCut = "release cut by SIGKILL"
+	// the dead-letter move) in a process that died before DynamoDB
+	// answered it: SIGKILLed, or exited after its Run returned with
+	// settlements still queued for the hook.
+	KeyReleaseCut = "release cut by the process's end"
 	// KeyReleaseFailed: the Store's release failed (DynamoDB faults
 	// outlasted its retries), logged and counted.
 	KeyReleaseFailed = "release failed"
@@ -366,8 +398,8 @@ type UniqueReport struct {
 	// Left: keys held after that.
 	Recovered int64 `json:"recovered"`
 	Left      int   `json:"left"`
-	// Releases counts the releases the workers made (ok) and those that
-	// failed.
+	// Releases counts the keys whose release DynamoDB answered, and
+	// ReleasesFailed those whose release requests all failed.
 	Releases       int                          `json:"releases"`
 	ReleasesFailed int                          `json:"releasesFailed"`
 	Store          unique.Stats                 `json:"store"`
@@ -393,7 +425,11 @@ func (r *Report) uniqueKeys(ev evidence) {
 			ur.Store.RequestErrors += s.RequestErrors
 		}
 	}
-	type steps struct{ begun, ok, failed []string } // worker names
+	type steps struct {
+		begun []string // the workers that passed a settlement to the Store
+		ok    bool     // a DeleteItem of the key was answered
+		errs  int      // DeleteItem requests that failed
+	}
 	rel := map[string]*steps{}
 	for _, rr := range ue.Releases {
 		s := rel[rr.Job]
@@ -405,16 +441,23 @@ func (r *Report) uniqueKeys(ev evidence) {
 		case "begin":
 			s.begun = append(s.begun, rr.Worker)
 		case "ok":
-			s.ok = append(s.ok, rr.Worker)
+			s.ok = true
+		case "error":
+			s.errs++
+		}
+	}
+	for _, s := range rel {
+		if s.ok {
 			ur.Releases++
-		case "failed":
-			s.failed = append(s.failed, rr.Worker)
+		} else if len(s.begun) > 0 && s.errs > 0 {
 			ur.ReleasesFailed++
 		}
 	}
-	lastRun := map[string]string{} // job → the worker of its last run
+	lastRun := map[string]RunRecord{} // job → its last run (the records come by worker, not by time)
 	for _, run := range ev.Files.Runs {
-		lastRun[run.Job] = run.Worker
+		if last, ok := lastRun[run.Job]; !ok || run.Time.After(last.Time) {
+			lastRun[run.Job] = run
+		}
 	}
 	pending := map[string]bool{}
 	for _, id := range ev.Pending {
@@ -422,17 +465,21 @@ func (r *Report) uniqueKeys(ev evidence) {
 	}
 	killed := func(w string) bool { return ev.Procs[w].Signal == "SIGKILL" }
 	dropped := func(w string) bool { return ev.Files.Exits[w].Stats.HookDropped > 0 }
+	// cut: the process died with the release begun and not answered: it
+	// was SIGKILLed, or its Run returned with settlements still queued
+	// for the hook (Stats.HookDropped) and the process exited.
+	cut := func(w string) bool { return killed(w) || dropped(w) }
 	for _, job := range ue.Held {
 		cause := KeyUnexplained
 		s := rel[job]
 		switch {
 		case pending[job]:
 			cause = KeyPending
-		case s != nil && len(s.failed) > 0:
+		case s != nil && !s.ok && s.errs > 0:
 			cause = KeyReleaseFailed
-		case s != nil && len(s.begun) > len(s.ok)+len(s.failed) && anyOf(s.begun, killed):
+		case s != nil && !s.ok && anyOf(s.begun, cut):
 			cause = KeyReleaseCut
-		case s == nil && (killed(lastRun[job]) || dropped(lastRun[job])):
+		case s == nil && cut(lastRun[job].Worker):
 			cause = KeyNotHeard
 		}
 		ur.HeldBy[cause]++
@@ -523,5 +570,5 @@ func uniqueVariant(c *Config) {
 	c.Faults = chaosFaults()
 	c.DynamoFaults = chaosFaults()
 	c.Kills = Kills{MinEvery: time.Second, MaxEvery: 4 * time.Second, KillShare: 0.5}
-	c.Worker.Unique = &UniqueConfig{CallTimeout: 2 * time.Second}
+	c.Worker.Unique = &UniqueConfig{CallTimeout: 2 * time.Second, ReleaseConcurrency: 16}
 }

@@ -110,7 +110,6 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 		if keys, err = newUniqueWorker(cfg, name, base, logger); err != nil {
 			return err
 		}
-		defer keys.close()
 		record := onSettled
 		onSettled = func(s worker.Settlement) { record(s); keys.settled(s) }
 	}
@@ -173,6 +172,11 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 		exit.Idempotency = &st
 	}
 	if keys != nil {
+		// The releases still in flight (Options.ReleaseConcurrency), as
+		// a deployment's main would wait for them.
+		if err := keys.close(cfg.FlushTimeout); err != nil {
+			logger.Warn("chaos: releases still in flight at exit", "err", err)
+		}
 		st := keys.store.Stats()
 		exit.Unique = &st
 	}
