@@ -37,7 +37,7 @@ func requestReport(ctx context.Context, keys *unique.Store, p *producer.Producer
 func uniqueWorker(cfg aws.Config, queueURL string, h worker.Handler) (*unique.Store, *worker.Worker, error) {
 	keys, err := unique.New(dynamodb.NewFromConfig(cfg), "sqsworker-unique", func(o *unique.Options) {
 		o.Retention = 4 * 24 * time.Hour // the queue's MessageRetentionPeriod: bounds a lost job's key
-		o.ReleaseConcurrency = 16          // releases keep up with the worker; call keys.Close after Run
+		o.ReleaseConcurrency = 16        // releases keep up with the worker; call keys.Close after Run
 	})
 	if err != nil {
 		return nil, nil, err // a missing table, a wrong key schema
