@@ -4,7 +4,7 @@
 #   make test   vet + race tests, integration and browser tests required, against a local AWS it
 #               starts itself (installs the emulators and, as root, Debian's chromium when missing)
 #   make chaos  the chaos suite (faults, kill -9, restarts) against a local AWS it starts itself;
-#               VARIANT=graceful|chaos|blackhole|throttle|scale|fifo|drain|producer|fanout|idempotency|lambda|soak|all
+#               VARIANT=graceful|chaos|blackhole|throttle|scale|fifo|drain|producer|fanout|idempotency|unique|lambda|soak|all
 #               (see RELIABILITY.md)
 #
 # Both use AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_SQS + AWS_ENDPOINT_URL_DYNAMODB when set

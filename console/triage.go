@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/dlq"
+	"github.com/sqsworker/sqsworker/internal/uniqueattr"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -140,5 +141,6 @@ func (h *handler) message(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "message", "Message "+id, map[string]any{
 		"Queue": queue, "Target": t, "Snapshot": s, "M": m, "Body": pretty(h.body(t.DLQURL, m)),
 		"Attributes": attributes(m.Attributes), "Group": groupKey(m), "CanEdit": h.opts.Redact == nil && sub == nil, "Sub": sub,
+		"UniqueKey": uniqueattr.Describe(m.Attributes, m.Body),
 	})
 }

@@ -17,6 +17,7 @@
 //		func(o *worker.Options) { o.OnSettled = ins.OnSettled(nil) })
 //	reg, err := ins.ObserveWorker(w) // Stats as metrics; reg.Unregister() when done
 //	freg, err := ins.ObserveFleet(f) // a *fleet.Fleet's Stats, when the worker uses fleet controls
+//	ureg, err := ins.ObserveUnique(keys) // a *unique.Store's Stats, when the jobs carry unique keys
 //	p, err := producer.New(client, queue) // its sends get "send QUEUE" spans
 //
 // and for a Lambda function the same middleware and hook:
@@ -164,6 +165,18 @@
 //	sqsworker.fleet.unkeyed                        sqsworker_fleet_unkeyed_total              messages a rate limit's or cap's key function gave no key (ByGroup: no MessageGroupId)
 //	sqsworker.fleet.queue.paused                   sqsworker_fleet_queue_paused               1 while the queue is paused (as last read)
 //	sqsworker.fleet.breaker.state{sqsworker.breaker, sqsworker.state} sqsworker_fleet_breaker_state  1 for the state each breaker is in, 0 for the others
+//
+// ObserveUnique(store) reports a *unique.Store's counters (unique.Stats):
+//
+//	sqsworker.unique.sends{sqsworker.result}      sqsworker_unique_sends_total               sends: claimed, refused (duplicate), debounced, failed_open, send_error
+//	sqsworker.unique.keys.held                    sqsworker_unique_keys_held                 keys claimed minus keys freed by this process; summed over a table's processes, the keys held
+//	sqsworker.unique.released                     sqsworker_unique_released_total            keys freed by a settled job or Release
+//	sqsworker.unique.recovered                    sqsworker_unique_recovered_total           keys taken over after their expiry (a lost job, a release that never came)
+//	sqsworker.unique.release_errors               sqsworker_unique_release_errors_total      failed releases: the key is held until its expiry
+//	sqsworker.unique.requests{sqsworker.result}   sqsworker_unique_requests_total            DynamoDB calls: ok, error
+//
+// Alert on sqsworker_unique_release_errors_total and on
+// sqsworker_unique_recovered_total (each is a key held past its job).
 //
 // Alert on a breaker left open (sqsworker_fleet_breaker_state{sqsworker_state="open"} == 1 for
 // minutes), on rate(sqsworker_fleet_snoozed_total) against the receive rate

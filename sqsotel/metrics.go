@@ -85,7 +85,8 @@ type instruments struct {
 	queueDepth          metric.Int64ObservableUpDownCounter
 
 	// The fleet controls (ObserveFleet) and the worker's paused state.
-	fleet fleetInstruments
+	fleet  fleetInstruments
+	unique uniqueInstruments
 }
 
 func (m *instruments) init(meter metric.Meter) error {
@@ -179,6 +180,7 @@ func (m *instruments) init(meter metric.Meter) error {
 		metric.WithDescription("Age at receipt of the oldest message received for the first time in the last one to two minutes (worker.Stats.OldestAge)."))
 	add(err)
 	add(m.fleet.init(meter))
+	add(m.unique.init(meter))
 	return errors.Join(errs...)
 }
 

@@ -45,7 +45,7 @@ func runDebounced(ctx context.Context, t *testing.T, e *env, runs *[]debounceRun
 // send; the key is then free.
 func TestDebounceCollapsesSendsIntoLastBody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t, func(o *unique.Options) { o.Now = time.Now })
+		e := newEnv(t, func(o *unique.Options) { o.Now, o.RecordJobID = time.Now, true })
 		ctx, cancel := context.WithCancel(t.Context())
 		var mu sync.Mutex
 		var runs []debounceRun
@@ -79,7 +79,7 @@ func TestDebounceCollapsesSendsIntoLastBody(t *testing.T) {
 			t.Errorf("the job ran %v after the last send; want within the window (1 s) + 1 s, not before the window", lag)
 		}
 		for i, id := range ids {
-			if id != ids[0] {
+			if id != ids[0] || id == "" {
 				t.Errorf("send %d reported job %q, not %q", i, id, ids[0])
 			}
 		}

@@ -21,7 +21,9 @@
 // The worker calls its hook on one goroutine, so each release (one
 // DeleteItem) is made in turn: at 5 ms a call that is some 200 releases a
 // second per worker before the hook falls behind (and, past 4,096 events,
-// drops some: those keys then end at their expiry). The Lambda adapter
+// drops some: those keys then end at their expiry). Options.ReleaseConcurrency
+// has Settled make them in the background, that many at once; Close then
+// waits for them once Run has returned. The Lambda adapter
 // reports a succeeded record before Lambda deletes it, once Handle returns.
 //
 // # Modes
@@ -34,8 +36,9 @@
 //     the worker or the Lambda adapter). A retry, a snooze and a release
 //     keep it. A send while it is held is refused with ErrDuplicate; the
 //     Result carries the holding job's message ID (the job's first ID: a
-//     snooze relayed as a fresh copy keeps it), so the caller chooses to
-//     treat the refusal as an error or as "already enqueued".
+//     snooze relayed as a fresh copy keeps it) when Options.RecordJobID
+//     is set, so the caller chooses to treat the refusal as an error or
+//     as "already enqueued".
 //
 //   - Positive: for a period. At most one job per key per window of that
 //     length, counted from the accepted send; the job's fate does not free
@@ -47,7 +50,7 @@
 //     updates the item instead (one conditional UpdateItem): its body
 //     replaces the stored one and the due time moves to now + Debounce,
 //     never past Key.MaxDelay after the first send. It returns no error and
-//     the job's ID. The consumers wrap their handler with Store.Middleware:
+//     (with Options.RecordJobID) the job's ID. The consumers wrap their handler with Store.Middleware:
 //     a job that arrives before its due time waits (a sleep of up to a
 //     second, else a snooze that spends no attempt); once due, it is
 //     marked as running, its body is replaced by the last send's, and the
@@ -60,15 +63,16 @@
 // An accepted send claims the key with one conditional PutItem (the item
 // is absent, or its expiry has passed), then sends the message with the
 // message attribute "sqsworker.unique" (mode, a random claim token, and
-// the key), then records the message ID on the item with one conditional
-// UpdateItem (Options.SkipJobID leaves it out: a refused send then gets no
-// ID). The attribute travels with the message through retries, snoozes
+// the key); with Options.RecordJobID it then records the message ID on the
+// item with one conditional UpdateItem, so that a refused send learns the
+// holding job's ID. The attribute travels with the message through retries, snoozes
 // relayed as fresh copies and long delays re-sent by the runtime. When the
 // runtime settles the job as Deleted or DeadLettered, Settled deletes the
 // item with one DeleteItem conditional on the claim token, so a late or
 // repeated release (a dead-letter copy redriven and run again, say) never
-// frees a newer claim of the same key. On the happy path a unique job
-// costs two DynamoDB writes, three with its message ID (see BENCHMARKS.md).
+// frees a newer claim of the same key. On the happy path a job held until
+// settled costs two DynamoDB writes, three with RecordJobID (see
+// BENCHMARKS.md).
 //
 // A send that SQS refuses frees its claim at once and returns the send's
 // error. (If the send's response was lost and SQS did enqueue the message,
@@ -92,6 +96,31 @@
 // expired items later; correctness never depends on it. Store.Release
 // frees a key at once (after a purge).
 //
+// A consumer killed with kill -9 after SQS confirmed a job's delete (or
+// dead-letter move) and before its release reached DynamoDB leaves that
+// key held until its expiry too: the jobs whose deletes were in flight or
+// whose settlements were queued for the hook when it died. The chaos
+// suite's bounded unique run (3 SIGKILLs, Concurrency 8) left some 100
+// such keys of 300 with releases made in turn, 2 with ReleaseConcurrency
+// 16 (see RELIABILITY.md). Releasing before the delete would close that gap
+// by opening a worse one (a key free while its job may still come back),
+// so the Store keeps the key and the bound applies; Stats.Recovered
+// counts the keys taken over after it.
+//
+// # Through a topic
+//
+// Send takes a Producer for a topic (producer.NewTopic) too: the key is a
+// message attribute of the publish, and the consumers' Settled finds it
+// in the delivered message, in its attributes (raw message delivery) or
+// in the SNS envelope around it. A period key works whatever the number
+// of subscribed queues: one publish per window. A key until settled (or
+// debounced) is freed when the first copy is settled (a debounced job's
+// later copies are then dropped), so use it on a
+// topic only when each message reaches one queue (one subscription, or
+// filter policies that route each message to one); with several queues
+// each running its copy, send a unique job to each queue instead, keyed
+// per queue ("billing/report-42").
+//
 // # Faults
 //
 // Every DynamoDB call is bounded by Options.CallTimeout and counted in
@@ -107,10 +136,15 @@
 //
 // Partition key "key" (type S), time-to-live on "expiresAt" (epoch
 // seconds). Items: "token", "mode", "until" (expiry in epoch
-// milliseconds), "job" (the message ID); debounced keys add "body", "due"
+// milliseconds), "job" (the message ID, with RecordJobID); debounced keys add "body", "due"
 // and "cap" (epoch milliseconds) and "state" (set once the job runs).
 // The command sqsworker unique create-table makes the table, and sqsworker
-// unique check checks it. The senders need
-// dynamodb:PutItem, UpdateItem and DeleteItem; the consumers UpdateItem
-// and DeleteItem; New needs dynamodb:DescribeTable; Held needs dynamodb:Scan.
+// unique check checks it (and sqsworker doctor --unique-table TABLE QUEUE
+// beside the queue). The console shows a dead-lettered job's key on its
+// message page, and the sqsotel module's Instrumentation.ObserveUnique
+// reports Stats as metrics (sends refused as duplicates, keys held).
+//
+// The senders need dynamodb:PutItem, UpdateItem and DeleteItem; the
+// consumers UpdateItem and DeleteItem; New needs dynamodb:DescribeTable;
+// Held needs dynamodb:Scan.
 package unique

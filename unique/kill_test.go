@@ -13,11 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/harness/testenv"
 	"github.com/sqsworker/sqsworker/producer"
@@ -31,6 +26,13 @@ import (
 const killChildEnv = "UNIQUE_KILL_CHILD"
 
 func TestMain(m *testing.M) {
+	if raw := os.Getenv(sendChildEnv); raw != "" {
+		if err := runSendChild(raw); err != nil {
+			fmt.Fprintln(os.Stderr, "unique send child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if raw := os.Getenv(killChildEnv); raw != "" {
 		if err := runKillChild(raw); err != nil {
 			fmt.Fprintln(os.Stderr, "unique kill child:", err)
@@ -48,20 +50,10 @@ func runKillChild(raw string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	cfg, err := config.LoadDefaultConfig(ctx)
+	sq, db, err := childClients(ctx)
 	if err != nil {
 		return err
 	}
-	sq := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		if ep := os.Getenv("AWS_ENDPOINT_URL_SQS"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
-	db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-		if ep := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
-		}
-	})
 	store, err := unique.New(db, table, func(o *unique.Options) { o.Logger = quiet })
 	if err != nil {
 		return err
@@ -93,7 +85,7 @@ func TestEmulatorKilledConsumerKeepsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.src, e.dlq = setup.Target().SourceURL, setup.Target().DLQURL
-	store, p := e.process(t)
+	store, p := e.process(t, func(o *unique.Options) { o.RecordJobID = true })
 	k := unique.Key{Name: testenv.UniqueName("kill")}
 	first, err := store.Send(t.Context(), p, k, producer.Message{Body: "job"})
 	if err != nil {

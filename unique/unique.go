@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,20 +17,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/internal/dynamo"
+	"github.com/sqsworker/sqsworker/internal/uniqueattr"
 	"github.com/sqsworker/sqsworker/producer"
 	"github.com/sqsworker/sqsworker/retry"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
 // attribute is the message attribute a unique job carries:
-// "<mode>:<token>:<key>".
-const attribute = "sqsworker.unique"
+// "<mode>:<token>:<key>" (internal/uniqueattr, which the console reads too).
+const attribute = uniqueattr.Name
 
 // The modes in the attribute.
 const (
-	modeSettled  = "s" // until settled
-	modePeriod   = "p" // for a period
-	modeDebounce = "d" // debounce
+	modeSettled  = uniqueattr.ModeSettled  // until settled
+	modePeriod   = uniqueattr.ModePeriod   // for a period
+	modeDebounce = uniqueattr.ModeDebounce // debounce
 )
 
 // maxDebounceBody is the largest body a debounced send takes: the body is
@@ -89,12 +90,26 @@ type Options struct {
 	// send does not. Zero value: false, fail closed — Send returns the
 	// error and sends nothing.
 	FailOpen bool
-	// SkipJobID leaves out the write that records an accepted job's
-	// message ID on its key (one DynamoDB write per job less); a refused
-	// send's Result then has no MessageID. Zero value: false, recorded.
-	SkipJobID bool
+	// RecordJobID records an accepted job's message ID on its key, with
+	// one more DynamoDB write per job (an UpdateItem after the send), so
+	// that a refused send's Result carries the holding job's MessageID
+	// and a folded debounced send its job's. Zero value: false — two
+	// writes per job until settled (the claim and the release), and a
+	// refused send's Result has no MessageID.
+	RecordJobID bool
 	// CallTimeout bounds every DynamoDB call. Zero value: 5 s.
 	CallTimeout time.Duration
+	// ReleaseConcurrency, when positive, lets Settled make up to this many
+	// releases (and expiry refreshes) at once, in the background: Settled
+	// then returns once its call has started (waiting only while that many
+	// are in flight), so the worker's hook keeps up with a job rate above
+	// what one DynamoDB call at a time allows (some 100 to 200 a second),
+	// and fewer keys wait in the hook's queue when a process dies or its
+	// Run stops at FlushTimeout. Call Close after the runtime has stopped
+	// (Run returned) to wait for the calls in flight. Not for Lambda,
+	// whose environment freezes once the invocation returns. Zero value:
+	// each call made in turn, before Settled returns.
+	ReleaseConcurrency int
 	// Logger receives the Store's warnings (failed releases). Zero value:
 	// slog.Default().
 	Logger *slog.Logger
@@ -163,6 +178,10 @@ type Store struct {
 	st     struct {
 		claimed, refused, debounced, recovered, released, refreshed, failedOpen, sendErrors, releaseErrors, requests, requestErrors atomic.Int64
 	}
+	// slots bounds the releases in flight (Options.ReleaseConcurrency;
+	// nil: made in turn); inFlight counts them for Close.
+	slots    chan struct{}
+	inFlight sync.WaitGroup
 }
 
 // New returns the Store on table, after checking with one DescribeTable
@@ -178,8 +197,8 @@ func New(client API, table string, optFns ...func(*Options)) (*Store, error) {
 	for _, fn := range optFns {
 		fn(&o)
 	}
-	if o.Retention < 0 || o.CallTimeout < 0 {
-		return nil, errors.New("unique.New: Options.Retention and CallTimeout must not be negative (zero selects the default)")
+	if o.Retention < 0 || o.CallTimeout < 0 || o.ReleaseConcurrency < 0 {
+		return nil, errors.New("unique.New: Options.Retention, CallTimeout and ReleaseConcurrency must not be negative (zero selects the default)")
 	}
 	if o.Retention == 0 {
 		o.Retention = maxRetention
@@ -194,6 +213,9 @@ func New(client API, table string, optFns ...func(*Options)) (*Store, error) {
 		o.Now = time.Now
 	}
 	s := &Store{client: client, table: table, o: o}
+	if o.ReleaseConcurrency > 0 {
+		s.slots = make(chan struct{}, o.ReleaseConcurrency)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*o.CallTimeout)
 	defer cancel()
 	s.st.requests.Add(1)
@@ -235,8 +257,9 @@ func (s *Store) Stats() Stats {
 
 // Send sends m through p as the one job of key k: it claims the key, then
 // sends. A key held by another job refuses the send (nothing is sent):
-// the error matches ErrDuplicate and the Result's MessageID is the holding
-// job's (unless Options.SkipJobID, or its send is still in flight). A send
+// the error matches ErrDuplicate and, with Options.RecordJobID, the
+// Result's MessageID is the holding job's (unless its send is still in
+// flight). A send
 // that fails frees the claim again. Send fails closed when the claim
 // cannot be made, unless Options.FailOpen. m must leave room for one more
 // message attribute (SQS allows 10).
@@ -341,7 +364,7 @@ func (s *Store) send(ctx context.Context, p *producer.Producer, k Key, m produce
 		s.free(context.WithoutCancel(ctx), c.key, c.token)
 		return res, err, false
 	}
-	if !s.o.SkipJobID {
+	if s.o.RecordJobID {
 		if err := s.recordJob(context.WithoutCancel(ctx), c, res.MessageID); err != nil {
 			s.o.Logger.Warn("unique: the job was sent but its message ID could not be recorded on its key; refused sends will not learn it", "key", k.Name, "message", res.MessageID, "err", err)
 		}
@@ -366,15 +389,55 @@ func (s *Store) free(ctx context.Context, key, token string) {
 // outcome (retrying, released, lost, abandoned, delayed) keeps the key.
 // Messages without a unique key are ignored. Each call is bounded by
 // Options.CallTimeout; a failure is logged and counted, and the key then
-// ends at its expiry.
+// ends at its expiry. With Options.ReleaseConcurrency the call is made in
+// the background (see Close).
 func (s *Store) Settled(st worker.Settlement) {
 	if st.Message == nil {
 		return
 	}
-	c, ok := parse(st.Message.MessageAttributes)
+	// The message as received: an enveloped subscription's key is in
+	// the SNS envelope (fanout.Unwrap changed only the handler's copy).
+	u, ok := uniqueattr.ParseMessage(st.Message.MessageAttributes, st.Message.Body)
+	c := claim{key: u.Key, token: u.Token, mode: u.Mode}
 	if !ok || (c.mode != modeSettled && c.mode != modeDebounce) {
 		return
 	}
+	switch st.Outcome {
+	case worker.Deleted, worker.DeadLettered, worker.Snoozed:
+	default:
+		return
+	}
+	if s.slots == nil {
+		s.settle(st, c)
+		return
+	}
+	s.slots <- struct{}{}
+	s.inFlight.Add(1)
+	go func() {
+		defer func() { <-s.slots; s.inFlight.Done() }()
+		s.settle(st, c)
+	}()
+}
+
+// Close waits until the releases and refreshes Settled started in the
+// background (Options.ReleaseConcurrency) are done, or ctx ends (its
+// error is then returned: the keys of the calls still in flight may be
+// held until their expiry). Call it once the runtime no longer calls
+// Settled: after the worker's Run returned. Without ReleaseConcurrency
+// there is nothing to wait for. The Store stays usable.
+func (s *Store) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.inFlight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// settle makes the DynamoDB call of one settlement (Settled).
+func (s *Store) settle(st worker.Settlement, c claim) {
 	ctx := context.Background()
 	switch st.Outcome {
 	case worker.Deleted, worker.DeadLettered:
@@ -471,20 +534,14 @@ type holder struct {
 }
 
 // value is the claim's message attribute value.
-func (c claim) value() string { return c.mode + ":" + c.token + ":" + c.key }
+func (c claim) value() string {
+	return uniqueattr.Claim{Mode: c.mode, Token: c.token, Key: c.key}.Value()
+}
 
 // parse reads a message's claim from its attributes.
 func parse(attrs map[string]types.MessageAttributeValue) (claim, bool) {
-	v, ok := attrs[attribute]
-	if !ok || v.StringValue == nil {
-		return claim{}, false
-	}
-	mode, rest, ok1 := strings.Cut(*v.StringValue, ":")
-	token, key, ok2 := strings.Cut(rest, ":")
-	if !ok1 || !ok2 || key == "" || token == "" {
-		return claim{}, false
-	}
-	return claim{key: key, token: token, mode: mode}, true
+	c, ok := uniqueattr.Parse(attrs)
+	return claim{key: c.Key, token: c.Token, mode: c.Mode}, ok
 }
 
 func newToken() string {

@@ -77,7 +77,7 @@ func (e *env) settled(t *testing.T, id string, o worker.Outcome) worker.Settleme
 }
 
 func TestUntilSettledRefusesUntilDeleted(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, func(o *unique.Options) { o.RecordJobID = true })
 	k := unique.Key{Name: "report/42"}
 	first, err := e.send(t, k, "a")
 	if err != nil {
@@ -123,24 +123,33 @@ func TestDeadLetteredFreesKey(t *testing.T) {
 	}
 }
 
+// The happy path costs 2 writes by default (the target), 3 with
+// RecordJobID; a refused send learns the holding job's ID only with it.
 func TestDynamoWritesPerJob(t *testing.T) {
-	for _, skip := range []bool{false, true} {
-		e := newEnv(t, func(o *unique.Options) { o.SkipJobID = skip })
+	for _, record := range []bool{false, true} {
+		e := newEnv(t, func(o *unique.Options) { o.RecordJobID = record })
 		res, err := e.send(t, unique.Key{Name: "k"}, "a")
 		if err != nil {
 			t.Fatal(err)
 		}
+		refused, err := e.send(t, unique.Key{Name: "k"}, "b")
+		if !errors.Is(err, unique.ErrDuplicate) {
+			t.Fatalf("RecordJobID %v: second send: %v", record, err)
+		}
+		if want := map[bool]string{false: "", true: res.MessageID}[record]; refused.MessageID != want {
+			t.Errorf("RecordJobID %v: refused send's MessageID %q, want %q", record, refused.MessageID, want)
+		}
 		e.store.Settled(e.settled(t, res.MessageID, worker.Deleted))
-		writes := e.db.count("PutItem") + e.db.count("UpdateItem") + e.db.count("DeleteItem")
-		want := 3
-		if skip {
-			want = 2
+		writes := e.db.count("PutItem") + e.db.count("UpdateItem") + e.db.count("DeleteItem") - 1 // the refused PutItem
+		want := 2
+		if record {
+			want = 3
 		}
 		if writes != want {
-			t.Errorf("SkipJobID %v: %d writes per job, want %d", skip, writes, want)
+			t.Errorf("RecordJobID %v: %d writes per job, want %d", record, writes, want)
 		}
 		if len(keys(e.db)) != 0 {
-			t.Errorf("SkipJobID %v: keys left: %v", skip, keys(e.db))
+			t.Errorf("RecordJobID %v: keys left: %v", record, keys(e.db))
 		}
 	}
 }

@@ -69,13 +69,20 @@ schedule-dlq-retention-short, schedule-dlq-not-empty,
 schedule-dlq-fifo, schedule-no-retry-policy, schedule-retries-off,
 schedule-target-missing, schedule-target-not-sqs (info).
 
+With --unique-table TABLE (the queues' jobs carry unique keys, package
+unique), the keys table is checked as ` + "`sqsworker unique check`" + ` does: it
+exists, its key is key (S), time-to-live is on for expiresAt. Its problems
+are errors of every queue checked (unique-table); a table that is right
+adds a note (unique-table-ok).
+
 Exit status: 0 when no queue has a warning or an error (info findings do not
 count), 1 otherwise or when a queue cannot be read, 2 for a usage error.
 
 IAM: sqs:GetQueueAttributes, sqs:GetQueueUrl; sns:ListSubscriptions,
 sns:GetSubscriptionAttributes (without them, a note says the subscriptions
 were not checked); with --schedule-group, scheduler:ListSchedules and
-scheduler:GetSchedule.`,
+scheduler:GetSchedule; with --unique-table, dynamodb:DescribeTable and
+dynamodb:DescribeTimeToLive on the table.`,
 		run: runDoctor,
 	}
 }
@@ -110,6 +117,7 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 	fs.IntVar(&flint.Snoozes, "snoozes", 0, "with --fleet: how many times one job may be snoozed by the controls (default 50)")
 	fs.BoolVar(&flint.ExactAttempts, "exact-attempts", false, "with --fleet: the consumer counts attempts with retry/dynamocounter, not ApproximateReceiveCount")
 	schedGroup := fs.String("schedule-group", "", "also check this EventBridge Scheduler schedule group's schedules: DLQ, retry policy, target queue, DLQ depth")
+	uniqueTableName := fs.String("unique-table", "", "the DynamoDB table of the jobs' unique keys (package unique): check it as `sqsworker unique check` does")
 	queues, code, ok := a.parseWithOutput(cmd, fs, args, 0, -1, out)
 	if !ok {
 		return code
@@ -117,6 +125,10 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 	if len(queues) == 0 && *schedGroup == "" {
 		fmt.Fprintf(a.stderr, "sqsworker %s: missing arguments\n\n", cmd.path)
 		a.printUsage(a.stderr, cmd, fs)
+		return exitUsage
+	}
+	if len(queues) == 0 && *uniqueTableName != "" {
+		fmt.Fprintf(a.stderr, "sqsworker %s: --unique-table checks the table of the QUEUEs' jobs: name at least one QUEUE\n", cmd.path)
 		return exitUsage
 	}
 	var fopts fanout.LintOptions
@@ -162,6 +174,18 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 		return exitUsage
 	}
 	clients := a.regionClients(cmd, conn)
+	var tableFindings []dlq.Finding
+	if *uniqueTableName != "" {
+		db, err := a.newDynamo(ctx, *conn)
+		if err != nil {
+			return a.fail(cmd, err)
+		}
+		tr := a.describeKeyTable(ctx, db, *uniqueTableName, uniqueTable)
+		if ctx.Err() != nil {
+			return a.fail(cmd, ctx.Err())
+		}
+		tableFindings = keyTableFindings(tr, uniqueTable)
+	}
 	exit := exitOK
 	var reports []doctorReport
 	for _, q := range queues {
@@ -199,6 +223,7 @@ func runDoctor(a *app, ctx context.Context, cmd *command, args []string) int {
 			r.Error = err.Error()
 			exit = exitProblems
 		}
+		r.Findings = append(r.Findings, tableFindings...)
 		setupFixes(q, r.Findings)
 		for _, f := range r.Findings {
 			if f.Severity >= dlq.SeverityWarning {
@@ -391,4 +416,21 @@ func (a *app) doctorSchedules(ctx context.Context, cmd *command, clients *region
 		}
 	}
 	return r, exit, true
+}
+
+// keyTableFindings turns a key table's check into doctor findings: an
+// error per problem (code "<cmd>-table"), or a note that it is right.
+func keyTableFindings(r fleetTableReport, spec keyTableSpec) []dlq.Finding {
+	code := spec.cmd + "-table"
+	if r.OK {
+		return []dlq.Finding{{Severity: dlq.SeverityInfo, Code: code + "-ok",
+			Message: fmt.Sprintf("the %s table %s is right: partition key %s, time-to-live on %s", spec.kind, r.Table, spec.key, spec.ttl),
+			Fix:     "nothing to change"}}
+	}
+	var fs []dlq.Finding
+	for _, p := range r.Problems {
+		fs = append(fs, dlq.Finding{Severity: dlq.SeverityError, Code: code, Message: p,
+			Fix: fmt.Sprintf("run `sqsworker %s create-table %s` (or fix the name or the region); `sqsworker %s check %s` checks it again", spec.cmd, r.Table, spec.cmd, r.Table)})
+	}
+	return fs
 }

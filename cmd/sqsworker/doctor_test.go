@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/sqsworker/sqsworker/harness/testenv"
 )
 
 // doctorQueues sets up one healthy queue and a few broken ones.
@@ -143,5 +146,38 @@ func TestDoctorFleet(t *testing.T) {
 	}
 	if code, _, errOut := h.run(t, "doctor", "--snoozes", "10", "roomy"); code != exitUsage || !strings.Contains(errOut, "--fleet") {
 		t.Errorf("--snoozes without --fleet: exit %d, %q", code, errOut)
+	}
+}
+
+// doctor --unique-table checks the unique keys table as `unique check`
+// does: a missing table, or one keyed wrong, is an error of the queue
+// (unique-table, with the command that fixes it); a right table is a note.
+func TestDoctorUniqueTable(t *testing.T) {
+	h, fleetTable := newFleetHarness(t, "doctor-unique")
+	table := testenv.UniqueName("doctor-unique")
+	if code, out, errOut := h.run(t, "unique", "create-table", table); code != exitOK {
+		t.Fatalf("unique create-table: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Cleanup(func() {
+		if db, ok := h.dynamo.(*dynamodb.Client); ok {
+			_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+		}
+	})
+	_, dlq := h.fake.MustCreateQueueWithDLQ(t, "reports", 4, nil)
+	if _, err := h.fake.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(dlq), Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := h.run(t, "doctor", "--no-subscriptions", "--unique-table", table, "reports")
+	if code != exitOK || !strings.Contains(out, "unique-table-ok") {
+		t.Errorf("doctor --unique-table on a right table: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, bad := range []string{"no-such-table", fleetTable} {
+		code, out, errOut := h.run(t, "doctor", "--no-subscriptions", "--unique-table", bad, "reports")
+		if code != exitProblems || !strings.Contains(out, "unique-table") || !strings.Contains(flat(out), "sqsworker unique create-table "+bad) {
+			t.Errorf("doctor --unique-table %s: exit %d\n%s%s", bad, code, out, errOut)
+		}
+	}
+	if code, out, _ := h.run(t, "doctor", "--no-subscriptions", "reports"); code != exitOK || strings.Contains(out, "unique-table") {
+		t.Errorf("doctor without --unique-table: exit %d\n%s", code, out)
 	}
 }

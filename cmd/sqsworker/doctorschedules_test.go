@@ -141,5 +141,10 @@ func TestDoctorScheduleGroupExit(t *testing.T) {
 	if code, _, errOut := h.run(t, "doctor"); code != exitUsage || !strings.Contains(errOut, "missing arguments") {
 		t.Errorf("no queue, no group: exit %d, %q", code, errOut)
 	}
+	// The unique table's findings belong to the queues checked: with no
+	// queue they would be dropped, so the command says to name one.
+	if code, _, errOut := h.run(t, "doctor", "--schedule-group", "g", "--unique-table", "keys"); code != exitUsage || !strings.Contains(errOut, "name at least one QUEUE") {
+		t.Errorf("--unique-table without a queue: exit %d, %q", code, errOut)
+	}
 	_ = sqs.GetQueueUrlInput{}
 }

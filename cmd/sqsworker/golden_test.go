@@ -538,6 +538,12 @@ func TestGoldenJSON(t *testing.T) {
 		run("unique-check", "unique", "check", table, "-o", "json")
 		run("unique-check-missing", "unique", "check", "no-such-table", "-o", "json")
 		run("unique-check-wrong-key", "unique", "check", fleetTable, "-o", "json")
+		_, dlq := h.fake.MustCreateQueueWithDLQ(t, "reports", 4, nil)
+		if _, err := h.fake.SetQueueAttributes(context.Background(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(dlq), Attributes: map[string]string{"MessageRetentionPeriod": "1209600"}}); err != nil {
+			t.Fatal(err)
+		}
+		run("doctor-unique-table", "doctor", "--no-subscriptions", "--unique-table", table, "reports", "-o", "json")
+		run("doctor-unique-table-missing", "doctor", "--no-subscriptions", "--unique-table", "no-such-table", "reports", "-o", "json")
 	})
 
 	t.Run("usage", func(t *testing.T) {

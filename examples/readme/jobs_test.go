@@ -29,7 +29,7 @@ import (
 func requestReport(ctx context.Context, keys *unique.Store, p *producer.Producer, account string) (string, error) {
 	res, err := keys.Send(ctx, p, unique.Key{Name: "report/" + account}, producer.Message{Body: `{"account": "` + account + `"}`})
 	if errors.Is(err, unique.ErrDuplicate) {
-		return res.MessageID, nil // waiting, retrying or running: the ID of the job that holds the key
+		return res.MessageID, nil // waiting, retrying or running; with Options.RecordJobID, the holding job's ID
 	}
 	return res.MessageID, err // nothing was sent when err != nil
 }
@@ -37,6 +37,7 @@ func requestReport(ctx context.Context, keys *unique.Store, p *producer.Producer
 func uniqueWorker(cfg aws.Config, queueURL string, h worker.Handler) (*unique.Store, *worker.Worker, error) {
 	keys, err := unique.New(dynamodb.NewFromConfig(cfg), "sqsworker-unique", func(o *unique.Options) {
 		o.Retention = 4 * 24 * time.Hour // the queue's MessageRetentionPeriod: bounds a lost job's key
+		o.ReleaseConcurrency = 16        // releases keep up with the worker; call keys.Close after Run
 	})
 	if err != nil {
 		return nil, nil, err // a missing table, a wrong key schema

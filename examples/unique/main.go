@@ -68,6 +68,7 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client, db *dynamodb.Clie
 	defer exampleutil.DeleteQueues(ctx, client, queues.QueueURL, queues.DLQURL)
 	keys, err := unique.New(db, table, func(o *unique.Options) {
 		o.Retention = queues.Retention // bounds how long the key of a lost job stays held
+		o.RecordJobID = true           // a refused send learns the holding job's ID (one more write per job)
 	})
 	if err != nil {
 		return err

@@ -19,7 +19,7 @@ type Config struct {
 	SQS    string `json:"-"`
 	Region string `json:"-"`
 	// DynamoDB is DynamoDB Local's endpoint, a loopback URL, for the
-	// idempotency variant; DynamoFaults are the faults of the proxy in
+	// idempotency and unique variants; DynamoFaults are the faults of the proxy in
 	// front of it while the chaos lasts.
 	DynamoDB     string                     `json:"-"`
 	DynamoFaults map[string]faultproxy.Rule `json:"dynamoFaults,omitempty"`
@@ -141,7 +141,7 @@ const ExitSlack = 2 * time.Second
 
 // Variants lists the named variants.
 func Variants() []string {
-	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo", "drain", "producer", "fanout", "idempotency", "lambda", "soak"}
+	return []string{"graceful", "chaos", "blackhole", "throttle", "scale", "fifo", "drain", "producer", "fanout", "idempotency", "unique", "lambda", "soak"}
 }
 
 // Variant returns a named variant's configuration:
@@ -180,6 +180,12 @@ func Variants() []string {
 //     idempotency.Guard on DynamoDB Local, behind a fault proxy with the
 //     chaos faults too; each job's side effect is a conditional write
 //     (see idempotencyVariant).
+//   - unique: the chaos variant with every job sent with a unique key
+//     (twice: the second send refused), the workers' settlements freeing
+//     the keys through a unique.Store on DynamoDB Local behind a fault
+//     proxy with the chaos faults; every key free at the end or held for
+//     a cause the run shows and taken over at the documented bound (see
+//     uniqueVariant).
 //   - lambda: the chaos variant's jobs and SQS faults through
 //     sqslambda.RunLocal, one invocation at a time per process, the
 //     process killed when an invocation outlives its deadline (see
@@ -240,6 +246,8 @@ func Variant(name string) (Config, error) {
 		fanoutVariant(&c)
 	case "idempotency":
 		idempotencyVariant(&c)
+	case "unique":
+		uniqueVariant(&c)
 	case "lambda":
 		lambdaVariant(&c)
 	case "soak":

@@ -5,8 +5,9 @@
 // (command harness/chaos/cmd/chaos); TestChaosBounded runs a bounded
 // variant inside `make test`, and TestDrainBounded a bounded drain variant
 // (workers SIGTERMed under load: receiving stops within 1 s, prefetched
-// messages are released, Run returns within its bound), TestIdempotencyBounded
-// and TestLambdaBounded the idempotency and lambda variants below, and
+// messages are released, Run returns within its bound), TestIdempotencyBounded,
+// TestUniqueBounded and TestLambdaBounded the idempotency, unique and
+// lambda variants, and
 // TestSoakBounded a bounded soak (below). RELIABILITY.md at the
 // repository's root has the figures of every variant and the command for
 // each.

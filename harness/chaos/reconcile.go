@@ -115,7 +115,9 @@ type evidence struct {
 	Fanout *fanoutEvidence `json:"fanout,omitempty"`
 	// Idem is the idempotency variant's evidence; Invocations the lambda
 	// variant's invocations (read from the worker files).
-	Idem        *idemEvidence      `json:"idempotency,omitempty"`
+	Idem *idemEvidence `json:"idempotency,omitempty"`
+	// Unique is the unique variant's evidence.
+	Unique      *uniqueEvidence    `json:"unique,omitempty"`
 	Invocations []InvocationRecord `json:"-"`
 	// Unsent counts the jobs a soak's feeder had not sent when the chaos
 	// phase ended at its Duration: Jobs holds only the ones sent.
@@ -356,6 +358,7 @@ func reconcile(ev evidence) *Report {
 	}
 	r.processes(ev)
 	r.idempotency(ev)
+	r.uniqueKeys(ev)
 	r.lambdaFigures(ev)
 	r.memory(ev)
 	r.Failures = append(r.failures(), r.memoryFailures()...)
@@ -588,5 +591,6 @@ func (r *Report) failures() []string {
 		other := r.Duplicates - r.DuplicatesBy[CauseDeleteFault]
 		add(other, "%d duplicates not explained by a fault on the job's own delete: %v", other, r.DuplicatesBy)
 	}
+	f = append(f, r.uniqueFailures()...)
 	return append(f, r.idempotencyFailures()...)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/unique"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -89,6 +90,8 @@ type ExitRecord struct {
 	ReceivesAfterSignal int       `json:"receivesAfterSignal,omitempty"`
 	// Idempotency is the Guard's Stats (the idempotency variant).
 	Idempotency *idempotency.Stats `json:"idempotency,omitempty"`
+	// Unique is the Store's Stats (the unique variant).
+	Unique *unique.Stats `json:"unique,omitempty"`
 }
 
 // ReceiveStop is how long the worker went on receiving after SIGTERM: from

@@ -85,6 +85,8 @@ type Report struct {
 	// lambda variant's invocations did.
 	Idempotency *IdemReport   `json:"idempotency,omitempty"`
 	Lambda      *LambdaReport `json:"lambda,omitempty"`
+	// Unique is what the unique variant found.
+	Unique *UniqueReport `json:"unique,omitempty"`
 
 	Failures []string `json:"failures"`
 
@@ -269,6 +271,7 @@ func (r *Report) Text() string {
 		p("  %-28s %7d (%.3f per job)  faults: %s", n, c.Requests, float64(c.Requests)/float64(max(r.Jobs, 1)), strings.Join(faults, ", "))
 	}
 	b.WriteString(r.idempotencyText())
+	b.WriteString(r.uniqueText())
 	b.WriteString(r.lambdaText())
 	p("")
 	if r.Passed() {

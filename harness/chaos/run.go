@@ -100,8 +100,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if b := cfg.Soak.Backlog; b > 0 && b < len(jobs) {
 		first = jobs[:b] // the feeder sends the others while the workers work
 	}
+	var keys *uniqueRun
+	var uwc WorkerConfig // the unique variant's part of the worker configuration
+	if cfg.Worker.Unique != nil {
+		if keys, err = startUnique(ctx, cfg, &uwc); err != nil {
+			return nil, err
+		}
+		defer keys.close()
+	}
 	var fan *fanoutRun
-	if cfg.Fanout != nil {
+	if keys != nil {
+		err = keys.send(ctx, direct, target.QueueURL, first, cfg.Senders)
+	} else if cfg.Fanout != nil {
 		if fan, err = startFanout(ctx, cfg, direct, target); err != nil {
 			return nil, err
 		}
@@ -126,6 +136,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	wc := cfg.Worker
 	wc.Endpoint, wc.Region, wc.Queue, wc.Dir = proxy.URL, cfg.Region, target.QueueURL, cfg.Dir
 	wc.Unwrap = fan != nil
+	if keys != nil {
+		wc.Unique = uwc.Unique
+	}
 	var idem *idemRun
 	if wc.Mode == ModeIdempotency {
 		if idem, err = startIdem(ctx, cfg, &wc); err != nil {
@@ -252,6 +265,9 @@ chaos:
 	if idem != nil {
 		idem.faultsOff()
 	}
+	if keys != nil {
+		keys.faultsOff()
+	}
 	// A feeder still sending when the chaos phase ends at its Duration
 	// stops: the drain settles what was sent, and only that is reconciled.
 	timing.Feed = feed.stop()
@@ -344,6 +360,11 @@ drain:
 			return nil, err
 		}
 	}
+	if keys != nil {
+		if ev.Unique, err = keys.finish(ctx, direct, cfg.Dir); err != nil {
+			return nil, err
+		}
+	}
 	for _, m := range dead {
 		c := dlqCopy{Job: "?"}
 		if j, err := parseMessageJob(aws.ToString(m.Body)); err == nil {
@@ -407,6 +428,11 @@ func Rereport(dir string) (*Report, error) {
 	}
 	if ev.Idem != nil {
 		if err := readIdemFiles(dir, ev.Names, ev.Idem); err != nil {
+			return nil, err
+		}
+	}
+	if ev.Unique != nil {
+		if err := eachLineOf(dir, releasesFile, func(r ReleaseRecord) { ev.Unique.Releases = append(ev.Unique.Releases, r) }); err != nil {
 			return nil, err
 		}
 	}

@@ -48,6 +48,9 @@ type WorkerConfig struct {
 	Mode   string        `json:"mode,omitempty"`
 	Idem   *IdemConfig   `json:"idempotency,omitempty"`
 	Lambda *LambdaConfig `json:"lambda,omitempty"`
+	// Unique, when set, has the worker's OnSettled free the jobs' unique
+	// keys too (the unique variant; see UniqueConfig).
+	Unique *UniqueConfig `json:"unique,omitempty"`
 	// HeapEvery, when positive, has the process write a HeapSample (its Go
 	// heap and its worker's counters) this often to its heap file.
 	HeapEvery time.Duration `json:"heapEvery,omitempty"`
@@ -102,6 +105,14 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 		return cfg.RetryDelay, attempt < cfg.MaxAttempts
 	})
 	onSettled := settlementRecorder(name, settled, logger)
+	var keys *uniqueWorker
+	if cfg.Unique != nil {
+		if keys, err = newUniqueWorker(cfg, name, base, logger); err != nil {
+			return err
+		}
+		record := onSettled
+		onSettled = func(s worker.Settlement) { record(s); keys.settled(s) }
+	}
 	opts := func(o *worker.Options) {
 		o.Concurrency = cfg.Concurrency
 		o.ShutdownTimeout, o.FlushTimeout, o.CallTimeout, o.WaitTime = cfg.ShutdownTimeout, cfg.FlushTimeout, cfg.CallTimeout, cfg.WaitTime
@@ -159,6 +170,15 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 	if guarded != nil {
 		st := guarded.guard.Stats()
 		exit.Idempotency = &st
+	}
+	if keys != nil {
+		// The releases still in flight (Options.ReleaseConcurrency), as
+		// a deployment's main would wait for them.
+		if err := keys.close(cfg.FlushTimeout); err != nil {
+			logger.Warn("chaos: releases still in flight at exit", "err", err)
+		}
+		st := keys.store.Stats()
+		exit.Unique = &st
 	}
 	if runErr != nil {
 		exit.Err = runErr.Error()
