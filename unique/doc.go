@@ -15,7 +15,10 @@
 //
 // Consumers free the keys through the settlement hook both runtimes
 // already have: pass Store.Settled as worker.Options.OnSettled (or
-// sqslambda.Options.OnSettled), or call it from your own hook. Both
+// sqslambda.Options.OnSettled), or call it from your own hook; and wrap
+// the handler with Store.Middleware, which frees a succeeded job's key
+// before its delete (see "Keys whose job was lost") and runs debounced
+// jobs. Both
 // runtimes report a message's fate from the settlement engine once SQS has
 // confirmed it, so a key is released on exactly the fates that end a job.
 // The worker calls its hook on one goroutine, so each release (one
@@ -96,16 +99,21 @@
 // expired items later; correctness never depends on it. Store.Release
 // frees a key at once (after a purge).
 //
-// A consumer killed with kill -9 after SQS confirmed a job's delete (or
-// dead-letter move) and before its release reached DynamoDB leaves that
-// key held until its expiry too: the jobs whose deletes were in flight or
-// whose settlements were queued for the hook when it died. The chaos
-// suite's bounded unique run (3 SIGKILLs, Concurrency 8) left some 100
-// such keys of 300 with releases made in turn, 2 with ReleaseConcurrency
-// 16 (see RELIABILITY.md). Releasing before the delete would close that gap
-// by opening a worse one (a key free while its job may still come back),
-// so the Store keeps the key and the bound applies; Stats.Recovered
-// counts the keys taken over after it.
+// A job's delete (in SQS) and its key's release (in DynamoDB) cannot be
+// made at once, so a consumer killed with kill -9 between them leaves one
+// done and not the other. With Store.Middleware in the consumer's chain a
+// succeeded job's key is freed when its handler returns, just before the
+// runtime deletes it: a kill between the two then leaves the key free and
+// the message not deleted, which SQS delivers again (as it does any job
+// whose delete did not happen) and which runs again beside any job of the
+// key sent since; its second release is a no-op. Without the Middleware,
+// Settled frees the key after the delete, and a kill between the two
+// holds the key until its expiry: the chaos suite's bounded unique run (3
+// SIGKILLs, Concurrency 8) left 2 to 4 keys of 300 held that way with
+// ReleaseConcurrency 16, some 100 with releases made in turn, and none
+// with the Middleware (see RELIABILITY.md). A dead-lettered job's key is
+// always freed after the move (Settled): a kill between the two holds it
+// until its expiry. Stats.Recovered counts the keys taken over after it.
 //
 // # Through a topic
 //

@@ -182,7 +182,21 @@ type Store struct {
 	// nil: made in turn); inFlight counts them for Close.
 	slots    chan struct{}
 	inFlight sync.WaitGroup
+	// early holds the claim tokens Middleware released when their job's
+	// handler succeeded, until Settled hears of the job's delete (and so
+	// makes no second request for it); see forgetEarly for its bound.
+	earlyMu sync.Mutex
+	early   map[string]time.Time
 }
+
+// earlyKeep is how long Middleware remembers a release it made for
+// Settled (which normally hears of the delete within a second); past it
+// or past earlyMax entries, the oldest are forgotten and Settled's own
+// release (conditional on the claim: a no-op) is made instead.
+const (
+	earlyKeep = 10 * time.Minute
+	earlyMax  = 100_000
+)
 
 // New returns the Store on table, after checking with one DescribeTable
 // call that the table exists with the right key (see CreateTable).
@@ -407,6 +421,9 @@ func (s *Store) Settled(st worker.Settlement) {
 	default:
 		return
 	}
+	if st.Outcome != worker.Snoozed && s.forgetEarly(c.token) {
+		return // released by Middleware when the handler succeeded
+	}
 	if s.slots == nil {
 		s.settle(st, c)
 		return
@@ -473,8 +490,14 @@ func (s *Store) Release(ctx context.Context, key string) (bool, error) {
 // the whole table: for operators and tests, not for a hot path.
 func (s *Store) Held(ctx context.Context) (int, error) { return s.countHeld(ctx, s.o.Now()) }
 
-// Middleware runs debounced jobs (Key.Debounce) on a consumer: pass it in
-// worker.Chain (or wrap the sqslambda handler with it). When a debounced
+// Middleware frees the key of a job held until settled (or debounced)
+// once its handler has succeeded, before the runtime deletes the message,
+// and runs debounced jobs (Key.Debounce): pass it in worker.Chain (or
+// wrap the sqslambda handler with it), beside Settled as the runtime's
+// settlement hook. Its release is one conditional DeleteItem; Settled then
+// makes none for that job, and makes it after the delete when the
+// Middleware's failed. A failing handler keeps the key: Settled frees it
+// if the job is dead-lettered. When a debounced
 // job's message arrives before its window has been quiet, the job waits:
 // the Middleware sleeps through a wait of up to one second, and snoozes
 // the message for a longer one (retry.Snooze: no attempt spent). Once the
@@ -488,8 +511,11 @@ func (s *Store) Held(ctx context.Context) (int, error) { return s.countHeld(ctx,
 func (s *Store) Middleware(next worker.Handler) worker.Handler {
 	return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
 		c, ok := parse(m.MessageAttributes)
-		if !ok || c.mode != modeDebounce {
+		if !ok || (c.mode != modeSettled && c.mode != modeDebounce) {
 			return next.Handle(ctx, m)
+		}
+		if c.mode == modeSettled {
+			return s.releaseOnSuccess(ctx, c, m, next)
 		}
 		for {
 			body, wait, found, err := s.start(ctx, c.key, c.token, s.o.Now())
@@ -501,7 +527,7 @@ func (s *Store) Middleware(next worker.Handler) worker.Handler {
 				return nil
 			case wait <= 0:
 				m.Body = body
-				return next.Handle(ctx, m)
+				return s.releaseOnSuccess(ctx, c, m, next)
 			case wait > debounceSleep:
 				return retry.Snooze(wait, "unique: the debounce window of key "+strconv.Quote(c.key)+" is not over")
 			}
@@ -514,6 +540,53 @@ func (s *Store) Middleware(next worker.Handler) worker.Handler {
 			}
 		}
 	})
+}
+
+// releaseOnSuccess runs next and, when it succeeds (the runtime will
+// delete the message), frees the key at once: before the delete, so that
+// a process killed between the two leaves no key held until its expiry
+// (the message comes back and runs again, as SQS redelivers any job whose
+// delete did not happen; its second release is a no-op). A failed
+// release is left to Settled, after the delete.
+func (s *Store) releaseOnSuccess(ctx context.Context, c claim, m *worker.Message, next worker.Handler) error {
+	if err := next.Handle(ctx, m); err != nil {
+		return err
+	}
+	if err := s.release(context.WithoutCancel(ctx), c.key, c.token); err != nil {
+		s.o.Logger.Info("unique: the key of a succeeded job could not be freed before its delete; Settled frees it after", "key", c.key, "message", m.ID, "err", err)
+		return nil
+	}
+	s.st.released.Add(1)
+	s.rememberEarly(c.token)
+	return nil
+}
+
+// rememberEarly records that Middleware released token's key.
+func (s *Store) rememberEarly(token string) {
+	now := s.o.Now()
+	s.earlyMu.Lock()
+	defer s.earlyMu.Unlock()
+	if s.early == nil {
+		s.early = map[string]time.Time{}
+	}
+	if len(s.early) >= earlyMax {
+		for t, at := range s.early {
+			if now.Sub(at) > earlyKeep || len(s.early) >= earlyMax {
+				delete(s.early, t)
+			}
+		}
+	}
+	s.early[token] = now
+}
+
+// forgetEarly reports whether Middleware released token's key, and
+// forgets it.
+func (s *Store) forgetEarly(token string) bool {
+	s.earlyMu.Lock()
+	defer s.earlyMu.Unlock()
+	_, ok := s.early[token]
+	delete(s.early, token)
+	return ok
 }
 
 // claim is one send's claim on a key.

@@ -42,7 +42,8 @@ func uniqueWorker(cfg aws.Config, queueURL string, h worker.Handler) (*unique.St
 	if err != nil {
 		return nil, nil, err // a missing table, a wrong key schema
 	}
-	w, err := worker.New(sqs.NewFromConfig(cfg), queueURL, h, func(o *worker.Options) {
+	// Middleware frees a succeeded job's key before its delete (and runs debounced jobs).
+	w, err := worker.New(sqs.NewFromConfig(cfg), queueURL, keys.Middleware(h), func(o *worker.Options) {
 		o.OnSettled = keys.Settled // frees the key once its job is deleted or dead-lettered
 	})
 	return keys, w, err

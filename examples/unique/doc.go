@@ -8,11 +8,11 @@
 // key. It also sends a digest that may go out once per hour (Key.For):
 // the second is refused too.
 //
-// A worker then runs the jobs with unique's Store.Settled as its
-// OnSettled hook. The report fails once (a retry): a send while it waits
-// for its retry is still refused, since a retry keeps the key. When the
-// report succeeds and its message is deleted, the hook frees the key and
-// the next send is accepted. The digest's key stays held after its job
+// A worker then runs the jobs through unique's Store.Middleware, with
+// Store.Settled as its OnSettled hook. The report fails once (a retry): a
+// send while it waits for its retry is still refused, since a retry keeps
+// the key. When the report succeeds, the Middleware frees the key (just
+// before the message is deleted) and the next send is accepted. The digest's key stays held after its job
 // ran: only the end of its hour frees it.
 //
 // The example prints each send and settlement and the Store's counters,

@@ -121,10 +121,10 @@ func run(ctx context.Context, w io.Writer, client *sqs.Client, db *dynamodb.Clie
 		}
 		return nil
 	})
-	wk, err := worker.New(client, queues.QueueURL, h, func(o *worker.Options) {
+	wk, err := worker.New(client, queues.QueueURL, keys.Middleware(h), func(o *worker.Options) {
 		o.WaitTime = time.Second
 		o.OnSettled = func(s worker.Settlement) {
-			keys.Settled(s) // frees the key of a deleted or dead-lettered job
+			keys.Settled(s) // frees the key of a dead-lettered job (and of a deleted one whose early release failed)
 			say("job %s (%s): %s", short(s.Message.ID), s.Message.Body, s.Outcome)
 			events <- s
 		}

@@ -394,6 +394,10 @@ type UniqueReport struct {
 	HeldAtEnd   int            `json:"heldAtEnd"`
 	HeldBy      map[string]int `json:"heldBy"`
 	Unexplained []string       `json:"unexplained,omitempty"`
+	// SucceededHeld lists the held keys of jobs whose handler succeeded
+	// and whose release did not fail: Store.Middleware frees those before
+	// the delete, so a kill cannot leave them held.
+	SucceededHeld []string `json:"succeededHeld,omitempty"`
 	// Recovered: held keys a send at the documented bound took over;
 	// Left: keys held after that.
 	Recovered int64 `json:"recovered"`
@@ -469,6 +473,10 @@ func (r *Report) uniqueKeys(ev evidence) {
 	// was SIGKILLed, or its Run returned with settlements still queued
 	// for the hook (Stats.HookDropped) and the process exited.
 	cut := func(w string) bool { return killed(w) || dropped(w) }
+	succeeded := map[string]bool{}
+	for _, s := range ev.Files.Successes {
+		succeeded[s.Job] = true
+	}
 	for _, job := range ue.Held {
 		cause := KeyUnexplained
 		s := rel[job]
@@ -483,6 +491,9 @@ func (r *Report) uniqueKeys(ev evidence) {
 			cause = KeyNotHeard
 		}
 		ur.HeldBy[cause]++
+		if succeeded[job] && (cause == KeyReleaseCut || cause == KeyNotHeard) {
+			ur.SucceededHeld = append(ur.SucceededHeld, job)
+		}
 		if cause == KeyUnexplained {
 			ur.Unexplained = append(ur.Unexplained, job)
 		}
@@ -510,6 +521,9 @@ func (r *Report) uniqueFailures() []string {
 	}
 	if n := len(ur.Unexplained); n > 0 {
 		f = append(f, fmt.Sprintf("unique: %d keys held after the run that no kill, failed release or pending job explains: %v", n, ur.Unexplained[:min(n, 10)]))
+	}
+	if n := len(ur.SucceededHeld); n > 0 {
+		f = append(f, fmt.Sprintf("unique: %d keys of jobs whose handler succeeded were held after the run, their release cut by a kill (Store.Middleware frees them before the delete): %v", n, ur.SucceededHeld[:min(n, 10)]))
 	}
 	if ur.Recovered != int64(ur.HeldAtEnd) {
 		f = append(f, fmt.Sprintf("unique: %d of the %d keys held after the run were taken over at the documented bound", ur.Recovered, ur.HeldAtEnd))

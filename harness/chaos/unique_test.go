@@ -15,8 +15,10 @@ import (
 // the bound), a fixed seed. It fails on any broken guarantee of the chaos
 // variant (a job lost, an unexplained duplicate: a refused send that
 // reached the queue would be one), on a key held at the end that no kill,
-// failed release or pending job explains, and on a held key that a send
-// at the documented bound cannot take over.
+// failed release or pending job explains, on a held key of a job whose
+// handler succeeded (the workers wrap their handler with Store.Middleware,
+// which frees it before the delete), and on a held key that a send at the
+// documented bound cannot take over.
 func TestUniqueBounded(t *testing.T) {
 	cfg := boundedVariant(t, "unique", true)
 	cfg.Jobs, cfg.Workers, cfg.Seed = 300, 3, 13

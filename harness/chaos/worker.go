@@ -112,6 +112,9 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 		}
 		record := onSettled
 		onSettled = func(s worker.Settlement) { record(s); keys.settled(s) }
+		// As the package advises: a succeeded job's key is freed before
+		// its delete, so a SIGKILL between them holds no key.
+		wh = keys.store.Middleware(wh)
 	}
 	opts := func(o *worker.Options) {
 		o.Concurrency = cfg.Concurrency

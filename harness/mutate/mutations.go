@@ -188,4 +188,23 @@ var mutations = []Mutation{
 		Packages: []string{"./worker/sqslambda/"}, Run: "TestFailuresReportedInBatchOrder|TestPermanentGoesToTheDLQAndIsNotReported",
 		Why: "the partial batch response lists the records that succeeded instead of those that failed",
 	},
+	// Unique keys (package unique): a key follows its job's fate.
+	{
+		Name: "unique/early-release-dropped", File: "unique/unique.go",
+		Anchor: "func (s *Store) releaseOnSuccess(", Original: "if err := s.release(context.WithoutCancel(ctx), c.key, c.token); err != nil {", Mutant: "if err := error(nil); err != nil {",
+		Packages: []string{"./unique/"}, Run: "TestMiddleware",
+		Why: "a succeeded job's key is freed only after its delete: a kill between the two holds the key until its expiry (two weeks by default)",
+	},
+	{
+		Name: "unique/failed-job-released", File: "unique/unique.go",
+		Anchor: "func (s *Store) releaseOnSuccess(", Original: "if err := next.Handle(ctx, m); err != nil {", Mutant: "if err := next.Handle(ctx, m); err != nil && false {",
+		Packages: []string{"./unique/"}, Run: "TestMiddleware",
+		Why: "a failing handler's job is reported a success: it is deleted instead of retried, and its key freed",
+	},
+	{
+		Name: "unique/failed-early-release-not-retried", File: "unique/unique.go",
+		Original: "if st.Outcome != worker.Snoozed && s.forgetEarly(c.token) {", Mutant: "if st.Outcome != worker.Snoozed && (s.forgetEarly(c.token) || st.Outcome == worker.Deleted) {",
+		Packages: []string{"./unique/"}, Run: "TestMiddleware",
+		Why: "a succeeded job whose early release failed is never released after its delete: its key is held until its expiry",
+	},
 }
