@@ -34,10 +34,11 @@
 // Key.For and Key.Debounce select the mode:
 //
 //   - Zero: until settled. The key is held while its job is waiting
-//     (including a delay), retrying, snoozed or running, and freed when the
-//     job is deleted after success or moved to the dead-letter queue (by
-//     the worker or the Lambda adapter). A retry, a snooze and a release
-//     keep it. A send while it is held is refused with ErrDuplicate; the
+//     (including a delay), retrying, snoozed or running, and freed when its
+//     handler succeeds (by Middleware, just before the delete; by Settled
+//     once the job is deleted, without the Middleware) or when the job is
+//     moved to the dead-letter queue (by the worker or the Lambda adapter).
+//     A retry, a snooze and a release keep it. A send while it is held is refused with ErrDuplicate; the
 //     Result carries the holding job's message ID (the job's first ID: a
 //     snooze relayed as a fresh copy keeps it) when Options.RecordJobID
 //     is set, so the caller chooses to treat the refusal as an error or
