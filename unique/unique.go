@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/dynamo"
 	"github.com/sqsworker/sqsworker/internal/uniqueattr"
 	"github.com/sqsworker/sqsworker/producer"
@@ -230,11 +231,18 @@ func New(client API, table string, optFns ...func(*Options)) (*Store, error) {
 	if o.ReleaseConcurrency > 0 {
 		s.slots = make(chan struct{}, o.ReleaseConcurrency)
 	}
+	// Each request is bounded by CallTimeout, so that one hung request
+	// leaves time for a second within the check's 2 × CallTimeout.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*o.CallTimeout)
 	defer cancel()
-	s.st.requests.Add(1)
-	if err := keysTable(table).Check(ctx, client); err != nil {
-		s.st.requestErrors.Add(1)
+	t := keysTable(table)
+	t.Rule = awscall.Rule{Timeout: o.CallTimeout, OnRequest: func(r awscall.Request) {
+		s.st.requests.Add(1)
+		if r.Err != nil {
+			s.st.requestErrors.Add(1)
+		}
+	}}
+	if err := t.Check(ctx, client); err != nil {
 		return nil, err
 	}
 	return s, nil

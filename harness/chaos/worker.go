@@ -107,8 +107,17 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, name string, stoppedAt fun
 	onSettled := settlementRecorder(name, settled, logger)
 	var keys *uniqueWorker
 	if cfg.Unique != nil {
-		if keys, err = newUniqueWorker(cfg, name, base, logger); err != nil {
-			return err
+		// unique.New checks the table through the faulty proxy: as with
+		// worker.New below, a deployment would restart the process.
+		for try := 1; ; try++ {
+			if keys, err = newUniqueWorker(cfg, name, base, logger); err == nil {
+				break
+			}
+			logger.Warn("chaos: unique.New failed", "try", try, "err", err)
+			if try == 20 || ctx.Err() != nil {
+				return err
+			}
+			time.Sleep(250 * time.Millisecond)
 		}
 		record := onSettled
 		onSettled = func(s worker.Settlement) { record(s); keys.settled(s) }
