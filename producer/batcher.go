@@ -54,7 +54,10 @@ func (p *Producer) Enqueue(ctx context.Context, m Message) (*Pending, error) {
 	p.startOnce.Do(p.start)
 	it := p.prepare(ctx, m)
 	it.done = make(chan struct{})
-	if it.res.Err != nil {
+	if it.res.Err == nil && it.sched != nil {
+		p.schedule(ctx, it) // Options.Schedule, not the queue
+	}
+	if it.res.Err != nil || it.sched != nil {
 		p.finish(it)
 		return &Pending{it}, nil
 	}

@@ -52,7 +52,8 @@
 // # FIFO queues
 //
 // A queue whose name ends in ".fifo" is a FIFO queue: every message needs a
-// GroupID, takes no Delay, and batches go out one at a time, in order. When
+// GroupID, takes no Delay (but see Options.Schedule under Delays), and
+// batches go out one at a time, in order. When
 // an entry of a batch fails and is retried, the entries after it in that
 // batch are already in the queue: order within a group holds as long as no
 // entry needs a retry.
@@ -73,6 +74,22 @@
 // a queue whose maxReceiveCount is 2 or less). Other consumers would see
 // the message after at most 15 minutes: send long delays only to queues
 // that sqsworker consumes. Standard queues only.
+//
+// Options.Schedule sends the messages due past a horizon
+// (Options.ScheduleAfter, 15 minutes by default) through a one-time
+// schedule instead: package schedules' Jobs.At creates an EventBridge
+// Scheduler schedule that sends the job at its due time and is deleted
+// after it fires. Such a job holds nothing in flight while it waits (SQS
+// allows about 120,000 in-flight messages per queue), costs one
+// CreateSchedule and one delivery however long it waits, works on FIFO
+// queues, and can be cancelled or moved by its ID (the Result's
+// MessageID) until a minute before it is due. The in-queue way is still
+// better for short delays (up to 15 minutes SQS delays the message itself,
+// to the second; Scheduler fires within the due minute and charges per
+// schedule), for jobs that must be sent in one call with others (each
+// schedule is one CreateSchedule), and where no Scheduler role and group
+// are set up. On a consumer, put schedules.Unwrap first in the chain: it
+// restores the body and attributes of a scheduled job.
 //
 // # Typed jobs
 //

@@ -24,9 +24,11 @@ type Message struct {
 	// year and more, are recorded as the message's due time in the
 	// "sqsworker.due" attribute and need a consumer built on sqsworker,
 	// which keeps the message hidden until then without running the
-	// handler; see the package documentation. Standard queues only: a FIFO
-	// queue takes no per-message delay, and neither does a topic. Zero
-	// value: no delay (the queue's own DelaySeconds applies).
+	// handler; see the package documentation. With Options.Schedule set,
+	// a Delay over Options.ScheduleAfter goes to a one-time schedule
+	// instead (FIFO queues included). Otherwise standard queues only: a
+	// FIFO queue takes no per-message delay, and neither does a topic.
+	// Zero value: no delay (the queue's own DelaySeconds applies).
 	Delay time.Duration
 	// GroupID is the message group ID (MessageGroupId): required on a FIFO
 	// queue or topic, whose messages it keeps in order; on a standard
@@ -112,8 +114,10 @@ func WithGroup(groupID, deduplicationID string) func(*Message) {
 
 // Result is the outcome of sending one message.
 type Result struct {
-	// MessageID is the ID SQS (or SNS) gave the message; empty when it was
-	// not sent.
+	// MessageID is the ID SQS (or SNS) gave the message, or, for a message
+	// Options.Schedule took, the ID it returned (the one-time schedule's:
+	// schedules.Jobs.Cancel and Reschedule take it); empty when it was not
+	// sent.
 	MessageID string
 	// SequenceNumber is the FIFO sequence number; empty on standard queues
 	// and topics.

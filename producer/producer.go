@@ -105,6 +105,34 @@ type Options struct {
 	// Now is the clock that due times are computed from. Zero value:
 	// time.Now.
 	Now func() time.Time
+	// Schedule, when set, takes the messages due later than ScheduleAfter
+	// from now instead of the queue: it is meant to create a one-time
+	// schedule that sends m at due (schedules.Jobs.At does, so the job
+	// holds nothing in flight while it waits and can be cancelled or moved
+	// by its ID). Such a message is checked, passed through the BeforeSend
+	// hooks and the Offloader like any other (so the attributes they add
+	// travel), and then handed to Schedule with its Delay zeroed instead of
+	// being sent; no SQS call is made for it. The Result's MessageID is
+	// the ID Schedule returns, its Due the due time, and Schedule's error
+	// is its Err. Send and Enqueue call it on the caller's goroutine;
+	// SendBatch calls it for up to Concurrency messages at once (one at a
+	// time, in order, on a FIFO queue). On a FIFO queue a Delay over
+	// ScheduleAfter is taken (the job joins its group when it fires), one
+	// of ScheduleAfter or less is still refused; a topic refuses Delay
+	// whatever Schedule is. Wire it as
+	//
+	//	o.Schedule = func(ctx context.Context, due time.Time, m producer.Message) (string, error) {
+	//		return jobs.At(ctx, "", due, m)
+	//	}
+	//
+	// Zero value: nil, every delay waits in the queue (see Delays in the
+	// package documentation).
+	Schedule func(ctx context.Context, due time.Time, m Message) (string, error)
+	// ScheduleAfter is the horizon past which Schedule takes a message: a
+	// message whose Delay is longer goes to Schedule, a shorter one (or
+	// equal) to the queue. Zero value: 15 minutes, SQS's own delay limit,
+	// so that every delay SQS can make itself stays in the queue.
+	ScheduleAfter time.Duration
 }
 
 // Producer sends messages to one SQS queue (New) or publishes them to one
@@ -148,11 +176,11 @@ type stats struct {
 // Requests divided by Sent is the requests per message.
 type Stats struct {
 	Requests  int64 // SendMessageBatch (or PublishBatch) calls made, retries included
-	Sent      int64 // messages SQS (or SNS) accepted
+	Sent      int64 // messages SQS (or SNS), or Options.Schedule, accepted
 	Failed    int64 // messages not sent (their Result has the error)
 	Retried   int64 // entries sent again after a retryable failure
 	Offloaded int64 // messages whose body went to the Offloader
-	Delayed   int64 // messages sent with a due time (a delay over 15 minutes)
+	Delayed   int64 // messages sent with a due time (a delay over 15 minutes, or through Options.Schedule)
 }
 
 // New returns a Producer for queue: its URL, or its name or ARN (see
@@ -253,6 +281,8 @@ func options(optFns []func(*Options), limit int, takes string) (Options, error) 
 		return o, fmt.Errorf("producer: Options.MaxMessageSize is %d; %s of up to %d bytes (0 for that)", o.MaxMessageSize, takes, limit)
 	case o.MaxAttempts < 0, o.CallTimeout < 0, o.Concurrency < 0, o.Linger < 0, o.MaxPending < 0:
 		return o, errors.New("producer: Options.MaxAttempts, CallTimeout, Concurrency, Linger and MaxPending must not be negative (0 selects the default)")
+	case o.ScheduleAfter < 0:
+		return o, errors.New("producer: Options.ScheduleAfter must not be negative (0 selects 15 minutes)")
 	case o.MaxBatch < 0 || o.MaxBatch > sqslimit.MaxBatchEntries:
 		return o, fmt.Errorf("producer: Options.MaxBatch is %d; batch calls carry 1 to 10 entries (0 for 10)", o.MaxBatch)
 	}
@@ -283,6 +313,9 @@ func options(optFns []func(*Options), limit int, takes string) (Options, error) 
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.ScheduleAfter == 0 {
+		o.ScheduleAfter = sqslimit.MaxDelay
+	}
 	return o, nil
 }
 
@@ -298,7 +331,8 @@ func (p *Producer) Stats() Stats {
 type item struct {
 	entry   sqsbatch.Entry // Send (a queue) or Publish (a topic); the Id is set per call
 	size    int
-	delayed bool // carries a due time
+	delayed bool     // carries a due time
+	sched   *Message // for Options.Schedule rather than the queue
 	res     Result
 	done    chan struct{} // closed once res is final (Enqueue only)
 }
@@ -320,13 +354,17 @@ func (p *Producer) prepare(ctx context.Context, m Message) *item {
 		}
 		m.Attributes = attrs
 	}
-	if err := p.check(&m); err != nil {
+	routed := p.opts.Schedule != nil && !p.topic && m.Delay > p.opts.ScheduleAfter
+	if err := p.check(&m, routed); err != nil {
 		return fail(err)
 	}
 	now := p.opts.Now()
 	due := now.Add(m.Delay)
 	it.res.Due = due
 	delay, attr := schedule.Send(due, now)
+	if routed {
+		delay, attr = 0, false
+	}
 	if attr {
 		if _, taken := m.Attributes[schedule.Attribute]; !taken && len(m.Attributes) >= sqslimit.MaxMessageAttributes {
 			return fail(fmt.Errorf("%w: a delay over 15 minutes records the due time in attribute %s, but the message already has %d attributes (SQS allows %d)",
@@ -371,20 +409,40 @@ func (p *Producer) prepare(ctx context.Context, m Message) *item {
 		}
 		return fail(fmt.Errorf("%w: %w: %d bytes (body and attributes), over %s of %d; %s", ErrInvalid, ErrTooLarge, it.size, limit, p.opts.MaxMessageSize, hint))
 	}
+	if it.res.Offloaded {
+		p.st.offloaded.Add(1)
+	}
+	if routed {
+		m.Delay = 0
+		it.sched = &m
+		it.delayed = true
+		return it
+	}
 	if p.topic {
 		it.entry.Publish = publishEntry(&m)
 	} else {
 		it.entry.Send = sendEntry(&m, delay)
 	}
 	it.delayed = attr
-	if it.res.Offloaded {
-		p.st.offloaded.Add(1)
-	}
 	return it
 }
 
+// schedule hands a routed item to Options.Schedule and sets its result.
+func (p *Producer) schedule(ctx context.Context, it *item) {
+	id, err := p.opts.Schedule(ctx, it.res.Due, *it.sched)
+	switch {
+	case err != nil:
+		it.res.Err = fmt.Errorf("producer: Options.Schedule did not take the message due at %s: %w", it.res.Due.UTC().Format(time.RFC3339), err)
+	case id == "":
+		it.res.Err = errors.New("producer: Options.Schedule returned no error and no ID; return the one-time schedule's ID (the Result's MessageID)")
+	default:
+		it.res.MessageID = id
+	}
+}
+
 // check refuses, before any call, what the queue or topic would refuse.
-func (p *Producer) check(m *Message) error {
+// routed is a message Options.Schedule takes.
+func (p *Producer) check(m *Message, routed bool) error {
 	switch {
 	case m.Body == "":
 		return fmt.Errorf("%w: the body is empty; %s needs at least one character", ErrInvalid, p.service())
@@ -392,8 +450,8 @@ func (p *Producer) check(m *Message) error {
 		return fmt.Errorf("%w: Delay is %v; use 0 or more", ErrInvalid, m.Delay)
 	case p.topic && m.Delay > 0:
 		return fmt.Errorf("%w: Delay is %v, but SNS topic %s takes no per-message delay; send delayed jobs to the queue itself, or set the subscribed queues' DelaySeconds", ErrInvalid, m.Delay, p.name)
-	case p.fifo && m.Delay > 0:
-		return fmt.Errorf("%w: Delay is %v, but FIFO queue %s takes no per-message delay; set the queue's DelaySeconds instead", ErrInvalid, m.Delay, p.name)
+	case p.fifo && m.Delay > 0 && !routed:
+		return fmt.Errorf("%w: Delay is %v, but FIFO queue %s takes no per-message delay; set the queue's DelaySeconds instead (or, for a delay over Options.ScheduleAfter, set Options.Schedule)", ErrInvalid, m.Delay, p.name)
 	case p.fifo && m.GroupID == "" && p.topic:
 		return fmt.Errorf("%w: FIFO topic %s needs a GroupID on every message (its message group)", ErrInvalid, p.name)
 	case p.fifo && m.GroupID == "":

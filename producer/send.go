@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/sqsworker/sqsworker/internal/sqsbatch"
 )
@@ -25,17 +26,22 @@ func (p *Producer) sendBatch(ctx context.Context, msgs []Message, errs []error) 
 		return closedResults(len(msgs)), &BatchError{Failed: len(msgs), Total: len(msgs), First: ErrClosed}
 	}
 	items := make([]*item, len(msgs))
-	var ready []*item
+	var ready, routed []*item
 	for i, m := range msgs {
 		if errs != nil && errs[i] != nil {
 			items[i] = &item{res: Result{Err: errs[i]}}
 			continue
 		}
 		items[i] = p.prepare(ctx, m)
-		if items[i].res.Err == nil {
+		switch {
+		case items[i].res.Err != nil:
+		case items[i].sched != nil:
+			routed = append(routed, items[i])
+		default:
 			ready = append(ready, items[i])
 		}
 	}
+	p.scheduleAll(ctx, routed)
 	p.deliver(ctx, ready)
 	out := make([]Result, len(items))
 	var berr *BatchError
@@ -53,6 +59,26 @@ func (p *Producer) sendBatch(ctx context.Context, msgs []Message, errs []error) 
 		return out, berr
 	}
 	return out, nil
+}
+
+// scheduleAll hands the routed items to Options.Schedule, up to
+// Concurrency at once (one at a time, in order, on a FIFO queue).
+func (p *Producer) scheduleAll(ctx context.Context, items []*item) {
+	n := p.opts.Concurrency
+	if p.fifo {
+		n = 1
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			p.schedule(ctx, it)
+		}()
+	}
+	wg.Wait()
 }
 
 func closedResults(n int) []Result {

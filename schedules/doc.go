@@ -31,6 +31,15 @@
 // (Scheduler's SQS target sends a message group ID only; the queue then
 // needs content-based deduplication).
 //
+// A producer sends its long delays this way when its Options.Schedule is
+// Jobs.At (Options.ScheduleAfter, 15 minutes by default, is the horizon):
+//
+//	o.Schedule = func(ctx context.Context, due time.Time, m producer.Message) (string, error) {
+//		return jobs.At(ctx, "", due, m)
+//	}
+//
+// The Result's MessageID is then the job's ID, for Cancel and Reschedule.
+//
 // # Exactly one run per tick
 //
 // Scheduler's SQS target sends a body and nothing else, and delivers at

@@ -2,13 +2,14 @@ package schedules
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/schedenv"
 )
 
 // Change is one step that makes a group hold the declared schedules. Its
@@ -117,14 +118,13 @@ func scheduleOf(g *scheduler.GetScheduleOutput) Schedule {
 		s.TimeZone = ""
 	}
 	s.FlexibleWindow = timeMinutes(sp.Window)
-	var e envelopeJSON
-	if json.Unmarshal([]byte(sp.Input), &e) == nil && e.V == envelopeVersion {
+	if e, ok := schedenv.Decode(sp.Input); ok {
 		s.Body, s.Overlap = e.Body, e.Overlap
 		for k, v := range e.Attributes {
 			if s.Attributes == nil {
 				s.Attributes = map[string]sqstypes.MessageAttributeValue{}
 			}
-			s.Attributes[k] = v.value()
+			s.Attributes[k] = v.Value()
 		}
 	} else {
 		s.Body = sp.Input

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/internal/schedenv"
 	"github.com/sqsworker/sqsworker/queueref"
 )
 
@@ -428,26 +429,10 @@ func optional(s string) *string {
 // The envelope: Scheduler's SQS target sends the input as the message body
 // and nothing else, so the body carries the job's own body, its
 // attributes, and Scheduler's context attributes.
-const envelopeVersion = "sqsworker.schedule/1"
-
-type envelopeJSON struct {
-	V          string               `json:"sqsworker"`
-	ARN        string               `json:"arn"`
-	Time       string               `json:"time"`
-	Attempt    string               `json:"attempt,omitempty"`
-	Overlap    string               `json:"overlap,omitempty"`
-	Body       string               `json:"body"`
-	Attributes map[string]attribute `json:"attributes,omitempty"`
-}
-
-type attribute struct {
-	DataType    string `json:"t"`
-	StringValue string `json:"s,omitempty"`
-	BinaryValue []byte `json:"b,omitempty"`
-}
-
+// Its format is package schedenv's, which Unwrap and the unique keys'
+// settlement read.
 func envelope(s Schedule) (string, error) {
-	e := envelopeJSON{V: envelopeVersion, ARN: "<aws.scheduler.schedule-arn>", Time: "<aws.scheduler.scheduled-time>",
+	e := schedenv.Envelope{V: schedenv.Version, ARN: "<aws.scheduler.schedule-arn>", Time: "<aws.scheduler.scheduled-time>",
 		Attempt: "<aws.scheduler.attempt-number>", Overlap: s.Overlap, Body: s.Body}
 	if len(s.Attributes) > 0 {
 		keys := make([]string, 0, len(s.Attributes))
@@ -455,13 +440,13 @@ func envelope(s Schedule) (string, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		e.Attributes = map[string]attribute{}
+		e.Attributes = map[string]schedenv.Attribute{}
 		for _, k := range keys {
 			v := s.Attributes[k]
 			if v.DataType == nil {
 				return "", invalid("schedule %q: attribute %q has no DataType; set String, Number or Binary", s.Name, k)
 			}
-			e.Attributes[k] = attribute{DataType: *v.DataType, StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+			e.Attributes[k] = schedenv.Attribute{DataType: *v.DataType, StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
 		}
 	}
 	// No HTML escaping: Scheduler looks for its keywords as written.
@@ -472,14 +457,6 @@ func envelope(s Schedule) (string, error) {
 		return "", invalid("schedule %q: %v", s.Name, err)
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil
-}
-
-func (a attribute) value() sqstypes.MessageAttributeValue {
-	v := sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), BinaryValue: a.BinaryValue}
-	if a.StringValue != "" || a.BinaryValue == nil {
-		v.StringValue = aws.String(a.StringValue)
-	}
-	return v
 }
 
 func timeMinutes(m int32) time.Duration { return time.Duration(m) * time.Minute }

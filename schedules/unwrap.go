@@ -2,7 +2,6 @@ package schedules
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/sqsworker/sqsworker/idempotency"
+	"github.com/sqsworker/sqsworker/internal/schedenv"
 	"github.com/sqsworker/sqsworker/worker"
 )
 
@@ -145,7 +145,7 @@ func Unwrap(optFns ...func(*UnwrapOptions)) worker.Middleware {
 	running := map[string]int{}
 	return func(next worker.Handler) worker.Handler {
 		return worker.HandlerFunc(func(ctx context.Context, m *worker.Message) error {
-			e, ok := unenvelope(m.Body)
+			e, ok := schedenv.Parse(m.Body)
 			if !ok {
 				return next.Handle(ctx, m)
 			}
@@ -153,7 +153,7 @@ func Unwrap(optFns ...func(*UnwrapOptions)) worker.Middleware {
 			u.Body = e.Body
 			u.MessageAttributes = make(map[string]sqstypes.MessageAttributeValue, len(e.Attributes)+3)
 			for k, v := range e.Attributes {
-				u.MessageAttributes[k] = v.value()
+				u.MessageAttributes[k] = v.Value()
 			}
 			u.MessageAttributes[attrARN] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(e.ARN)}
 			u.MessageAttributes[attrTime] = sqstypes.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(e.Time)}
@@ -223,15 +223,4 @@ func Unwrap(optFns ...func(*UnwrapOptions)) worker.Middleware {
 			return next.Handle(ctx, &u)
 		})
 	}
-}
-
-func unenvelope(body string) (envelopeJSON, bool) {
-	var e envelopeJSON
-	if !strings.HasPrefix(body, `{"sqsworker":"`+envelopeVersion+`"`) {
-		return e, false
-	}
-	if json.Unmarshal([]byte(body), &e) != nil || e.V != envelopeVersion {
-		return e, false
-	}
-	return e, true
 }

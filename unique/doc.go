@@ -116,6 +116,22 @@
 // always freed after the move (Settled): a kill between the two holds it
 // until its expiry. Stats.Recovered counts the keys taken over after it.
 //
+// # Through a one-time schedule
+//
+// A producer whose Options.Schedule sends long delays through one-time
+// schedules (schedules.Jobs.At) takes a unique job too: Send claims the
+// key, the producer's Schedule creates the schedule, and the key's
+// attribute travels in the schedule's body envelope. Consume such a queue
+// with worker.Chain(h, schedules.Unwrap(), store.Middleware): Unwrap
+// restores the attribute, so the Middleware frees a succeeded job's key
+// before its delete, and Settled finds the key inside the envelope of the
+// message as received, so a dead-lettered scheduled job's key is freed
+// too. The claim's expiry counts from the due time as for any delay; a
+// delivery Scheduler retries (its MaxEventAge, 24 hours by default) may
+// come later than the hour of margin, so for such jobs set
+// Options.Retention to the queue's retention plus that age. A scheduled
+// job cancelled with Jobs.Cancel never runs: free its key with Release.
+//
 // # Through a topic
 //
 // Send takes a Producer for a topic (producer.NewTopic) too: the key is a

@@ -182,6 +182,14 @@ func orderPaid(ctx context.Context, jobs *schedules.Jobs, orderID string) error 
 }
 
 // The snippets are compiled, not called.
-var _ = []any{requestReport, uniqueWorker, deploySchedules, scheduledWorker, fleetWideTicks, remindUnpaid, orderPaid}
+func scheduledProducer(client producer.API, queueURL string, jobs *schedules.Jobs) (*producer.Producer, error) {
+	return producer.New(client, queueURL, func(o *producer.Options) {
+		o.Schedule = func(ctx context.Context, due time.Time, m producer.Message) (string, error) {
+			return jobs.At(ctx, "", due, m) // "": a random ID, the Result's MessageID
+		}
+	})
+}
+
+var _ = []any{requestReport, uniqueWorker, deploySchedules, scheduledWorker, fleetWideTicks, remindUnpaid, orderPaid, scheduledProducer}
 
 var _ = []any{requestReindex, debouncedWorker}

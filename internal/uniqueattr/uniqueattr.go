@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/sqsworker/sqsworker/internal/schedenv"
 )
 
 // Name is the message attribute's name.
@@ -37,13 +39,21 @@ func Parse(attrs map[string]types.MessageAttributeValue) (Claim, bool) {
 }
 
 // ParseMessage reads the claim of a message as SQS delivered it: from
-// its attributes, else, for a queue subscribed to a topic without raw
-// message delivery, from the SNS envelope in its body, where the publish's
-// attributes are (a settlement reports the message as received, before
-// fanout.Unwrap).
+// its attributes, else from the envelope in its body where the sent
+// message's attributes are — the SNS envelope of a queue subscribed to a
+// topic without raw message delivery, or the envelope of a job a one-time
+// schedule sent (a settlement reports the message as received, before
+// fanout.Unwrap or schedules.Unwrap).
 func ParseMessage(attrs map[string]types.MessageAttributeValue, body string) (Claim, bool) {
 	if c, ok := Parse(attrs); ok {
 		return c, true
+	}
+	if e, ok := schedenv.Parse(body); ok {
+		a, ok := e.Attributes[Name]
+		if !ok || a.DataType != "String" {
+			return Claim{}, false
+		}
+		return parseValue(a.StringValue)
 	}
 	return fromEnvelope(body)
 }

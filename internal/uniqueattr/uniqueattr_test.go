@@ -28,7 +28,12 @@ func TestParseRoundTripAndDescribe(t *testing.T) {
 	if got, ok := ParseMessage(nil, envelope); !ok || got != c {
 		t.Errorf("ParseMessage of an SNS envelope = %+v, %v; want %+v", got, ok, c)
 	}
-	for _, body := range []string{"job", `{"Type":"Other","MessageAttributes":{"sqsworker.unique":{"Type":"String","Value":"s:t:k"}}}`, `{"sqsworker.unique": 1}`} {
+	sched := `{"sqsworker":"sqsworker.schedule/1","arn":"<aws.scheduler.schedule-arn>","time":"<aws.scheduler.scheduled-time>","body":"job",` +
+		`"attributes":{"other":{"t":"String","s":"x"},"sqsworker.unique":{"t":"String","s":"` + c.Value() + `"}}}`
+	if got, ok := ParseMessage(nil, sched); !ok || got != c {
+		t.Errorf("ParseMessage of a schedule's envelope = %+v, %v; want %+v", got, ok, c)
+	}
+	for _, body := range []string{"job", `{"sqsworker":"sqsworker.schedule/1","body":"job"}`, `{"Type":"Other","MessageAttributes":{"sqsworker.unique":{"Type":"String","Value":"s:t:k"}}}`, `{"sqsworker.unique": 1}`} {
 		if got, ok := ParseMessage(nil, body); ok {
 			t.Errorf("ParseMessage(nil, %q) = %+v", body, got)
 		}
