@@ -1,13 +1,11 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -249,10 +247,8 @@ func jobOfKey(item map[string]types.AttributeValue) string {
 // tables and the DynamoDB fault proxy.
 type idemRun struct {
 	direct *dynamodb.Client
-	proxy  *faultproxy.Proxy
-	log    *bufio.Writer
-	logf   *os.File
-	ev     *idemEvidence
+	*dynamoProxy
+	ev *idemEvidence
 }
 
 // idemEvidence is what the idempotency variant adds to a run's evidence:
@@ -289,26 +285,16 @@ func startIdem(ctx context.Context, cfg Config, wc *WorkerConfig) (*idemRun, err
 	}
 	ir := &idemRun{direct: direct, ev: ev}
 	ir.warm(ctx, ev.EffectTable)
-	popts := faultproxy.Options{Upstream: cfg.DynamoDB, Rules: cfg.DynamoFaults, Seed: cfg.Seed ^ 0xd7a0}
-	if cfg.ProxyLog {
-		f, err := os.Create(filepath.Join(cfg.Dir, "dynamodb-proxy.jsonl"))
-		if err != nil {
-			return nil, err
-		}
-		ir.logf, ir.log = f, bufio.NewWriterSize(f, 1<<20)
-		popts.Log = ir.log
-	}
-	p, err := faultproxy.Start(popts)
+	d, err := startDynamoProxy(cfg, 0xd7a0)
 	if err != nil {
-		ir.close()
 		return nil, err
 	}
-	ir.proxy = p
+	ir.dynamoProxy = d
 	ic := IdemConfig{}
 	if cfg.Worker.Idem != nil {
 		ic = *cfg.Worker.Idem
 	}
-	ic.Endpoint, ic.Table, ic.EffectTable = p.URL, ev.Table, ev.EffectTable
+	ic.Endpoint, ic.Table, ic.EffectTable = d.proxy.URL, ev.Table, ev.EffectTable
 	wc.Idem = &ic
 	return ir, nil
 }
@@ -336,23 +322,6 @@ func (ir *idemRun) warm(ctx context.Context, table string) {
 		})
 	}
 	wg.Wait()
-}
-
-// faultsOff stops the DynamoDB faults (for the drain).
-func (ir *idemRun) faultsOff() { ir.proxy.SetRules(nil) }
-
-// close stops the proxy and closes its log.
-func (ir *idemRun) close() error {
-	var err error
-	if ir.proxy != nil {
-		ir.proxy.Close()
-	}
-	if ir.log != nil {
-		err = ir.log.Flush()
-		ir.logf.Close()
-		ir.log = nil
-	}
-	return err
 }
 
 // finish stops the proxy and reads both tables; call it once every worker

@@ -1,14 +1,12 @@
 package chaos
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -152,10 +150,8 @@ func (u *uniqueWorker) close(wait time.Duration) error {
 // table, the DynamoDB fault proxy, and what it found.
 type uniqueRun struct {
 	direct *dynamodb.Client
-	proxy  *faultproxy.Proxy
-	logf   *os.File
-	log    *bufio.Writer
-	ev     *uniqueEvidence
+	*dynamoProxy
+	ev *uniqueEvidence
 }
 
 // uniqueEvidence is what the unique variant adds to a run's evidence.
@@ -190,26 +186,16 @@ func startUnique(ctx context.Context, cfg Config, wc *WorkerConfig) (*uniqueRun,
 	if err := unique.CreateTable(ctx, u.direct, u.ev.Table, 0); err != nil {
 		return nil, fmt.Errorf("chaos: creating table %s: %w", u.ev.Table, err)
 	}
-	popts := faultproxy.Options{Upstream: cfg.DynamoDB, Rules: cfg.DynamoFaults, Seed: cfg.Seed ^ 0x756e71}
-	if cfg.ProxyLog {
-		f, err := os.Create(filepath.Join(cfg.Dir, "dynamodb-proxy.jsonl"))
-		if err != nil {
-			return nil, err
-		}
-		u.logf, u.log = f, bufio.NewWriterSize(f, 1<<20)
-		popts.Log = u.log
-	}
-	p, err := faultproxy.Start(popts)
+	d, err := startDynamoProxy(cfg, 0x756e71)
 	if err != nil {
-		u.close()
 		return nil, err
 	}
-	u.proxy = p
+	u.dynamoProxy = d
 	uc := UniqueConfig{}
 	if cfg.Worker.Unique != nil {
 		uc = *cfg.Worker.Unique
 	}
-	uc.Endpoint, uc.Table = p.URL, u.ev.Table
+	uc.Endpoint, uc.Table = d.proxy.URL, u.ev.Table
 	wc.Unique = &uc
 	return u, nil
 }
@@ -245,22 +231,6 @@ func (u *uniqueRun) send(ctx context.Context, client *sqs.Client, url string, jo
 	err = g.Wait()
 	st := store.Stats()
 	u.ev.Accepted, u.ev.Refused = st.Claimed, st.Refused
-	return err
-}
-
-// faultsOff stops the DynamoDB faults (for the drain).
-func (u *uniqueRun) faultsOff() { u.proxy.SetRules(nil) }
-
-func (u *uniqueRun) close() error {
-	var err error
-	if u.proxy != nil {
-		u.proxy.Close()
-	}
-	if u.log != nil {
-		err = u.log.Flush()
-		u.logf.Close()
-		u.log = nil
-	}
 	return err
 }
 
