@@ -542,12 +542,13 @@ func (r *Report) uniqueText() string {
 
 // uniqueVariant makes c the unique variant: the chaos variant's jobs,
 // SQS faults and kills, each job sent with a unique key (twice: the
-// second send refused), the workers' settlements freeing the keys through
-// a unique.Store on DynamoDB Local behind a fault proxy with the same
+// second send refused), the workers freeing the keys through a
+// unique.Store (its Middleware around the handler, its Settled as the
+// settlement hook) on DynamoDB Local behind a fault proxy with the same
 // faults. Every job must be done or dead-lettered, and every key free at
-// the end, or held for a cause the run shows (a SIGKILL cut the release
-// or the settlement, a release failed) and taken over by a send at the
-// documented bound.
+// the end, or held for a cause the run shows (a SIGKILL cut a dead-letter
+// settlement's release, a release failed; never a succeeded job's key)
+// and taken over by a send at the documented bound.
 func uniqueVariant(c *Config) {
 	c.Jobs, c.Worker.Concurrency = 3000, 8
 	c.DrainTimeout = 5 * time.Minute
