@@ -112,7 +112,7 @@ func scheduleOf(g *scheduler.GetScheduleOutput) Schedule {
 	s := Schedule{
 		Name: aws.ToString(g.Name), Expression: sp.Expression, TimeZone: sp.TimeZone, Queue: sp.Target,
 		GroupID: sp.GroupID, RoleARN: sp.Role, DLQ: sp.DLQ, Description: sp.Description,
-		Disabled: g.State == types.ScheduleStateDisabled, Start: aws.ToTime(g.StartDate), End: aws.ToTime(g.EndDate),
+		Disabled: g.State == types.ScheduleStateDisabled, Start: aws.ToTime(g.StartDate), End: aws.ToTime(g.EndDate), Created: aws.ToTime(g.CreationDate),
 	}
 	if s.TimeZone == "UTC" {
 		s.TimeZone = ""

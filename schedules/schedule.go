@@ -78,6 +78,10 @@ type Schedule struct {
 	Description string `json:"description,omitempty"`
 	// Disabled keeps the schedule without firing it.
 	Disabled bool `json:"disabled,omitempty"`
+	// Created is when Scheduler created the schedule: List sets it, Diff
+	// and Apply ignore it. A rate schedule without Start counts its ticks
+	// from it (Next).
+	Created time.Time `json:"created,omitzero"`
 }
 
 // Options configures Diff, Apply, List and Jobs.
@@ -161,8 +165,9 @@ func (s Schedule) location() (*time.Location, error) {
 // Next returns the first tick of the schedule after t (before any flexible
 // window): its time zone's wall clock for cron and at() expressions, with
 // the daylight-saving rules of the package documentation, and Start plus a
-// whole number of periods for rate expressions (counted from t when Start
-// is zero). It returns the zero time when no tick follows t (at() passed,
+// whole number of periods for rate expressions (from Created when Start
+// is zero, as Scheduler counts them; from t when both are zero, as for a
+// schedule not created yet). It returns the zero time when no tick follows t (at() passed,
 // End reached, or a cron expression with no later year).
 func (s Schedule) Next(t time.Time) (time.Time, error) {
 	e, err := parseExpr(s.Expression)
@@ -199,6 +204,9 @@ func (s Schedule) next(e expr, loc *time.Location, t time.Time) (time.Time, erro
 		at = n
 	default:
 		anchor := s.Start
+		if anchor.IsZero() {
+			anchor = s.Created
+		}
 		if anchor.IsZero() {
 			at = t.Add(e.rate)
 			break

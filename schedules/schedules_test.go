@@ -448,3 +448,35 @@ func TestEnvelopeKeepsKeywords(t *testing.T) {
 		t.Fatalf("input %s", in)
 	}
 }
+
+// A rate schedule without Start counts its ticks from its creation, as
+// Scheduler does: List reports when it was created, and Next counts from
+// it (the console's next fire times), not from the time it is asked.
+func TestRateCountsFromCreation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, 1)
+		defer e.stop()
+		ctx := context.Background()
+		created := time.Now()
+		if _, err := schedules.Apply(ctx, e.sched, []schedules.Schedule{{Name: "warm", Expression: "rate(15 minutes)", Queue: e.arn, Body: "w"}},
+			func(o *schedules.Options) { o.RoleARN = role }); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Minute)
+		list, err := schedules.List(ctx, e.sched)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("List: %v, %v", list, err)
+		}
+		s := list[0]
+		if !s.Created.Equal(created) {
+			t.Errorf("Created %v; want %v", s.Created, created)
+		}
+		if next, err := s.Next(time.Now()); err != nil || !next.Equal(created.Add(30*time.Minute)) {
+			t.Errorf("Next 20 min after creation: %v, %v; want creation + 30 min", next, err)
+		}
+		if changes, err := schedules.Diff(ctx, e.sched, []schedules.Schedule{{Name: "warm", Expression: "rate(15 minutes)", Queue: e.arn, Body: "w"}},
+			func(o *schedules.Options) { o.RoleARN = role }); err != nil || len(changes) != 0 {
+			t.Errorf("Diff after List reports %v, %v; Created must not count as a change", changes, err)
+		}
+	})
+}

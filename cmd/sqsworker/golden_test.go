@@ -65,6 +65,10 @@ var idPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 // (the fake's handles end in a random part).
 var taskHandlePattern = regexp.MustCompile(`"taskHandle": "[^"]+"`)
 
+// createdPattern matches a schedule's creation time in JSON output (the
+// in-memory Scheduler's clock).
+var createdPattern = regexp.MustCompile(`"created": "[^"]+"`)
+
 // stable replaces the volatile parts of s: each old string of pairs (old,
 // new, …) by its new one, then every random ID by ID-1, ID-2… in the order
 // of first appearance.
@@ -78,6 +82,7 @@ func stable(s string, pairs ...string) string {
 		}
 	}
 	s = taskHandlePattern.ReplaceAllString(s, `"taskHandle": "TASK-HANDLE"`)
+	s = createdPattern.ReplaceAllString(s, `"created": "CREATED"`)
 	ids := map[string]string{}
 	return idPattern.ReplaceAllStringFunc(s, func(id string) string {
 		if _, ok := ids[id]; !ok {

@@ -134,9 +134,7 @@ func schedule(in *scheduler.CreateScheduleInput) schedules.Schedule {
 // plan sets it's next tick after t (the caller holds f.mu).
 func (f *Scheduler) plan(it *item, after time.Time) {
 	s := schedule(&it.in)
-	if s.Start.IsZero() && strings.HasPrefix(s.Expression, "rate(") {
-		s.Start = it.created
-	}
+	s.Created = it.created // a rate schedule counts from its creation, as Scheduler's does
 	it.tick, _ = s.Next(after)
 	it.fireAt = it.tick
 	if w := it.in.FlexibleTimeWindow; w != nil && w.Mode == types.FlexibleTimeWindowModeFlexible && !it.tick.IsZero() {
