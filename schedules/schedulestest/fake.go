@@ -76,6 +76,7 @@ type item struct {
 	arn     string
 	token   string
 	created time.Time
+	changed time.Time // the last create or update
 	tick    time.Time // the next tick; zero when none
 	fireAt  time.Time // tick plus the flexible delay
 }
@@ -151,7 +152,22 @@ func validate(in *scheduler.CreateScheduleInput) error {
 	if _, err := schedule(in).Next(time.Now()); err != nil {
 		return invalid(err.Error())
 	}
+	w := in.FlexibleTimeWindow
+	switch m := aws.ToInt32(w.MaximumWindowInMinutes); {
+	case w.Mode == types.FlexibleTimeWindowModeFlexible && (m < 1 || m > 1440):
+		return invalid("FlexibleTimeWindow: MaximumWindowInMinutes must be between 1 and 1440 when Mode is FLEXIBLE.")
+	case w.Mode != types.FlexibleTimeWindowModeFlexible && w.Mode != types.FlexibleTimeWindowModeOff:
+		return invalid("FlexibleTimeWindow: Mode must be OFF or FLEXIBLE.")
+	}
 	return nil
+}
+
+// state is the schedule's state, ENABLED when it was not given.
+func state(s types.ScheduleState) types.ScheduleState {
+	if s == "" {
+		return types.ScheduleStateEnabled
+	}
+	return s
 }
 
 // CreateSchedule creates a schedule; ConflictException when the name is
@@ -170,7 +186,8 @@ func (f *Scheduler) CreateSchedule(ctx context.Context, params *scheduler.Create
 		}
 		return nil, &types.ConflictException{Message: aws.String("Schedule " + *params.Name + " already exists.")}
 	}
-	it := &item{in: *params, token: aws.ToString(params.ClientToken), created: time.Now(),
+	now := time.Now()
+	it := &item{in: *params, token: aws.ToString(params.ClientToken), created: now, changed: now,
 		arn: fmt.Sprintf("arn:aws:scheduler:%s:%s:schedule/%s/%s", f.o.Region, f.o.Account, g, *params.Name)}
 	f.plan(it, it.created.Add(-time.Nanosecond))
 	f.items[key] = it
@@ -196,7 +213,8 @@ func (f *Scheduler) UpdateSchedule(ctx context.Context, params *scheduler.Update
 		return nil, notFound("Schedule " + *params.Name)
 	}
 	it.in = in
-	f.plan(it, time.Now())
+	it.changed = time.Now()
+	f.plan(it, it.changed)
 	f.poke()
 	return &scheduler.UpdateScheduleOutput{ScheduleArn: aws.String(it.arn)}, nil
 }
@@ -212,18 +230,14 @@ func (f *Scheduler) GetSchedule(ctx context.Context, params *scheduler.GetSchedu
 		return nil, notFound("Schedule " + aws.ToString(params.Name))
 	}
 	in := it.in
-	state := in.State
-	if state == "" {
-		state = types.ScheduleStateEnabled
-	}
 	t := *in.Target
 	if t.RetryPolicy == nil {
 		t.RetryPolicy = &types.RetryPolicy{MaximumRetryAttempts: aws.Int32(185), MaximumEventAgeInSeconds: aws.Int32(86400)}
 	}
 	return &scheduler.GetScheduleOutput{Arn: aws.String(it.arn), Name: in.Name, GroupName: aws.String(g), ScheduleExpression: in.ScheduleExpression,
 		ScheduleExpressionTimezone: in.ScheduleExpressionTimezone, Target: &t, FlexibleTimeWindow: in.FlexibleTimeWindow,
-		Description: in.Description, StartDate: in.StartDate, EndDate: in.EndDate, State: state,
-		ActionAfterCompletion: in.ActionAfterCompletion, CreationDate: aws.Time(it.created)}, nil
+		Description: in.Description, StartDate: in.StartDate, EndDate: in.EndDate, State: state(in.State),
+		ActionAfterCompletion: in.ActionAfterCompletion, CreationDate: aws.Time(it.created), LastModificationDate: aws.Time(it.changed)}, nil
 }
 
 // ListSchedules lists a group's schedules (all groups when GroupName is
@@ -235,7 +249,7 @@ func (f *Scheduler) ListSchedules(ctx context.Context, params *scheduler.ListSch
 	for k, it := range f.items {
 		g, n, _ := strings.Cut(k, "/")
 		if params.GroupName != nil && g != *params.GroupName || !strings.HasPrefix(n, aws.ToString(params.NamePrefix)) ||
-			params.State != "" && it.in.State != params.State {
+			params.State != "" && state(it.in.State) != params.State {
 			continue
 		}
 		keys = append(keys, k)
@@ -250,7 +264,8 @@ func (f *Scheduler) ListSchedules(ctx context.Context, params *scheduler.ListSch
 	for i := start; i < len(keys) && i < start+size; i++ {
 		it := f.items[keys[i]]
 		out.Schedules = append(out.Schedules, types.ScheduleSummary{Arn: aws.String(it.arn), Name: it.in.Name,
-			GroupName: aws.String(group(it.in.GroupName)), State: it.in.State, Target: &types.TargetSummary{Arn: it.in.Target.Arn}})
+			GroupName: aws.String(group(it.in.GroupName)), State: state(it.in.State), Target: &types.TargetSummary{Arn: it.in.Target.Arn},
+			CreationDate: aws.Time(it.created), LastModificationDate: aws.Time(it.changed)})
 	}
 	if start+size < len(keys) {
 		out.NextToken = aws.String(strconv.Itoa(start + size))
@@ -294,12 +309,16 @@ func (f *Scheduler) Run(ctx context.Context) error {
 				}
 				if strings.HasPrefix(aws.ToString(it.in.ScheduleExpression), "at(") {
 					it.tick, it.fireAt = time.Time{}, time.Time{}
-					if it.in.ActionAfterCompletion == types.ActionAfterCompletionDelete {
-						delete(f.items, key)
-					}
-					break
+				} else {
+					f.plan(it, it.tick)
 				}
-				f.plan(it, it.tick)
+				// A one-time schedule completes when it fires, a recurring
+				// one with an EndDate after its last tick; ActionAfterCompletion
+				// DELETE deletes it then (without an EndDate never).
+				if it.tick.IsZero() && it.in.ActionAfterCompletion == types.ActionAfterCompletionDelete &&
+					(it.in.EndDate != nil || strings.HasPrefix(aws.ToString(it.in.ScheduleExpression), "at(")) {
+					delete(f.items, key)
+				}
 			}
 			if !it.fireAt.IsZero() && (wake.IsZero() || it.fireAt.Before(wake)) {
 				wake = it.fireAt
