@@ -346,13 +346,17 @@ func scheduleAPIBehaviours() []schedBehaviour {
 		{name: "InvalidRequestsRefused", run: func(e *schedEnv) {
 			_, q := e.queue("invalid", nil)
 			bad := map[string]func(*scheduler.CreateScheduleInput){
-				"cron with five fields":  func(in *scheduler.CreateScheduleInput) { in.ScheduleExpression = aws.String("cron(0 10 * * *)") },
-				"cron with ? twice":      func(in *scheduler.CreateScheduleInput) { in.ScheduleExpression = aws.String("cron(0 10 ? * ? *)") },
-				"rate of zero":           func(in *scheduler.CreateScheduleInput) { in.ScheduleExpression = aws.String("rate(0 minutes)") },
-				"rate with a bad unit":   func(in *scheduler.CreateScheduleInput) { in.ScheduleExpression = aws.String("rate(5 weeks)") },
-				"at() of a bad date":     func(in *scheduler.CreateScheduleInput) { in.ScheduleExpression = aws.String("at(2030-13-01T00:00:00)") },
-				"an unknown time zone":   func(in *scheduler.CreateScheduleInput) { in.ScheduleExpressionTimezone = aws.String("Mars/Olympus_Mons") },
-				"FLEXIBLE with no width": func(in *scheduler.CreateScheduleInput) { in.FlexibleTimeWindow.Mode = schedtypes.FlexibleTimeWindowModeFlexible },
+				"cron with five fields": func(in *scheduler.CreateScheduleInput) { in.ScheduleExpression = aws.String("cron(0 10 * * *)") },
+				"cron with ? twice":     func(in *scheduler.CreateScheduleInput) { in.ScheduleExpression = aws.String("cron(0 10 ? * ? *)") },
+				"rate of zero":          func(in *scheduler.CreateScheduleInput) { in.ScheduleExpression = aws.String("rate(0 minutes)") },
+				"rate with a bad unit":  func(in *scheduler.CreateScheduleInput) { in.ScheduleExpression = aws.String("rate(5 weeks)") },
+				"at() of a bad date":    func(in *scheduler.CreateScheduleInput) { in.ScheduleExpression = aws.String("at(2030-13-01T00:00:00)") },
+				"an unknown time zone": func(in *scheduler.CreateScheduleInput) {
+					in.ScheduleExpressionTimezone = aws.String("Mars/Olympus_Mons")
+				},
+				"FLEXIBLE with no width": func(in *scheduler.CreateScheduleInput) {
+					in.FlexibleTimeWindow.Mode = schedtypes.FlexibleTimeWindowModeFlexible
+				},
 				"a window over 1440 min": func(in *scheduler.CreateScheduleInput) {
 					in.FlexibleTimeWindow = &schedtypes.FlexibleTimeWindow{Mode: schedtypes.FlexibleTimeWindowModeFlexible, MaximumWindowInMinutes: aws.Int32(1441)}
 				},
