@@ -48,11 +48,13 @@ test:
 	@bash localstack/install-chromium.sh
 	$(WITH_AWS) bash -c 'export SQSWORKER_REQUIRE_INTEGRATION=1 && $(GO) vet ./... && $(call in_vetted,vet ./...) && $(MAKE) --no-print-directory conformance && $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./... && $(call in_nested,test -race -count=1 -timeout 15m $(TESTFLAGS) ./...)'
 
-# conformance runs the SQS conformance suite against the fake and the configured
-# endpoint and prints one line per backend (the full log on failure).
+# conformance runs the SQS and SNS conformance suites against the fakes and the
+# configured endpoint, and the Scheduler suite against schedulestest (directly and
+# through the SDK client over schedulerhttp), and prints one line per backend (the
+# full log on failure).
 conformance:
 	@out=$$(mktemp); \
-	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./sqstest/snstest ./harness/conformance >"$$out" 2>&1; then \
+	if $(GO) test -race -count=1 -v -run '^TestConformance' ./sqstest ./sqstest/snstest ./harness/conformance ./schedules/schedulestest ./harness/schedulerhttp >"$$out" 2>&1; then \
 		grep -E 'conformance suite:' "$$out" | sed -E 's/^ *[a-z_]+\.go:[0-9]+: //'; \
 		grep -E '^ok' "$$out"; rm -f "$$out"; \
 	else cat "$$out"; rm -f "$$out"; exit 1; fi

@@ -31,6 +31,34 @@
 // account's queue, and it drops the MessageGroupId published to a
 // standard topic.
 //
+// # The Scheduler suite
+//
+// RunScheduler holds an EventBridge Scheduler implementation, firing into
+// SQS, to AWS's documentation: each behaviour cites the Scheduler user
+// guide or API reference page it encodes — the CreateSchedule /
+// GetSchedule / UpdateSchedule / DeleteSchedule / ListSchedules round trip
+// of every field, defaults (ENABLED, the 185 attempts / 86400 s retry
+// policy), UpdateSchedule replacing the whole schedule, ConflictException,
+// ResourceNotFoundException, ValidationException, ClientToken idempotency,
+// pages and filters; one-time at() schedules firing once (ignoring
+// StartDate and EndDate) and deleted with ActionAfterCompletion DELETE,
+// recurring ones deleted after their EndDate; rate schedules from creation
+// or StartDate; cron in a time zone; both DST edge cases (a skipped wall
+// time does not fire, a repeated one fires once); StartDate/EndDate
+// bounds; DISABLED; flexible windows; the four context attributes; FIFO
+// targets' MessageGroupId; a failed delivery in the dead-letter queue. Fire
+// times are checked against Scheduler's documented 60 second precision.
+//
+// A backend declares what it does not model (NotModelled, the counterpart
+// of a Quirk): a behaviour that can observe it asserts the gap still holds;
+// the others are declared for the record. Two runners, both in virtual
+// time: TestConformanceScheduler in schedules/schedulestest (the in-memory
+// Scheduler called directly) and TestConformanceSchedulerHTTP in
+// harness/schedulerhttp (the SDK's *scheduler.Client, its requests carried
+// as HTTP/1.1 bytes in process to the Scheduler served over REST-JSON).
+// The firing behaviours wait minutes to weeks and run on virtual-time
+// backends only.
+//
 // # Backends and runners
 //
 //   - sqstest's fake: TestConformanceFake in sqstest/conformance_test.go runs

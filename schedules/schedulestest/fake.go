@@ -9,17 +9,24 @@
 // the clocks skip does not fire, a repeated one fires once), and models
 // flexible time windows (a random delay in the window; the scheduled-time
 // context attribute stays the tick's time), start and end dates, one-time
-// schedules deleted after they fire (ActionAfterCompletion DELETE), the
-// context attributes in the target input, ClientToken idempotency of
-// CreateSchedule, and ConflictException / ResourceNotFoundException.
+// schedules deleted after they fire and recurring ones deleted after their
+// EndDate (ActionAfterCompletion DELETE), the context attributes in the
+// target input, the dead-letter queue of a failed delivery, ClientToken
+// idempotency of CreateSchedule, ListSchedules pages and filters, and
+// ConflictException / ResourceNotFoundException / ValidationException.
 //
-// It does not model: schedule groups (every group exists; no
-// CreateScheduleGroup), tags, KMS keys, target types other than SQS,
-// IAM (the role is not assumed or checked), Scheduler's 60-second
-// precision (it fires at the tick's first instant), its retry policy (a
-// failed SendMessage is not retried; it goes to the DeadLetterConfig queue
-// when one is set, else it is dropped), throttling and quotas, and
-// eventual consistency (a change is seen at once).
+// The Scheduler conformance suite (RunScheduler in the project's
+// harness/conformance) holds it to that documentation, behaviour by
+// behaviour, called directly and through the SDK's client over HTTP, and
+// declares what it does not model: schedule groups (every group exists; no
+// CreateScheduleGroup), KMS keys (KmsKeyArn is not returned), the
+// dead-letter message's attributes (ERROR_CODE, SCHEDULE_ARN, ...), its
+// retry policy (a failed SendMessage is not retried; it goes to the
+// DeadLetterConfig queue when one is set, else it is dropped), throttling
+// and quotas, IAM (the role is not assumed or checked), target types other
+// than SQS, and eventual consistency (a change is seen at once). Tags are
+// not kept, and it fires at the first instant of Scheduler's 60-second
+// window.
 package schedulestest
 
 import (
@@ -76,6 +83,7 @@ type item struct {
 	arn     string
 	token   string
 	created time.Time
+	changed time.Time // the last create or update
 	tick    time.Time // the next tick; zero when none
 	fireAt  time.Time // tick plus the flexible delay
 }
@@ -149,7 +157,22 @@ func validate(in *scheduler.CreateScheduleInput) error {
 	if _, err := schedule(in).Next(time.Now()); err != nil {
 		return invalid(err.Error())
 	}
+	w := in.FlexibleTimeWindow
+	switch m := aws.ToInt32(w.MaximumWindowInMinutes); {
+	case w.Mode == types.FlexibleTimeWindowModeFlexible && (m < 1 || m > 1440):
+		return invalid("FlexibleTimeWindow: MaximumWindowInMinutes must be between 1 and 1440 when Mode is FLEXIBLE.")
+	case w.Mode != types.FlexibleTimeWindowModeFlexible && w.Mode != types.FlexibleTimeWindowModeOff:
+		return invalid("FlexibleTimeWindow: Mode must be OFF or FLEXIBLE.")
+	}
 	return nil
+}
+
+// state is the schedule's state, ENABLED when it was not given.
+func state(s types.ScheduleState) types.ScheduleState {
+	if s == "" {
+		return types.ScheduleStateEnabled
+	}
+	return s
 }
 
 // CreateSchedule creates a schedule; ConflictException when the name is
@@ -168,7 +191,8 @@ func (f *Scheduler) CreateSchedule(ctx context.Context, params *scheduler.Create
 		}
 		return nil, &types.ConflictException{Message: aws.String("Schedule " + *params.Name + " already exists.")}
 	}
-	it := &item{in: *params, token: aws.ToString(params.ClientToken), created: time.Now(),
+	now := time.Now()
+	it := &item{in: *params, token: aws.ToString(params.ClientToken), created: now, changed: now,
 		arn: fmt.Sprintf("arn:aws:scheduler:%s:%s:schedule/%s/%s", f.o.Region, f.o.Account, g, *params.Name)}
 	f.plan(it, it.created.Add(-time.Nanosecond))
 	f.items[key] = it
@@ -194,7 +218,8 @@ func (f *Scheduler) UpdateSchedule(ctx context.Context, params *scheduler.Update
 		return nil, notFound("Schedule " + *params.Name)
 	}
 	it.in = in
-	f.plan(it, time.Now())
+	it.changed = time.Now()
+	f.plan(it, it.changed)
 	f.poke()
 	return &scheduler.UpdateScheduleOutput{ScheduleArn: aws.String(it.arn)}, nil
 }
@@ -210,18 +235,14 @@ func (f *Scheduler) GetSchedule(ctx context.Context, params *scheduler.GetSchedu
 		return nil, notFound("Schedule " + aws.ToString(params.Name))
 	}
 	in := it.in
-	state := in.State
-	if state == "" {
-		state = types.ScheduleStateEnabled
-	}
 	t := *in.Target
 	if t.RetryPolicy == nil {
 		t.RetryPolicy = &types.RetryPolicy{MaximumRetryAttempts: aws.Int32(185), MaximumEventAgeInSeconds: aws.Int32(86400)}
 	}
 	return &scheduler.GetScheduleOutput{Arn: aws.String(it.arn), Name: in.Name, GroupName: aws.String(g), ScheduleExpression: in.ScheduleExpression,
 		ScheduleExpressionTimezone: in.ScheduleExpressionTimezone, Target: &t, FlexibleTimeWindow: in.FlexibleTimeWindow,
-		Description: in.Description, StartDate: in.StartDate, EndDate: in.EndDate, State: state,
-		ActionAfterCompletion: in.ActionAfterCompletion, CreationDate: aws.Time(it.created)}, nil
+		Description: in.Description, StartDate: in.StartDate, EndDate: in.EndDate, State: state(in.State),
+		ActionAfterCompletion: in.ActionAfterCompletion, CreationDate: aws.Time(it.created), LastModificationDate: aws.Time(it.changed)}, nil
 }
 
 // ListSchedules lists a group's schedules (all groups when GroupName is
@@ -233,7 +254,7 @@ func (f *Scheduler) ListSchedules(ctx context.Context, params *scheduler.ListSch
 	for k, it := range f.items {
 		g, n, _ := strings.Cut(k, "/")
 		if params.GroupName != nil && g != *params.GroupName || !strings.HasPrefix(n, aws.ToString(params.NamePrefix)) ||
-			params.State != "" && it.in.State != params.State {
+			params.State != "" && state(it.in.State) != params.State {
 			continue
 		}
 		keys = append(keys, k)
@@ -248,7 +269,8 @@ func (f *Scheduler) ListSchedules(ctx context.Context, params *scheduler.ListSch
 	for i := start; i < len(keys) && i < start+size; i++ {
 		it := f.items[keys[i]]
 		out.Schedules = append(out.Schedules, types.ScheduleSummary{Arn: aws.String(it.arn), Name: it.in.Name,
-			GroupName: aws.String(group(it.in.GroupName)), State: it.in.State, Target: &types.TargetSummary{Arn: it.in.Target.Arn}})
+			GroupName: aws.String(group(it.in.GroupName)), State: state(it.in.State), Target: &types.TargetSummary{Arn: it.in.Target.Arn},
+			CreationDate: aws.Time(it.created), LastModificationDate: aws.Time(it.changed)})
 	}
 	if start+size < len(keys) {
 		out.NextToken = aws.String(strconv.Itoa(start + size))
@@ -292,12 +314,16 @@ func (f *Scheduler) Run(ctx context.Context) error {
 				}
 				if strings.HasPrefix(aws.ToString(it.in.ScheduleExpression), "at(") {
 					it.tick, it.fireAt = time.Time{}, time.Time{}
-					if it.in.ActionAfterCompletion == types.ActionAfterCompletionDelete {
-						delete(f.items, key)
-					}
-					break
+				} else {
+					f.plan(it, it.tick)
 				}
-				f.plan(it, it.tick)
+				// A one-time schedule completes when it fires, a recurring
+				// one with an EndDate after its last tick; ActionAfterCompletion
+				// DELETE deletes it then (without an EndDate never).
+				if it.tick.IsZero() && it.in.ActionAfterCompletion == types.ActionAfterCompletionDelete &&
+					(it.in.EndDate != nil || strings.HasPrefix(aws.ToString(it.in.ScheduleExpression), "at(")) {
+					delete(f.items, key)
+				}
 			}
 			if !it.fireAt.IsZero() && (wake.IsZero() || it.fireAt.Before(wake)) {
 				wake = it.fireAt
