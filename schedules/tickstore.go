@@ -63,7 +63,7 @@ func getS(item map[string]types.AttributeValue, name string) string {
 func (s *tickStore) explain(err error, what string) error {
 	var rnf *types.ResourceNotFoundException
 	if errors.As(err, &rnf) {
-		return fmt.Errorf("schedules: %s: table %s does not exist; create it with idempotency.CreateTable (or `sqsworker` setup of an idempotency table): %w", what, s.table, err)
+		return fmt.Errorf("schedules: %s: table %s does not exist; create it with idempotency.CreateTable (or in your infrastructure code: partition key \"key\" of type S, time-to-live on \"expiresAt\"), or fix UnwrapOptions.Table or the region: %w", what, s.table, err)
 	}
 	return fmt.Errorf("schedules: %s in table %s: %w", what, s.table, err)
 }
