@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/sqsworker/sqsworker/harness/sqsmsg"
 	"github.com/sqsworker/sqsworker/harness/testenv"
 	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
@@ -110,7 +111,7 @@ func fillDLQ(t *testing.T, c *sqs.Client, target Target, n int, errText func(i i
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := mover.Move(ctx, receiveOne(t, c, target.SourceURL), Provenance{Error: errText(i)}); err != nil {
+		if err := mover.Move(ctx, sqsmsg.ReceiveOne(t, c, target.SourceURL), Provenance{Error: errText(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/harness/sqsmsg"
 	"github.com/sqsworker/sqsworker/internal/deadletter"
 	sched "github.com/sqsworker/sqsworker/internal/schedule"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -138,14 +139,14 @@ func TestRedriveLeavesWhatComesBack(t *testing.T) {
 				// without any).
 				bodies := []string{"job-a", "job-b", "job-b"}
 				for _, b := range bodies {
-					attrs := userAttrs(tc.attrs)
+					attrs := sqsmsg.UserAttributes(tc.attrs)
 					if tc.how == "relay" {
 						// Jobs the runtime had relayed before they
 						// failed: the redrive strips what they carry.
 						attrs[sched.OriginAttribute] = sched.OriginValue("first-" + b)
 						attrs[sched.AttemptsAttribute] = sched.AttemptsValue(4)
 					}
-					f.MustSend(t, tgt.SourceURL, b, withAttrs(attrs))
+					f.MustSend(t, tgt.SourceURL, b, sqsmsg.WithAttributes(attrs))
 				}
 				w := &failAgain{t: t, f: f, tgt: tgt, how: "move", runs: map[string]int{}}
 				w.run() // the first failure: into the dead-letter queue
@@ -194,7 +195,7 @@ func TestRedriveLeavesWhatComesBack(t *testing.T) {
 func TestRedriveMovesWhatArrivesIndependently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, tgt := fakePair(t, "orders")
-		deadLetter(t, f, tgt, 2, userAttrs(1), failedWith("boom"))
+		deadLetter(t, f, tgt, 2, sqsmsg.UserAttributes(1), failedWith("boom"))
 		sent := false
 		res, err := Redrive(context.Background(), f, tgt, RedriveOptions{
 			Method: "manual", Rate: -1,
@@ -205,7 +206,7 @@ func TestRedriveMovesWhatArrivesIndependently(t *testing.T) {
 				sent = true
 				// A new failure with the content of a job being redriven,
 				// dead-lettered by another worker.
-				id := f.MustSend(t, tgt.SourceURL, "job-0", withAttrs(userAttrs(1)))
+				id := f.MustSend(t, tgt.SourceURL, "job-0", sqsmsg.WithAttributes(sqsmsg.UserAttributes(1)))
 				out, err := f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(tgt.SourceURL), MaxNumberOfMessages: 10, MessageAttributeNames: []string{"All"}})
 				if err != nil {
 					t.Fatal(err)
@@ -236,8 +237,8 @@ func TestSourceMessageIDOnCopies(t *testing.T) {
 	for _, n := range []int{0, 3, 4, 5, 9, 10} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			f, tgt := fakePair(t, "orders")
-			id := f.MustSend(t, tgt.SourceURL, "x", withAttrs(userAttrs(n)))
-			msg := receiveOne(t, f, tgt.SourceURL)
+			id := f.MustSend(t, tgt.SourceURL, "x", sqsmsg.WithAttributes(sqsmsg.UserAttributes(n)))
+			msg := sqsmsg.ReceiveOne(t, f, tgt.SourceURL)
 			if err := mustMover(t, f, tgt).Move(context.Background(), msg, Provenance{Error: "boom", Handler: "h", Attempt: 2}); err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +272,7 @@ func TestRedriveStripsRelayAttributes(t *testing.T) {
 		t.Run(fmt.Sprintf("KeepProvenance=%v", keep), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f, tgt := fakePair(t, "orders")
-				attrs := userAttrs(2)
+				attrs := sqsmsg.UserAttributes(2)
 				attrs[sched.OriginAttribute] = sched.OriginValue("first-id")
 				attrs[sched.AttemptsAttribute] = sched.AttemptsValue(4)
 				deadLetter(t, f, tgt, 3, attrs, failedWith("boom"))

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 	"github.com/sqsworker/sqsworker/harness/sqsfake"
+	"github.com/sqsworker/sqsworker/harness/sqsmsg"
 	"github.com/sqsworker/sqsworker/internal/deadletter"
 	"github.com/sqsworker/sqsworker/queueref"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -26,12 +27,12 @@ func deadLetter(t *testing.T, f *sqstest.Fake, target Target, n int, attrs map[s
 	t.Helper()
 	mover := mustMover(t, f, target)
 	for i := range n {
-		opts := []func(*sqs.SendMessageInput){withAttrs(attrs)}
+		opts := []func(*sqs.SendMessageInput){sqsmsg.WithAttributes(attrs)}
 		if target.FIFO {
 			opts = append(opts, sqsfake.Group(fmt.Sprintf("g%d", i%3), fmt.Sprintf("d%d", i)))
 		}
 		f.MustSend(t, target.SourceURL, fmt.Sprintf("job-%d", i), opts...)
-		msg := receiveOne(t, f, target.SourceURL)
+		msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 		if err := mover.Move(context.Background(), msg, prov(i)); err != nil {
 			t.Fatalf("Move: %v", err)
 		}
@@ -53,7 +54,7 @@ func bodies(ms []sqstest.MessageInfo) map[string]bool {
 func TestInspectListsWithoutConsuming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
-		deadLetter(t, f, target, 23, userAttrs(1), func(i int) Provenance { return Provenance{Error: fmt.Sprintf("error %d", i), Attempt: 4} })
+		deadLetter(t, f, target, 23, sqsmsg.UserAttributes(1), func(i int) Provenance { return Provenance{Error: fmt.Sprintf("error %d", i), Attempt: 4} })
 		f.MustSend(t, target.DLQURL, "no provenance") // as SQS's own redrive would leave it
 
 		msgs, err := Inspect(context.Background(), f, target.DLQURL, InspectOptions{})
@@ -185,7 +186,7 @@ func (noMoveTasks) StartMessageMoveTask(context.Context, *sqs.StartMessageMoveTa
 func TestRedriveFallsBackToManualWithoutMoveTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
-		deadLetter(t, f, target, 12, userAttrs(2), failedWith("boom"))
+		deadLetter(t, f, target, 12, sqsmsg.UserAttributes(2), failedWith("boom"))
 		res, err := Redrive(context.Background(), noMoveTasks{f}, target, RedriveOptions{})
 		if err != nil {
 			t.Fatalf("Redrive: %v", err)
@@ -320,7 +321,7 @@ func TestRedriveFilterDryRunAndMax(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, target := fakePair(t, "orders")
 		now := time.Now()
-		deadLetter(t, f, target, 10, userAttrs(1), func(i int) Provenance {
+		deadLetter(t, f, target, 10, sqsmsg.UserAttributes(1), func(i int) Provenance {
 			p := Provenance{Error: "timeout calling bank", Handler: "charge", FailedAt: now.Add(-time.Duration(i) * time.Hour)}
 			if i%2 == 1 {
 				p.Error, p.Handler = "invalid input", "validate"

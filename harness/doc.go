@@ -4,7 +4,7 @@
 // fleetrun), the fault-injecting proxy (faultproxy), the mutation check
 // (mutate), in-memory stand-ins for DynamoDB tables and CloudWatch's
 // GetMetricData (dynamofake, cloudwatchfake), and the helpers the tests
-// share (testenv, jsontest, fleettable, sqsdrain, sdkretry, sqsfake).
+// share (testenv, jsontest, fleettable, sqsdrain, sdkretry, sqsfake, sqsmsg).
 //
 // The harness is not part of the library's API and carries no compatibility
 // promise: it lives apart from the runtime so that it may import every

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/sqsworker/sqsworker/harness/sqsfake"
+	"github.com/sqsworker/sqsworker/harness/sqsmsg"
 	"github.com/sqsworker/sqsworker/internal/awscall"
 	"github.com/sqsworker/sqsworker/internal/sqslimit"
 	"github.com/sqsworker/sqsworker/sqstest"
@@ -29,8 +30,8 @@ func fakePair(t *testing.T, name string) (*sqstest.Fake, Target) {
 
 func TestMoveCopiesMessageWithProvenanceThenDeletes(t *testing.T) {
 	f, target := fakePair(t, "orders")
-	f.MustSend(t, target.SourceURL, `{"order":42}`, withAttrs(userAttrs(2)))
-	msg := receiveOne(t, f, target.SourceURL)
+	f.MustSend(t, target.SourceURL, `{"order":42}`, sqsmsg.WithAttributes(sqsmsg.UserAttributes(2)))
+	msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 	failedAt := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
 	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "boom", Handler: "charge", Attempt: 3, FailedAt: failedAt})
@@ -48,7 +49,7 @@ func TestMoveCopiesMessageWithProvenanceThenDeletes(t *testing.T) {
 	if m.Body != `{"order":42}` {
 		t.Errorf("body = %q", m.Body)
 	}
-	for name, want := range userAttrs(2) {
+	for name, want := range sqsmsg.UserAttributes(2) {
 		if got := aws.ToString(m.Attributes[name].StringValue); got != *want.StringValue {
 			t.Errorf("user attribute %s = %q, want %q", name, got, *want.StringValue)
 		}
@@ -70,7 +71,7 @@ func TestMoveCopiesMessageWithProvenanceThenDeletes(t *testing.T) {
 func TestMoveDefaultsAttemptFromReceiveCount(t *testing.T) {
 	f, target := fakePair(t, "orders")
 	f.MustSend(t, target.SourceURL, "x")
-	msg := receiveOne(t, f, target.SourceURL)
+	msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 	if err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "e"}); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestMoveDefaultsAttemptFromReceiveCount(t *testing.T) {
 func TestMoveSendFailsDeletesNothing(t *testing.T) {
 	f, target := fakePair(t, "orders")
 	f.MustSend(t, target.SourceURL, "x")
-	msg := receiveOne(t, f, target.SourceURL)
+	msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 	// The send fails for every request of the library's retry rule.
 	f.InjectFault(sqstest.Fault{API: "SendMessage", Code: "InternalError", Times: awscall.DefaultAttempts})
 
@@ -108,7 +109,7 @@ func TestMoveSendFailsDeletesNothing(t *testing.T) {
 func TestMoveDeleteFailsKeepsSourceAndSaysSo(t *testing.T) {
 	f, target := fakePair(t, "orders")
 	f.MustSend(t, target.SourceURL, "x")
-	msg := receiveOne(t, f, target.SourceURL)
+	msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 	f.InjectFault(sqstest.Fault{API: "DeleteMessage", Code: "InternalError", Times: awscall.DefaultAttempts})
 
 	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "boom"})
@@ -145,7 +146,7 @@ func TestMoveFIFOKeepsGroupAndDeduplicatesRetries(t *testing.T) {
 		t.Fatal("Target.FIFO = false for a FIFO queue")
 	}
 	f.MustSend(t, target.SourceURL, "x", sqsfake.Group("customer-7", "d1"))
-	msg := receiveOne(t, f, target.SourceURL)
+	msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 	mover := mustMover(t, f, target)
 
 	// The first move sends but cannot delete; the retry sends the same
@@ -183,7 +184,7 @@ func TestMoveFIFOKeepsGroupAndDeduplicatesRetries(t *testing.T) {
 func TestMoveFIFOWithoutGroupIDFails(t *testing.T) {
 	f, target := fakePair(t, "orders.fifo")
 	f.MustSend(t, target.SourceURL, "x", sqsfake.Group("g", "d"))
-	msg := receiveOne(t, f, target.SourceURL)
+	msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 	delete(msg.Attributes, "MessageGroupId")
 	err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{})
 	if err == nil || !strings.Contains(err.Error(), "MessageGroupId") {
@@ -209,8 +210,8 @@ func TestMoveAttributeLimit(t *testing.T) {
 	} {
 		t.Run(strings.Repeat("u", tc.user), func(t *testing.T) {
 			f, target := fakePair(t, "orders")
-			f.MustSend(t, target.SourceURL, "x", withAttrs(userAttrs(tc.user)))
-			msg := receiveOne(t, f, target.SourceURL)
+			f.MustSend(t, target.SourceURL, "x", sqsmsg.WithAttributes(sqsmsg.UserAttributes(tc.user)))
+			msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 			logger, logs := logBuffer()
 			err := mustMover(t, f, target, func(o *Options) { o.Logger = logger }).
 				Move(context.Background(), msg, Provenance{Error: "boom", Handler: "h", Attempt: 2})
@@ -225,7 +226,7 @@ func TestMoveAttributeLimit(t *testing.T) {
 			if len(attrs) > sqslimit.MaxMessageAttributes {
 				t.Fatalf("%d attributes, more than SQS allows", len(attrs))
 			}
-			for name := range userAttrs(tc.user) {
+			for name := range sqsmsg.UserAttributes(tc.user) {
 				if _, ok := attrs[name]; !ok {
 					t.Errorf("user attribute %s dropped", name)
 				}
@@ -260,11 +261,11 @@ func TestMoveAttributeLimit(t *testing.T) {
 
 func TestMoveReplacesEarlierProvenance(t *testing.T) {
 	f, target := fakePair(t, "orders")
-	old := userAttrs(4)
+	old := sqsmsg.UserAttributes(4)
 	old[AttrError] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("old failure")}
 	old[AttrHandler] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String("old")}
-	f.MustSend(t, target.SourceURL, "x", withAttrs(old))
-	msg := receiveOne(t, f, target.SourceURL)
+	f.MustSend(t, target.SourceURL, "x", sqsmsg.WithAttributes(old))
+	msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 	if err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: "new failure"}); err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestMoveReplacesEarlierProvenance(t *testing.T) {
 func TestMoveTruncatesAndCleansErrorText(t *testing.T) {
 	f, target := fakePair(t, "orders")
 	f.MustSend(t, target.SourceURL, "x")
-	msg := receiveOne(t, f, target.SourceURL)
+	msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 	long := "bad\x00byte " + strings.Repeat("é", 2000)
 	if err := mustMover(t, f, target).Move(context.Background(), msg, Provenance{Error: long}); err != nil {
 		t.Fatalf("Move: %v", err)
@@ -310,7 +311,7 @@ func TestMoveNearSizeLimit(t *testing.T) {
 			f, target := fakePair(t, "orders")
 			body := strings.Repeat("b", target.MaxMessageSize-tc.spare)
 			f.MustSend(t, target.SourceURL, body)
-			msg := receiveOne(t, f, target.SourceURL)
+			msg := sqsmsg.ReceiveOne(t, f, target.SourceURL)
 			logger, logs := logBuffer()
 			err := mustMover(t, f, target, func(o *Options) { o.Logger = logger }).
 				Move(context.Background(), msg, Provenance{Error: strings.Repeat("e", 1000), Handler: "h"})

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/sqsworker/sqsworker/harness/sqsmsg"
 	"github.com/sqsworker/sqsworker/harness/testenv"
 )
 
@@ -49,16 +50,16 @@ func TestIntegrationMove(t *testing.T) {
 	c := testenv.SQS(t)
 	ctx := integrationContext(t)
 	target := integrationPair(t, c, testenv.UniqueName("dlq-move"), false)
-	_, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("pay 42"), MessageAttributes: userAttrs(3)})
+	_, err := c.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(target.SourceURL), MessageBody: aws.String("pay 42"), MessageAttributes: sqsmsg.UserAttributes(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := receiveOne(t, c, target.SourceURL)
+	msg := sqsmsg.ReceiveOne(t, c, target.SourceURL)
 	if err := mustMover(t, c, target).Move(ctx, msg, Provenance{Error: "card declined", Handler: "billing", Attempt: 4}); err != nil {
 		t.Fatalf("Move: %v", err)
 	}
 
-	dead := receiveOne(t, c, target.DLQURL)
+	dead := sqsmsg.ReceiveOne(t, c, target.DLQURL)
 	if aws.ToString(dead.Body) != "pay 42" {
 		t.Errorf("body = %q", aws.ToString(dead.Body))
 	}
@@ -66,7 +67,7 @@ func TestIntegrationMove(t *testing.T) {
 	if !ok || p.Error != "card declined" || p.Handler != "billing" || p.Attempt != 4 || p.SourceQueue != target.SourceURL || p.FailedAt.IsZero() || p.FirstReceived.IsZero() {
 		t.Errorf("provenance = %+v (found %v)", p, ok)
 	}
-	for name := range userAttrs(3) {
+	for name := range sqsmsg.UserAttributes(3) {
 		if _, ok := dead.MessageAttributes[name]; !ok {
 			t.Errorf("user attribute %s lost", name)
 		}
@@ -86,11 +87,11 @@ func TestIntegrationMoveFIFO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := receiveOne(t, c, target.SourceURL)
+	msg := sqsmsg.ReceiveOne(t, c, target.SourceURL)
 	if err := mustMover(t, c, target).Move(ctx, msg, Provenance{Error: "boom"}); err != nil {
 		t.Fatalf("Move: %v", err)
 	}
-	dead := receiveOne(t, c, target.DLQURL)
+	dead := sqsmsg.ReceiveOne(t, c, target.DLQURL)
 	if g := dead.Attributes["MessageGroupId"]; g != "customer-1" {
 		t.Errorf("group = %q", g)
 	}
@@ -125,7 +126,7 @@ func TestIntegrationMoveTooLargeForTheDLQ(t *testing.T) {
 	if target.MaxMessageSize != 256<<10 || target.SourceMaxMessageSize != 1<<20 {
 		t.Fatalf("Discover sizes %d / %d", target.MaxMessageSize, target.SourceMaxMessageSize)
 	}
-	msg := receiveOne(t, c, res.SourceURL)
+	msg := sqsmsg.ReceiveOne(t, c, res.SourceURL)
 	log, _ := logBuffer()
 	m, err := NewMover(c, target, func(o *Options) { o.Logger = log })
 	if err != nil {
@@ -139,7 +140,7 @@ func TestIntegrationMoveTooLargeForTheDLQ(t *testing.T) {
 	if err := m.Move(ctx, msg, permanent); err != nil {
 		t.Fatalf("Move with an offloader: %v", err)
 	}
-	dead := receiveOne(t, c, res.DLQURL)
+	dead := sqsmsg.ReceiveOne(t, c, res.DLQURL)
 	if p, ok := ParseProvenance(dead.MessageAttributes); aws.ToString(dead.Body) != "pointer:obj0" || !ok || p.Error != permanent.Error {
 		t.Errorf("DLQ copy %q with provenance %+v", aws.ToString(dead.Body), p)
 	}

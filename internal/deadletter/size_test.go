@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/sqsworker/sqsworker/harness/sqsmsg"
 	"github.com/sqsworker/sqsworker/sqstest"
 )
 
@@ -45,7 +46,7 @@ func smallDLQ(t *testing.T) (*sqstest.Fake, Target, types.Message) {
 	f := sqstest.For(t)
 	src, dlq := f.MustCreateQueueWithDLQ(t, "orders", 5, nil)
 	setAttrs(t, f, dlq, map[string]string{"MaximumMessageSize": "262144"})
-	f.MustSend(t, src, strings.Repeat("x", 300<<10), withAttrs(userAttrs(2)))
+	f.MustSend(t, src, strings.Repeat("x", 300<<10), sqsmsg.WithAttributes(sqsmsg.UserAttributes(2)))
 	target, err := Discover(context.Background(), f, src)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func smallDLQ(t *testing.T) (*sqstest.Fake, Target, types.Message) {
 	if target.MaxMessageSize != 256<<10 || target.SourceMaxMessageSize != 1<<20 {
 		t.Fatalf("Discover: MaxMessageSize %d, SourceMaxMessageSize %d; want 262144 and 1048576", target.MaxMessageSize, target.SourceMaxMessageSize)
 	}
-	return f, target, receiveOne(t, f, src)
+	return f, target, sqsmsg.ReceiveOne(t, f, src)
 }
 
 var permanent = Provenance{Error: "permanent: invoice 42 has no customer", Handler: "billing"}
@@ -161,7 +162,7 @@ func TestCopierOffloadsToKeepTheFullReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg := receiveOne(t, f, src)
+	msg := sqsmsg.ReceiveOne(t, f, src)
 	long := Provenance{Error: strings.Repeat("why ", 200)}
 	log, _ := logBuffer()
 	c, _ := NewCopier(target, func(o *Options) { o.Logger = log; o.Offloader = &memOffloader{} })
