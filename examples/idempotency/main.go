@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go/logging"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
@@ -29,20 +27,7 @@ import (
 
 func main() {
 	exampleutil.Main("idempotency", func(ctx context.Context, cfg aws.Config) error {
-		db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.Logger = quietChecksums(o.Logger) })
-		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg), db)
-	})
-}
-
-// quietChecksums drops one spurious SDK warning: DynamoDB Local sends no
-// CRC32 header with error responses, so the SDK warns about every failed
-// condition — here, every duplicate (aws/aws-sdk-go-v2#3545). Everything
-// else is logged.
-func quietChecksums(next logging.Logger) logging.Logger {
-	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
-		if !strings.HasPrefix(format, "failed to close HTTP response body") && next != nil {
-			next.Logf(c, format, v...)
-		}
+		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg), exampleutil.DynamoDB(cfg))
 	})
 }
 

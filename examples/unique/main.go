@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go/logging"
 
 	"github.com/sqsworker/sqsworker/dlq"
 	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
@@ -26,20 +25,7 @@ import (
 
 func main() {
 	exampleutil.Main("unique", func(ctx context.Context, cfg aws.Config) error {
-		db := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.Logger = quietChecksums(o.Logger) })
-		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg), db)
-	})
-}
-
-// quietChecksums drops one spurious SDK warning: DynamoDB Local sends no
-// CRC32 header with error responses, so the SDK warns about every failed
-// condition — here, every refused send (aws/aws-sdk-go-v2#3545).
-// Everything else is logged.
-func quietChecksums(next logging.Logger) logging.Logger {
-	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
-		if !strings.HasPrefix(format, "failed to close HTTP response body") && next != nil {
-			next.Logf(c, format, v...)
-		}
+		return run(ctx, os.Stdout, sqs.NewFromConfig(cfg), exampleutil.DynamoDB(cfg))
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/sqsworker/sqsworker/examples/internal/exampleutil"
 	"github.com/sqsworker/sqsworker/harness/testenv"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestRun(t *testing.T) {
 	client := testenv.SQS(t)
 	db := testenv.DynamoDB(t)
-	db = dynamodb.New(db.Options(), func(o *dynamodb.Options) { o.Logger = quietChecksums(o.Logger) })
+	db = dynamodb.New(db.Options(), exampleutil.QuietChecksums)
 	var out bytes.Buffer
 	err := run(t.Context(), &out, client, db)
 	t.Log("\n" + out.String())

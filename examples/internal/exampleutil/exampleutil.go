@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/logging"
 )
 
 // Main runs an example: it loads the AWS configuration from the
@@ -86,4 +88,20 @@ func DeleteTable(ctx context.Context, client TableDeleter, table string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_, _ = client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(table)})
+}
+
+// DynamoDB returns a DynamoDB client for cfg with QuietChecksums.
+func DynamoDB(cfg aws.Config) *dynamodb.Client { return dynamodb.NewFromConfig(cfg, QuietChecksums) }
+
+// QuietChecksums has the client's logger drop one spurious SDK warning:
+// DynamoDB Local sends no CRC32 header with error responses, so the SDK
+// warns about every failed condition (a duplicate, a refused send;
+// aws/aws-sdk-go-v2#3545). Everything else is logged.
+func QuietChecksums(o *dynamodb.Options) {
+	next := o.Logger
+	o.Logger = logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		if !strings.HasPrefix(format, "failed to close HTTP response body") && next != nil {
+			next.Logf(c, format, v...)
+		}
+	})
 }
